@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The README's two commands, for a fresh Debian 12 machine (run as root, or with sudo available):
+#   bash scripts/numasweep.sh sweep   install, build, run the default local sweep, write the report
+#   bash scripts/numasweep.sh test    install everything the tests use, run the whole test suite
+# Both are idempotent: a second run installs nothing new.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+die() { echo "numasweep.sh: error: $*" >&2; exit 2; }
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "not root and no sudo: run as root or install sudo"
+    SUDO="sudo"
+fi
+
+# What the sweep needs (compilers, numactl/libnuma, Open MPI, hwloc).
+APT_RUN=(build-essential numactl libnuma-dev openmpi-bin libopenmpi-dev hwloc libhwloc-dev
+         python3-venv git)
+# What the tests add: likwid for the kernel benchmark, shellcheck, SLURM and munge for the
+# real single-node cluster, QEMU and cpio/busybox for the NUMA guest, chromium for the
+# HTML report screenshot.
+APT_TEST=(likwid shellcheck slurm-wlm slurmctld slurmd slurm-client munge
+          qemu-system-x86 qemu-utils cpio busybox-static chromium)
+
+apt_install() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "numasweep.sh: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+venv() {
+    if [ ! -x .venv/bin/python ] || ! cmp -s requirements.txt .venv/.requirements.txt; then
+        python3 -m venv .venv
+        .venv/bin/pip install -q --upgrade pip >/dev/null
+        .venv/bin/pip install -q -r requirements.txt
+        .venv/bin/pip install -q --no-deps -e .
+        cp requirements.txt .venv/.requirements.txt
+    fi
+    export PATH="$ROOT/.venv/bin:$PATH"
+}
+
+case "${1:-}" in
+    sweep)
+        apt_install "${APT_RUN[@]}"
+        venv
+        snakemake --profile profiles/local
+        echo "numasweep.sh: report written under report/ (see report/*/experimentation.md)"
+        ;;
+    test)
+        apt_install "${APT_RUN[@]}" "${APT_TEST[@]}"
+        venv
+        bash tests/numa_vm/fetch_kernel.sh
+        rc=0
+        python -m pytest tests "${@:2}" || rc=$?
+        # pytest exits 5 when it collected nothing: that is a failure here.
+        [ "$rc" -eq 5 ] && die "pytest collected no test"
+        exit "$rc"
+        ;;
+    *)
+        echo "usage: bash scripts/numasweep.sh sweep|test [pytest args]" >&2
+        exit 2
+        ;;
+esac

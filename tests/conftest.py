@@ -1,0 +1,30 @@
+"""Shared fixtures: the repository root and the kernels, built once per test session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "workflow"))
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def kernels_bin() -> Path:
+    """`make -C kernels` once; the binaries land in build/bin."""
+    proc = subprocess.run(
+        ["make", "-C", str(REPO / "kernels"), f"-j{os.cpu_count() or 2}"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, f"make -C kernels failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return REPO / "build" / "bin"

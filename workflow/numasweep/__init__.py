@@ -1,0 +1,5 @@
+"""numasweep: NUMA memory benchmark campaigns, from sweep to report."""
+
+from numasweep.errors import NumasweepError
+
+__all__ = ["NumasweepError"]

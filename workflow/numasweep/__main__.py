@@ -1,0 +1,50 @@
+"""`python -m numasweep COMMAND ...`: one entry point, one module per command.
+
+Each command module exposes `main(argv: list[str]) -> int`. A NumasweepError is printed as
+one line (`numasweep: error: ...`) and exits 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from numasweep.errors import NumasweepError
+
+COMMANDS = {
+    "topology": ("numasweep.topology", "detect the topology or load an arch file; write topology.json"),
+    "plan": ("numasweep.plan", "preview a placement: per-rank table and launch lines"),
+    "grid": ("numasweep.grid", "list the jobs a config expands to"),
+    "aggregate": ("numasweep.aggregate", "merge per-job CSVs into one tidy CSV per benchmark"),
+    "import-legacy": ("numasweep.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
+    "analyse": ("numasweep.analysis", "compute findings.json from aggregated results"),
+    "figures": ("numasweep.figures", "draw the figures from aggregated results"),
+    "report": ("numasweep.report", "render the Markdown report"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: python -m numasweep COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<14} {help_}" for name, (_, help_) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"numasweep: error: unknown command '{name}'; one of: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    try:
+        return int(module.main(rest) or 0)
+    except NumasweepError as exc:
+        print(f"numasweep: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

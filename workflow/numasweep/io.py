@@ -1,0 +1,46 @@
+"""Reading and writing result files so that a bad file names itself and a crash loses nothing."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from numasweep.errors import NumasweepError
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename: never a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
+    """A result CSV with the columns it must have, or a one-line error naming the file and the fix."""
+    path = Path(path)
+    if not path.exists():
+        raise NumasweepError(f"{path}: no such result file; rerun the job that writes it")
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise NumasweepError(
+            f"{path}: corrupt CSV ({first}); delete it and rerun its job"
+        ) from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise NumasweepError(
+            f"{path}: missing column(s) {', '.join(missing)}; delete it and rerun its job"
+        )
+    return df
