@@ -1,0 +1,90 @@
+"""Sizes, CPU lists and result-file helpers shared by every stage."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from numasweep.errors import NumasweepError
+from numasweep.io import atomic_write_text, read_csv
+from numasweep.units import format_cpulist, format_size, parse_cpulist, parse_size, parse_sizes
+
+MiB = 1 << 20
+
+
+def test_plain_numbers_are_mib_like_the_seeds():
+    assert parse_size("512") == 512 * MiB
+    assert parse_size(16) == 16 * MiB
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [("64K", 64 << 10), ("1M", MiB), ("1G", 1 << 30), ("2GiB", 2 << 30), ("4kb", 4 << 10)],
+)
+def test_suffixes_are_binary(text, expected):
+    assert parse_size(text) == expected
+
+
+def test_seed_range_is_fifteen_powers_of_two():
+    sizes = parse_sizes("1-16384")
+    assert len(sizes) == 15
+    assert sizes[0] == MiB and sizes[-1] == 16384 * MiB
+    assert all(b == 2 * a for a, b in zip(sizes, sizes[1:]))
+
+
+def test_lists_mix_ranges_and_sizes():
+    assert parse_sizes("16K,1-4") == [16 << 10, MiB, 2 * MiB, 4 * MiB]
+    assert parse_sizes(["64K", 2]) == [64 << 10, 2 * MiB]
+
+
+@pytest.mark.parametrize(
+    "bad,word",
+    [("0", "positive"), ("-4", "not a size"), ("12X", "not a size"), ("16-1", "backwards"), ("1-12", "powers of two")],
+)
+def test_bad_sizes_name_the_problem(bad, word):
+    with pytest.raises(NumasweepError, match=word):
+        parse_sizes(bad)
+
+
+def test_format_size_round_trips():
+    for n in (4096, 16 * MiB, 3 << 30, 1000):
+        text = format_size(n)
+        assert text.endswith("B")
+    assert format_size(32 * MiB) == "32MiB"
+
+
+def test_cpulists_round_trip():
+    cpus = parse_cpulist("0-15,64-79")
+    assert len(cpus) == 32 and cpus[15] == 15 and cpus[16] == 64
+    assert format_cpulist(cpus) == "0-15,64-79"
+    assert parse_cpulist("") == []
+    with pytest.raises(NumasweepError, match="CPU"):
+        parse_cpulist("3-1")
+
+
+def test_atomic_write_leaves_no_temporary(tmp_path):
+    target = tmp_path / "sub" / "x.csv"
+    atomic_write_text(target, "a,b\n1,2\n")
+    assert target.read_text() == "a,b\n1,2\n"
+    assert [p.name for p in target.parent.iterdir()] == ["x.csv"]
+
+
+def test_corrupt_csv_is_one_line_naming_file(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b'a,b\n1,"2\n3,4,5,6\n')
+    with pytest.raises(NumasweepError) as err:
+        read_csv(bad)
+    assert str(bad) in str(err.value) and "\n" not in str(err.value)
+    good = tmp_path / "good.csv"
+    good.write_text("a,b\n1,2\n")
+    with pytest.raises(NumasweepError, match="missing column"):
+        read_csv(good, ["a", "c"])
+    assert list(read_csv(good, ["a"]).columns) == ["a", "b"]
+
+
+def test_cli_unknown_command_exits_2():
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "nope"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "unknown command" in proc.stderr
