@@ -28,3 +28,17 @@ def kernels_bin() -> Path:
     )
     assert proc.returncode == 0, f"make -C kernels failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return REPO / "build" / "bin"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def constructed_sysfs_trees() -> Path:
+    """The constructed sysfs trees (LUMI-G, Ulisse, CXL) are generated, not committed: thousands
+    of small files that tests/fixtures/make_sysfs.py reproduces byte for byte. The captured tree
+    of a real machine (kvm-2cpu) is committed as it was read."""
+    sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+    try:
+        import make_sysfs
+    finally:
+        sys.path.pop(0)
+    make_sysfs.build(make_sysfs.SYSFS_DIR)
+    return make_sysfs.SYSFS_DIR
