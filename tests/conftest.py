@@ -34,11 +34,35 @@ def kernels_bin() -> Path:
 def constructed_sysfs_trees() -> Path:
     """The constructed sysfs trees (LUMI-G, Ulisse, CXL) are generated, not committed: thousands
     of small files that tests/fixtures/make_sysfs.py reproduces byte for byte. The captured tree
-    of a real machine (kvm-2cpu) is committed as it was read."""
-    sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+    of a real machine (kvm-2cpu) is committed as it was read.
+
+    Each tree is built in a private folder and renamed into place, stamped with the hash of the
+    script, so concurrent test runs never see a half-written tree."""
+    import hashlib
+    import shutil
+    import tempfile
+
+    fixtures = REPO / "tests" / "fixtures"
+    sys.path.insert(0, str(fixtures))
     try:
         import make_sysfs
     finally:
         sys.path.pop(0)
-    make_sysfs.build(make_sysfs.SYSFS_DIR)
+    stamp = hashlib.sha256((fixtures / "make_sysfs.py").read_bytes()).hexdigest()
+    for name, make in make_sysfs.MACHINES.items():
+        target = make_sysfs.SYSFS_DIR / name
+        stamp_file = target / ".stamp"
+        if stamp_file.exists() and stamp_file.read_text() == stamp:
+            continue
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=make_sysfs.SYSFS_DIR))
+        make_sysfs.write_tree(tmp / "t", make())
+        (tmp / "t" / ".stamp").write_text(stamp)
+        old = tmp / "old"
+        try:
+            if target.exists():
+                target.rename(old)
+            (tmp / "t").rename(target)
+        except OSError:
+            pass  # another run put an identical tree in place first
+        shutil.rmtree(tmp, ignore_errors=True)
     return make_sysfs.SYSFS_DIR
