@@ -63,7 +63,7 @@ def test_known_steps_matched_to_caches() -> None:
     found = [f for f in analysis.cache_thresholds(latency_frame(stepped), topo_two_nodes())
              if f.id == "cache_threshold"]
     got = {(f.numbers["size_bytes"], f.numbers["matched_cache"]) for f in found}
-    assert got == {(16 * MIB, "L3 per L3 group"), (32 * MIB, "L3 per node (2 L3 groups)")}
+    assert got == {(16 * MIB, "L3 per L3 group"), (32 * MIB, "L3 per node, 2 L3 groups")}
     for f in found:
         assert f"{f.numbers['step_ratio']:.2f}x" in f.summary
         assert len(f.evidence) == 4
@@ -227,7 +227,7 @@ def test_lumi_g_l3_steps(lumi: dict) -> None:
     for mode in ("concurrent", "serial"):
         got = {f["numbers"]["size_bytes"]: f["numbers"]["matched_cache"] for f in by_id(lumi, "cache_threshold")
                if f["numbers"]["mode"] == mode}
-        assert got[32 * MIB] == "L3 per L3 group" and got[64 * MIB] == "L3 per node (2 L3 groups)"
+        assert got[32 * MIB] == "L3 per L3 group" and got[64 * MIB] == "L3 per node, 2 L3 groups"
 
 
 def test_lumi_g_first_ccd_slower_when_concurrent_only(lumi: dict) -> None:

@@ -33,7 +33,7 @@ import pandas as pd
 
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text, read_csv
-from numasweep.units import format_size
+from numasweep.units import format_size, parse_page_fractions
 
 MIN_STEP = 0.20          # a latency step: at least 20 % more latency between consecutive sizes
 MIN_EFFECT = 0.10        # a difference between modes, L3 groups or page sizes: at least 10 %
@@ -220,7 +220,7 @@ def _cache_candidates(topo: dict) -> list[tuple[str, int]]:
                 if n > 1:
                     per_node.add(n)
             for n in sorted(per_node):
-                out.append((f"L3 per node ({n} L3 groups)", n * int(cache["size_bytes"])))
+                out.append((f"L3 per node, {n} L3 groups", n * int(cache["size_bytes"])))
     return out
 
 
@@ -864,16 +864,6 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
 
 # ---------------------------------------------------------------- placement
 
-def _fractions(text: Any) -> dict[int, float]:
-    if not isinstance(text, str) or not text.strip():
-        return {}
-    out = {}
-    for part in text.split(","):
-        node, _, frac = part.partition(":")
-        out[int(node)] = float(frac)
-    return out
-
-
 def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any = None) -> list[Finding]:
     """Per rank (latency) or job (bandwidth, copy): the smallest fraction of the buffer's pages found
     on the requested node(s), flagged below PLACEMENT_OK. Requested = `mem_nodes`, or the CPU's node
@@ -891,7 +881,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
             continue
         rows = []
         for _, r in df.iterrows():
-            fr = _fractions(r[col])
+            fr = parse_page_fractions(r[col])
             if not fr:
                 continue
             wanted = _nodes(r.get(req_col)) or _nodes(r.get("cpu_node")) or _nodes(r.get("cpu_nodes"))

@@ -109,3 +109,23 @@ def format_cpulist(cpus: list[int]) -> str:
         parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+def parse_page_fractions(text: object) -> dict[int, float]:
+    """The kernels' `page_fractions` field, `"0:0.7500,3:0.2500"` -> {0: 0.75, 3: 0.25}.
+
+    Empty or missing (a seed table that never measured placement) -> {}. A malformed field
+    raises, naming it: a CSV that says where pages landed must say it readably.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    out: dict[int, float] = {}
+    for part in text.split(","):
+        node, sep, frac = part.partition(":")
+        try:
+            out[int(node)] = float(frac)
+        except ValueError:
+            raise NumasweepError(
+                f"page_fractions '{text}' is not node:fraction pairs; rerun the job that wrote it"
+            ) from None
+    return out

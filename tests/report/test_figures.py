@@ -1,0 +1,113 @@
+"""Figures: every kind drawn from data that supports it, nothing where the data is absent."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from report_data import latency_frame, topology, write_results
+from numasweep import figures
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_every_kind_is_drawn_as_png_and_svg(full_results: Path, tmp_path: Path) -> None:
+    paths = figures.draw_all(full_results, tmp_path / "fig")
+    kinds = {figures.figure_kind(p) for p in paths}
+    assert kinds == {
+        "latency_vs_size", "concurrent_vs_serial", "latency_matrix", "bandwidth_vs_threads",
+        "bandwidth_matrix", "copy_matrix", "gpu_bandwidth", "gpu_latency",
+    }
+    for png in [p for p in paths if p.suffix == ".png"]:
+        width, height = png_size(png)
+        assert width >= 600 and height >= 400, f"{png.name} is {width}x{height}"
+        svg = png.with_suffix(".svg")
+        assert svg in paths and b"<svg" in svg.read_bytes()[:1000]
+    # each figure is filed under its benchmark
+    assert {p.parent.name for p in paths} == {"latency", "bandwidth", "copy", "gpu_xfer"}
+    assert sorted(kind for kind in kinds if kind not in figures.CAPTIONS) == []
+
+
+def test_absent_benchmarks_draw_nothing(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "res", benches=("latency",))
+    paths = figures.draw_all(results, tmp_path / "fig")
+    assert paths and {p.parent.name for p in paths} == {"latency"}
+    # every bench folder exists (the workflow declares them) but only latency holds figures
+    for bench in ("bandwidth", "copy", "gpu_xfer"):
+        assert (tmp_path / "fig" / bench).is_dir()
+        assert list((tmp_path / "fig" / bench).iterdir()) == []
+
+
+def test_single_mode_has_no_concurrent_vs_serial(tmp_path: Path) -> None:
+    df = latency_frame(modes=("serial",))
+    assert figures.plot_concurrent_vs_serial(df, topology(), tmp_path) == []
+    assert [figures.figure_kind(p) for p in figures.plot_latency_vs_size(df, topology(), tmp_path)] == [
+        "latency_vs_size", "latency_vs_size"]
+
+
+def test_single_size_has_no_curve_but_a_matrix(tmp_path: Path) -> None:
+    df = latency_frame(sizes=[512 << 20])
+    assert figures.plot_latency_vs_size(df, topology(), tmp_path) == []
+    assert figures.plot_latency_matrix(df, topology(), tmp_path) != []
+
+
+def test_cache_markers_come_from_the_topology() -> None:
+    marks = dict(figures.cache_markers(topology()))
+    assert marks == {32768: "L1d 32KiB", 512 * 1024: "L2 512KiB", 4 << 20: "L3 4MiB",
+                     8 << 20: "L3 per node 8MiB"}
+    assert figures.cache_markers(None) == []
+
+
+def test_memory_node_from_pages_then_request() -> None:
+    assert figures.memory_node("0:0.0000,3:1.0000") == 3
+    assert figures.memory_node("0:0.5000,3:0.5000", "0,3") is None
+    assert figures.memory_node("", "2") == 2
+    assert figures.memory_node(float("nan"), 1.0) == 1
+
+
+def test_lumi_g_example_curves_and_cache_lines(repo: Path, tmp_path: Path) -> None:
+    example = repo / "examples" / "lumi-g"
+    assert (example / "latency.csv").exists(), "examples/lumi-g/latency.csv is missing"
+    paths = figures.draw_all(example, tmp_path)
+    names = sorted(p.name for p in paths if p.suffix == ".png")
+    assert "latency_vs_size--concurrent.png" in names and "latency_vs_size--serial.png" in names
+    assert "concurrent_vs_serial--all.png" in names
+    svg = (tmp_path / "latency" / "latency_vs_size--concurrent.svg").read_text()
+    # the 32 MiB per-CCD and 64 MiB per-node L3 sizes are marked on the curve
+    assert "L3 32MiB" in svg and "L3 per node 64MiB" in svg
+
+
+def test_cli_writes_figures(repo: Path, full_results: Path, tmp_path: Path) -> None:
+    from numasweep.__main__ import main
+
+    assert main(["figures", "--results", str(full_results), "-o", str(tmp_path / "f")]) == 0
+    assert list((tmp_path / "f" / "copy").glob("*.png"))
+    with pytest.raises(SystemExit):
+        main(["figures", "--results", str(full_results)])
+    assert main(["figures", "--results", str(tmp_path / "nowhere"), "-o", str(tmp_path / "g")]) == 2
+
+
+def test_corrupt_csv_names_the_file(tmp_path: Path, capsys) -> None:
+    from numasweep.__main__ import main
+
+    results = write_results(tmp_path / "res", benches=("latency",))
+    (results / "copy.csv").write_text('src_node,dst_node\n1,"2\n')
+    assert main(["figures", "--results", str(results), "-o", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("numasweep: error:") and "copy.csv" in err and len(err.splitlines()) == 1
+
+
+def test_bandwidth_without_kernel_name_still_plots(tmp_path: Path) -> None:
+    from report_data import bandwidth_frame
+
+    df = bandwidth_frame()
+    df["kernel"] = float("nan")
+    paths = figures.plot_bandwidth_vs_threads(df, None, tmp_path)
+    assert [p.name for p in paths] == ["bandwidth_vs_threads--kernel-not-recorded.png",
+                                       "bandwidth_vs_threads--kernel-not-recorded.svg"]

@@ -1,0 +1,216 @@
+"""The Markdown report: sections follow the data, numbers come from the data or findings."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from report_data import MiB, write_results
+from numasweep import analysis, figures, report
+from numasweep.__main__ import main
+from numasweep.units import format_size
+
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def render(results: Path, tmp_path: Path) -> tuple[str, dict]:
+    findings = analysis.analyse(results)
+    figdir = tmp_path / "out" / "figures"
+    figures.draw_all(results, figdir)
+    out = report.render(results, findings, figdir, tmp_path / "out" / "report.md")
+    return out.read_text(), findings
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory) -> tuple[Path, str, dict, Path]:
+    """The report of a results folder with every benchmark, rendered once for this module."""
+    tmp = tmp_path_factory.mktemp("full")
+    results = write_results(tmp / "results" / "twin")
+    text, findings = render(results, tmp)
+    return results, text, findings, tmp / "out"
+
+
+def prose_lines(text: str) -> list[str]:
+    """Lines a reader reads as sentences: not tables, code blocks, images or headings."""
+    lines, in_code = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or line.startswith(("|", "![", "#")) or not line.strip():
+            continue
+        lines.append(re.sub(r"`[^`]*`", "", line))
+    return lines
+
+
+def allowed_numbers(results: Path, findings: dict) -> set[str]:
+    """Every number spelled in the inputs: findings, topology, CSV cells, sizes as written."""
+    text = json.dumps(findings) + (results / "topology.json").read_text()
+    sizes: set[int] = set()
+    for csv in results.glob("*.csv"):
+        text += csv.read_text()
+        df = pd.read_csv(csv)
+        for col in ("size_bytes", "bytes", "access_size(bytes)"):
+            if col in df:
+                sizes |= {int(v) for v in df[col].dropna()}
+    text += " ".join(format_size(s) for s in sizes)
+    return set(NUMBER.findall(text))
+
+
+def test_full_report_has_every_section(full_report) -> None:
+    _, text, findings, out = full_report
+    for heading in ("## Test configuration", "### Commands run", "### System", "### CPU lists per node",
+                    "### Cache hierarchy", "### Node distances", "## Memory latency",
+                    "## Memory bandwidth (STREAM)", "## Node-to-node copy", "## Host-device transfers",
+                    "### Analysis: concurrent mode", "### Analysis: serial mode",
+                    "## Comparative analysis", "## Placement verification", "## Conclusion"):
+        assert heading in text, heading
+    # the memory-only node is marked in the configuration
+    assert "| 2 | none (memory only) |" in text and "memory only, no CPUs: node 2" in text
+    assert "mpirun -np 4 numa_latency --size=1-256 --serial" in text
+    assert "virtual machine" not in text.lower()
+    # every figure the figures step drew is in the report, and the links resolve
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert len(links) == len(list((out / "figures").rglob("*.png"))) > 0
+    for link in links:
+        assert (out / link).is_file(), link
+    # every finding's sentence is in the report, word for word
+    for f in findings["findings"]:
+        assert f["summary"] in text, f["id"]
+
+
+def test_every_number_in_the_prose_comes_from_the_inputs(full_report) -> None:
+    results, text, findings, _ = full_report
+    allowed = allowed_numbers(results, findings)
+    prose = prose_lines(text)
+    assert len(prose) > 20
+    strays = {(n, line) for line in prose for n in NUMBER.findall(line) if n not in allowed}
+    assert not strays, f"numbers not found in findings or data: {sorted(strays)[:5]}"
+
+
+def test_raw_latency_table_matches_the_csv(full_report) -> None:
+    results, text, _, _ = full_report
+    df = pd.read_csv(results / "latency.csv")
+    block = text.split("**Latency (ns per load), concurrent**")[1].split("\n\n")[1]
+    header, _, *rows = block.splitlines()
+    sizes = [c.strip() for c in header.strip("|").split("|")][4:]
+    assert sizes == [format_size(MiB << i) for i in range(9)]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        rank = int(cells[0])
+        for size, cell in zip(sizes, cells[4:]):
+            expected = df[(df["mode"] == "concurrent") & (df["rank"] == rank)
+                          & (df["size_bytes"].map(format_size) == size)]["latency_ns_median"].iloc[0]
+            assert cell == f"{expected:.2f}"
+
+
+def test_placement_pages_per_node_for_every_rank(full_report) -> None:
+    _, text, _, _ = full_report
+    section = text.split("## Placement verification")[1].split("## Conclusion")[0]
+    assert "**concurrent, 256MiB per rank**" in section and "**serial, 256MiB per rank**" in section
+    # rank 2 runs on CPU 5 (node 1): all 256 MiB on node 1, none on nodes 0 and 2
+    assert "| 2 | 5 | 1 | bind 1 | 0.00 | 256.00 | 0.00 |" in section
+
+
+def test_absent_data_leaves_sections_out(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "res", benches=("latency",))
+    df = pd.read_csv(results / "latency.csv")
+    df = df[df["mode"] == "serial"].drop(columns=["command", "page_fractions"])
+    df.to_csv(results / "latency.csv", index=False)
+    out = report.render(results, {"system": "twin", "findings": []}, None, tmp_path / "r.md")
+    text = out.read_text()
+    assert "## Memory latency" in text and "### Raw results" in text
+    for absent in ("## Memory bandwidth", "## Node-to-node copy", "## Host-device transfers",
+                   "### Commands run", "### Figures", "### Analysis", "## Comparative analysis",
+                   "## Placement verification", "## Conclusion", "concurrent"):
+        assert absent not in text, absent
+    assert "\n\n\n" not in text
+
+
+def test_commands_from_per_job_provenance(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "res", benches=("latency",))
+    df = pd.read_csv(results / "latency.csv").drop(columns=["command"])
+    df.to_csv(results / "latency.csv", index=False)
+    (results / "latency").mkdir()
+    launch = "srun --ntasks 4 --cpu-bind=map_cpu:1,2,5,6 numa_latency --size=1-256"
+    (results / "latency" / "lat-serial.json").write_text(json.dumps({"command": launch, "argv": launch.split()}))
+    text = report.render(results, {"findings": []}, None, tmp_path / "r.md").read_text()
+    assert f"### Commands run\n\n```bash\n{launch}\n```" in text
+
+
+def test_virtual_machine_is_stated(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "res", benches=("latency",), hypervisor="KVM")
+    text = report.render(results, {"findings": []}, None, tmp_path / "r.md").read_text()
+    assert "**Virtual machine.**" in text and "(KVM)" in text and "emulated or virtual machine" in text
+
+
+def test_cross_system_report_side_by_side(tmp_path: Path) -> None:
+    a = write_results(tmp_path / "a", benches=("latency",), system="alpha")
+    b = write_results(tmp_path / "b", benches=("latency", "bandwidth"), system="beta", hypervisor="QEMU")
+    df_b = pd.read_csv(b / "latency.csv")
+    df_b["latency_ns_median"] *= 2
+    df_b.to_csv(b / "latency.csv", index=False)
+    out = tmp_path / "cross" / "cross.md"
+    assert main(["report", "--results", str(a), "--results", str(b), "--figures",
+                 str(tmp_path / "cross" / "figures"), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# NUMA memory benchmarks: alpha and beta")
+    assert "| benchmarks | latency | latency, bandwidth |" in text
+    assert "beta was measured under a hypervisor" in text
+    # beta's latencies are exactly twice alpha's at every common size
+    table = text.split("**Median latency over ranks (ns), serial**")[1].split("\n\n")[1]
+    ratios = [row.strip("|").split("|")[-1].strip() for row in table.splitlines()[2:]]
+    assert ratios and set(ratios) == {"2.00"}
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert links and all((out.parent / link).is_file() for link in links)
+    assert "## Findings on alpha" in text and "## Findings on beta" in text
+
+
+def test_lumi_g_example_report_carries_its_findings(repo: Path, tmp_path: Path) -> None:
+    example = repo / "examples" / "lumi-g"
+    findings = analysis.analyse(example)
+    text = report.render(example, findings, None, tmp_path / "r.md").read_text()
+    assert "AMD EPYC 7A53 64-Core Processor" in text
+    assert "| 0 | 0-15,64-79 | 0, 1 |" in text
+    assert "| L3 Unified | 32MiB | 8 | 256MiB | 16 |" in text
+    # the seed's concurrent table, rank 0 at 4096 MB
+    assert "| 0 | 1 | 0 | 0 | 11.53 | 12.92 |" in text and "178.93" in text
+    matched = [f for f in findings["findings"] if f["id"] == "cache_threshold"
+               and (f["numbers"].get("cache_bytes") in (32 * MiB, 64 * MiB))]
+    assert matched, "no cache step matched to the 32 MiB or 64 MiB L3"
+    conclusion = text.split("## Conclusion")[1]
+    for f in matched:
+        assert f["summary"] in conclusion
+
+
+def test_cli_errors_are_one_line(full_results: Path, tmp_path: Path, capsys) -> None:
+    cases = [
+        ["report", "--results", str(full_results), "--findings", str(tmp_path / "none.json"), "-o", str(tmp_path / "r.md")],
+        ["report", "--results", str(full_results), "--results", str(full_results), "--results",
+         str(full_results), "-o", str(tmp_path / "r.md")],
+        ["report", "--results", str(tmp_path / "empty"), "--findings", str(tmp_path / "f.json"), "-o", str(tmp_path / "r.md")],
+    ]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "f.json").write_text("{not json")
+    for argv in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("numasweep: error:") and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "r.md").exists()
+
+
+@pytest.mark.parametrize("name", ["lumi-g-remote", "ulisse"])
+def test_other_examples_render(repo: Path, tmp_path: Path, name: str) -> None:
+    example = repo / "examples" / name
+    findings = analysis.analyse(example)
+    figdir = tmp_path / "figures"
+    figures.draw_all(example, figdir)
+    text = report.render(example, findings, figdir, tmp_path / "r.md").read_text()
+    assert findings["findings"], name
+    for f in findings["findings"]:
+        assert f["summary"] in text
+    assert re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)

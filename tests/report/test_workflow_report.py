@@ -1,0 +1,140 @@
+"""The report stage under Snakemake: regeneration from cached results with no benchmark tool on
+PATH, and Snakemake's HTML report checked in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from report_data import write_results
+
+pytestmark = pytest.mark.workflow
+
+HERE = Path(__file__).resolve().parent
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+REPORT_JOBS = {"analyse", "figures", "report_md", "report"}
+
+
+def snakemake(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    proc = subprocess.run(SNAKEMAKE + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The `Job stats` table of a dry run: rule name -> job count."""
+    table = output.split("Job stats:")[1].split("total")[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
+
+
+def cached_workdir(repo: Path, tmp_path: Path) -> Path:
+    """A working directory for the project's Snakefile, so a test run writes nothing in the
+    repository: it needs only the config folder next to it."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "config").symlink_to(repo / "config")
+    return workdir
+
+
+def bare_path(tmp_path: Path) -> str:
+    """A PATH holding only a shell and `which` (the SLURM executor plugin runs `which sacct`
+    when imported): no numactl, MPI launcher, SLURM client or compiler."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("bash", "sh", "which"):
+        (bindir / tool).symlink_to(shutil.which(tool))
+    path = str(bindir)
+    for tool in ("numactl", "mpirun", "srun", "sbatch", "cc", "gcc", "make", "nvcc"):
+        assert shutil.which(tool, path=path) is None
+    return path
+
+
+def test_regeneration_dry_run_lists_only_report_jobs(repo: Path, tmp_path: Path) -> None:
+    workdir = cached_workdir(repo, tmp_path)
+    proc = snakemake(["-s", str(repo / "Snakefile"), "-d", str(workdir), "-n", "report",
+                      "--config", f"results={repo / 'examples' / 'lumi-g'}"], cwd=workdir)
+    counts = job_counts(proc.stdout + proc.stderr)
+    assert set(counts) == REPORT_JOBS and all(n == 1 for n in counts.values()), counts
+
+
+def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Path) -> None:
+    workdir = cached_workdir(repo, tmp_path)
+    env = {**os.environ, "PATH": bare_path(tmp_path)}
+    start = time.monotonic()
+    snakemake(["-s", str(repo / "Snakefile"), "-d", str(workdir), "-c2", "report",
+               "--config", f"results={repo / 'examples' / 'lumi-g'}"], cwd=workdir, env=env)
+    elapsed = time.monotonic() - start
+    print(f"report regenerated from examples/lumi-g in {elapsed:.1f} s (target: under 30 s)")
+    out = workdir / "report" / "lumi-g"
+    findings = json.loads((out / "findings.json").read_text())
+    assert findings["findings"]
+    text = (out / "experimentation.md").read_text()
+    assert "## Conclusion" in text
+    for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text):
+        assert (out / link).is_file(), link
+    assert sorted(p.name for p in (out / "figures" / "latency").glob("*.png")) == [
+        "concurrent_vs_serial--all.png", "latency_matrix--concurrent.png", "latency_matrix--serial.png",
+        "latency_vs_size--concurrent.png", "latency_vs_size--serial.png"]
+    # nothing was built or measured
+    assert not (workdir / "build").exists() and not (workdir / "results").exists()
+    # the project's default target registers every figure for Snakemake's HTML report
+    snakemake(["-s", str(repo / "Snakefile"), "-d", str(workdir), "--report", "report.html",
+               "--config", f"results={repo / 'examples' / 'lumi-g'}"], cwd=workdir, env=env)
+    html = (workdir / "report.html").read_text()
+    for png in (out / "figures" / "latency").glob("*.png"):
+        assert f'"name": "{png.name}"' in html, png.name
+
+
+def figure_check(html: Path, tmp_path: Path) -> list[dict]:
+    """Open a copy of the report with figure_check.js appended; return its per-figure verdicts."""
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is not installed: apt-get install chromium"
+    page = html.read_text()
+    cut = page.rfind("</body>")
+    checked = tmp_path / "checked.html"
+    checked.write_text(page[:cut] + "<script>" + (HERE / "figure_check.js").read_text() + "</script>" + page[cut:])
+    common = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=30000"]
+    proc = subprocess.run([*common, "--dump-dom", checked.as_uri()], capture_output=True, text=True, timeout=180)
+    found = re.findall(r'<pre id="figure-check">(.*?)</pre>', proc.stdout, re.S)
+    assert found, f"the check script left no verdict:\n{proc.stderr[-2000:]}"
+    verdict = json.loads(found[-1].replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    assert "error" not in verdict, verdict
+    # A screenshot of the report as a reader sees it after the last figure was shown.
+    shot = tmp_path / "report.png"
+    subprocess.run([*common, "--window-size=1400,900", f"--screenshot={shot}", checked.as_uri()],
+                   capture_output=True, text=True, timeout=180)
+    assert shot.exists(), "chromium wrote no screenshot"
+    width, height = struct.unpack(">II", shot.read_bytes()[16:24])
+    assert (width, height) == (1400, 900) and shot.stat().st_size > 20000
+    return verdict["checks"]
+
+
+def test_html_report_shows_every_figure_in_chromium(repo: Path, tmp_path: Path) -> None:
+    results = write_results(tmp_path / "results" / "twin")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    args = ["-s", str(HERE / "Snakefile"), "-d", str(workdir), "--config", f"results={results}"]
+    snakemake([*args, "-c2", "report"], cwd=workdir)
+    snakemake([*args, "--report", "report.html", "report"], cwd=workdir)
+    pngs = sorted((workdir / "report" / "twin" / "figures").rglob("*.png"))
+    assert len(pngs) >= 8
+    checks = figure_check(workdir / "report.html", tmp_path)
+    assert sorted(Path(c["path"]).name for c in checks) == sorted(p.name for p in pngs)
+    for c in checks:
+        assert c["found"] and c["listed"], c
+        assert c["width"] >= 600 and c["height"] >= 400, c
+    categories = {c["category"] for c in checks}
+    assert categories == {"Memory latency", "Memory bandwidth", "Node-to-node copy", "Host-device transfers"}

@@ -1,0 +1,94 @@
+# Analysis, figures and the Markdown report: pure Python on the aggregated CSVs, so they run
+# anywhere (no numactl, MPI, SLURM or compiler) and `snakemake report --config results=DIR`
+# re-renders a report from cached results alone.
+#
+# Needs from common.smk: RESULTS_DIR, SYSTEM, BENCHES (benches whose <RESULTS_DIR>/<bench>.csv
+# exist or will be produced), REPORT_DIR, PYTHON (the interpreter with numasweep) and CONDA_ENV
+# (used only with --sdm conda; the rules need nothing beyond the Python packages).
+
+# Report categories and the label naming each figure's variant, per benchmark.
+FIGURE_CATEGORIES = {
+    "latency": ("Memory latency", "mode"),
+    "bandwidth": ("Memory bandwidth", "kernel"),
+    "copy": ("Node-to-node copy", "threads on"),
+    "gpu_xfer": ("Host-device transfers", "host memory"),
+}
+
+
+localrules:
+    analyse,
+    figures,
+    report_md,
+    report,
+
+
+rule analyse:
+    input:
+        topology=f"{RESULTS_DIR}/topology.json",
+        tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
+    output:
+        f"{REPORT_DIR}/findings.json",
+    log:
+        f"logs/{SYSTEM}/report/analyse.log",
+    conda:
+        CONDA_ENV
+    params:
+        python=PYTHON,
+    shell:
+        # The results folder is the one holding topology.json; the shell derives it so that
+        # the rule names files only through input and output.
+        'results={input.topology:q}; {params.python:q} -m numasweep analyse --results "${{results%/*}}"'
+        " -o {output:q} > {log:q} 2>&1"
+
+
+rule figures:
+    input:
+        topology=f"{RESULTS_DIR}/topology.json",
+        tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
+    output:
+        # One report-registered folder per benchmark, figures named <kind>--<variant>.png.
+        folders=[
+            report(
+                directory(f"{REPORT_DIR}/figures/{bench}"),
+                patterns=["{kind}--{variant}.png"],
+                caption=f"../report/{bench}.rst",
+                category=FIGURE_CATEGORIES[bench][0],
+                subcategory="{kind}",
+                labels={"figure": "{kind}", FIGURE_CATEGORIES[bench][1]: "{variant}"},
+            )
+            for bench in BENCHES
+        ],
+    log:
+        f"logs/{SYSTEM}/report/figures.log",
+    conda:
+        CONDA_ENV
+    params:
+        python=PYTHON,
+    shell:
+        "results={input.topology:q}; folder={output.folders[0]:q}; {params.python:q} -m numasweep figures"
+        ' --results "${{results%/*}}" -o "${{folder%/*}}" > {log:q} 2>&1'
+
+
+rule report_md:
+    input:
+        topology=f"{RESULTS_DIR}/topology.json",
+        tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
+        findings=f"{REPORT_DIR}/findings.json",
+        figures=rules.figures.output,
+    output:
+        f"{REPORT_DIR}/experimentation.md",
+    log:
+        f"logs/{SYSTEM}/report/report_md.log",
+    conda:
+        CONDA_ENV
+    params:
+        python=PYTHON,
+    shell:
+        "results={input.topology:q}; folder={input.figures[0]:q}; {params.python:q} -m numasweep report"
+        ' --results "${{results%/*}}" --findings {input.findings:q} --figures "${{folder%/*}}"'
+        " -o {output:q} > {log:q} 2>&1"
+
+
+rule report:
+    input:
+        f"{REPORT_DIR}/experimentation.md",
