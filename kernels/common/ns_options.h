@@ -1,0 +1,78 @@
+/* Options every kernel shares (docs/INTERFACES.md): --csv, --policy, --mem-nodes, --weights,
+ * --pages, --quiet, --help, --version. Parsing is strict: unknown options, missing values and
+ * stray arguments end the program with one line (exit 2). */
+#ifndef NS_OPTIONS_H
+#define NS_OPTIONS_H
+
+#include <getopt.h>
+
+#include "ns_buffer.h"
+#include "ns_policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* getopt_long codes of the shared options; kernel-specific codes start at NS_OPT_KERNEL. */
+enum {
+    NS_OPT_CSV = 1000,
+    NS_OPT_POLICY,
+    NS_OPT_MEM_NODES,
+    NS_OPT_WEIGHTS,
+    NS_OPT_PAGES,
+    NS_OPT_QUIET,
+    NS_OPT_HELP,
+    NS_OPT_VERSION,
+    NS_OPT_KERNEL = 1100
+};
+
+/* Put first in a kernel's struct option array. */
+#define NS_COMMON_LONG_OPTIONS                                   \
+    {"csv", required_argument, 0, NS_OPT_CSV},                   \
+    {"policy", required_argument, 0, NS_OPT_POLICY},             \
+    {"mem-nodes", required_argument, 0, NS_OPT_MEM_NODES},       \
+    {"weights", required_argument, 0, NS_OPT_WEIGHTS},           \
+    {"pages", required_argument, 0, NS_OPT_PAGES},               \
+    {"quiet", no_argument, 0, NS_OPT_QUIET},                     \
+    {"help", no_argument, 0, NS_OPT_HELP},                       \
+    {"version", no_argument, 0, NS_OPT_VERSION}
+
+typedef struct {
+    const char *csv;      /* NULL: no CSV */
+    ns_policy policy;
+    ns_pages pages;
+    int quiet;
+    int help;
+    int version;
+    int mem_nodes_given;
+    int weights_given;
+} ns_common_options;
+
+void ns_common_defaults(ns_common_options *opts);
+/* Handles a shared option code; returns 1 if it was one, 0 otherwise. */
+int ns_common_option(ns_common_options *opts, int code, const char *arg);
+/* After parsing: checks the combination (policy vs nodes vs weights, CSV folder, weighted
+ * interleave support, node existence) and ends the program on a problem. Does not write the
+ * weights; call ns_policy_apply_weights when about to allocate. */
+void ns_common_finish(ns_common_options *opts);
+/* Help lines for the shared options. */
+const char *ns_common_help(void);
+
+/* getopt_long with opterr off; turns '?' and ':' into one-line errors naming the option. */
+int ns_getopt(int argc, char *const argv[], const struct option *longopts);
+/* Ends the program if arguments remain after the options. */
+void ns_no_positional(int argc, char *const argv[]);
+
+/* "PROGRAM numasweep COMMIT\n  built with: FLAGS" (provenance for the workflow). */
+void ns_print_version(const char *commit, const char *build_flags);
+/* After parsing: --help prints usage(), --version the provenance; either then exits 0. */
+void ns_common_info(const ns_common_options *opts, void (*usage)(void), const char *commit, const char *build_flags);
+
+/* Thread count from OMP_NUM_THREADS (its first entry), 0 when unset; ends the program when it
+ * is not a positive whole number. */
+int ns_threads_from_env(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

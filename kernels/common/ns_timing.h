@@ -1,0 +1,19 @@
+/* Monotonic wall-clock timing (CLOCK_MONOTONIC, not affected by clock adjustments). */
+#ifndef NS_TIMING_H
+#define NS_TIMING_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+double ns_seconds(void);
+uint64_t ns_nanoseconds(void);
+/* Smallest observed non-zero step of ns_seconds(), in seconds (STREAM's granularity check). */
+double ns_timer_resolution(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

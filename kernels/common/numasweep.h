@@ -1,0 +1,23 @@
+/* Everything in kernels/common (libnumasweep_common.a). C11 and C++ (extern "C") safe. */
+#ifndef NUMASWEEP_H
+#define NUMASWEEP_H
+
+#include "ns_buffer.h"
+#include "ns_csv.h"
+#include "ns_cycle.h"
+#include "ns_error.h"
+#include "ns_options.h"
+#include "ns_policy.h"
+#include "ns_size.h"
+#include "ns_timing.h"
+#include "ns_topo.h"
+
+/* The Makefile defines these (git commit and compiler flags) so --version records them. */
+#ifndef NS_BUILD_COMMIT
+#define NS_BUILD_COMMIT "unknown"
+#endif
+#ifndef NS_BUILD_FLAGS
+#define NS_BUILD_FLAGS "unknown"
+#endif
+
+#endif

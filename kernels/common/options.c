@@ -1,0 +1,134 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ns_csv.h"
+#include "ns_error.h"
+#include "ns_options.h"
+#include "ns_size.h"
+#include "ns_topo.h"
+
+void ns_common_defaults(ns_common_options *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->policy.kind = NS_POLICY_INHERIT;
+    opts->pages = NS_PAGES_4K;
+}
+
+int ns_common_option(ns_common_options *opts, int code, const char *arg)
+{
+    int v;
+    switch (code) {
+    case NS_OPT_CSV:
+        opts->csv = arg;
+        return 1;
+    case NS_OPT_POLICY:
+        if ((v = ns_policy_kind_parse(arg)) < 0)
+            ns_die("--policy=%s: unknown policy: use inherit, bind, preferred, interleave or weighted", arg);
+        opts->policy.kind = (ns_policy_kind)v;
+        return 1;
+    case NS_OPT_MEM_NODES:
+        opts->policy.nnodes = ns_int_list_arg("--mem-nodes", arg, opts->policy.nodes, NS_MAX_NODES, 0, NS_MAX_NODES - 1);
+        opts->mem_nodes_given = 1;
+        return 1;
+    case NS_OPT_WEIGHTS:
+        opts->policy.nweights = ns_int_list_arg("--weights", arg, opts->policy.weights, NS_MAX_NODES, 1, 255);
+        opts->weights_given = 1;
+        return 1;
+    case NS_OPT_PAGES:
+        if ((v = ns_pages_parse(arg)) < 0)
+            ns_die("--pages=%s: unknown page size: use 4k, thp, 2m or 1g", arg);
+        opts->pages = (ns_pages)v;
+        return 1;
+    case NS_OPT_QUIET:
+        opts->quiet = 1;
+        return 1;
+    case NS_OPT_HELP:
+        opts->help = 1;
+        return 1;
+    case NS_OPT_VERSION:
+        opts->version = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void ns_common_finish(ns_common_options *opts)
+{
+    ns_policy_validate(&opts->policy);
+    if (opts->csv)
+        ns_csv_check_path(opts->csv);
+}
+
+const char *ns_common_help(void)
+{
+    return "Shared options:\n"
+           "  --csv=PATH            write results as CSV to PATH (its folder must exist; written to a\n"
+           "                        temporary name and renamed, rewritten after each finished step)\n"
+           "  --policy=P            inherit (default: what numactl set), bind, preferred, interleave,\n"
+           "                        weighted (weighted interleave, Linux >= 6.9)\n"
+           "  --mem-nodes=LIST      nodes for the policy, e.g. 0 or 0,3\n"
+           "  --weights=LIST        weighted only: one weight 1..255 per node; written to\n"
+           "                        /sys/kernel/mm/mempolicy/weighted_interleave/nodeN if they differ\n"
+           "                        (root) and restored at exit\n"
+           "  --pages=4k|thp|2m|1g  page size: 4k (MADV_NOHUGEPAGE, default), thp (MADV_HUGEPAGE),\n"
+           "                        2m or 1g (hugetlbfs pages reserved beforehand)\n"
+           "  --quiet               only errors on stderr and the CSV; no table\n"
+           "  --version             commit and build flags\n"
+           "  --help                this text\n"
+           "Sizes: a plain number is MiB; K, M, G suffixes are binary; A-B is every power of two\n"
+           "from A to B MiB. A bad invocation prints one line and exits 2.\n";
+}
+
+int ns_getopt(int argc, char *const argv[], const struct option *longopts)
+{
+    opterr = 0;
+    int prev = optind;
+    int c = getopt_long(argc, argv, ":", longopts, NULL);
+    if (c == '?') {
+        const char *arg = optind > prev ? argv[optind - 1] : argv[prev];
+        if (optopt)
+            for (const struct option *o = longopts; o->name; o++)
+                if (o->val == optopt)
+                    ns_die("option '--%s' takes no value (got '%s'); see --help", o->name, arg);
+        ns_die("unknown option '%s'; see --help", arg);
+    }
+    if (c == ':') {
+        const char *arg = argv[optind - 1];
+        ns_die("option '%s' needs a value (e.g. %s=VALUE); see --help", arg, arg);
+    }
+    return c;
+}
+
+void ns_no_positional(int argc, char *const argv[])
+{
+    if (optind < argc)
+        ns_die("unexpected argument '%s': options are written --name=value; see --help", argv[optind]);
+}
+
+void ns_print_version(const char *commit, const char *build_flags)
+{
+    printf("%s numasweep %s\n  built with: %s\n", ns_program(), commit, build_flags);
+}
+
+void ns_common_info(const ns_common_options *opts, void (*usage)(void), const char *commit, const char *build_flags)
+{
+    if (opts->help)
+        usage();
+    else if (opts->version)
+        ns_print_version(commit, build_flags);
+    else
+        return;
+    exit(0);
+}
+
+int ns_threads_from_env(void)
+{
+    const char *env = getenv("OMP_NUM_THREADS");
+    if (!env || !*env)
+        return 0;
+    char first[32];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(env, ","), env);
+    return (int)ns_int_arg("OMP_NUM_THREADS", first, 1, NS_MAX_CPUS);
+}

@@ -1,0 +1,269 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ns_error.h"
+#include "ns_policy.h"
+#include "ns_size.h"
+
+#define MASK_BITS 1024
+#define MASK_LONGS (MASK_BITS / (8 * sizeof(unsigned long)))
+/* The kernel treats maxnode as one past the last bit it reads (libnuma passes the same). */
+#define MASK_MAXNODE (MASK_BITS + 1)
+#define MPOL_F_ADDR_FLAG (1 << 1)
+#define MODE_FLAGS_MASK 0xff
+
+#define WEIGHTS_DIR "/sys/kernel/mm/mempolicy/weighted_interleave"
+
+static const char *kind_names[] = {"inherit", "bind", "preferred", "interleave", "weighted"};
+
+int ns_policy_kind_parse(const char *text)
+{
+    for (int i = 0; i < (int)(sizeof kind_names / sizeof *kind_names); i++)
+        if (!strcmp(text, kind_names[i]))
+            return i;
+    return -1;
+}
+
+const char *ns_policy_kind_name(ns_policy_kind kind) { return kind_names[kind]; }
+
+static int kernel_mode(ns_policy_kind kind)
+{
+    switch (kind) {
+    case NS_POLICY_BIND: return NS_MPOL_BIND;
+    case NS_POLICY_PREFERRED: return NS_MPOL_PREFERRED;
+    case NS_POLICY_INTERLEAVE: return NS_MPOL_INTERLEAVE;
+    case NS_POLICY_WEIGHTED: return NS_MPOL_WEIGHTED_INTERLEAVE;
+    default: return NS_MPOL_DEFAULT;
+    }
+}
+
+static void fill_mask(unsigned long *mask, const int *nodes, int n)
+{
+    memset(mask, 0, MASK_LONGS * sizeof *mask);
+    for (int i = 0; i < n; i++)
+        mask[nodes[i] / (8 * sizeof *mask)] |= 1ul << (nodes[i] % (8 * sizeof *mask));
+}
+
+int ns_weighted_interleave_supported(char *why, size_t len)
+{
+    const char *fake = getenv("NUMASWEEP_FAKE_NO_WEIGHTED");
+    if (fake && *fake && strcmp(fake, "0")) {
+        snprintf(why, len, "probe overridden by NUMASWEEP_FAKE_NO_WEIGHTED=%s", fake);
+        return 0;
+    }
+    /* Probe with mbind on a scratch page: the process policy stays untouched. */
+    long page = sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        snprintf(why, len, "probe mapping failed: %s", strerror(errno));
+        return 0;
+    }
+    int nodes[NS_MAX_NODES];
+    ns_online_nodes(nodes, NS_MAX_NODES);
+    unsigned long mask[MASK_LONGS];
+    fill_mask(mask, nodes, 1);
+    long rc = syscall(SYS_mbind, p, (unsigned long)page, NS_MPOL_WEIGHTED_INTERLEAVE, mask, MASK_MAXNODE, 0u);
+    int err = errno;
+    munmap(p, (size_t)page);
+    if (rc) {
+        snprintf(why, len, "mbind(MPOL_WEIGHTED_INTERLEAVE) failed: %s", strerror(err));
+        return 0;
+    }
+    return 1;
+}
+
+void ns_policy_validate(const ns_policy *policy)
+{
+    const char *name = ns_policy_kind_name(policy->kind);
+    if (policy->kind == NS_POLICY_INHERIT) {
+        if (policy->nnodes)
+            ns_die("--mem-nodes needs --policy=bind, preferred, interleave or weighted");
+        if (policy->nweights)
+            ns_die("--weights needs --policy=weighted and --mem-nodes");
+        return;
+    }
+    if (!policy->nnodes)
+        ns_die("--policy=%s needs --mem-nodes=LIST (e.g. --mem-nodes=0)", name);
+    int online[NS_MAX_NODES];
+    int nonline = ns_online_nodes(online, NS_MAX_NODES);
+    char list[1024];
+    ns_format_cpulist(online, nonline, list, sizeof list);
+    for (int i = 0; i < policy->nnodes; i++) {
+        if (!ns_node_online(policy->nodes[i]))
+            ns_die("--mem-nodes: node %d does not exist (online nodes: %s)", policy->nodes[i], list);
+        for (int j = 0; j < i; j++)
+            if (policy->nodes[j] == policy->nodes[i])
+                ns_die("--mem-nodes: node %d is listed twice", policy->nodes[i]);
+    }
+    if (policy->kind == NS_POLICY_PREFERRED && policy->nnodes != 1)
+        ns_die("--policy=preferred takes one node, --mem-nodes lists %d", policy->nnodes);
+    if (policy->nweights && policy->kind != NS_POLICY_WEIGHTED)
+        ns_die("--weights applies only to --policy=weighted, not --policy=%s", name);
+    if (policy->kind == NS_POLICY_WEIGHTED) {
+        if (policy->nweights && policy->nweights != policy->nnodes)
+            ns_die("--weights lists %d weights for %d nodes in --mem-nodes: give one weight per node",
+                   policy->nweights, policy->nnodes);
+        for (int i = 0; i < policy->nweights; i++)
+            if (policy->weights[i] < 1 || policy->weights[i] > 255)
+                ns_die("--weights: weight %d is out of range: use 1 to 255", policy->weights[i]);
+        char why[256];
+        if (!ns_weighted_interleave_supported(why, sizeof why))
+            ns_die("--policy=weighted: this kernel has no weighted interleave (MPOL_WEIGHTED_INTERLEAVE, Linux >= 6.9): %s", why);
+    }
+}
+
+/* Saved sysfs weights, restored at exit. */
+static int saved_count;
+static int saved_nodes[NS_MAX_NODES];
+static int saved_weights[NS_MAX_NODES];
+static char saved_auto_path[128];
+static char saved_auto[16];
+
+static int read_int_file(const char *path, int *value)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fscanf(f, "%d", value) == 1;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+static int write_text_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int bad = fputs(text, f) < 0;
+    bad |= fclose(f) != 0;
+    return bad ? -1 : 0;
+}
+
+static void restore_weights(void)
+{
+    char path[128], value[16];
+    for (int i = 0; i < saved_count; i++) {
+        snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", saved_nodes[i]);
+        snprintf(value, sizeof value, "%d", saved_weights[i]);
+        if (write_text_file(path, value))
+            fprintf(stderr, "%s: warning: could not restore %s to %s\n", ns_program(), path, value);
+    }
+    /* Writing a node weight turns automatic weights off on kernels that have them. */
+    if (saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true"))
+        fprintf(stderr, "%s: warning: weights restored, but %s could not be set back to true: %s\n", ns_program(),
+                saved_auto_path, strerror(errno));
+    saved_count = 0;
+}
+
+void ns_policy_current_weights(const ns_policy *policy, int *weights)
+{
+    char path[128];
+    for (int i = 0; i < policy->nnodes; i++) {
+        snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", policy->nodes[i]);
+        if (read_int_file(path, &weights[i]))
+            weights[i] = 0;
+    }
+}
+
+void ns_policy_apply_weights(const ns_policy *policy)
+{
+    if (policy->kind != NS_POLICY_WEIGHTED || !policy->nweights)
+        return;
+    int current[NS_MAX_NODES];
+    ns_policy_current_weights(policy, current);
+    int differ = 0;
+    for (int i = 0; i < policy->nnodes; i++)
+        differ |= current[i] != policy->weights[i];
+    if (!differ)
+        return;
+    char path[128], value[16];
+    /* The kernel's "auto" switch (named auto, or __auto_type on some 6.18 builds). */
+    const char *auto_names[] = {"auto", "__auto_type"};
+    for (int i = 0; i < 2 && !saved_auto_path[0]; i++) {
+        snprintf(path, sizeof path, WEIGHTS_DIR "/%s", auto_names[i]);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fgets(saved_auto, sizeof saved_auto, f))
+                snprintf(saved_auto_path, sizeof saved_auto_path, "%s", path);
+            fclose(f);
+        }
+    }
+    if (!saved_count)
+        atexit(restore_weights);
+    for (int i = 0; i < policy->nnodes; i++) {
+        if (current[i] == policy->weights[i])
+            continue;
+        snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", policy->nodes[i]);
+        snprintf(value, sizeof value, "%d", policy->weights[i]);
+        if (current[i] == 0 || write_text_file(path, value))
+            ns_die("--weights: cannot set %s to %d (%s): run as root, or set the weights beforehand and omit --weights",
+                   path, policy->weights[i], current[i] == 0 ? "file missing" : strerror(errno));
+        saved_nodes[saved_count] = policy->nodes[i];
+        saved_weights[saved_count] = current[i];
+        saved_count++;
+    }
+}
+
+void ns_policy_apply_range(const ns_policy *policy, void *addr, size_t len)
+{
+    if (policy->kind == NS_POLICY_INHERIT)
+        return;
+    unsigned long mask[MASK_LONGS];
+    fill_mask(mask, policy->nodes, policy->nnodes);
+    if (syscall(SYS_mbind, addr, (unsigned long)len, kernel_mode(policy->kind), mask, MASK_MAXNODE, 0u)) {
+        char list[512];
+        ns_format_int_list(policy->nodes, policy->nnodes, list, sizeof list);
+        ns_die("--policy=%s --mem-nodes=%s: mbind failed: %s (does every node have memory?)",
+               ns_policy_kind_name(policy->kind), list, strerror(errno));
+    }
+}
+
+void ns_policy_apply_thread(const ns_policy *policy)
+{
+    if (policy->kind == NS_POLICY_INHERIT)
+        return;
+    unsigned long mask[MASK_LONGS];
+    fill_mask(mask, policy->nodes, policy->nnodes);
+    if (syscall(SYS_set_mempolicy, kernel_mode(policy->kind), mask, MASK_MAXNODE)) {
+        char list[512];
+        ns_format_int_list(policy->nodes, policy->nnodes, list, sizeof list);
+        ns_die("--policy=%s --mem-nodes=%s: set_mempolicy failed: %s (does every node have memory?)",
+               ns_policy_kind_name(policy->kind), list, strerror(errno));
+    }
+}
+
+void ns_policy_observe(const void *addr, ns_observed_policy *out)
+{
+    unsigned long mask[MASK_LONGS];
+    int mode = NS_MPOL_DEFAULT;
+    memset(out, 0, sizeof *out);
+    memset(mask, 0, sizeof mask);
+    if (addr)
+        if (syscall(SYS_get_mempolicy, &mode, mask, MASK_MAXNODE, addr, MPOL_F_ADDR_FLAG))
+            mode = NS_MPOL_DEFAULT;
+    /* No policy of the buffer's own: the thread's policy (e.g. from numactl) applies. */
+    if ((mode & MODE_FLAGS_MASK) == NS_MPOL_DEFAULT) {
+        memset(mask, 0, sizeof mask);
+        if (syscall(SYS_get_mempolicy, &mode, mask, MASK_MAXNODE, NULL, 0))
+            mode = NS_MPOL_DEFAULT;
+    }
+    mode &= MODE_FLAGS_MASK;
+    static const char *names[] = {"default", "preferred", "bind", "interleave", "local", "preferred", "weighted"};
+    snprintf(out->name, sizeof out->name, "%s", mode >= 0 && mode <= 6 ? names[mode] : "unknown");
+    out->mode = mode;
+    for (int node = 0; node < NS_MAX_NODES; node++)
+        if (mask[node / (8 * sizeof *mask)] & (1ul << (node % (8 * sizeof *mask))))
+            out->nodes[out->nnodes++] = node;
+    if (mode == NS_MPOL_WEIGHTED_INTERLEAVE) {
+        ns_policy tmp;
+        tmp.nnodes = out->nnodes;
+        memcpy(tmp.nodes, out->nodes, sizeof tmp.nodes);
+        ns_policy_current_weights(&tmp, out->weights);
+        out->nweights = out->nnodes;
+    }
+}

@@ -1,0 +1,466 @@
+/* numa_latency: memory load latency per MPI rank by pointer chasing.
+ *
+ * For each rank and size: map a buffer (--pages), apply --policy before first touch (or keep
+ * the policy numactl set), touch it, link ONE random cycle through all of its 64-byte slots,
+ * warm up, then time dependent loads (each address comes from the previous load) until
+ * --min-time has passed; repeat --samples times. Reported: median, min and max nanoseconds per
+ * load over the samples. Every row records the CPU the rank ran on, that CPU's node and L3
+ * group, the policy the kernel reports for the buffer and where its pages are (move_pages).
+ *
+ * Ranks measure concurrently (default; a barrier before every sample) or one after another
+ * (--serial). Rank 0 writes the CSV and the table.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "numasweep.h"
+
+#define MAX_TEXT 1024
+#ifdef MADV_POPULATE_WRITE
+#define NS_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define NS_MADV_POPULATE_WRITE 23 /* Linux >= 5.14; older kernels answer EINVAL */
+#endif
+
+typedef struct {
+    uint64_t *sizes;
+    size_t nsizes;
+    int serial;
+    double min_time;
+    int samples;
+    uint64_t seed;
+    long self_test_slots;
+    ns_common_options common;
+} options;
+
+/* One measured (rank, size); sent to rank 0 as plain bytes. */
+typedef struct {
+    int rank;
+    int cpu;
+    int cpu_node;
+    int l3_group;
+    uint64_t size_bytes;
+    double median_ns, min_ns, max_ns;
+    int samples;
+    uint64_t loads;
+    char host[64];
+    char policy[16];
+    char mem_nodes[256];
+    char weights[256];
+    char page_fractions[MAX_TEXT];
+    char placed_nodes[256];
+} result;
+
+enum { OPT_SIZE = NS_OPT_KERNEL, OPT_SERIAL, OPT_MIN_TIME, OPT_SAMPLES, OPT_SEED, OPT_SELF_TEST };
+
+static const struct option long_options[] = {
+    NS_COMMON_LONG_OPTIONS,
+    {"size", required_argument, 0, OPT_SIZE},
+    {"serial", no_argument, 0, OPT_SERIAL},
+    {"min-time", required_argument, 0, OPT_MIN_TIME},
+    {"samples", required_argument, 0, OPT_SAMPLES},
+    {"seed", required_argument, 0, OPT_SEED},
+    {"self-test", required_argument, 0, OPT_SELF_TEST},
+    {0, 0, 0, 0},
+};
+
+static void usage(void)
+{
+    printf("Usage: numa_latency [options]   (run under mpirun/srun; a single process works too)\n"
+           "Pointer-chase load latency per MPI rank over a range of buffer sizes.\n\n"
+           "  --size=LIST       buffer sizes per rank (default 16K-1G); e.g. 1-16384 (MiB, powers of two),\n"
+           "                    64K,1M,1G\n"
+           "  --serial          ranks measure one after another (default: all at once)\n"
+           "  --min-time=SEC    minimum duration of each sample (default 0.2)\n"
+           "  --samples=N       samples per size (default 5); median, min and max are reported\n"
+           "  --seed=N          seed of the random cycle (default 1; each rank and size derive their own)\n"
+           "  --self-test=N     build the cycle over N slots, check it visits all N, print the build\n"
+           "                    time, and exit (no MPI)\n\n%s",
+           ns_common_help());
+}
+
+/* Dependent loads: the next address is the loaded value, so loads cannot overlap. */
+static void *__attribute__((noinline)) chase(void *p, uint64_t loads)
+{
+    void **q = p;
+    for (; loads >= 16; loads -= 16) {
+        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
+        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
+    }
+    while (loads--)
+        q = *q;
+    return q;
+}
+
+static void *volatile chase_sink;
+
+/* CPU time of the calling thread: compared with wall time it shows whether a sample shared
+ * its CPU with other work (wall-clock latency is then inflated). */
+static double thread_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Touch the buffer (first touch by the calling CPU) and link its slots into one random cycle. */
+static void *build_cycle(void *addr, size_t bytes, ns_rng *rng)
+{
+    /* One system call where the kernel has it (Linux >= 5.14) is much faster than a page fault
+     * per page for GiB buffers; elsewhere the linking pass, which writes every slot in address
+     * order, is the first touch. */
+    (void)madvise(addr, bytes, NS_MADV_POPULATE_WRITE);
+    return ns_chase_build(addr, bytes / NS_CHASE_SLOT_BYTES, NS_CHASE_SLOT_BYTES, rng);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int self_test(long nslots, ns_pages pages)
+{
+    size_t bytes = (size_t)nslots * NS_CHASE_SLOT_BYTES;
+    ns_policy inherit = {.kind = NS_POLICY_INHERIT};
+    ns_buffer mem;
+    ns_buffer_alloc(&mem, bytes, pages, &inherit);
+    char *buf = mem.addr;
+    unsigned char *seen = calloc((size_t)nslots, 1);
+    if (!seen)
+        ns_die("--self-test=%ld: cannot allocate %ld bytes", nslots, nslots);
+    ns_rng rng;
+    ns_rng_seed(&rng, 1);
+    /* CPU time too: on a shared machine it shows the cost without the waiting for a CPU. */
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    double t0 = ns_seconds();
+    void *start = build_cycle(buf, bytes, &rng);
+    double build = ns_seconds() - t0;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
+    /* Walk the cycle once, checking every step lands on a slot not seen before. */
+    size_t visited = 0, bad = 0;
+    char *p = start;
+    do {
+        size_t off = (size_t)(p - buf);
+        if (off >= bytes || off % NS_CHASE_SLOT_BYTES || seen[off / NS_CHASE_SLOT_BYTES]) {
+            bad = 1;
+            break;
+        }
+        seen[off / NS_CHASE_SLOT_BYTES] = 1;
+        visited++;
+        p = *(char **)p;
+    } while (p != (char *)start && visited <= (size_t)nslots);
+    int ok = !bad && visited == (size_t)nslots && p == (char *)start;
+    printf("self-test: cycle over %ld slots of %d bytes: visits %zu distinct slots, returns to start: %s\n"
+           "self-test: build time %.3f s wall, %.3f s CPU (%.1f ns per slot), touching the buffer included\n",
+           nslots, NS_CHASE_SLOT_BYTES, visited, ok ? "ok" : "FAILED", build, cpu, build * 1e9 / (double)nslots);
+    ns_buffer_free(&mem);
+    free(seen);
+    return ok ? 0 : 1;
+}
+
+static void parse(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    ns_common_defaults(&o->common);
+    o->min_time = 0.2;
+    o->samples = 5;
+    o->seed = 1;
+    const char *sizes = "16K-1G";
+    int c;
+    while ((c = ns_getopt(argc, argv, long_options)) != -1) {
+        if (ns_common_option(&o->common, c, optarg))
+            continue;
+        switch (c) {
+        case OPT_SIZE: sizes = optarg; break;
+        case OPT_SERIAL: o->serial = 1; break;
+        case OPT_MIN_TIME: o->min_time = ns_double_arg("--min-time", optarg, 1e-4, 3600); break;
+        case OPT_SAMPLES: o->samples = (int)ns_int_arg("--samples", optarg, 1, 1000); break;
+        case OPT_SEED: o->seed = (uint64_t)ns_int_arg("--seed", optarg, 0, 1L << 62); break;
+        case OPT_SELF_TEST: o->self_test_slots = ns_int_arg("--self-test", optarg, 2, UINT32_MAX); break;
+        default: ns_die("unhandled option; see --help");
+        }
+    }
+    ns_no_positional(argc, argv);
+    if (o->common.help || o->common.version)
+        return;
+    o->nsizes = ns_sizes_arg("--size", sizes, &o->sizes);
+    for (size_t i = 0; i < o->nsizes; i++) {
+        char s[32];
+        ns_format_size(o->sizes[i], s, sizeof s);
+        if (o->sizes[i] < 2 * NS_CHASE_SLOT_BYTES)
+            ns_die("--size: %s is below two %d-byte slots: use at least 128 bytes", s, NS_CHASE_SLOT_BYTES);
+        if (o->sizes[i] / NS_CHASE_SLOT_BYTES > UINT32_MAX)
+            ns_die("--size: %s has more than 2^32 slots: use at most 256G", s);
+    }
+    ns_common_finish(&o->common);
+}
+
+/* Rank of this process before MPI_Init, from the launcher's environment, so that argument
+ * errors are printed once and not by every rank. */
+static int launcher_rank(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return 0;
+}
+
+static void finalize_on_error(void) { MPI_Finalize(); }
+/* A failure of one rank mid-run: the others wait in a collective, so all must be stopped. */
+static void abort_on_error(void) { MPI_Abort(MPI_COMM_WORLD, NS_EXIT_USAGE); }
+
+static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_comm, result *r)
+{
+    ns_buffer buf;
+    ns_buffer_alloc(&buf, size, o->common.pages, &o->common.policy);
+    size_t nslots = size / NS_CHASE_SLOT_BYTES;
+    ns_rng rng;
+    ns_rng_seed(&rng, o->seed * 0x100000001b3ull + (uint64_t)rank * 1000003u + size);
+    void *start = build_cycle(buf.addr, size, &rng);
+
+    ns_placement placement;
+    ns_placement_clear(&placement);
+    ns_placement_query(&placement, buf.addr, size, ns_pages_bytes(o->common.pages));
+    ns_observed_policy seen;
+    ns_policy_observe(buf.addr, &seen);
+
+    memset(r, 0, sizeof *r);
+    r->rank = rank;
+    r->size_bytes = size;
+    ns_hostname(r->host, sizeof r->host);
+    snprintf(r->policy, sizeof r->policy, "%s", seen.name);
+    ns_format_int_list(seen.nodes, seen.nnodes, r->mem_nodes, sizeof r->mem_nodes);
+    ns_format_int_list(seen.weights, seen.nweights, r->weights, sizeof r->weights);
+    ns_placement_format(&placement, r->page_fractions, sizeof r->page_fractions);
+    int placed[NS_MAX_NODES];
+    int nplaced = ns_placement_nodes(&placement, placed, NS_MAX_NODES);
+    ns_format_int_list(placed, nplaced, r->placed_nodes, sizeof r->placed_nodes);
+
+    /* Warm-up: up to one pass over the cycle (at most ~min-time), which also calibrates the
+     * load count of a sample. */
+    void *p = start;
+    uint64_t warm = 1024, warm_loads = 0;
+    double warm_time = 0;
+    while (warm_loads < nslots && warm_time < o->min_time) {
+        double t0 = ns_seconds();
+        p = chase(p, warm);
+        warm_time += ns_seconds() - t0;
+        warm_loads += warm;
+        warm *= 2;
+    }
+    double per_load = warm_time / (double)warm_loads;
+
+    r->cpu = ns_current_cpu();
+    double *ns_per_load = malloc((size_t)o->samples * sizeof *ns_per_load);
+    if (!ns_per_load)
+        ns_die("out of memory");
+    double least_on_cpu = 1.0;
+    for (int s = 0; s < o->samples; s++) {
+        if (barrier_comm != MPI_COMM_NULL)
+            MPI_Barrier(barrier_comm);
+        uint64_t batch = (uint64_t)(o->min_time / per_load / 4) + 16;
+        uint64_t loads = 0;
+        double cpu0 = thread_cpu_seconds();
+        double t0 = ns_seconds(), elapsed;
+        do {
+            p = chase(p, batch);
+            loads += batch;
+            elapsed = ns_seconds() - t0;
+        } while (elapsed < o->min_time);
+        double on_cpu = (thread_cpu_seconds() - cpu0) / elapsed;
+        least_on_cpu = on_cpu < least_on_cpu ? on_cpu : least_on_cpu;
+        ns_per_load[s] = elapsed * 1e9 / (double)loads;
+        per_load = elapsed / (double)loads;
+        r->loads += loads;
+    }
+    if (least_on_cpu < 0.95) {
+        char s[32];
+        ns_format_size(size, s, sizeof s);
+        ns_warn("rank %d ran only %.0f%% of a sample's time at %s: its CPU is shared with other work, latencies "
+                "are inflated", rank, 100 * least_on_cpu, s);
+    }
+    chase_sink = p;
+    int cpu_after = ns_current_cpu();
+    if (cpu_after != r->cpu) {
+        char s[32];
+        ns_format_size(size, s, sizeof s);
+        ns_warn("rank %d moved from CPU %d to CPU %d while measuring %s: bind ranks to one CPU each", rank, r->cpu,
+                cpu_after, s);
+    }
+    qsort(ns_per_load, (size_t)o->samples, sizeof *ns_per_load, cmp_double);
+    int n = o->samples;
+    r->median_ns = n % 2 ? ns_per_load[n / 2] : 0.5 * (ns_per_load[n / 2 - 1] + ns_per_load[n / 2]);
+    r->min_ns = ns_per_load[0];
+    r->max_ns = ns_per_load[n - 1];
+    r->samples = n;
+    r->cpu_node = ns_node_of_cpu(r->cpu);
+    r->l3_group = ns_l3_group_of_cpu(r->cpu);
+    free(ns_per_load);
+    ns_buffer_free(&buf);
+}
+
+static void csv_row(ns_text *csv, const result *r, int ranks, const options *o)
+{
+    ns_text_printf(csv, "%d,%d,%s,%s,%d,%d,%d,%s,\"%s\",\"%s\",%s,%llu,%.3f,%.3f,%.3f,%d,%llu,\"%s\"\n", r->rank,
+                   ranks, o->serial ? "serial" : "concurrent", r->host, r->cpu, r->cpu_node, r->l3_group, r->policy,
+                   r->mem_nodes, r->weights, ns_pages_name(o->common.pages), (unsigned long long)r->size_bytes,
+                   r->median_ns, r->min_ns, r->max_ns, r->samples, (unsigned long long)r->loads, r->page_fractions);
+}
+
+static void print_table(const options *o, const result *all, int ranks)
+{
+    /* all[size_index * ranks + rank] */
+    int width = 9;
+    printf("\n");
+    printf("| Rank | Host         | CPU  | CPU NUMA | L3 | Policy     | Memory NUMA |");
+    for (size_t i = 0; i < o->nsizes; i++) {
+        char s[32];
+        ns_format_size(o->sizes[i], s, sizeof s);
+        printf(" %*s |", width - 2, s);
+    }
+    printf("\n|------|--------------|------|----------|----|------------|-------------|");
+    for (size_t i = 0; i < o->nsizes; i++) {
+        for (int k = 0; k < width; k++)
+            putchar('-');
+        putchar('|');
+    }
+    printf("\n");
+    for (int rk = 0; rk < ranks; rk++) {
+        const result *first = &all[rk];
+        /* Memory NUMA: the nodes holding pages of the largest buffer. */
+        const result *last = &all[(o->nsizes - 1) * (size_t)ranks + (size_t)rk];
+        printf("| %04d | %-12.12s | %4d | %8d | %2d | %-10s | %-11.11s |", rk, first->host, first->cpu,
+               first->cpu_node, first->l3_group, first->policy, last->placed_nodes);
+        for (size_t i = 0; i < o->nsizes; i++)
+            printf(" %*.2f |", width - 2, all[i * (size_t)ranks + (size_t)rk].median_ns);
+        printf("\n");
+    }
+    printf("Latency: median ns per dependent load over %d samples of >= %.3g s each.\n", o->samples, o->min_time);
+}
+
+int main(int argc, char **argv)
+{
+    ns_set_program("numa_latency");
+    ns_set_quiet_errors(launcher_rank() != 0);
+    options o;
+    parse(argc, argv, &o);
+    ns_common_info(&o.common, usage, NS_BUILD_COMMIT, NS_BUILD_FLAGS);
+    if (o.self_test_slots) {
+        free(o.sizes);
+        return self_test(o.self_test_slots, o.common.pages);
+    }
+
+    MPI_Init(&argc, &argv);
+    int rank, ranks;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    int local_rank, local_ranks;
+    MPI_Comm_rank(local, &local_rank);
+    MPI_Comm_size(local, &local_ranks);
+    ns_set_quiet_errors(rank != 0);
+    ns_set_exit_hook(finalize_on_error);
+
+    /* Refuse before allocating anything: every rank checks its largest size (with the ranks of
+     * its host that hold buffers at the same time); the lowest failing rank explains. */
+    uint64_t largest = 0;
+    for (size_t i = 0; i < o.nsizes; i++)
+        largest = o.sizes[i] > largest ? o.sizes[i] : largest;
+    int holders = o.serial ? 1 : local_ranks;
+    char what[96], want[32], msg[1024];
+    ns_format_size(largest, want, sizeof want);
+    if (holders > 1)
+        snprintf(what, sizeof what, "size %s for each of %d ranks on this host", want, holders);
+    else
+        snprintf(what, sizeof what, "size %s", want);
+    /* The chase's scratch space (4 bytes per 64-byte slot) is allocated alongside the buffer. */
+    uint64_t need = (largest + largest / 16) * (uint64_t)holders;
+    int problem = ns_free_memory_problem(&o.common.policy, o.common.pages, need, what, msg, sizeof msg);
+    int failing = problem ? rank : ranks, first_failing;
+    MPI_Allreduce(&failing, &first_failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first_failing < ranks) {
+        ns_set_quiet_errors(rank != first_failing);
+        ns_die("rank %d: %s", first_failing, problem ? msg : "");
+    }
+    ns_set_quiet_errors(0);
+    if (ranks > 1)
+        ns_set_exit_hook(abort_on_error);
+
+    /* One writer of the weighted-interleave weights per host. */
+    if (local_rank == 0)
+        ns_policy_apply_weights(&o.common.policy);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    int cpus[NS_MAX_CPUS];
+    int ncpus = ns_affinity_cpus(cpus, NS_MAX_CPUS);
+    if (ncpus > 1) {
+        char list[256];
+        ns_format_cpulist(cpus, ncpus, list, sizeof list);
+        ns_warn("rank %d may run on CPUs %s: bind each rank to one CPU (mpirun --bind-to core, srun "
+                "--cpu-bind, numactl --physcpubind) so the cpu column stays true",
+                rank, list);
+    }
+
+    if (rank == 0 && !o.common.quiet) {
+        int nodes[NS_MAX_NODES];
+        int nnodes = ns_online_nodes(nodes, NS_MAX_NODES);
+        printf("numa_latency: pointer chase, one random cycle over %d-byte slots, dependent loads\n"
+               "  ranks %d (%s), samples %d of >= %.3g s each, pages %s, policy %s, seed %llu\n"
+               "  nodes online %d, timer resolution %.0f ns, placement from move_pages on <= %d pages per buffer\n",
+               NS_CHASE_SLOT_BYTES, ranks, o.serial ? "serial" : "concurrent", o.samples, o.min_time,
+               ns_pages_name(o.common.pages), ns_policy_kind_name(o.common.policy.kind),
+               (unsigned long long)o.seed, nnodes, ns_timer_resolution() * 1e9, NS_PLACEMENT_MAX_SAMPLES);
+        fflush(stdout);
+    }
+
+    result *all = rank == 0 ? calloc(o.nsizes * (size_t)ranks, sizeof *all) : NULL;
+    if (rank == 0 && !all)
+        ns_die("out of memory");
+    ns_text csv = {0};
+    if (rank == 0)
+        ns_text_printf(&csv, "rank,ranks,mode,host,cpu,cpu_node,l3_group,policy,mem_nodes,weights,page_size,"
+                             "size_bytes,latency_ns_median,latency_ns_min,latency_ns_max,samples,loads,"
+                             "page_fractions\n");
+    for (size_t i = 0; i < o.nsizes; i++) {
+        result mine;
+        if (o.serial) {
+            for (int turn = 0; turn < ranks; turn++) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                if (turn == rank)
+                    measure(&o, rank, o.sizes[i], MPI_COMM_NULL, &mine);
+            }
+        } else {
+            MPI_Barrier(MPI_COMM_WORLD);
+            measure(&o, rank, o.sizes[i], MPI_COMM_WORLD, &mine);
+        }
+        MPI_Gather(&mine, sizeof mine, MPI_BYTE, rank == 0 ? &all[i * (size_t)ranks] : NULL, sizeof mine, MPI_BYTE,
+                   0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            for (int rk = 0; rk < ranks; rk++)
+                csv_row(&csv, &all[i * (size_t)ranks + (size_t)rk], ranks, &o);
+            if (o.common.csv)
+                ns_csv_write(o.common.csv, &csv); /* after every size: nothing measured is lost */
+        }
+    }
+    if (rank == 0 && !o.common.quiet)
+        print_table(&o, all, ranks);
+    free(all);
+    free(o.sizes);
+    ns_text_free(&csv);
+    MPI_Comm_free(&local);
+    ns_set_exit_hook(NULL);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,58 @@
+"""Running the compiled kernels in tests: environment, CSV reading, the column contract."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Open MPI refuses root without these; the test machine runs as root.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **MPI_ENV, **(env or {})}
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+def run_ok(cmd: list[str], env: dict[str, str] | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    proc = run(cmd, env, timeout)
+    assert proc.returncode == 0, f"{cmd} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    return proc
+
+
+def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        return list(reader.fieldnames or []), rows
+
+
+def contract_columns(kernel: str) -> list[str]:
+    """The CSV columns docs/INTERFACES.md promises for a kernel."""
+    text = (REPO / "docs" / "INTERFACES.md").read_text()
+    m = re.search(rf"^- {re.escape(kernel)}: `([^`]+)`", text, re.MULTILINE)
+    assert m, f"docs/INTERFACES.md lists no columns for {kernel}"
+    return m.group(1).split(",")
+
+
+def fractions(text: str) -> dict[int, float]:
+    """'0:0.7500,1:0.2500' -> {0: 0.75, 1: 0.25}."""
+    out = {}
+    for part in text.split(","):
+        node, frac = part.split(":")
+        out[int(node)] = float(frac)
+    return out
+
+
+def online_nodes() -> list[int]:
+    path = Path("/sys/devices/system/node/online")
+    nodes: list[int] = []
+    for part in path.read_text().strip().split(","):
+        lo, _, hi = part.partition("-")
+        nodes.extend(range(int(lo), int(hi or lo) + 1))
+    return nodes
