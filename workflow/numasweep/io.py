@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from numasweep.errors import NumasweepError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -32,6 +34,10 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
     """A result CSV with the columns it must have, or a one-line error naming the file and the fix."""
+    # pandas is imported here, not at the top: the per-job provenance step imports this module
+    # and only writes text, and pandas costs seconds to import on a slow or emulated machine.
+    import pandas as pd
+
     path = Path(path)
     if not path.exists():
         raise NumasweepError(f"{path}: no such result file; rerun the job that writes it")

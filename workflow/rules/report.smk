@@ -3,8 +3,9 @@
 # re-renders a report from cached results alone.
 #
 # Needs from common.smk: RESULTS_DIR, SYSTEM, BENCHES (benches whose <RESULTS_DIR>/<bench>.csv
-# exist or will be produced), REPORT_DIR, PYTHON (the interpreter with numasweep) and CONDA_ENV
-# (used only with --sdm conda; the rules need nothing beyond the Python packages).
+# exist or will be produced), REPORT_DIR and CONDA_ENV (used only with --sdm conda; the rules
+# need nothing beyond the Python packages). Jobs run `python -m numasweep`: common.smk puts
+# the interpreter that has numasweep first on the PATH.
 
 # Report categories and the label naming each figure's variant, per benchmark.
 FIGURE_CATEGORIES = {
@@ -32,12 +33,10 @@ rule analyse:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
         CONDA_ENV
-    params:
-        python=PYTHON,
     shell:
         # The results folder is the one holding topology.json; the shell derives it so that
         # the rule names files only through input and output.
-        'results={input.topology:q}; {params.python:q} -m numasweep analyse --results "${{results%/*}}"'
+        'results={input.topology:q}; python -m numasweep analyse --results "${{results%/*}}"'
         " -o {output:q} > {log:q} 2>&1"
 
 
@@ -62,10 +61,8 @@ rule figures:
         f"logs/{SYSTEM}/report/figures.log",
     conda:
         CONDA_ENV
-    params:
-        python=PYTHON,
     shell:
-        "results={input.topology:q}; folder={output.folders[0]:q}; {params.python:q} -m numasweep figures"
+        "results={input.topology:q}; folder={output.folders[0]:q}; python -m numasweep figures"
         ' --results "${{results%/*}}" -o "${{folder%/*}}" > {log:q} 2>&1'
 
 
@@ -81,10 +78,8 @@ rule report_md:
         f"logs/{SYSTEM}/report/report_md.log",
     conda:
         CONDA_ENV
-    params:
-        python=PYTHON,
     shell:
-        "results={input.topology:q}; folder={input.figures[0]:q}; {params.python:q} -m numasweep report"
+        "results={input.topology:q}; folder={input.figures[0]:q}; python -m numasweep report"
         ' --results "${{results%/*}}" --findings {input.findings:q} --figures "${{folder%/*}}"'
         " -o {output:q} > {log:q} 2>&1"
 

@@ -1,0 +1,55 @@
+# numasweep: NUMA memory benchmark campaigns, from sweep to report.
+#   snakemake -n -p --profile profiles/local        what would run, with every launch line
+#   snakemake --profile profiles/local              the default local sweep and its report
+#   snakemake --profile profiles/slurm --configfile config/campaigns/lumi-g.yaml
+#   snakemake report --config results=examples/lumi-g   the report from cached results only
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+
+
+if not FROM_CACHE:
+
+    include: "workflow/rules/build.smk"
+    include: "workflow/rules/topology.smk"
+    include: "workflow/rules/latency.smk"
+    include: "workflow/rules/bandwidth.smk"
+    include: "workflow/rules/numa_copy.smk"
+    include: "workflow/rules/gpu_xfer.smk"
+    include: "workflow/rules/aggregate.smk"
+
+    # Light jobs, and builds from the sources where snakemake runs (the login node).
+    localrules:
+        build_common,
+        build,
+        aggregate,
+        skipped,
+
+
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        job_results(),
+        bench_tables(),
+        [] if FROM_CACHE else f"{RESULTS_DIR}/skipped.json",
+        f"{REPORT_DIR}/experimentation.md",
+
+
+# Only the measurements: every benchmark job and the aggregated tables, no report.
+rule sweep:
+    input:
+        job_results(),
+        bench_tables(),
+        [] if FROM_CACHE else f"{RESULTS_DIR}/skipped.json",
+
+
+# Only the kernels.
+rule kernels:
+    input:
+        [f"build/bin/{grid.KERNELS[bench]}" for bench in BENCHES],

@@ -1,0 +1,147 @@
+"""Grid expansion, config validation, provenance parsing and aggregation, without Snakemake."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from numasweep import aggregate, grid, topology
+from numasweep.errors import NumasweepError
+from numasweep.provenance import parse_version
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _campaign(name: str) -> dict:
+    return yaml.safe_load((REPO / "config" / "campaigns" / name).read_text())
+
+
+def _arch(name: str) -> topology.Topology:
+    return topology.load(REPO / "config" / "arch" / f"{name}.yaml")
+
+
+def test_lumi_campaign_gives_the_seed_placement_and_ids() -> None:
+    plan = grid.expand(_campaign("lumi-g.yaml"), _arch("lumi-g"))
+    job = {j.id: j for j in plan.jobs}["lat-interleaved-d0.1.2.3-r2-local-serial-rep0"]
+    assert [p.cpu for p in job.placements] == [1, 9, 17, 25, 33, 41, 49, 57]
+    assert [p.mem_nodes for p in job.placements] == [[0], [0], [1], [1], [2], [2], [3], [3]]
+    assert "--size=1-16384" in job.kernel_args and "--serial" in job.kernel_args
+    assert job.tasks == 8
+    assert len(plan.jobs) == 32 and len({j.id for j in plan.jobs}) == 32
+
+
+def test_ids_are_stable_across_expansions() -> None:
+    config = _campaign("ulisse.yaml")
+    first = [j.id for j in grid.expand(config, _arch("ulisse")).jobs]
+    again = [j.id for j in grid.expand(config, _arch("ulisse")).jobs]
+    assert first == again
+    assert "bw-c0-node1-t10-rep2" in first
+
+
+def test_gpu_campaign_weights_become_ids_and_kernel_options() -> None:
+    plan = grid.expand(_campaign("gpu-cxl.yaml"), _arch("cxl-example"))
+    job = {j.id: j for j in plan.jobs}["gpu-weighted-g2-weighted0.3w1.4-pinned-rep0"]
+    assert job.memory == "weighted:0,3@1,4" and job.gpus == 2
+    assert "--sizes=4K-2G" in job.kernel_args and "--pin_memory=1" in job.kernel_args
+
+
+def test_copy_threads_move_off_a_memory_only_node() -> None:
+    plan = grid.expand({"copy": {"sweeps": [{"pairs": "all", "cpu_node": "dst"}]}}, _arch("cxl-example"))
+    ids = [j.id for j in plan.by_bench("copy")]
+    assert len(ids) == 9  # nodes 0, 1, 3: every ordered pair
+    assert "copy-s0-d3-c0-t1-64MiB-rep0" in ids and "copy-s3-d1-c1-t1-64MiB-rep0" in ids
+    assert "copy-s3-d3-c0-t1-64MiB-rep0" in ids  # node 0 is the CXL node's nearest (14 < 24)
+
+
+def test_gpu_sweep_is_skipped_with_a_reason_without_gpus_unless_forced() -> None:
+    config = {"latency": {"sweeps": [{"domains": [[0]]}]}, "gpu_xfer": {"sweeps": [{"ngpus": [1]}]}}
+    plan = grid.expand(config, _arch("lumi-g"))
+    assert not plan.by_bench("gpu_xfer") and "no GPU" in plan.skipped["gpu_xfer"]
+    forced = grid.expand({**config, "gpu_xfer": {"force": True, "sweeps": [{"ngpus": [1]}]}}, _arch("lumi-g"))
+    assert len(forced.by_bench("gpu_xfer")) == 1 and not forced.skipped
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            {"latency": {"sweeps": [{"domains": [[0]], "colour": 1}]}},
+            "latency.sweeps[0]: unknown key 'colour'",
+        ),
+        ({"launcher": "ssh"}, "launcher: 'ssh' is not one of"),
+        ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [0]}]}}, "bandwidth.sweeps[0].threads[0]"),
+        ({"latency": {"sweeps": [{"domains": [[0, 9]]}]}}, "latency.sweeps[0].domains[0]: node 9"),
+        ({"latency": {"sweeps": [{"domains": [[0]], "ranks_per_domain": [15]}]}}, "latency.sweeps[0]:"),
+        ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [20]}]}}, "20 threads asked on node 0"),
+        (
+            {"latency": {"sweeps": [{"domains": [[0]], "memory": ["interleave:0,7"]}]}},
+            "latency.sweeps[0].memory[0]",
+        ),
+        ({b: {"sweeps": []} for b in grid.BENCHES}, "the sweep is empty"),
+    ],
+)
+def test_config_errors_name_the_key_path(config: dict, message: str) -> None:
+    with pytest.raises(NumasweepError) as err:
+        grid.expand(config, _arch("lumi-g"))
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_two_sweeps_with_the_same_ids_need_a_label() -> None:
+    sweep = {"domains": [[0]], "sizes": "1-2"}
+    config = {"latency": {"sweeps": [sweep, {**sweep, "sizes": "4-8"}]}}
+    with pytest.raises(NumasweepError, match="label"):
+        grid.expand(config, _arch("lumi-g"))
+    labelled = {"latency": {"sweeps": [sweep, {**sweep, "sizes": "4-8", "label": "big"}]}}
+    assert [j.id for j in grid.expand(labelled, _arch("lumi-g")).jobs][1].startswith("lat-big-")
+
+
+def test_grid_command_counts_jobs_per_benchmark() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "numasweep", "grid", "--config", "config/campaigns/lumi-g.yaml", "--count"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "latency\t32" in proc.stdout.splitlines()
+
+
+def test_kernel_version_gives_commit_and_flags() -> None:
+    commit, flags = parse_version("numa_copy numasweep 0123abcd-dirty\n  built with: gcc -O2 -fopenmp -lnuma")
+    assert commit == "0123abcd-dirty" and flags == "gcc -O2 -fopenmp -lnuma"
+
+
+def _job(folder: Path, job_id: str, rows: str | None) -> Path:
+    csv = folder / f"{job_id}.csv"
+    if rows is not None:
+        csv.write_text("src_node,dst_node,bytes,best_gb_s\n" + rows)
+    csv.with_suffix(".json").write_text(
+        json.dumps(
+            {"job_id": job_id, "grid": {"label": "", "repetition": 0}, "host": "h", "start": "s", "end": "e"}
+        )
+    )
+    return csv
+
+
+def test_aggregate_names_a_missing_or_malformed_file_and_keeps_going_when_told(tmp_path: Path) -> None:
+    good = _job(tmp_path, "copy-s0-d1", "0,1,1024,5.5\n")
+    missing = _job(tmp_path, "copy-s1-d0", None)
+    bad = _job(tmp_path, "copy-s1-d1", "")
+    bad.write_text("wrong,header\n1,2\n")
+    with pytest.raises(NumasweepError, match="copy-s1-d0.csv"):
+        aggregate.aggregate([good, missing], "copy")
+    with pytest.raises(NumasweepError, match="copy-s1-d1.csv: missing column"):
+        aggregate.aggregate([good, bad], "copy")
+    table, problems = aggregate.aggregate([good, missing, bad], "copy", keep_going=True)
+    assert list(table["job_id"]) == ["copy-s0-d1"] and len(problems) == 2
+    out = tmp_path / "copy.csv"
+    aggregate.write(table, problems, out)
+    assert pd.read_csv(out)["best_gb_s"].tolist() == [5.5]
+    assert len(json.loads((tmp_path / "aggregate_problems.json").read_text())["copy"]) == 2

@@ -1,0 +1,281 @@
+"""The Snakemake workflow end to end: lint, dry runs of every campaign, a real local sweep,
+reruns after a change, an interrupted sweep, and config errors. Each test works on a copy of
+the repository (tests/workflow/conftest.py), never on its results/."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
+
+pytestmark = pytest.mark.workflow
+
+BENCH_RULES = ("latency", "bandwidth", "copy", "gpu_xfer")
+
+# Each campaign's grid as the seeds designed it (config/README.md explains the arithmetic).
+CAMPAIGNS = {
+    # experimentation.md: 1 domain set x 2 modes = 2; scaling suite: 2 strategies x 3 domain
+    # sets x 5 rank counts = 30.
+    "config/campaigns/lumi-g.yaml": {"latency": 32},
+    # stream-ulisse.md: 2 memory sides x 10 thread counts x 3 repetitions.
+    "config/campaigns/ulisse.yaml": {"bandwidth": 60},
+    # numa-gpu-xfer-bench.md: 2 GPU counts x 4 node sets + 2 GPU counts x 4 weight vectors.
+    "config/campaigns/gpu-cxl.yaml": {"gpu_xfer": 16},
+    # The default sweep on this machine: 2 rank counts x 2 modes; 2 thread counts; the one
+    # node pair (0, 0); no GPU, so gpu_xfer is skipped.
+    "config/config.yaml": {"latency": 4, "bandwidth": 2, "copy": 1},
+}
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------ static checks
+
+
+def test_lint_reports_nothing(repo_copy: Path) -> None:
+    proc = snakemake(repo_copy, "--lint")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "Lints for" not in out, out[-6000:]
+
+
+def test_snakefmt_check_passes(repo: Path) -> None:
+    files = [str(repo / "Snakefile"), str(repo / "workflow" / "rules")]
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "snakefmt"), "--check", *files], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------ dry runs
+
+
+@pytest.mark.parametrize("campaign", sorted(CAMPAIGNS))
+def test_campaign_dry_run_job_count(repo_copy: Path, campaign: str) -> None:
+    proc = snakemake(repo_copy, "-n", "--configfile", campaign)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = job_counts(out)
+    benches = {rule: counts[rule] for rule in BENCH_RULES if rule in counts}
+    assert benches == CAMPAIGNS[campaign], counts
+    # A dry run measures nothing and writes no result.
+    assert not (repo_copy / "results").exists()
+
+
+def test_dry_run_prints_the_seed_launch_line(repo_copy: Path) -> None:
+    proc = snakemake(repo_copy, "-n", "-p", "--configfile", "config/campaigns/lumi-g.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    # seeds/experimentation.md, serial run: CPU map, per-rank domains and kernel arguments.
+    assert (
+        "srun --nodes=1 --ntasks=8 --cpu-bind=map_cpu:1,9,17,25,33,41,49,57 --hint=nomultithread "
+        "kernels/wrapper_numa.sh --numa=0,0,1,1,2,2,3,3 -- build/bin/numa_latency --size=1-16384 "
+        "--pages=4k --serial --csv=results/lumi-g/latency/lat-interleaved-d0.1.2.3-r2-local-serial-rep0.csv"
+    ) in out
+    # Every multi-rank job's shell starts its own line with srun (the 2 one-rank scaling
+    # jobs need no launcher).
+    assert out.count("\nsrun --nodes=1 ") == 32 - 2
+    # What the SLURM plugin reads: an MPI job of 8 tasks on a node of its own; a one-rank job
+    # with an empty `mpi`, so its shell also runs as is, outside a confining job step.
+    assert "mpi=srun, tasks=8, bench_slot=1, slurm_extra='--exclusive'" in out
+    assert "mpi=, tasks=1, bench_slot=1, slurm_extra='--exclusive'" in out
+
+
+def test_dry_run_prints_local_mpirun_lines(repo_copy: Path) -> None:
+    proc = snakemake(repo_copy, "-n", "-p", "--profile", "profiles/local")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "mpirun -n 2 --bind-to none" in out
+    assert "kernels/wrapper_numa.sh --cpus=0,1 --numa=0,0 -- build/bin/numa_latency --size=1-32" in out
+    assert "OMP_NUM_THREADS=2" in out and "--cpuset=0,1" in out or "--cpuset=0-1" in out
+
+
+def test_dry_run_of_cached_results_plans_no_benchmark(repo_copy: Path) -> None:
+    examples = sorted(p for p in (repo_copy / "examples").glob("*") if (p / "topology.json").exists())
+    if not examples:
+        pytest.fail("examples/ has no cached results folder with topology.json to render from")
+    proc = snakemake(repo_copy, "-n", "report", "--config", f"results={examples[0].relative_to(repo_copy)}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = job_counts(out)
+    assert not set(counts) & {"build", "build_common", "topology", "aggregate", *BENCH_RULES}, counts
+
+
+# ------------------------------------------------------------------ config errors
+
+
+BAD_CONFIGS = {
+    "unknown key": (
+        {"latency": {"sweeps": [{"domains": [[0]], "colour": "red"}]}},
+        "latency.sweeps[0]: unknown key 'colour'",
+    ),
+    "wrong type": (
+        {"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": "many"}]}},
+        "bandwidth.sweeps[0].threads: wrong type",
+    ),
+    "domain missing from the arch": (
+        {"latency": {"sweeps": [{"domains": [[0, 7]]}]}},
+        "latency.sweeps[0].domains[0]: node 7",
+    ),
+    "empty sweep": (
+        {b: {"sweeps": []} for b in BENCH_RULES},
+        "the sweep is empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_config_error_stops_before_any_job(repo_copy: Path, case: str) -> None:
+    config, message = BAD_CONFIGS[case]
+    bad = repo_copy / "bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    proc = snakemake(repo_copy, "--cores", "1", "--configfile", "bad.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert message in out, out[-3000:]
+    assert not (repo_copy / "results").exists() and not (repo_copy / "build").exists()
+
+
+# ------------------------------------------------------------------ a real local sweep
+
+
+@pytest.fixture(scope="module")
+def swept(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny sweep run for real with the local profile, report included."""
+    work = copy_repo(repo, tmp_path_factory.mktemp("sweep") / "numasweep")
+    proc = snakemake(
+        work, "--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "tiny.yaml"), timeout=400
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    return work
+
+
+def _results(work: Path) -> Path:
+    (system,) = [p for p in (work / "results").iterdir() if p.is_dir()]
+    return system
+
+
+def _dry(work: Path) -> str:
+    proc = snakemake(
+        work, "-n", "--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "tiny.yaml")
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def test_local_sweep_writes_results_provenance_and_report(swept: Path) -> None:
+    results = _results(swept)
+    system = results.name
+    assert (swept / "report" / system / "experimentation.md").stat().st_size > 0
+    for bench, jobs in (("latency", 2), ("bandwidth", 1), ("copy", 1)):
+        csvs = sorted((results / bench).glob("*.csv"))
+        assert len(csvs) == jobs, csvs
+        for csv in csvs:
+            record = json.loads(csv.with_suffix(".json").read_text())
+            assert record["job_id"] == csv.stem and record["command"].split()[0] in ("env", "mpirun")
+            assert (
+                record["kernel"]["version"] and record["topology_digest"] and record["start"] <= record["end"]
+            )
+            assert csv.with_suffix(".log").exists()
+        table = pd.read_csv(results / f"{bench}.csv")
+        assert set(table["job_id"]) == {c.stem for c in csvs}
+        assert {"repetition", "label", "topology_digest", "start", "end"} <= set(table.columns)
+    latency = pd.read_csv(results / "latency.csv")
+    assert set(latency["ranks_per_domain"]) == {1, 2} and set(latency["size_bytes"]) == {1 << 20, 2 << 20}
+    skipped = json.loads((results / "skipped.json").read_text())
+    assert "no GPU" in skipped["gpu_xfer"]
+
+
+def test_second_run_has_nothing_to_do(swept: Path) -> None:
+    out = _dry(swept)
+    assert "Nothing to be done" in out, out[-3000:]
+
+
+def test_deleting_one_result_reruns_exactly_that_job(swept: Path) -> None:
+    results = _results(swept)
+    victim, *others = sorted((results / "latency").glob("*.csv")) + sorted((results / "copy").glob("*.csv"))
+    before = {p: (p.stat().st_mtime_ns, _sha(p)) for p in others}
+    victim.unlink()
+    out = _dry(swept)
+    assert planned_jobs(out) == {victim.stem}
+    counts = job_counts(out)
+    assert counts.get("latency") == 1 and counts.get("aggregate") == 1, counts
+    assert not {"build", "build_common", "bandwidth", "copy", "topology"} & set(counts), counts
+    proc = snakemake(
+        swept, "--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "tiny.yaml"), timeout=300
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert victim.exists()
+    assert {p: (p.stat().st_mtime_ns, _sha(p)) for p in others} == before
+
+
+def test_changing_a_kernel_source_reruns_only_its_benchmarks(swept: Path) -> None:
+    # Snakemake compares the content of a newer input with the one it last used, so the
+    # change must be real, not only a new mtime.
+    source = swept / "kernels" / "numa_copy.c"
+    original = source.read_bytes()
+    source.write_bytes(original + b"\n/* changed */\n")
+    try:
+        out = _dry(swept)
+    finally:
+        source.write_bytes(original)
+    counts = job_counts(out)
+    assert counts.get("build") == 1 and counts.get("copy") == 1, counts
+    assert not {"latency", "bandwidth", "build_common"} & set(counts), counts
+    assert "wildcards: kernel=numa_copy" in out
+
+
+# ------------------------------------------------------------------ an interrupted sweep
+
+
+def test_kill_mid_job_leaves_no_partial_csv_and_resumes(repo: Path, tmp_path: Path) -> None:
+    work = copy_repo(repo, tmp_path / "numasweep")
+    args = ["sweep", "--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "slow.yaml")]
+    sm = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=work,
+        env=snakemake_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    results = work / "results"
+    deadline = time.time() + 240
+    try:
+        # Wait until one job has finished and the next one has written part of its table.
+        while time.time() < deadline:
+            done = list(results.glob("*/latency/*.json"))
+            partial = list(results.glob("*/latency/*.csv.partial"))
+            if done and partial:
+                break
+            assert sm.poll() is None, "the sweep ended before it could be interrupted"
+            time.sleep(0.1)
+        else:
+            pytest.fail("no job finished within 240 s")
+        finished = {c: (c.stat().st_mtime_ns, _sha(c)) for c in (p.with_suffix(".csv") for p in done)}
+    finally:
+        os.killpg(sm.pid, signal.SIGKILL)
+        sm.wait()
+    interrupted = {p.name[: -len(".csv.partial")] for p in partial}
+    for csv in results.glob("*/latency/*.csv"):
+        assert csv.stem not in interrupted or csv in finished, f"{csv}: written by a killed job"
+        assert pd.read_csv(csv)["size_bytes"].nunique() == 5, f"{csv} is short"  # slow.yaml: 1-16 MiB
+    assert snakemake(work, "--unlock", *args).returncode == 0
+    proc = snakemake(work, "--rerun-incomplete", *args, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    csvs = list(results.glob("*/latency/*.csv"))
+    assert len(csvs) == 3 and all(c.with_suffix(".json").exists() for c in csvs)
+    assert {c: (c.stat().st_mtime_ns, _sha(c)) for c in finished} == finished

@@ -1,0 +1,108 @@
+"""One tidy table per benchmark: every job's CSV rows with its grid values and provenance.
+
+Each job leaves `<id>.csv` (the kernel's rows) and `<id>.json` (provenance.py: its grid values,
+host, build, times). The aggregated table keeps every kernel column and adds `job_id`, the
+grid columns and the provenance columns, one row per measurement.
+
+    python -m numasweep aggregate -o results/x/latency.csv [--keep-going] results/x/latency/*.csv
+
+A missing or malformed file stops the aggregation with one line naming it; with
+`--keep-going` (config `aggregate.keep_going`) the readable jobs are kept and the problems
+are listed in `<output folder>/aggregate_problems.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from numasweep.errors import NumasweepError
+from numasweep.io import atomic_write_text, read_csv
+from numasweep.provenance import COLUMNS as PROVENANCE_COLUMNS
+
+# The columns each kernel's CSV must have (docs/INTERFACES.md); a file without them is malformed.
+REQUIRED = {
+    "latency": ("rank", "cpu", "size_bytes", "latency_ns_median"),
+    "bandwidth": ("kernel", "threads", "best_mb_s", "validation"),
+    "copy": ("src_node", "dst_node", "bytes", "best_gb_s"),
+    "gpu_xfer": ("ngpus", "access_size(bytes)", "read_bw(gib/s)", "write_bw(gib/s)"),
+}
+
+
+def read_job(csv: Path, bench: str) -> pd.DataFrame:
+    """One job's rows with job_id, grid and provenance columns, or a NumasweepError naming the file."""
+    df = read_csv(csv, REQUIRED.get(bench, ()))
+    if df.empty:
+        raise NumasweepError(f"{csv}: no rows; delete it and rerun its job")
+    meta_path = csv.with_suffix(".json")
+    if not meta_path.exists():
+        raise NumasweepError(f"{meta_path}: no provenance record for {csv.name}; rerun its job")
+    try:
+        meta = json.loads(meta_path.read_text())
+        grid = dict(meta["grid"])
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise NumasweepError(f"{meta_path}: malformed provenance record ({exc}); rerun its job") from None
+    clash = sorted(set(grid) & set(df.columns))
+    if clash:
+        raise NumasweepError(
+            f"{meta_path}: grid column(s) {', '.join(clash)} clash with the kernel's columns"
+        )
+    extra = {"job_id": meta.get("job_id", csv.stem), **grid}
+    extra.update({f"prov_{c}" if c in df.columns else c: meta.get(c) for c in PROVENANCE_COLUMNS})
+    for name, value in extra.items():
+        df[name] = value
+    return df
+
+
+def aggregate(csvs: list[Path], bench: str, keep_going: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """All jobs of one benchmark in one table, plus the problems skipped under keep_going."""
+    frames: list[pd.DataFrame] = []
+    problems: list[str] = []
+    for csv in csvs:
+        try:
+            frames.append(read_job(Path(csv), bench))
+        except NumasweepError as exc:
+            if not keep_going:
+                raise
+            problems.append(str(exc))
+    if not frames:
+        raise NumasweepError(
+            f"{bench}: no readable job result ({len(problems)} problem(s): {problems[0] if problems else 'no input'})"
+        )
+    table = pd.concat(frames, ignore_index=True, sort=False)
+    # job_id first: it names the grid point (and the files) a row comes from.
+    return table[["job_id"] + [c for c in table.columns if c != "job_id"]], problems
+
+
+def write(table: pd.DataFrame, problems: list[str], output: Path) -> None:
+    atomic_write_text(output, table.to_csv(index=False))
+    problems_file = output.parent / "aggregate_problems.json"
+    key = output.stem
+    current = json.loads(problems_file.read_text()) if problems_file.exists() else {}
+    if problems:
+        current[key] = problems
+    else:
+        current.pop(key, None)
+    if current:
+        atomic_write_text(problems_file, json.dumps(current, indent=2) + "\n")
+    elif problems_file.exists():
+        problems_file.unlink()
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m numasweep aggregate", description=__doc__.splitlines()[0])
+    ap.add_argument("csv", nargs="+", type=Path, help="per-job CSVs of one benchmark")
+    ap.add_argument("-o", "--output", required=True, type=Path, help="results/<system>/<bench>.csv")
+    ap.add_argument("--bench", help="benchmark name (default: the output's file name)")
+    ap.add_argument("--keep-going", action="store_true", help="skip missing or malformed jobs, listing them")
+    args = ap.parse_args(argv)
+    bench = args.bench or args.output.stem
+    table, problems = aggregate(args.csv, bench, args.keep_going)
+    write(table, problems, args.output)
+    for p in problems:
+        print(f"numasweep: warning: skipped {p}")
+    print(f"{args.output}: {len(table)} rows from {len(args.csv) - len(problems)} job(s)")
+    return 0

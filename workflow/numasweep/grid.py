@@ -1,0 +1,488 @@
+"""The sweep a config asks for, as a list of jobs: one per grid point, each with a stable id.
+
+`expand(config, topology)` is pure: it validates the config against
+workflow/schemas/config.schema.yaml (filling defaults), checks every node, domain and GPU
+against the topology, and returns the jobs in config order. The id of a job is built only from
+its grid values, so the same config gives the same ids and result paths on every run:
+`lat-interleaved-d0.1.2.3-r2-local-concurrent-rep0` -> results/<system>/latency/<id>.csv.
+
+`python -m numasweep grid --config FILE [--arch FILE | --detect]` prints the jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import jsonschema
+import yaml
+
+from numasweep import placement
+from numasweep.errors import NumasweepError
+from numasweep.units import format_size, parse_size, parse_sizes
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
+
+# Bench name (results folder, aggregated CSV) -> kernel binary.
+KERNELS = {
+    "latency": "numa_latency",
+    "bandwidth": "numa_bandwidth",
+    "copy": "numa_copy",
+    "gpu_xfer": "gpu_xfer",
+}
+BENCHES = tuple(KERNELS)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One benchmark run: what to launch and the grid values it stands for."""
+
+    bench: str
+    id: str
+    kernel: str
+    grid: dict[str, Any]  # the grid columns of the aggregated CSV
+    kernel_args: tuple[str, ...]  # kernel options, without --csv
+    tasks: int = 1  # MPI ranks (latency) or 1
+    threads: int = 1  # OpenMP threads (bandwidth, copy) or host threads (gpu_xfer)
+    gpus: int = 0  # gpu_xfer: GPUs used at once
+    placements: tuple = ()  # latency: placement.RankPlacement per rank
+    cpus: tuple[int, ...] = ()  # non-MPI jobs: the CPUs the threads run on
+    memory: str = "local"  # non-MPI jobs: the memory spec numactl applies
+
+
+@dataclass
+class Plan:
+    """The jobs, plus the benchmarks that were left out and why (for the report)."""
+
+    jobs: list[Job]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def by_bench(self, bench: str) -> list[Job]:
+        return [j for j in self.jobs if j.bench == bench]
+
+    def benches(self) -> list[str]:
+        return [b for b in BENCHES if self.by_bench(b)]
+
+
+# ---------------------------------------------------------------- config validation
+
+
+def _fill_defaults(validator_class: type) -> type:
+    """A validator that writes each schema `default` into the config it checks.
+
+    Defaults of nested objects are filled before those objects are checked, so a missing
+    `latency:` section becomes `{sweeps: []}` and each sweep gets every key.
+    """
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):  # noqa: ANN001
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = copy.deepcopy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _fill_defaults(jsonschema.Draft202012Validator)
+
+
+def key_path(path: Any) -> str:
+    """['latency', 'sweeps', 0, 'strategy'] -> 'latency.sweeps[0].strategy'."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        known = ", ".join(sorted(error.schema.get("properties", {})))
+        return f"{where}: unknown key {', '.join(map(repr, extra))}; known keys: {known}"
+    if error.validator == "required":
+        return f"{where}: {error.message}; add it"
+    if error.validator == "minItems" and error.instance == []:
+        return f"{where}: empty list; give at least one value"
+    if error.validator in ("type", "oneOf"):
+        return f"{where}: wrong type ({error.instance!r}); expected {_expected(error.schema)}"
+    if error.validator == "pattern":
+        return f"{where}: {error.instance!r} is malformed; {error.schema.get('description', 'see config/README.md').strip()}"
+    return f"{where}: {error.message}"
+
+
+def _expected(schema: dict) -> str:
+    """What a schema accepts, in words: 'integer', 'string or null', "'all' or array"."""
+    if "type" in schema:
+        t = schema["type"]
+        return " or ".join(t) if isinstance(t, list) else t
+    if "oneOf" in schema:
+        return " or ".join(_expected(s) for s in schema["oneOf"])
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "const" in schema:
+        return repr(schema["const"])
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[-1]
+    return "see config/README.md"
+
+
+def load_schema() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def validate_config(config: dict, source: str = "config") -> dict:
+    """The config with defaults filled in, or a NumasweepError naming the key path."""
+    config = copy.deepcopy(dict(config))
+    validator = _Validator(load_schema())
+    errors = sorted(
+        validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path)))
+    )
+    if errors:
+        # The deepest error names the key a user must change; oneOf branches report on
+        # the parent, so prefer an error that is not a oneOf summary.
+        worst = max(errors, key=lambda e: len(e.absolute_path))
+        raise NumasweepError(f"{source}: {_describe(worst)}")
+    return config
+
+
+def load_config_file(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise NumasweepError(f"{path}: no such config file")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise NumasweepError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise NumasweepError(f"{path}: the config must be a mapping of keys")
+    return data
+
+
+# ---------------------------------------------------------------- ids
+
+
+def memory_word(spec: str) -> str:
+    """A memory spec as an id word: 'interleave:0,1' -> 'interleave0.1', 'weighted:0,3@1,2' -> 'weighted0.3w1.2'."""
+    return spec.replace(":", "").replace(",", ".").replace("@", "w")
+
+
+def _nodes_word(nodes: list[int]) -> str:
+    return ".".join(map(str, nodes))
+
+
+def _prefix(short: str, label: str | None) -> str:
+    return f"{short}-{label}" if label else short
+
+
+# ---------------------------------------------------------------- expansion per bench
+
+
+def _check_nodes(topo: Any, nodes: list[int], where: str) -> None:
+    known = topo.node_ids()
+    for n in nodes:
+        if n not in known:
+            raise NumasweepError(
+                f"{where}: node {n} is not in the topology '{topo.system}' (nodes {', '.join(map(str, known))}); "
+                "change the config or the arch file"
+            )
+
+
+def _check_memory(topo: Any, spec: str, where: str) -> None:
+    try:
+        placement.check_memory(topo, placement.parse_memory(spec))
+    except NumasweepError as exc:
+        raise NumasweepError(f"{where}: {exc}") from None
+
+
+def _cpus_on(topo: Any, node: int, count: int, where: str) -> tuple[int, ...]:
+    free = list(topo.free_cores(node))
+    if count > len(free):
+        raise NumasweepError(
+            f"{where}: {count} threads asked on node {node}, which has {len(free)} free cores; lower the thread count"
+        )
+    return tuple(free[:count])
+
+
+def _latency(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
+    for i, sw in enumerate(sweeps):
+        where = f"latency.sweeps[{i}]"
+        for d, domains in enumerate(sw["domains"]):
+            _check_nodes(topo, domains, f"{where}.domains[{d}]")
+        for m, spec in enumerate(sw["memory"]):
+            _check_memory(topo, spec, f"{where}.memory[{m}]")
+        sizes = _sizes(sw["sizes"], f"{where}.sizes")
+        for strategy, domains, rpd, memory, mode, pages, rep in itertools.product(
+            sw["strategy"],
+            sw["domains"],
+            sw["ranks_per_domain"],
+            sw["memory"],
+            sw["mode"],
+            sw["pages"],
+            range(sw["repetitions"]),
+        ):
+            try:
+                ranks = placement.plan(topo, strategy, list(domains), rpd, memory=memory)
+            except NumasweepError as exc:
+                raise NumasweepError(f"{where}: {exc}") from None
+            page_word = "" if pages == "4k" else f"-{pages}"
+            job_id = (
+                f"{_prefix('lat', sw['label'])}-{strategy}-d{_nodes_word(domains)}-r{rpd}-"
+                f"{memory_word(memory)}-{mode}{page_word}-rep{rep}"
+            )
+            args = [f"--size={sizes}", f"--pages={pages}"]
+            if mode == "serial":
+                args.append("--serial")
+            yield Job(
+                bench="latency",
+                id=job_id,
+                kernel=KERNELS["latency"],
+                grid={
+                    "label": sw["label"] or "",
+                    "strategy": strategy,
+                    "domains": ",".join(map(str, domains)),
+                    "ranks_per_domain": rpd,
+                    "memory": memory,
+                    "pages": pages,
+                    "repetition": rep,
+                },
+                kernel_args=tuple(args + list(sw["extra_args"])),
+                tasks=len(ranks),
+                threads=1,
+                placements=tuple(ranks),
+            )
+
+
+def _sizes(value: Any, where: str) -> str:
+    """Validate a size list and give it back in the kernels' spelling."""
+    try:
+        parse_sizes(value)
+    except NumasweepError as exc:
+        raise NumasweepError(f"{where}: {exc}") from None
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _bandwidth(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
+    for i, sw in enumerate(sweeps):
+        where = f"bandwidth.sweeps[{i}]"
+        _check_nodes(topo, sw["cpu_nodes"], f"{where}.cpu_nodes")
+        for m, spec in enumerate(sw["memory"]):
+            _check_memory(topo, spec, f"{where}.memory[{m}]")
+        array = (
+            []
+            if sw["array_size"] is None
+            else [f"--array-size={format_size(_one_size(sw['array_size'], where + '.array_size'))}"]
+        )
+        for node, memory, threads, pattern, rep in itertools.product(
+            sw["cpu_nodes"], sw["memory"], sw["threads"], sw["pattern"], range(sw["repetitions"])
+        ):
+            cpus = _cpus_on(topo, node, threads, f"{where}.threads")
+            pat = "" if pattern == "sequential" else f"-{pattern}"
+            yield Job(
+                bench="bandwidth",
+                id=f"{_prefix('bw', sw['label'])}-c{node}-{memory_word(memory)}-t{threads}{pat}-rep{rep}",
+                kernel=KERNELS["bandwidth"],
+                grid={
+                    "label": sw["label"] or "",
+                    "cpu_node": node,
+                    "memory": memory,
+                    "repetition": rep,
+                },
+                kernel_args=tuple(
+                    [
+                        f"--kernels={','.join(sw['kernels'])}",
+                        f"--pattern={pattern}",
+                        f"--ntimes={sw['ntimes']}",
+                    ]
+                    + array
+                    + list(sw["extra_args"])
+                ),
+                threads=threads,
+                cpus=cpus,
+                memory=memory,
+            )
+
+
+def _one_size(value: Any, where: str) -> int:
+    try:
+        return parse_size(value)
+    except NumasweepError as exc:
+        raise NumasweepError(f"{where}: {exc}") from None
+
+
+def _copy(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
+    nodes = topo.node_ids()
+    for i, sw in enumerate(sweeps):
+        where = f"copy.sweeps[{i}]"
+        pairs = (
+            [(s, d) for s in nodes for d in nodes]
+            if sw["pairs"] == "all"
+            else [tuple(p) for p in sw["pairs"]]
+        )
+        for p, pair in enumerate(pairs):
+            _check_nodes(topo, list(pair), f"{where}.pairs[{p}]")
+        size = _one_size(sw["size"], f"{where}.size")
+        for (src, dst), threads, rep in itertools.product(pairs, sw["threads"], range(sw["repetitions"])):
+            cpu_node = _copy_cpu_node(topo, sw["cpu_node"], src, dst)
+            _check_nodes(topo, [cpu_node], f"{where}.cpu_node")
+            cpus = _cpus_on(topo, cpu_node, threads, f"{where}.threads")
+            yield Job(
+                bench="copy",
+                id=f"{_prefix('copy', sw['label'])}-s{src}-d{dst}-c{cpu_node}-t{threads}-{format_size(size)}-rep{rep}",
+                kernel=KERNELS["copy"],
+                grid={"label": sw["label"] or "", "repetition": rep},
+                kernel_args=tuple(
+                    [
+                        f"--src={src}",
+                        f"--dst={dst}",
+                        f"--cpu-node={cpu_node}",
+                        f"--size={format_size(size)}",
+                        f"--ntimes={sw['ntimes']}",
+                    ]
+                    + list(sw["extra_args"])
+                ),
+                threads=threads,
+                cpus=cpus,
+                memory="local",
+            )
+
+
+def _copy_cpu_node(topo: Any, choice: str | int, src: int, dst: int) -> int:
+    """`src`/`dst` name the pair's node; when it is memory-only (CXL), the other node of the
+    pair, else the nearest node with CPUs (firmware distance)."""
+    if isinstance(choice, int):
+        return choice
+    first, other = (src, dst) if choice == "src" else (dst, src)
+    ids = topo.node_ids()
+    row = topo.distances[ids.index(first)]
+    nearest = sorted(ids, key=lambda n: row[ids.index(n)])
+    return next((n for n in [first, other, *nearest] if topo.free_cores(n)), first)
+
+
+def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
+    gpus = list(topo.gpus)
+    for i, sw in enumerate(section["sweeps"]):
+        where = f"gpu_xfer.sweeps[{i}]"
+        for m, spec in enumerate(sw["memory"]):
+            _check_memory(topo, spec, f"{where}.memory[{m}]")
+        wanted = max(sw["ngpus"])
+        if wanted > len(gpus) and not section["force"]:
+            raise NumasweepError(
+                f"{where}.ngpus: {wanted} GPUs asked, the topology '{topo.system}' has {len(gpus)}; "
+                "lower ngpus or set gpu_xfer.force: true for a dry run"
+            )
+        cpu_node = sw["cpu_node"]
+        if cpu_node is None:
+            cpu_node = gpus[0].node if gpus else topo.nodes[0].id
+        _check_nodes(topo, [cpu_node], f"{where}.cpu_node")
+        sizes = _sizes(sw["sizes"], f"{where}.sizes")
+        for ngpus, memory, pinned, rep in itertools.product(
+            sw["ngpus"], sw["memory"], sw["pinned"], range(sw["repetitions"])
+        ):
+            cpus = _cpus_on(topo, cpu_node, 1, f"{where}.cpu_node")
+            yield Job(
+                bench="gpu_xfer",
+                id=(
+                    f"{_prefix('gpu', sw['label'])}-g{ngpus}-{memory_word(memory)}-"
+                    f"{'pinned' if pinned else 'pageable'}-rep{rep}"
+                ),
+                kernel=KERNELS["gpu_xfer"],
+                grid={"label": sw["label"] or "", "memory": memory, "repetition": rep},
+                kernel_args=tuple(
+                    [
+                        f"--ngpus={ngpus}",
+                        f"--sizes={sizes}",
+                        f"--pin_memory={int(pinned)}",
+                        f"--iterations_per_bench={sw['iterations']}",
+                    ]
+                    + list(sw["extra_args"])
+                ),
+                threads=1,
+                gpus=ngpus,
+                cpus=cpus,
+                memory=memory,
+            )
+
+
+# ---------------------------------------------------------------- the whole plan
+
+
+def expand(config: dict, topo: Any, source: str = "config") -> Plan:
+    """Every job the config asks for on this topology, or a NumasweepError naming the key path."""
+    config = validate_config(config, source)
+    jobs: list[Job] = []
+    jobs += _latency(topo, config["latency"]["sweeps"])
+    jobs += _bandwidth(topo, config["bandwidth"]["sweeps"])
+    jobs += _copy(topo, config["copy"]["sweeps"])
+    skipped: dict[str, str] = {}
+    gpu = config["gpu_xfer"]
+    if gpu["sweeps"]:
+        if topo.gpus or gpu["force"]:
+            jobs += _gpu_xfer(topo, gpu)
+        else:
+            skipped["gpu_xfer"] = (
+                f"the topology '{topo.system}' lists no GPU; gpu_xfer.force: true plans the jobs anyway (dry run)"
+            )
+    if not jobs:
+        raise NumasweepError(
+            f"{source}: the sweep is empty: latency.sweeps, bandwidth.sweeps, copy.sweeps and gpu_xfer.sweeps "
+            "give no job; add a sweep (see config/config.yaml)"
+        )
+    seen: dict[str, Job] = {}
+    for job in jobs:
+        other = seen.get(job.id)
+        if other is not None and other != job:
+            raise NumasweepError(
+                f"{source}: two {job.bench} sweeps give the job id '{job.id}' with different settings; "
+                "set a distinct `label` on one of them"
+            )
+        seen[job.id] = job
+    return Plan(jobs=list(seen.values()), skipped=skipped)
+
+
+def main(argv: list[str]) -> int:
+    from numasweep import topology
+
+    ap = argparse.ArgumentParser(
+        prog="python -m numasweep grid", description="List the jobs a config expands to."
+    )
+    ap.add_argument("--config", required=True, action="append", help="config YAML (repeat to layer files)")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--arch", help="arch file or topology.json (default: the config's `arch`)")
+    src.add_argument("--detect", action="store_true", help="detect this machine from sysfs")
+    ap.add_argument("--count", action="store_true", help="print only the number of jobs per benchmark")
+    args = ap.parse_args(argv)
+
+    config: dict = {}
+    for path in args.config:
+        config = merge(config, load_config_file(path))
+    checked = validate_config(config, ",".join(args.config))
+    arch = "auto" if args.detect else (args.arch or checked["arch"])
+    topo = topology.detect() if arch == "auto" else topology.load(arch)
+    plan = expand(config, topo, ",".join(args.config))
+    if args.count:
+        for bench in BENCHES:
+            print(f"{bench}\t{len(plan.by_bench(bench))}")
+    else:
+        for job in plan.jobs:
+            print(f"{job.bench}\t{job.id}")
+    for bench, why in plan.skipped.items():
+        print(f"# {bench} skipped: {why}")
+    return 0
+
+
+def merge(base: dict, over: dict) -> dict:
+    """Layer one config over another the way snakemake layers --configfile files."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

@@ -1,0 +1,28 @@
+# One tidy table per benchmark from every job's CSV and provenance record.
+rule aggregate:
+    input:
+        unpack(aggregate_inputs),
+    output:
+        f"{RESULTS_DIR}/{{bench}}.csv",
+    log:
+        f"{RESULTS_DIR}/logs/aggregate-{{bench}}.log",
+    conda:
+        CONDA_ENV
+    params:
+        keep_going=CONFIG["aggregate"]["keep_going"],
+    script:
+        "../scripts/aggregate.py"
+
+
+# Which benchmarks the plan left out and why, for the report ({} when none).
+rule skipped:
+    output:
+        f"{RESULTS_DIR}/skipped.json",
+    log:
+        f"{RESULTS_DIR}/logs/skipped.log",
+    conda:
+        CONDA_ENV
+    params:
+        skipped=SKIPPED,
+    script:
+        "../scripts/skipped.py"

@@ -1,0 +1,33 @@
+# The shared module first, then one job per kernel binary with that kernel's own source as
+# input: changing one kernel rebuilds it and reruns its benchmarks only; a change to
+# kernels/common rebuilds the library and so every kernel. Builds take the bench slot too:
+# a compile next to a running benchmark would disturb it.
+rule build_common:
+    input:
+        common_sources(),
+    output:
+        "build/lib/libnumasweep_common.a",
+    log:
+        "build/logs/common.log",
+    conda:
+        CONDA_ENV
+    resources:
+        bench_slot=1,
+    shell:
+        "make -C kernels $PWD/{output} > {log} 2>&1"
+
+
+rule build:
+    input:
+        kernel_sources,
+        "build/lib/libnumasweep_common.a",
+    output:
+        f"{BIN_DIR}/{{kernel}}",
+    log:
+        "build/logs/{kernel}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        bench_slot=1,
+    shell:
+        "make -C kernels $PWD/{output} > {log} 2>&1"

@@ -1,0 +1,15 @@
+# The topology every launch line was computed from, kept with the results (its digest goes
+# into each job's provenance, and the report reads its caches and CPU lists).
+rule topology:
+    input:
+        [] if CONFIG["arch"] == "auto" else [CONFIG["arch"]],
+    output:
+        f"{RESULTS_DIR}/topology.json",
+    log:
+        f"{RESULTS_DIR}/logs/topology.log",
+    conda:
+        CONDA_ENV
+    params:
+        source="--detect" if CONFIG["arch"] == "auto" else f"--arch {CONFIG['arch']}",
+    shell:
+        "python -m numasweep topology {params.source} -o {output} > {log} 2>&1"

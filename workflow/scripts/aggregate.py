@@ -1,0 +1,22 @@
+"""Entry point of rule aggregate: merge one benchmark's job CSVs (numasweep.aggregate)."""
+
+import sys
+from pathlib import Path
+
+sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (snakemake is injected)
+
+from numasweep.aggregate import aggregate, write  # noqa: E402
+from numasweep.errors import NumasweepError  # noqa: E402
+
+try:
+    table, problems = aggregate(
+        [Path(p) for p in snakemake.input.csv],  # noqa: F821
+        snakemake.wildcards.bench,  # noqa: F821
+        keep_going=snakemake.params.keep_going,  # noqa: F821
+    )
+except NumasweepError as exc:
+    print(f"numasweep: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+write(table, problems, Path(snakemake.output[0]))  # noqa: F821
+for problem in problems:
+    print(f"skipped: {problem}", file=sys.stderr)
