@@ -265,6 +265,9 @@ int main(int argc, char **argv)
         A.b[j] = 2.0;
         A.c[j] = 0.0;
     }
+    ns_buffer_check_thp(&buf_a);
+    ns_buffer_check_thp(&buf_b);
+    ns_buffer_check_thp(&buf_c);
     if (o.patterns[P_RANDOM]) {
         ns_buffer_alloc(&buf_idx, n * sizeof(uint32_t), o.common.pages, &o.common.policy);
         A.idx = buf_idx.addr;

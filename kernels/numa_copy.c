@@ -151,6 +151,8 @@ static void measure_cell(const options *o, int src, int dst, int cpu_node, cell_
         s[i] = (unsigned char)(i * 31 + 7);
         d[i] = 0;
     }
+    ns_buffer_check_thp(&sbuf);
+    ns_buffer_check_thp(&dbuf);
     double *times = malloc((size_t)o->ntimes * sizeof *times);
     for (int t = 0; t < o->ntimes; t++) {
         double t0 = ns_seconds();

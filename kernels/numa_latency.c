@@ -228,6 +228,7 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     ns_rng rng;
     ns_rng_seed(&rng, o->seed * 0x100000001b3ull + (uint64_t)rank * 1000003u + size);
     void *start = build_cycle(buf.addr, size, &rng);
+    ns_buffer_check_thp(&buf);
 
     ns_placement placement;
     ns_placement_clear(&placement);
@@ -385,8 +386,10 @@ int main(int argc, char **argv)
         snprintf(what, sizeof what, "size %s for each of %d ranks on this host", want, holders);
     else
         snprintf(what, sizeof what, "size %s", want);
-    /* The chase's scratch space (4 bytes per 64-byte slot) is allocated alongside the buffer. */
-    uint64_t need = (largest + largest / 16) * (uint64_t)holders;
+    /* The chase's scratch space (4 bytes per 64-byte slot) is allocated alongside the buffer, on
+     * ordinary pages: it must not count against the reserved huge pages of --pages=2m|1g. */
+    int hugetlb = o.common.pages == NS_PAGES_2M || o.common.pages == NS_PAGES_1G;
+    uint64_t need = (largest + (hugetlb ? 0 : largest / 16)) * (uint64_t)holders;
     int problem = ns_free_memory_problem(&o.common.policy, o.common.pages, need, what, msg, sizeof msg);
     int failing = problem ? rank : ranks, first_failing;
     MPI_Allreduce(&failing, &first_failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -151,6 +151,44 @@ void ns_buffer_alloc(ns_buffer *buf, size_t bytes, ns_pages pages, const ns_poli
     ns_policy_apply_range(policy, buf->addr, len);
 }
 
+/* Bytes of [addr, addr+len) that the kernel reports on transparent huge pages (AnonHugePages of
+ * the mappings overlapping it in /proc/self/smaps); -1 if that file cannot be read. */
+static int64_t thp_bytes(uintptr_t addr, size_t len)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int overlaps = 0;
+    int64_t total = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long start, end;
+        long long kb;
+        if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' '))
+            overlaps = start < addr + len && end > addr;
+        else if (overlaps && sscanf(line, "AnonHugePages: %lld kB", &kb) == 1)
+            total += kb * 1024;
+    }
+    fclose(f);
+    return total;
+}
+
+void ns_buffer_check_thp(const ns_buffer *buf)
+{
+    if (buf->pages != NS_PAGES_THP)
+        return;
+    size_t len = (buf->bytes + THP_BYTES - 1) / THP_BYTES * THP_BYTES;
+    int64_t huge = thp_bytes((uintptr_t)buf->addr, len);
+    if (huge < 0 || (uint64_t)huge * 2 >= len)
+        return;
+    char want[32], got[32];
+    ns_format_size(buf->bytes, want, sizeof want);
+    ns_format_size((uint64_t)huge, got, sizeof got);
+    ns_die("--pages=thp: only %s of the %s buffer got transparent huge pages (THP off in "
+           "/sys/kernel/mm/transparent_hugepage/enabled or for this process, or memory too fragmented): "
+           "enable THP, or use --pages=2m or 4k", got, want);
+}
+
 void ns_buffer_free(ns_buffer *buf)
 {
     if (buf->map_addr)

@@ -50,6 +50,11 @@ int ns_free_memory_problem(const ns_policy *policy, ns_pages pages, uint64_t byt
  * (exit 2) when the mapping fails (e.g. no huge pages reserved). Does not touch the memory. */
 void ns_buffer_alloc(ns_buffer *buf, size_t bytes, ns_pages pages, const ns_policy *policy);
 void ns_buffer_free(ns_buffer *buf);
+/* For --pages=thp, after the first touch: ends the program (exit 2, one line) when less than
+ * half of the buffer got transparent huge pages (THP disabled for the system or the process,
+ * or memory too fragmented), as the results would be labelled thp while measuring 4 KiB pages.
+ * Other page sizes: nothing to check. */
+void ns_buffer_check_thp(const ns_buffer *buf);
 
 /* Where the pages are: move_pages(2) status query (nodes = NULL) on up to
  * NS_PLACEMENT_MAX_SAMPLES pages of the range, one from each equal slice (all pages of smaller ranges). */

@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,12 +119,16 @@ void ns_policy_validate(const ns_policy *policy)
     }
 }
 
-/* Saved sysfs weights, restored at exit. */
-static int saved_count;
-static int saved_nodes[NS_MAX_NODES];
-static int saved_weights[NS_MAX_NODES];
+/* Saved sysfs weights, restored at exit and on the signals that end a run early (a SLURM time
+ * limit or scancel, Ctrl-C, mpirun stopping the ranks after one failed): the paths and values
+ * are kept as text so the signal handler only needs open/write/close. */
+static volatile sig_atomic_t saved_count;
+static char saved_paths[NS_MAX_NODES][128];
+static char saved_values[NS_MAX_NODES][16];
 static char saved_auto_path[128];
 static char saved_auto[16];
+static const int restore_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+static struct sigaction previous_actions[sizeof restore_signals / sizeof *restore_signals];
 
 static int read_int_file(const char *path, int *value)
 {
@@ -136,28 +142,66 @@ static int read_int_file(const char *path, int *value)
 
 static int write_text_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
         return -1;
-    int bad = fputs(text, f) < 0;
-    bad |= fclose(f) != 0;
+    ssize_t len = (ssize_t)strlen(text);
+    int bad = write(fd, text, (size_t)len) != len;
+    bad |= close(fd) != 0;
     return bad ? -1 : 0;
+}
+
+/* Writes back what was saved; returns the index that failed (saved_count for the auto switch),
+ * or -1. Async-signal-safe. */
+static int write_back_weights(void)
+{
+    int failed = -1;
+    int count = saved_count;
+    saved_count = 0;
+    for (int i = 0; i < count; i++)
+        if (write_text_file(saved_paths[i], saved_values[i]))
+            failed = i;
+    /* Writing a node weight turns automatic weights off on kernels that have them. */
+    if (count && saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true"))
+        failed = count;
+    return failed < 0 ? -1 : failed;
 }
 
 static void restore_weights(void)
 {
-    char path[128], value[16];
-    for (int i = 0; i < saved_count; i++) {
-        snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", saved_nodes[i]);
-        snprintf(value, sizeof value, "%d", saved_weights[i]);
-        if (write_text_file(path, value))
-            fprintf(stderr, "%s: warning: could not restore %s to %s\n", ns_program(), path, value);
-    }
-    /* Writing a node weight turns automatic weights off on kernels that have them. */
-    if (saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true"))
+    int count = saved_count;
+    int failed = write_back_weights();
+    if (failed >= 0 && failed < count)
+        fprintf(stderr, "%s: warning: could not restore %s to %s\n", ns_program(), saved_paths[failed],
+                saved_values[failed]);
+    else if (failed >= 0)
         fprintf(stderr, "%s: warning: weights restored, but %s could not be set back to true: %s\n", ns_program(),
                 saved_auto_path, strerror(errno));
-    saved_count = 0;
+}
+
+static void restore_weights_on_signal(int sig)
+{
+    (void)write_back_weights();
+    /* Then end as the signal would have ended the program (or as the handler before ours). */
+    for (size_t i = 0; i < sizeof restore_signals / sizeof *restore_signals; i++)
+        if (restore_signals[i] == sig)
+            sigaction(sig, &previous_actions[i], NULL);
+    raise(sig);
+}
+
+static void restore_weights_at_exit_and_on_signals(void)
+{
+    atexit(restore_weights);
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = restore_weights_on_signal;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < sizeof restore_signals / sizeof *restore_signals; i++) {
+        sigaction(restore_signals[i], NULL, &previous_actions[i]);
+        /* An ignored signal (nohup) does not end the run: leave it ignored. */
+        if (previous_actions[i].sa_handler != SIG_IGN)
+            sigaction(restore_signals[i], &action, NULL);
+    }
 }
 
 void ns_policy_current_weights(const ns_policy *policy, int *weights)
@@ -193,19 +237,28 @@ void ns_policy_apply_weights(const ns_policy *policy)
             fclose(f);
         }
     }
-    if (!saved_count)
-        atexit(restore_weights);
+    static int hooked;
+    if (!hooked)
+        restore_weights_at_exit_and_on_signals();
+    hooked = 1;
     for (int i = 0; i < policy->nnodes; i++) {
         if (current[i] == policy->weights[i])
             continue;
         snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", policy->nodes[i]);
         snprintf(value, sizeof value, "%d", policy->weights[i]);
-        if (current[i] == 0 || write_text_file(path, value))
+        if (current[i] == 0)
+            ns_die("--weights: cannot set %s to %d (file missing): run as root, or set the weights beforehand and "
+                   "omit --weights", path, policy->weights[i]);
+        /* Saved before writing: a signal between the two then restores a value never changed. */
+        snprintf(saved_paths[saved_count], sizeof saved_paths[0], "%s", path);
+        snprintf(saved_values[saved_count], sizeof saved_values[0], "%d", current[i]);
+        saved_count = saved_count + 1;
+        if (write_text_file(path, value)) {
+            int e = errno;
+            saved_count = saved_count - 1; /* nothing changed, nothing to restore */
             ns_die("--weights: cannot set %s to %d (%s): run as root, or set the weights beforehand and omit --weights",
-                   path, policy->weights[i], current[i] == 0 ? "file missing" : strerror(errno));
-        saved_nodes[saved_count] = policy->nodes[i];
-        saved_weights[saved_count] = current[i];
-        saved_count++;
+                   path, policy->weights[i], strerror(e));
+        }
     }
 }
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +118,72 @@ def test_weights_are_written_for_the_run_and_restored(kernels_bin, tmp_path):
         assert proc.returncode == 2
         line = proc.stderr.strip()
         assert "\n" not in line and ("no weighted interleave" in line or "cannot set" in line), line
+
+
+def test_weights_are_restored_when_a_signal_ends_the_run(kernels_bin):
+    # SLURM's time limit, scancel and mpirun stopping the ranks all end a run with SIGTERM.
+    weight_file = Path("/sys/kernel/mm/mempolicy/weighted_interleave/node0")
+    if not weight_file.exists() or not os.access(weight_file, os.W_OK):
+        pytest.skip(f"{weight_file} is missing or not writable here: restoring weights cannot be checked")
+    before = weight_file.read_text().strip()
+    wanted = "2" if before != "2" else "3"
+    proc = subprocess.Popen([kernels_bin / "numa_bandwidth", "--policy=weighted", "--mem-nodes=0",
+                             f"--weights={wanted}", "--array-size=4M", "--ntimes=100000", "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while weight_file.read_text().strip() != wanted and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert weight_file.read_text().strip() == wanted, proc.poll()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+        assert weight_file.read_text().strip() == before
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if weight_file.read_text().strip() != before:
+            weight_file.write_text(before)
+
+
+def test_reserved_huge_pages_that_fit_the_buffer_are_enough(kernels_bin, tmp_path):
+    # A 4 MiB buffer on 2 MiB pages needs exactly two reserved pages; the chase's scratch space
+    # lives on ordinary pages and must not raise that count.
+    pool = Path("/sys/devices/system/node/node0/hugepages/hugepages-2048kB")
+    if not os.access(pool / "nr_hugepages", os.W_OK):
+        pytest.skip(f"{pool}/nr_hugepages is not writable here: reserving huge pages cannot be checked")
+    before = (pool / "nr_hugepages").read_text().strip()
+    try:
+        (pool / "nr_hugepages").write_text(str(int(before) - int((pool / "free_hugepages").read_text()) + 2))
+        if int((pool / "free_hugepages").read_text()) != 2:
+            pytest.skip("two free 2 MiB huge pages could not be reserved on node 0")
+        csv_path = tmp_path / "latency.csv"
+        run_ok([kernels_bin / "numa_latency", "--size=4M", *FAST, "--pages=2m", f"--csv={csv_path}"])
+        (row,) = read_rows(csv_path)[1]
+        assert row["page_size"] == "2m" and fractions(row["page_fractions"])[0] == 1.0
+        proc = run([kernels_bin / "numa_latency", "--size=8M", *FAST, "--pages=2m"])
+        assert proc.returncode == 2 and "needs 4 free 2m huge pages on node(s) 0, 2 are free" in proc.stderr
+    finally:
+        (pool / "nr_hugepages").write_text(before)
+
+
+def _without_thp() -> None:
+    # PR_SET_THP_DISABLE: this process and what it executes get no transparent huge pages.
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(41, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_THP_DISABLE)")
+
+
+@pytest.mark.parametrize("kernel, args", [
+    ("numa_latency", ["--size=4M", *FAST]),
+    ("numa_bandwidth", ["--array-size=4M", "--ntimes=2"]),
+    ("numa_copy", ["--src=0", "--dst=0", "--size=4M", "--ntimes=2"]),
+])
+def test_thp_run_without_huge_pages_is_refused_not_mislabelled(kernels_bin, tmp_path, kernel, args):
+    csv_path = tmp_path / "out.csv"
+    proc = subprocess.run([str(kernels_bin / kernel), *args, "--pages=thp", "--quiet", f"--csv={csv_path}"],
+                          capture_output=True, text=True, preexec_fn=_without_thp, timeout=120)
+    errors = [line for line in proc.stderr.splitlines() if ": error: " in line]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr
+    assert errors[0].startswith(f"{kernel}: error: --pages=thp: only 0 of the 4M buffer got transparent huge pages")
+    assert not csv_path.exists()
