@@ -14,6 +14,10 @@ rule copy:
     threads: job_threads
     resources:
         bench_slot=1,
+        # An empty `mpi` makes the SLURM plugin run this shell in the batch step, which owns
+        # the whole exclusive node, instead of an `srun -n1 --cpu-bind=q` step confined to
+        # the first CPUs: numactl can then bind to the CPUs the plan names.
+        mpi="",
         slurm_extra="'--exclusive'",
     params:
         launch=launch_line("copy"),

@@ -1,0 +1,229 @@
+"""What the SLURM tests share: the cluster's files, run folders, snakemake runs watched through
+squeue, and readers for the kernels' CSVs and provenance records."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CLUSTER_SH = HERE / "cluster.sh"
+STATE = Path(os.environ.get("NUMASWEEP_SLURM_STATE", "/run/numasweep-slurm"))
+PIDFILES = {
+    "munged": STATE / "munge" / "munged.pid",
+    "slurmctld": STATE / "slurmctld.pid",
+    "slurmd": STATE / "slurmd.pid",
+}
+# The interpreter running the tests has snakemake and numasweep (the project's venv).
+BIN = Path(sys.executable).parent
+# What a run folder takes from the checkout, so that results, .snakemake and the SLURM logs of
+# each test run stay apart from the checkout and from each other. The kernels and their build
+# are copied with their times: the build rules run make on the copy's own paths, and only if a
+# source is newer than its binary.
+LINKED_ENTRIES = ("Snakefile", "workflow", "config")
+COPIED_ENTRIES = ("kernels", "build")
+SNAKEMAKE_LIMIT_S = 300
+# docs/INTERFACES.md: the kernels' CSV columns.
+LATENCY_COLUMNS = (
+    "rank,ranks,mode,host,cpu,cpu_node,l3_group,policy,mem_nodes,weights,page_size,size_bytes,"
+    "latency_ns_median,latency_ns_min,latency_ns_max,samples,loads,page_fractions"
+).split(",")
+BANDWIDTH_COLUMNS = (
+    "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,array_bytes,"
+    "bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,host"
+).split(",")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    node: str
+    cpus: int
+    workdir: Path  # the tests' snakemake runs live here; nothing may still run in it at the end
+
+
+def slurm_env() -> dict[str, str]:
+    """The environment for SLURM commands: none of a surrounding job's SLURM_* settings, and the
+    project's virtual environment first on PATH, as the job steps need its snakemake."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SRUN_"))}
+    env["PATH"] = f"{BIN}:{env.get('PATH', '/usr/bin:/bin')}"
+    return env
+
+
+def run(argv: list[str], timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=slurm_env(), **kwargs)
+
+
+# ------------------------------------------------------------------ processes
+
+
+def pid_alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def daemon_pids() -> dict[str, int]:
+    pids = {}
+    for daemon, pidfile in PIDFILES.items():
+        try:
+            pids[daemon] = int(pidfile.read_text().strip())
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def processes(comm: str | None = None, cwd_under: Path | None = None) -> set[int]:
+    """PIDs of processes with a given program name or working directory under a folder."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if comm is not None and (proc / "comm").read_text().strip() == comm:
+                found.add(int(proc.name))
+            if cwd_under is not None and Path(os.readlink(proc / "cwd")).is_relative_to(cwd_under):
+                found.add(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def describe(pids: set[int]) -> str:
+    lines = []
+    for pid in sorted(pids):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            cmd = "(gone)"
+        lines.append(f"  {pid}: {cmd[:200]}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ run folders
+
+
+def run_dir(base: Path, name: str) -> Path:
+    workdir = base / name
+    workdir.mkdir()
+    for entry in LINKED_ENTRIES:
+        (workdir / entry).symlink_to(REPO / entry)
+    for entry in COPIED_ENTRIES:
+        if (REPO / entry).exists():
+            shutil.copytree(REPO / entry, workdir / entry, symlinks=True)
+    return workdir
+
+
+def detect_topology(target: Path) -> dict:
+    """This machine's topology, written to target by the project's own detection."""
+    detect = run([str(BIN / "python"), "-m", "numasweep", "topology", "--detect", "-o", str(target)])
+    assert detect.returncode == 0, f"topology detection failed: {detect.stderr}"
+    return json.loads(target.read_text())
+
+
+def seed_topology(workdir: Path, system: str, source: Path | None = None) -> None:
+    """results/<system>/topology.json written beforehand (copied, or detected here), so a test
+    whose subject is not the topology saves that job's round trip through the queue."""
+    target = workdir / "results" / system / "topology.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source is None:
+        detect_topology(target)
+    else:
+        shutil.copyfile(source, target)
+
+
+# ------------------------------------------------------------------ snakemake under watch
+
+
+def rule_of(comment: str) -> str:
+    """The rule in the plugin's job comment `rule_<rule>_wildcards_<job id>`."""
+    return comment.split("_wildcards_", 1)[0].removeprefix("rule_")
+
+
+def job_of(comment: str) -> str:
+    """The workflow's job id in the plugin's job comment."""
+    return comment.split("_wildcards_", 1)[1]
+
+
+@dataclass
+class SnakemakeRun:
+    returncode: int
+    output: str
+    # SLURM job id -> (the plugin's job comment, every state squeue showed for it)
+    seen: dict[str, tuple[str, set[str]]]
+
+    def assert_succeeded(self) -> None:
+        assert self.returncode == 0, f"snakemake exited {self.returncode}:\n{self.output[-6000:]}"
+
+    def running_rules(self) -> set[str]:
+        """Rules of the jobs squeue showed RUNNING at least once."""
+        return {rule_of(comment) for comment, states in self.seen.values() if "RUNNING" in states}
+
+
+def squeue_jobs(workdir: Path) -> list[tuple[str, str, str]]:
+    """(job id, state, comment) of every job squeue lists whose working directory is workdir,
+    ended ones included (they stay listed for MinJobAge)."""
+    out = run(["squeue", "-h", "-t", "all", "-o", "%i|%T|%k|%Z"], timeout=30).stdout
+    jobs = []
+    for line in out.splitlines():
+        job_id, state, comment, cwd = line.split("|", 3)
+        if Path(cwd) == workdir:
+            jobs.append((job_id, state, comment))
+    return jobs
+
+
+def snakemake(
+    workdir: Path, *args: str, on_poll: Callable[[list[tuple[str, str, str]]], None] | None = None
+) -> SnakemakeRun:
+    """snakemake with the slurm profile in workdir, watching squeue while it runs.
+
+    `timeout -k` because a snakemake stuck in its status loop ignores SIGTERM. `on_poll` is
+    called with the jobs squeue shows at each poll (the fault tests cancel one from there).
+    """
+    argv = [
+        "timeout", "-k", "10", str(SNAKEMAKE_LIMIT_S),
+        str(BIN / "snakemake"),
+        "--profile", str(REPO / "profiles" / "slurm"),
+        "--slurm-init-seconds-before-status-checks", "2",
+        *args,
+    ]
+    seen: dict[str, tuple[str, set[str]]] = {}
+    log = workdir / f"snakemake-{len(list(workdir.glob('snakemake-*.out')))}.out"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=slurm_env())
+        while proc.poll() is None:
+            jobs = squeue_jobs(workdir)
+            for job_id, state, comment in jobs:
+                seen.setdefault(job_id, (comment, set()))[1].add(state)
+            if on_poll is not None:
+                on_poll(jobs)
+            time.sleep(0.3)
+    return SnakemakeRun(proc.returncode, log.read_text(), seen)
+
+
+# ------------------------------------------------------------------ results
+
+
+def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def provenance(csv_path: Path) -> dict:
+    return json.loads(csv_path.with_suffix(".json").read_text())
+
+
+def launch_option(record: dict, name: str) -> str:
+    """The value of `name=` on a job's launch line, as its provenance recorded it."""
+    for arg in shlex.split(record["command"]):
+        if arg.startswith(f"{name}="):
+            return arg.split("=", 1)[1]
+    raise AssertionError(f"no {name}= on the launch line: {record['command']}")
