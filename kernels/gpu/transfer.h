@@ -1,0 +1,71 @@
+// Timed host<->device copies for one GPU, nvbandwidth-style: a batch of cudaMemcpyAsync on the
+// GPU's own stream between two events (pinned host memory) or between two host clock reads
+// (pageable host memory, where the runtime stages through its own pinned buffer and the copy
+// call itself does part of the work), the median of several such batches, and the data checked
+// after the copies.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+#include <cuda_runtime.h>
+
+enum class Direction {
+    read,   // host to device ("R" in --operation_type, the seed's read_* columns)
+    write,  // device to host ("W", write_* columns)
+};
+
+struct TransferPlan {
+    std::size_t bytes;   // size of one copy
+    int iterations;      // copies per timed batch (--iterations_per_bench)
+    int samples;         // timed batches; the median is reported (--samples)
+};
+
+// Result of one (GPU, direction, size) measurement.
+struct TransferTiming {
+    double median_s;     // seconds per copy, median over the samples
+    double min_s;
+    double max_s;
+};
+
+// Called between samples so that all GPUs of a run start each batch together.
+struct SampleBarrier {
+    virtual void wait() = 0;
+    virtual ~SampleBarrier() = default;
+};
+
+class GpuTransfer {
+public:
+    // `host` is this GPU's host buffer of at least `max_bytes`, already placed (and registered
+    // with CUDA when `pinned`); its content is the verification pattern on entry and exit.
+    GpuTransfer(int device, unsigned char *host, std::size_t max_bytes, bool pinned);
+    ~GpuTransfer();
+    GpuTransfer(const GpuTransfer &) = delete;
+    GpuTransfer &operator=(const GpuTransfer &) = delete;
+
+    // Times the copies and verifies what arrived; throws GpuError on a CUDA failure and
+    // VerificationError when the data differ.
+    TransferTiming measure(Direction direction, const TransferPlan &plan, SampleBarrier &barrier);
+
+private:
+    double time_batch(Direction direction, const TransferPlan &plan);
+    void clear_destination(Direction direction, std::size_t bytes);
+    void verify_device_matches_pattern(std::size_t bytes);
+    void verify_host_matches_pattern(std::size_t bytes) const;
+
+    int device_;
+    unsigned char *host_;
+    bool pinned_;
+    unsigned char *device_buffer_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+    cudaEvent_t start_ = nullptr;
+    cudaEvent_t stop_ = nullptr;
+};
+
+struct VerificationError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Deterministic, offset-dependent content so that a shifted, truncated or stale copy is caught.
+void fill_pattern(unsigned char *dst, std::size_t offset, std::size_t bytes);
