@@ -190,6 +190,31 @@ static int cmp_int(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* The sequential read kernel with eight independent partial sums per thread. A single chain of
+ * dependent adds waits one add latency per element (about 9 GB/s for a 3 GHz core), which
+ * measures the adder rather than memory; eight chains let the loads run ahead. The blocks of 8
+ * follow the same static schedule as first touch, so each thread still reads its own pages. */
+static double read_sequential(const double *restrict a, size_t n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    const size_t blocks = n / 8;
+#pragma omp parallel for schedule(static) reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
+    for (size_t k = 0; k < blocks; k++) {
+        const double *p = a + 8 * k;
+        s0 += p[0];
+        s1 += p[1];
+        s2 += p[2];
+        s3 += p[3];
+        s4 += p[4];
+        s5 += p[5];
+        s6 += p[6];
+        s7 += p[7];
+    }
+    for (size_t e = 8 * blocks; e < n; e++)
+        s0 += a[e];
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+}
+
 static double run_kernel(const arrays *A, int kernel, double *sum_out)
 {
     double *restrict a = A->a, *restrict b = A->b, *restrict c = A->c;
@@ -200,7 +225,12 @@ static double run_kernel(const arrays *A, int kernel, double *sum_out)
     case K_SCALE: FOR_EACH_ELEMENT(A, PARALLEL, b[e] = SCALAR * c[e]); break;
     case K_ADD: FOR_EACH_ELEMENT(A, PARALLEL, c[e] = a[e] + b[e]); break;
     case K_TRIAD: FOR_EACH_ELEMENT(A, PARALLEL, a[e] = b[e] + SCALAR * c[e]); break;
-    case K_READ: FOR_EACH_ELEMENT(A, PARALLEL_SUM, sum += a[e]); break;
+    case K_READ:
+        if (A->pattern == P_SEQUENTIAL)
+            sum = read_sequential(a, A->count);
+        else
+            FOR_EACH_ELEMENT(A, PARALLEL_SUM, sum += a[e]);
+        break;
     case K_WRITE: FOR_EACH_ELEMENT(A, PARALLEL, c[e] = FILL); break;
     }
     double t = ns_seconds() - t0;

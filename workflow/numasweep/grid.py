@@ -385,7 +385,8 @@ def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
         for ngpus, memory, pinned, rep in itertools.product(
             sw["ngpus"], sw["memory"], sw["pinned"], range(sw["repetitions"])
         ):
-            cpus = _cpus_on(topo, cpu_node, 1, f"{where}.cpu_node")
+            # gpu_xfer drives each GPU from a host thread of its own: one CPU per GPU.
+            cpus = _cpus_on(topo, cpu_node, ngpus, f"{where}.cpu_node")
             yield Job(
                 bench="gpu_xfer",
                 id=(
@@ -403,7 +404,7 @@ def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
                     ]
                     + list(sw["extra_args"])
                 ),
-                threads=1,
+                threads=ngpus,
                 gpus=ngpus,
                 cpus=cpus,
                 memory=memory,
