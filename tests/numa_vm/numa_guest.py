@@ -1,0 +1,138 @@
+"""One boot of the NUMA guest runs a batch of steps; tests then read what each step left behind.
+
+A boot costs seconds and every Python start inside it many more (TCG emulation), so each test
+module boots once and runs all its commands there. Each step is a bash snippet run in the
+repository with its output in `<out>/<name>.log`, its exit code in `<out>/<name>.rc`, and any
+file it writes under `$OUT`, a host folder shared writable with the guest.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from numasweep.io import read_csv
+
+HERE = Path(__file__).resolve().parent
+RUN_SH = HERE / "run.sh"
+# The wrapper the steps call; pointing this at another script shows that the tests catch a
+# wrapper that places memory wrongly.
+WRAPPER_ENV = "NUMASWEEP_TEST_WRAPPER"
+
+
+@dataclass(frozen=True)
+class Step:
+    """A bash snippet run inside the guest. It sees $OUT (results folder), $REPO, $BIN (the
+    kernels) and $WRAPPER (kernels/wrapper_numa.sh)."""
+
+    name: str
+    script: str
+
+
+@dataclass(frozen=True)
+class Layout:
+    nodes: int
+    memory_only: tuple[int, ...] = ()
+    cpus_per_node: int = 1
+    node_memory_mib: int = 512
+
+    def describe(self) -> str:
+        extra = f", node(s) {','.join(map(str, self.memory_only))} memory-only" if self.memory_only else ""
+        return f"{self.nodes}-node guest{extra}"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    name: str
+    rc: int | None
+    log: str
+    out: Path
+
+    def check(self) -> None:
+        """Fail with the step's own output when it did not exit 0."""
+        assert self.rc == 0, f"guest step '{self.name}' exited {self.rc}:\n{self.log[-4000:]}"
+
+    def csv(self, name: str | None = None) -> pd.DataFrame:
+        self.check()
+        return read_csv(self.out / f"{name or self.name}.csv")
+
+
+@dataclass(frozen=True)
+class GuestRun:
+    layout: Layout
+    out: Path
+    seconds: float
+
+    def step(self, name: str) -> StepResult:
+        rc_file = self.out / f"{name}.rc"
+        log_file = self.out / f"{name}.log"
+        rc = int(rc_file.read_text()) if rc_file.exists() else None
+        log = log_file.read_text(errors="replace") if log_file.exists() else "(no output: the step never ran)"
+        return StepResult(name=name, rc=rc, log=log, out=self.out)
+
+
+def guest_script(repo: Path, out: Path, steps: list[Step]) -> str:
+    wrapper = os.environ.get(WRAPPER_ENV) or str(repo / "kernels" / "wrapper_numa.sh")
+    lines = [
+        "#!/bin/bash",
+        f"export OUT={shlex.quote(str(out))} REPO={shlex.quote(str(repo))}",
+        'export BIN="$REPO/build/bin"',
+        f"export WRAPPER={shlex.quote(wrapper)}",
+        # The guest runs everything as root; Open MPI refuses that unless told.
+        "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+        'export PATH="$REPO/.venv/bin:$PATH"',
+        "step() {",
+        '    local start=$SECONDS',
+        '    (cd "$REPO" && eval "$2") > "$OUT/$1.log" 2>&1',
+        '    echo $? > "$OUT/$1.rc"',
+        '    echo "step $1: exit $(cat "$OUT/$1.rc") after $((SECONDS - start))s"',
+        "}",
+    ]
+    lines += [f"step {shlex.quote(s.name)} {shlex.quote(s.script)}" for s in steps]
+    return "\n".join(lines) + "\n"
+
+
+def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int) -> GuestRun:
+    """Run every step in one guest. A guest that cannot start, dies or runs out of time fails
+    the calling fixture with run.sh's message and the console tail; it is never a skip."""
+    names = [s.name for s in steps]
+    assert len(set(names)) == len(names), f"step names repeat: {names}"
+    out.mkdir(parents=True, exist_ok=True)
+    script = out / "guest.sh"
+    script.write_text(guest_script(repo, out, steps))
+    cmd = [
+        "bash", str(RUN_SH),
+        f"--nodes={layout.nodes}",
+        f"--cpus-per-node={layout.cpus_per_node}",
+        f"--node-memory={layout.node_memory_mib}",
+        f"--timeout={timeout}",
+        f"--rw={out}",
+        f"--log={out / 'console.log'}",
+    ]
+    if layout.memory_only:
+        cmd.append(f"--memory-only={','.join(map(str, layout.memory_only))}")
+    cmd += ["--", "bash", str(script)]
+    start = time.monotonic()
+    # run.sh enforces the limit itself; this outer one only catches run.sh hanging.
+    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=timeout + 60)
+    seconds = time.monotonic() - start
+    assert proc.returncode == 0, (
+        f"the {layout.describe()} failed (run.sh exit {proc.returncode} after {seconds:.0f}s):\n"
+        f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    )
+    return GuestRun(layout=layout, out=out, seconds=seconds)
+
+
+def page_fractions(field: str) -> dict[int, float]:
+    """`"0:0.7500,3:0.2500"` -> {0: 0.75, 3: 0.25} (docs/INTERFACES.md)."""
+    fractions: dict[int, float] = {}
+    for part in str(field).split(","):
+        node, _, fraction = part.partition(":")
+        fractions[int(node)] = float(fraction)
+    return fractions

@@ -1,0 +1,128 @@
+"""The local workflow end to end inside the 4-node guest (node 3 memory-only): detection,
+launch lines, kernels, aggregation and the report, on real kernel NUMA nodes. The report's
+placement verification must show every rank's pages on the node its job asked for, and the
+report must say that its timings come from an emulated machine."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from numa_guest import HERE, GuestRun, Layout, Step, page_fractions
+
+pytestmark = [pytest.mark.numa_vm, pytest.mark.workflow]
+
+TIMEOUT = 900
+LAYOUT = Layout(nodes=4, memory_only=(3,))
+CONFIG = HERE / "workflow.yaml"
+SYSTEM = "numa-vm"  # the guest's host name, which detection takes as the system name
+
+# Kernels are compiled on the host and copied with their times kept, so the guest's build
+# jobs find them up to date; three cores let the light jobs run side by side.
+SNAKEMAKE = (
+    'cd "$OUT/repo" && snakemake --profile profiles/local --cores 3 '
+    f'--configfile "$REPO/tests/numa_vm/{CONFIG.name}" --config wrapper="$WRAPPER"'
+)
+STEPS = [Step("workflow", SNAKEMAKE)]
+
+
+def prepare(repo: Path, out: Path) -> None:
+    """A copy of the repository for the guest to run in, with the host-built kernels."""
+    sys.path.insert(0, str(repo / "tests" / "workflow"))
+    from workflow_helpers import copy_repo
+
+    copy_repo(repo, out / "repo")
+    shutil.copytree(repo / "build", out / "repo" / "build", symlinks=True)
+
+
+@pytest.fixture(scope="module")
+def report(guest: GuestRun) -> str:
+    guest.step("workflow").check()
+    path = guest.out / "repo" / "report" / SYSTEM / "experimentation.md"
+    assert path.exists(), f"the workflow finished without {path}"
+    return path.read_text()
+
+
+def section(markdown: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
+    assert match, f"the report has no '## {title}' section"
+    return match.group(1)
+
+
+def md_tables(text: str) -> list[tuple[str, list[dict[str, str]]]]:
+    """Each Markdown table with the line of text above it (its title), as rows of {header: cell}."""
+    tables: list[tuple[str, list[dict[str, str]]]] = []
+    title, lines = "", text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() and not lines[i].startswith("|"):
+            title = lines[i].strip("*")
+        if lines[i].startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: "):
+            header = [c.strip() for c in lines[i].strip("|").split("|")]
+            rows, i = [], i + 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(dict(zip(header, (c.strip() for c in lines[i].strip("|").split("|")))))
+                i += 1
+            tables.append((title, rows))
+            continue
+        i += 1
+    return tables
+
+
+def test_workflow_detects_the_guest(guest: GuestRun) -> None:
+    guest.step("workflow").check()
+    topo = json.loads((guest.out / "repo" / "results" / SYSTEM / "topology.json").read_text())
+    assert [n["id"] for n in topo["nodes"]] == [0, 1, 2, 3], topo["nodes"]
+    assert [n["memory_only"] for n in topo["nodes"]] == [False, False, False, True], topo["nodes"]
+    assert "QEMU" in (topo["hypervisor"] or ""), topo["hypervisor"]
+
+
+def requested_node(job_id: str, rank: int, table_title: str) -> int:
+    """The node a job asked for, from its grid values in the job id (not from the report)."""
+    if job_id.startswith("lat-"):
+        return 3 if "-node3-" in job_id else rank  # local: each rank's own node, rank r on node r
+    if job_id.startswith("bw-"):
+        return int(re.search(r"-node(\d+)-", job_id).group(1))
+    src, dst = map(int, re.search(r"-s(\d+)-d(\d+)-", job_id).groups())
+    return src if "sources" in table_title else dst
+
+
+def test_report_shows_every_rank_on_its_requested_node(report: str) -> None:
+    tables = md_tables(section(report, "Placement verification"))
+    # The per-job check of every benchmark: all pages on the node the job asked for.
+    checked: list[tuple[str, int]] = []
+    for title, rows in [t for t in tables if t[1] and "requested" in t[1][0]]:
+        for row in rows:
+            rank = int(row["rank"]) if row.get("rank") else 0
+            asked = requested_node(row["job_id"], rank, title)
+            fractions = page_fractions(row["page_fractions"])
+            assert row["requested"] == str(asked) and fractions[asked] == 1.0, (
+                f"{row['job_id']} rank {rank}: asked for node {asked}, report says {row}")
+            checked.append((row["job_id"], rank))
+    jobs = {job for job, _ in checked}
+    # 2 latency jobs x 3 ranks, 4 bandwidth jobs, 2 copy jobs x (source, destination)
+    assert len(jobs) == 8 and len(checked) == 14, f"placement verified for {sorted(checked)}"
+    # The per-rank tables of the latency runs: MiB on each node, all on the asked node.
+    per_rank = [(title, rows) for title, rows in tables if rows and "CPU node" in rows[0]]
+    assert sorted(title.split(",")[0] for title, _ in per_rank) == ["concurrent-local", "concurrent-node:3"], per_rank
+    for title, rows in per_rank:
+        assert [int(r["rank"]) for r in rows] == [0, 1, 2], (title, rows)
+        for row in rows:
+            rank = int(row["rank"])
+            asked = 3 if "node:3" in title else rank
+            assert int(row["CPU node"]) == rank and row["policy"] == f"bind {asked}", (title, row)
+            mib = {int(k.split()[1]): float(v) for k, v in row.items() if k.startswith("node ")}
+            assert sorted(mib) == [0, 1, 2, 3] and mib[asked] > 0 and mib[asked] == sum(mib.values()), (title, row)
+
+
+def test_report_says_timings_come_from_an_emulated_machine(report: str) -> None:
+    notes = [p for p in report.split("\n\n") if "QEMU" in p and re.search(r"\bemulated\b", p)]
+    assert notes, f"no paragraph names QEMU and says the machine is emulated:\n{report[:2000]}"
+
+
+def test_report_marks_node3_memory_only(report: str) -> None:
+    assert re.search(r"memory only, no CPUs: node 3\b", report), section(report, "Configuration")[:3000]
