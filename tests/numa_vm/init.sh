@@ -49,7 +49,8 @@ mount -t devtmpfs devtmpfs /root/dev
 mkdir -p /root/dev/pts /root/dev/shm
 mount -t devpts devpts /root/dev/pts
 mount -t tmpfs tmpfs /root/dev/shm
-mount -t tmpfs tmpfs /root/tmp
+# /tmp stays the overlay's: a checkout under the host's /tmp (CI clones there) must be
+# visible in the guest, and what the guest writes there still goes to memory only.
 mount -t tmpfs tmpfs /root/run
 
 mkdir -p "/root$job"
