@@ -99,7 +99,7 @@ def test_dry_run_prints_local_mpirun_lines(repo_copy: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "mpirun -n 2 --bind-to none" in out
-    assert "kernels/wrapper_numa.sh --cpus=0,1 --numa=0,0 -- build/bin/numa_latency --size=1-32" in out
+    assert "kernels/wrapper_numa.sh --cpus=0,1 --numa=0,0 -- build/bin/numa_latency --size=16K-256M" in out
     assert "OMP_NUM_THREADS=2" in out and "--cpuset=0,1" in out or "--cpuset=0-1" in out
 
 

@@ -272,7 +272,7 @@ def cache_thresholds(latency: pd.DataFrame | None, topology: Any = None) -> list
                 id="cache_threshold", bench="latency",
                 title=f"Latency step at {_sz(hi)} ({mode})",
                 summary=(f"{where.capitalize()}, latency rises {ratio:.2f}x from {_sz(lo)} to {_sz(hi)} "
-                         f"({before:.1f} to {after:.1f} ns, median of {len(s)} ranks); {cause}."),
+                         f"({before:.1f} to {after:.1f} ns, median of {len(s)} rank curves); {cause}."),
                 numbers={"mode": mode, "page_size": page, "from_size_bytes": lo, "size_bytes": hi,
                          "step_ratio": ratio, "latency_before_ns": before, "latency_after_ns": after,
                          "matched_cache": label, "cache_bytes": cache, "ranks": len(s),

@@ -259,10 +259,14 @@ def l3_styles(topology: dict | None, df: pd.DataFrame) -> dict[int, tuple[str, s
 
 def latency_table(df: pd.DataFrame) -> pd.DataFrame:
     """Median over repetitions: one row per (configuration, rank, size)."""
-    keys = [c for c in ("mode", "page_size", "memory", "policy", "rank", "cpu", "cpu_node",
+    keys = [c for c in ("mode", "page_size", "memory", "policy", "ranks", "rank", "cpu", "cpu_node",
                         "l3_group", "size_bytes") if c in df]
     cols = ["latency_ns_median"] + (["page_fractions"] if "page_fractions" in df else [])
     df = df.copy()
+    if "ranks" in df:
+        # Rank 0 of a 1-rank run and rank 0 of an 8-rank run are different measurements: the
+        # rank count names the configuration (`concurrent-8 ranks`), it is never averaged over.
+        df["ranks"] = [f"{int(n)} ranks" if pd.notna(n) else "" for n in df["ranks"]]
     for col in ("mode", "page_size", "memory", "policy", "mem_nodes"):
         if col in df:
             df[col] = as_label(df[col])
@@ -287,7 +291,7 @@ def variants(df: pd.DataFrame, first: str, optional: tuple[str, ...]) -> list[tu
 
 def latency_configs(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """Per mode, then per page size and memory spec where those vary."""
-    return variants(df, "mode", ("page_size", "memory"))
+    return variants(df, "mode", ("page_size", "memory", "ranks"))
 
 
 def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) -> None:
