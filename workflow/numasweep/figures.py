@@ -266,7 +266,10 @@ def latency_table(df: pd.DataFrame) -> pd.DataFrame:
     if "ranks" in df:
         # Rank 0 of a 1-rank run and rank 0 of an 8-rank run are different measurements: the
         # rank count names the configuration (`concurrent-8 ranks`), it is never averaged over.
-        df["ranks"] = [f"{int(n)} ranks" if pd.notna(n) else "" for n in df["ranks"]]
+        df["ranks"] = [
+            (f"{int(n)} rank" if int(n) == 1 else f"{int(n)} ranks") if pd.notna(n) else ""
+            for n in df["ranks"]
+        ]
     for col in ("mode", "page_size", "memory", "policy", "mem_nodes"):
         if col in df:
             df[col] = as_label(df[col])
