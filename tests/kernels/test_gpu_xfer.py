@@ -30,7 +30,12 @@ def visible_gpus() -> int:
     return sum(1 for line in proc.stdout.splitlines() if line.startswith("GPU "))
 
 
-needs_nvcc = pytest.mark.skipif(not nvcc_found(), reason="nvcc not found: gpu_xfer is not built here")
+# CUDA code must compile and link in CI, so there a missing nvcc fails these tests; on a
+# user's machine without the CUDA compiler they are skipped with the reason.
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+needs_nvcc = pytest.mark.skipif(
+    not nvcc_found() and not IN_CI, reason="nvcc not found: gpu_xfer is not built here"
+)
 needs_no_gpu = pytest.mark.skipif(
     visible_gpus() > 0, reason="this machine has a GPU: the no-device path cannot be exercised"
 )
@@ -43,6 +48,8 @@ needs_gpu = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def gpu_xfer(kernels_bin: Path) -> Path:
     if not nvcc_found():
+        if IN_CI:
+            pytest.fail("nvcc not found: CI must build gpu_xfer (install CUDA's compiler)")
         pytest.skip("nvcc not found: gpu_xfer is not built here")
     return kernels_bin / "gpu_xfer"
 
