@@ -37,7 +37,10 @@ LATENCY_COLUMNS = [
     "samples", "loads", "page_fractions",
 ]
 GRID_COLUMNS = ["job_id", "strategy", "domains", "ranks_per_domain", "memory", "repetition"]
-COLUMNS = LATENCY_COLUMNS + GRID_COLUMNS
+# The launch line when the log starts with it (as the seeds' logs do), for the report's
+# "Commands run"; empty otherwise.
+COLUMNS = LATENCY_COLUMNS + GRID_COLUMNS + ["command"]
+_LAUNCH_RE = re.compile(r"^\s*(?:\$\s*)?((?:srun|mpirun|mpiexec|numactl|sbatch)\s.*\S)\s*$")
 
 # The allocator prints the kernel page size of the buffer in kB; the kernels spell it as --pages.
 _PAGE_NAMES = {4: "4k", 2048: "2m", 1048576: "1g"}
@@ -88,11 +91,16 @@ def parse_table(text: str, log: str) -> tuple[list[TableRow], dict]:
     """Rows of the first rank table in a legacy log, plus what the log says about the run.
 
     The returned dict has `mode` ('serial'/'concurrent' from the `argv[i] = ...` lines, None when
-    the log has none) and `ranks` (from 'Number of ranks: N', else the table's row count).
+    the log has none), `ranks` (from 'Number of ranks: N', else the table's row count) and
+    `command` (the first srun/mpirun/numactl line of the log, '' when there is none).
     """
     lines = text.splitlines()
     argv = [m.group(1).strip() for ln in lines if (m := re.match(r"\s*argv\[\d+\]\s*=\s*(.*)$", ln))]
-    meta: dict = {"mode": None, "ranks": None}
+    meta: dict = {"mode": None, "ranks": None, "command": ""}
+    for ln in lines:
+        if m := _LAUNCH_RE.match(ln):
+            meta["command"] = m.group(1)
+            break
     if argv:
         meta["mode"] = "serial" if "--serial" in argv else "concurrent"
     for ln in lines:
@@ -260,6 +268,7 @@ def import_log(
             "ranks_per_domain": per_domain[cpu_nodes[0]] if len(set(per_domain.values())) == 1 else None,
             "memory": _memory_spec(mem_nodes) if mem_nodes is not None else "",
             "repetition": None,
+            "command": meta["command"],
         })
     df = pd.DataFrame.from_records(records, columns=COLUMNS)
     return df.sort_values(["rank", "size_bytes"], kind="stable").reset_index(drop=True)
