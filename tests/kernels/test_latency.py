@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kernel_helpers import cannot_check
 
 from kernel_helpers import contract_columns, fractions, online_nodes, read_rows, run, run_ok
 
@@ -124,7 +125,7 @@ def test_weights_are_restored_when_a_signal_ends_the_run(kernels_bin):
     # SLURM's time limit, scancel and mpirun stopping the ranks all end a run with SIGTERM.
     weight_file = Path("/sys/kernel/mm/mempolicy/weighted_interleave/node0")
     if not weight_file.exists() or not os.access(weight_file, os.W_OK):
-        pytest.skip(f"{weight_file} is missing or not writable here: restoring weights cannot be checked")
+        cannot_check(f"{weight_file} is missing or not writable here: restoring weights cannot be checked")
     before = weight_file.read_text().strip()
     wanted = "2" if before != "2" else "3"
     proc = subprocess.Popen([kernels_bin / "numa_bandwidth", "--policy=weighted", "--mem-nodes=0",
@@ -151,12 +152,12 @@ def test_reserved_huge_pages_that_fit_the_buffer_are_enough(kernels_bin, tmp_pat
     # lives on ordinary pages and must not raise that count.
     pool = Path("/sys/devices/system/node/node0/hugepages/hugepages-2048kB")
     if not os.access(pool / "nr_hugepages", os.W_OK):
-        pytest.skip(f"{pool}/nr_hugepages is not writable here: reserving huge pages cannot be checked")
+        cannot_check(f"{pool}/nr_hugepages is not writable here: reserving huge pages cannot be checked")
     before = (pool / "nr_hugepages").read_text().strip()
     try:
         (pool / "nr_hugepages").write_text(str(int(before) - int((pool / "free_hugepages").read_text()) + 2))
         if int((pool / "free_hugepages").read_text()) != 2:
-            pytest.skip("two free 2 MiB huge pages could not be reserved on node 0")
+            cannot_check("two free 2 MiB huge pages could not be reserved on node 0")
         csv_path = tmp_path / "latency.csv"
         run_ok([kernels_bin / "numa_latency", "--size=4M", *FAST, "--pages=2m", f"--csv={csv_path}"])
         (row,) = read_rows(csv_path)[1]
