@@ -1,0 +1,193 @@
+"""Two sides of one factor compared size by size: concurrent vs serial, one L3 group vs another,
+local vs remote memory. Built on the model of `numasweep.stats`.
+
+A *unit* pairs one measurement of side a with one of side b (the caller's unit keys: the same
+rank in both modes; the same NUMA node for its two L3 groups; the same repetition). Per unit and
+size the log ratio a / b is one replicate; units are the unit of uncertainty. Per size:
+- the ratio is the median over units, with a t interval from the units' spread pooled over a
+  band of three sizes (`stats.Series.noise`);
+- it differs when |log ratio| > log(1 + floor) beyond the noise, Benjamini-Hochberg over every
+  size of every contrast in the call;
+- the onset is the smallest size from which every larger size differs in the same direction,
+  its interval a bootstrap over units that reruns the tests;
+- the plateau is the contiguous run of differing sizes around the largest difference where the
+  excess is at least half of it; its ratio is the geometric mean over units and those sizes, with
+  a t interval over the units' means (`stats.unit_mean_interval`);
+- a contrast with no differing size whose overall ratio (the same over all sizes) lies inside 1 / (1 + floor) .. 1 + floor is *equivalent*: a finding of symmetry.
+`deviations` tests each unit against the median of the others at the same size (Holm over every
+unit and size: each claim names one node or rank); a deviating unit on the other side of 1 than
+the others is an inversion.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from numasweep import stats
+from numasweep.stats import Interval, Series
+
+MIN_EFFECT = 0.10   # floor of practical effect: a difference under 10 % is not reported
+
+
+@dataclass
+class SizeContrast:
+    size_bytes: int
+    ratio: Interval
+    units: int
+    p_value: float
+    differs: bool
+
+
+@dataclass
+class Contrast:
+    series: dict
+    factor: str
+    a: Any
+    b: Any
+    unit_keys: list[str]
+    floor: float
+    noise_rule: str
+    per_size: list[SizeContrast]
+    onset_bytes: int | None = None
+    onset: Interval | None = None
+    plateau_from_bytes: int | None = None
+    plateau_to_bytes: int | None = None
+    plateau_ratio: Interval | None = None
+    overall_ratio: Interval | None = None
+    equivalent: bool = False
+    ratios: Series | None = field(default=None, repr=False)
+
+    @property
+    def differs(self) -> bool:
+        return any(s.differs for s in self.per_size)
+
+
+@dataclass
+class Deviation:
+    series: dict
+    unit: dict
+    size_bytes: int
+    ratio: float              # this unit's a / b
+    others_ratio: float       # median of the other units
+    relative: Interval        # this unit's ratio / the others' median
+    p_value: float
+    inversion: bool
+
+
+def _side(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    df = table.copy()
+    df["_log"] = np.log(pd.to_numeric(df["latency_ns_median"], errors="coerce"))
+    df["_se"] = stats.run_standard_error(df)
+    return df.groupby(keys + ["size_bytes"], dropna=False)[["_log", "_se"]].median()
+
+
+def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequence[str],
+             series_keys: Sequence[str] = (), floor: float = MIN_EFFECT, q: float = stats.FDR,
+             where: str = "latency table") -> list[Contrast]:
+    """a / b per series and size (see the module docstring)."""
+    stats.check_values(table, where)
+    df = table.copy()
+    keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
+    for col in keys + [factor]:
+        df[col] = df[col].astype(object).where(df[col].notna(), "")
+    side_a = _side(df[df[factor].astype(str) == str(a)], keys)
+    side_b = _side(df[df[factor].astype(str) == str(b)], keys)
+    both = side_a.join(side_b, lsuffix="_a", rsuffix="_b", how="inner").dropna(subset=["_log_a", "_log_b"])
+    if both.empty:
+        return []
+    both["_d"] = both["_log_a"] - both["_log_b"]
+    both["_dse"] = np.hypot(both["_se_a"], both["_se_b"])
+    skeys = [k for k in series_keys if k in df]
+    ukeys = [k for k in unit_keys if k in df]
+    out: list[Contrast] = []
+    groups = both.reset_index().groupby(skeys, dropna=False) if skeys else [((), both.reset_index())]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        g = g.assign(_unit=g[ukeys].astype(str).agg("|".join, axis=1) if ukeys else "0")
+        d = g.pivot_table(index="_unit", columns="size_bytes", values="_d", aggfunc="median")
+        e = g.pivot_table(index="_unit", columns="size_bytes", values="_dse", aggfunc="median", dropna=False)
+        sizes = np.array(sorted(d.columns), dtype=np.int64)
+        series = Series(dict(zip(skeys, key)), sizes, d.reindex(columns=sizes).to_numpy(float),
+                        e.reindex(index=d.index, columns=sizes).to_numpy(float), list(d.index))
+        out.append(Contrast(dict(zip(skeys, key)), factor, a, b, ukeys, floor, series.noise()[3], [], ratios=series))
+    _decide(out, q)
+    return out
+
+
+def _tests(series: Series, centre: np.ndarray, floor: float) -> list[float]:
+    se, dof, _, _ = series.noise()
+    return [stats.excess_pvalue(float(centre[j]), float(se[j]), float(dof[j]), floor) for j in range(len(centre))]
+
+
+def _decide(contrasts: list[Contrast], q: float) -> None:
+    pvals = [_tests(c.ratios, c.ratios.center(), c.floor) for c in contrasts]
+    flags = stats.benjamini_hochberg([p for ps in pvals for p in ps], q)
+    pos = 0
+    for c, ps in zip(contrasts, pvals):
+        s = c.ratios
+        y = s.center()
+        se, dof, _, _ = s.noise()
+        f = flags[pos:pos + len(ps)]
+        pos += len(ps)
+        c.per_size = [SizeContrast(int(s.sizes[j]), stats.t_interval(float(y[j]), float(se[j]), float(dof[j])),
+                                   int(s.k[j]), ps[j], bool(f[j])) for j in range(len(y))]
+        c.overall_ratio = stats.unit_mean_interval(s.logs)
+        if not f.any():
+            lo, hi = 1 / (1 + c.floor), 1 + c.floor
+            c.equivalent = bool(np.isfinite(c.overall_ratio.low) and lo <= c.overall_ratio.low
+                                and c.overall_ratio.high <= hi)
+            continue
+
+        def same_sign(flags: Sequence[bool], centre: np.ndarray) -> list[bool]:
+            sign = np.sign(centre[-1])
+            return [bool(fl and np.sign(v) == sign) for fl, v in zip(flags, centre)]
+
+        onset = stats.sustained_onset(same_sign(f, y))
+        if onset is not None:
+            c.onset_bytes = int(s.sizes[onset])
+
+            def retest(draw: np.ndarray, c: Contrast = c) -> list[bool]:
+                return same_sign(stats.benjamini_hochberg(_tests(c.ratios, draw, c.floor), q), draw)
+            c.onset = stats.onset_interval(s, onset, retest)
+        peak = int(np.argmax(np.where(f, np.abs(y), -np.inf)))
+        i = j = peak
+        half = abs(y[peak]) / 2
+        while i > 0 and f[i - 1] and np.sign(y[i - 1]) == np.sign(y[peak]) and abs(y[i - 1]) >= half:
+            i -= 1
+        while j + 1 < len(y) and f[j + 1] and np.sign(y[j + 1]) == np.sign(y[peak]) and abs(y[j + 1]) >= half:
+            j += 1
+        c.plateau_from_bytes, c.plateau_to_bytes = int(s.sizes[i]), int(s.sizes[j])
+        c.plateau_ratio = stats.unit_mean_interval(s.logs[:, i:j + 1])
+
+
+def deviations(contrasts: Sequence[Contrast], alpha: float = stats.FDR) -> list[Deviation]:
+    """Units off the others at the same size beyond the floor and the noise (`stats.deviations`,
+    Holm over every unit and size of every contrast). An inversion: the unit is beyond the floor
+    on one side of 1 and the others' median beyond it on the other."""
+    found = stats.deviations([c.ratios for c in contrasts], [c.floor for c in contrasts], alpha)
+    out = []
+    for n, u, j, diff, ref, interval, p in found:
+        c = contrasts[n]
+        own = diff + ref
+        floor = math.log1p(c.floor)
+        inversion = abs(own) > floor and abs(ref) > floor and np.sign(own) != np.sign(ref)
+        unit = dict(zip(c.unit_keys, str(c.ratios.replicates[u]).split("|")))
+        out.append(Deviation(c.series, unit, int(c.ratios.sizes[j]), math.exp(own), math.exp(ref), interval, p,
+                             bool(inversion)))
+    return out
+
+
+def with_l3_position(table: pd.DataFrame, topology: Any) -> pd.DataFrame:
+    """Adds `l3_position`: index of the row's L3 group among the L3 groups of its CPU's node
+    (0 = the group with the lowest CPU), so ranks on the first CCD of every node compare alike."""
+    position: dict[int, int] = {}
+    for node in topology.nodes:
+        inside = [i for i, g in enumerate(topology.l3_groups) if set(g) & set(node.cpus)]
+        position.update({g: p for p, g in enumerate(inside)})
+    groups = pd.to_numeric(table["l3_group"], errors="coerce").fillna(-1).astype(int)
+    return table.assign(l3_position=[position.get(g, -1) for g in groups])
