@@ -97,7 +97,7 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
         df[col] = df[col].astype(object).where(df[col].notna(), "")
     side_a = _side(df[df[factor].astype(str) == str(a)], keys)
     side_b = _side(df[df[factor].astype(str) == str(b)], keys)
-    both = side_a.join(side_b, lsuffix="_a", rsuffix="_b", how="inner").dropna(subset=["_log_a", "_log_b"])
+    both = side_a.join(side_b, suffixes=("_a", "_b"), how="inner").dropna(subset=["_log_a", "_log_b"])
     if both.empty:
         return []
     both["_d"] = both["_log_a"] - both["_log_b"]
@@ -121,7 +121,7 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
 
 def _tests(series: Series, centre: np.ndarray, floor: float) -> list[float]:
     se, dof, _, _ = series.noise()
-    return [stats.excess_pvalue(float(centre[j]), float(se[j]), float(dof[j]), floor) for j in range(len(centre))]
+    return list(stats.excess_pvalue(centre, se, dof, floor))
 
 
 def _decide(contrasts: list[Contrast], q: float) -> None:

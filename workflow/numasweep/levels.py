@@ -10,9 +10,12 @@ Its *location* is the size at which latency is half-way (in ns) between the plat
 the plateau after, interpolated on log size; its interval is a bootstrap over replicates.
 
 Attribution: a capacity C explains a transition from size A (last size before the rise) to B
-(first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS tested size steps: a
-latency that starts rising a step before C (associativity, prefetch) or a step after it
-(replacement keeps part of the set) is still C's. Capacities are what one core can use
+(first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS tested size steps and at
+least one doubling (on a grid of half steps, a rise a doubling late is two steps late): a latency
+that starts rising a step before C (associativity, prefetch) or a step after it (replacement keeps
+part of the set) is still C's. A run of rising steps that holds two capacities at least two
+doublings apart (an L1 and an L2 rise with no plateau tested between) is split at its flattest
+step between them, so each gets its transition. Capacities are what one core can use
 (`usable_capacities`): each data cache level's instance that holds the core, so the L3 of its
 own L3 group (CCX/CCD), never the sum over a node's groups. Each capacity explains at most one
 transition and each transition gets at most one capacity (nearest in log size to the location
@@ -214,12 +217,35 @@ def _steps(series: Series) -> list[tuple[float, float, float]]:
             for j in range(len(y) - 1)]
 
 
+def _window(from_bytes: float, to_bytes: float, step: float) -> tuple[float, float]:
+    tol = 2 ** max(1.0, TOLERANCE_STEPS * step)
+    return from_bytes / tol, to_bytes * tol
+
+
+def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, capacities: Sequence[Capacity],
+           step: float) -> list[list[int]]:
+    """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) that holds two capacities
+    at least two doublings apart, at its flattest step between them; recursively."""
+    lo, hi = _window(sizes[run[0]], sizes[run[-1] + 1], step)
+    # the smaller may sit up to the tolerance below the run, the larger must be inside it
+    inside = sorted(c.size_bytes for c in capacities if lo <= c.size_bytes <= sizes[run[-1] + 1])
+    for small, large in zip(inside, inside[1:]):
+        if large < 4 * small:
+            continue
+        between = [j for j in run if sizes[j] >= small and sizes[j + 1] <= large]
+        if not between:
+            continue
+        cut = min(between, key=lambda j: y[j + 1] - y[j])
+        left, right = [j for j in run if j < cut], [j for j in run if j > cut]
+        return [part for side in (left, right) if side for part in _split(side, sizes, y, capacities, step)]
+    return [run]
+
+
 def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float) -> None:
     """One capacity per transition, one transition per capacity, nearest first."""
     pairs = []
     for i, t in enumerate(transitions):
-        lo = t.from_size_bytes / 2 ** (TOLERANCE_STEPS * step)
-        hi = t.to_size_bytes * 2 ** (TOLERANCE_STEPS * step)
+        lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
         for j, c in enumerate(capacities):
             if lo <= c.size_bytes <= hi:
                 dist = abs(math.log2(t.location_bytes.estimate / math.sqrt(2)) - math.log2(c.size_bytes))
@@ -280,8 +306,8 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
             continue
         if id(s) in paired_base:
             continue
-        transitions = _segment(s, rising.get(id(s), {}), seed=stats.SEED + n)
         step = float(np.median(np.diff(np.log2(s.sizes)))) if len(s.sizes) > 1 else 1.0
+        transitions = _segment(s, rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
         _attribute(transitions, capacities, step)
         for t in transitions:
             if t.kind == "unexplained":
@@ -297,7 +323,8 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     return Levels(curves, tlb, capacities)
 
 
-def _segment(s: Series, rising: dict[int, float], seed: int) -> list[Transition]:
+def _segment(s: Series, rising: dict[int, float], capacities: Sequence[Capacity], step: float,
+             seed: int) -> list[Transition]:
     y = s.center()
     se, dof, _, _ = s.noise()
     out = []
@@ -307,7 +334,7 @@ def _segment(s: Series, rising: dict[int, float], seed: int) -> list[Transition]
             runs[-1].append(j)
         else:
             runs.append([j])
-    for run in runs:
+    for run in [part for r in runs for part in _split(r, s.sizes, y, capacities, step)]:
         a, b = run[0], run[-1] + 1
         d = float(y[b] - y[a])
         if d < math.log1p(TRANSITION_FLOOR):
@@ -372,8 +399,7 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
         onset_iv = location = None
         if onset is not None:
             def retest(d: np.ndarray) -> np.ndarray:
-                return stats.benjamini_hochberg(
-                    [stats.rise_pvalue(float(d[j]), float(se[j]), float(dof[j]), TLB_FLOOR) for j in range(len(d))], q)
+                return stats.benjamini_hochberg(stats.rise_pvalue(d, se, dof, TLB_FLOOR), q)
             onset_iv = stats.onset_interval(r, onset, retest)
             excess = np.exp(y) - 1
             loc = 2 ** _crossing(r.sizes, excess, excess[peak] / 2)

@@ -180,14 +180,11 @@ class Series:
 
     def draws(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """Bootstrap draws of the log centre: replicates resampled whole, within-run error redrawn."""
-        r = self.logs.shape[0]
-        out = np.empty((n, len(self.sizes)))
+        r, m = self.logs.shape
+        pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
         run_se = np.nan_to_num(self.run_se, nan=0.0)
-        for b in range(n):
-            pick = rng.integers(0, r, r) if r > 1 else np.zeros(1, int)
-            logs = self.logs[pick] + rng.standard_normal((len(pick), len(self.sizes))) * run_se[pick]
-            out[b] = np.nanmedian(logs, axis=0)
-        return out
+        logs = self.logs[pick] + rng.standard_normal((n, pick.shape[1], m)) * run_se[pick]
+        return np.nanmedian(logs, axis=1)
 
 
 def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
@@ -226,20 +223,28 @@ def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, me
                     method or f"t interval on the log ratio ({'inf' if not np.isfinite(dof) else int(dof)} df)")
 
 
-def excess_pvalue(log_ratio: float, se: float, dof: float, floor: float) -> float:
-    """One-sided p-value of |log ratio| > log(1 + floor): the effect exceeds the practical floor."""
-    if not (np.isfinite(se) and se > 0):
-        return math.nan
-    z = (abs(log_ratio) - math.log1p(floor)) / se
-    return float(sps.t.sf(z, dof) if np.isfinite(dof) else sps.norm.sf(z))
+def _sf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    z, dof = np.broadcast_arrays(np.asarray(z, float), np.asarray(dof, float))
+    return np.where(np.isfinite(dof), sps.t.sf(z, np.where(np.isfinite(dof), dof, 1)), sps.norm.sf(z))
 
 
-def rise_pvalue(log_ratio: float, se: float, dof: float, floor: float) -> float:
-    """One-sided p-value of log ratio > log(1 + floor) (a rise, not a fall)."""
-    if not (np.isfinite(se) and se > 0):
-        return math.nan
-    z = (log_ratio - math.log1p(floor)) / se
-    return float(sps.t.sf(z, dof) if np.isfinite(dof) else sps.norm.sf(z))
+def excess_pvalue(log_ratio, se, dof, floor: float):
+    """One-sided p-value of |log ratio| > log(1 + floor): the effect exceeds the practical floor.
+    Scalars or arrays; NaN where the noise is unknown."""
+    se = np.asarray(se, float)
+    ok = np.isfinite(se) & (se > 0)
+    z = (np.abs(np.asarray(log_ratio, float)) - math.log1p(floor)) / np.where(ok, se, 1)
+    p = np.where(ok, _sf(z, dof), np.nan)
+    return float(p) if p.ndim == 0 else p
+
+
+def rise_pvalue(log_ratio, se, dof, floor: float):
+    """One-sided p-value of log ratio > log(1 + floor) (a rise, not a fall). Scalars or arrays."""
+    se = np.asarray(se, float)
+    ok = np.isfinite(se) & (se > 0)
+    z = (np.asarray(log_ratio, float) - math.log1p(floor)) / np.where(ok, se, 1)
+    p = np.where(ok, _sf(z, dof), np.nan)
+    return float(p) if p.ndim == 0 else p
 
 
 def benjamini_hochberg(pvalues: Sequence[float], q: float = FDR) -> np.ndarray:

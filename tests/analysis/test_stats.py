@@ -1,0 +1,74 @@
+"""stats: value checks, the range constant, multiple-testing rules and per-band noise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from numasweep import stats
+from numasweep.errors import NumasweepError
+
+
+def _table(values):
+    return pd.DataFrame({"size_bytes": [4096, 8192, 16384], "latency_ns_median": values,
+                         "latency_ns_min": [np.nan] * 3, "latency_ns_max": [np.nan] * 3})
+
+
+@pytest.mark.parametrize("bad", [0.0, -3.5, np.inf, np.nan])
+def test_zero_negative_and_non_finite_latencies_are_refused_with_line_and_column(bad):
+    with pytest.raises(NumasweepError) as err:
+        stats.check_values(_table([1.0, bad, 2.0]), "latency.csv")
+    assert "latency.csv" in str(err.value) and "line 3 column latency_ns_median" in str(err.value)
+
+
+def test_missing_min_max_are_accepted():
+    stats.check_values(_table([1.0, 1.5, 2.0]), "latency.csv")
+
+
+def test_range_constant_matches_the_control_chart_table():
+    for n, d2 in ((2, 1.128), (5, 2.326), (10, 3.078), (25, 3.931)):
+        assert stats.range_constant(n) == pytest.approx(d2, abs=2e-3)
+
+
+def test_benjamini_hochberg_and_holm_on_a_textbook_case():
+    p = [0.01, 0.04, 0.03, 0.005, 0.2]
+    # BH at 0.05: sorted 0.005 .01 .03 .04 .2 vs 0.01 .02 .03 .04 .05 -> first four rejected
+    assert stats.benjamini_hochberg(p, 0.05).tolist() == [True, True, True, True, False]
+    # Holm: .005 <= .01, .01 <= .0125, .03 > .0167 stops
+    assert stats.holm(p, 0.05).tolist() == [True, False, False, True, False]
+    assert not stats.benjamini_hochberg([np.nan, 0.5]).any()
+
+
+def test_an_erratic_size_moves_the_noise_of_its_own_band_only_and_little():
+    rng = np.random.default_rng(1)
+    logs = np.log(50) + rng.normal(0, 0.01, (5, 12))
+    quiet = stats.Series({}, 2 ** np.arange(10, 22), logs.copy(), np.full(logs.shape, np.nan), list(range(5)))
+    logs[0, 0] += 0.5
+    logs[1, 0] += 0.4
+    loud = stats.Series({}, quiet.sizes, logs, quiet.run_se, quiet.replicates)
+    _, _, sig_quiet, _ = quiet.noise()
+    _, _, sig_loud, _ = loud.noise()
+    assert sig_quiet[0] <= sig_loud[0] < 3 * sig_quiet[0]       # robust: two of five replicates off by 50 %
+    assert np.allclose(sig_loud[2:], sig_quiet[2:])             # and nowhere else
+    # the spread a min-max rule would see there
+    assert np.ptp(logs[:, 0]) > 20 * sig_quiet[0]
+
+
+def test_within_run_spread_is_the_noise_of_a_single_replicate():
+    df = pd.DataFrame({"size_bytes": [4096, 8192], "latency_ns_median": [10.0, 10.0],
+                       "latency_ns_min": [9.0, 9.0], "latency_ns_max": [11.0, 11.0], "samples": [10, 10]})
+    (s,) = stats.series_table(df, [], [])
+    se, _, _, rule = s.noise()
+    expected = np.sqrt(np.pi / 2) * np.log(11 / 9) / stats.range_constant(10) / np.sqrt(10)
+    assert se == pytest.approx([expected, expected]) and "within-run" in rule
+
+
+def test_t_interval_covers_at_its_stated_rate():
+    rng = np.random.default_rng(2)
+    hits = []
+    for _ in range(400):
+        x = rng.normal(0.3, 0.05, 6)
+        iv = stats.t_interval(float(x.mean()), float(x.std(ddof=1) / np.sqrt(6)), 5)
+        hits.append(iv.covers(np.exp(0.3)))
+    assert 0.92 <= np.mean(hits) <= 0.98
