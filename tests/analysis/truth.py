@@ -110,19 +110,23 @@ def miss(sizes: np.ndarray, capacity: float, shift: float, p: float) -> np.ndarr
 
 def plant(rng: np.random.Generator, family: Family | None = None, noise: float | None = None,
           flat: bool = False, pages: tuple = ("4k", "2m"), modes: tuple = ("serial", "concurrent"),
-          max_bytes: int | None = None) -> Planted:
-    """One dataset. flat=True: a noise-only dataset (one latency everywhere: nothing to find)."""
+          max_bytes: int | None = None, shift: float | None = None, exact_grid: bool = False,
+          topology: Topology | None = None) -> Planted:
+    """One dataset. flat=True: a noise-only dataset (one latency everywhere: nothing to find).
+    shift: the same onset shift for every level; exact_grid: whole powers of two, so the tested
+    sizes include the exact cache sizes; topology: what the analysis is told (default: the truth)."""
     f = family or FAMILIES[rng.integers(len(FAMILIES))]
-    topo = topology_of(f)
-    half = rng.random() < 0.3
+    topo = topology or topology_of(f)
+    half = rng.random() < 0.3 and not exact_grid
     start = 2 ** int(rng.integers(10, 14))
     end = max_bytes or 2 ** int(rng.integers(29, 33))
-    offset = 1.5 if rng.random() < 0.3 else 1.0
+    offset = 1.5 if rng.random() < 0.3 and not exact_grid else 1.0
     exps = np.arange(math.log2(start), math.log2(end) + 1e-9, 0.5 if half else 1.0)
     sizes = np.unique(np.round(2 ** exps * offset / 64) * 64).astype(np.int64)
     noise = float(noise if noise is not None else rng.choice([0.01, 0.03, 0.06]))
     caps = {"L1": f.l1d, "L2": f.l2, "L3": f.l3}
-    shifts = {k: (float(rng.uniform(-0.3, 1.0)), float(rng.uniform(1.0, 2.0))) for k in ("L1", "L2", "L3", "TLB")}
+    shifts = {k: (float(rng.uniform(-0.3, 1.0)) if shift is None else shift, float(rng.uniform(1.0, 2.0)))
+              for k in ("L1", "L2", "L3", "TLB")}
     lat = f.latency_ns
     reach = f.tlb_entries * 4096
     walk = float(rng.uniform(20, 40))

@@ -295,7 +295,7 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
     does not widen its own reference), Holm over every replicate and size.
     Returns (series index, replicate index, size index, log deviation, others' log median,
     Interval of exp(deviation), p-value) for each one found."""
-    rows = []
+    rows, pvals = [], []
     for n, (s, floor) in enumerate(zip(series, floors)):
         for u in range(s.logs.shape[0]):
             rest = Series(s.key, s.sizes, np.delete(s.logs, u, axis=0), np.delete(s.run_se, u, axis=0),
@@ -303,17 +303,17 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
             if rest.logs.shape[0] < 2:
                 continue
             _, dof, sig, _ = rest.noise()
-            ref = rest.center()
-            k = rest.k
-            for j in range(len(s.sizes)):
-                if not (np.isfinite(s.logs[u, j]) and k[j] >= 2):
-                    continue
-                se = float(sig[j] * math.sqrt(1 + math.pi / 2 / k[j]))
-                diff = float(s.logs[u, j] - ref[j])
-                rows.append((n, u, j, diff, float(ref[j]), t_interval(diff, se, float(dof[j])),
-                             excess_pvalue(diff, se, float(dof[j]), floor)))
-    keep = holm([r[-1] for r in rows], alpha)
-    return [r for r, k in zip(rows, keep) if k]
+            ref, k = rest.center(), rest.k
+            ok = np.isfinite(s.logs[u]) & (k >= 2)
+            se = sig * np.sqrt(1 + math.pi / 2 / np.maximum(k, 1))
+            diff = s.logs[u] - ref
+            p = excess_pvalue(diff, se, dof, floor)
+            for j in np.where(ok)[0]:
+                rows.append((n, u, int(j), float(diff[j]), float(ref[j]), float(se[j]), float(dof[j])))
+                pvals.append(float(p[j]))
+    keep = holm(pvals, alpha)
+    return [(n, u, j, diff, ref, t_interval(diff, se, dof), p)
+            for (n, u, j, diff, ref, se, dof), p, k in zip(rows, pvals, keep) if k]
 
 
 def sustained_onset(flags: Sequence[bool]) -> int | None:

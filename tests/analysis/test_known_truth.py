@@ -1,0 +1,99 @@
+"""levels and contrasts against datasets with planted truth (tests/analysis/truth.py): every
+planted cache and TLB transition found and attributed, noise-only datasets quiet, intervals
+covering the planted values at about their stated rate."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from numasweep import contrasts, levels
+
+import known_truth as kt
+import truth
+
+NOISE_ONLY = 200
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """One dataset per processor family, each with its own sizes, shifts and noise."""
+    out = []
+    for i, family in enumerate(truth.FAMILIES):
+        p = truth.plant(np.random.default_rng(100 + i), family)
+        out.append((p, *kt.analyse(p)))
+    return out
+
+
+def test_every_planted_cache_and_tlb_transition_is_found_and_attributed(planted):
+    for p, lv, _, _ in planted:
+        results = kt.planted_transitions(p, lv)
+        assert {r["what"] for r in results} >= {"L2", "L3", "TLB"}, p.family.name
+        missed = [(r["what"], r["series"]) for r in results if not r["found"]]
+        assert not missed, (p.family.name, missed)
+        for curve in lv.curves:
+            labels = [t.capacity_bytes for t in curve.transitions if t.capacity_bytes]
+            assert len(labels) == len(set(labels))                       # one capacity, one transition
+
+
+def test_exact_cache_sizes_and_a_rise_one_step_late_are_still_attributed():
+    for i, family in enumerate(truth.FAMILIES[:3]):
+        p = truth.plant(np.random.default_rng(200 + i), family, shift=1.0, exact_grid=True, noise=0.02)
+        lv, _, _ = kt.analyse(p)
+        assert all(r["found"] for r in kt.planted_transitions(p, lv)), family.name
+
+
+def test_intervals_cover_the_planted_values_at_about_their_rate(planted):
+    hits = [h for p, lv, cs, _ in planted for h in kt.coverage(p, lv, cs)]
+    assert len(hits) > 200
+    assert 0.90 <= np.mean(hits) <= 0.995
+
+
+def test_planted_ccd_contention_is_found_with_an_interval_covering_it(planted):
+    for p, _, cs, _ in planted:
+        conc = [c for c in cs if c.factor == "l3_position" and c.series["mode"] == "concurrent"]
+        if p.contention == 0:
+            assert not conc or not any(c.differs for c in conc)
+            continue
+        for c in conc:
+            assert c.differs and c.plateau_ratio.low > 1
+            a = p.curves[("concurrent", c.series["page_size"], 0)]
+            b = p.curves[("concurrent", c.series["page_size"], 1)]
+            assert np.max(a / b) > c.plateau_ratio.low
+
+
+def test_noise_only_datasets_give_no_finding_in_at_least_95_percent():
+    rng = np.random.default_rng(7)
+    quiet = 0
+    for _ in range(NOISE_ONLY):
+        p = truth.plant(rng, flat=True, max_bytes=1 << 20)
+        quiet += kt.findings(*kt.analyse(p)) == 0
+    assert quiet >= 0.95 * NOISE_ONLY
+
+
+def test_prefetch_dominated_curve_is_not_analysed_as_latency():
+    topo, table = truth.prefetch_curve(np.random.default_rng(3), truth.FAMILIES[1])
+    lv = levels.latency_levels(table, topo, ["mode", "page_size"], ["repetition"])
+    (curve,) = lv.curves
+    assert not curve.measured and "prefetch" in curve.gate_reason and not curve.transitions
+
+
+def test_a_transition_nothing_explains_is_said_once_with_the_vm_caveat():
+    family = truth.FAMILIES[1]
+    told = truth.topology_of(family, hypervisor="KVM")
+    told = dataclasses.replace(told, caches=[c for c in told.caches if c.level != 2])
+    p = truth.plant(np.random.default_rng(5), family, noise=0.01, topology=told, exact_grid=True, shift=0.0)
+    lv = levels.latency_levels(p.table, told, kt.SERIES, kt.REPLICATES)
+    for curve in lv.curves:
+        unexplained = [t for t in curve.transitions if t.kind == "unexplained"]
+        near_l2 = [t for t in unexplained if t.from_size_bytes <= family.l2 * 2 and t.to_size_bytes >= family.l2]
+        assert len(near_l2) == 1, curve.series
+        assert any("virtual machine" in c for c in near_l2[0].caveats)
+
+
+def test_contrast_of_identical_sides_is_equivalent():
+    p = truth.plant(np.random.default_rng(9), flat=True, max_bytes=1 << 20, noise=0.01)
+    (c, *_) = contrasts.contrast(p.table, "mode", "concurrent", "serial", ["rank", "repetition"])
+    assert not c.differs and c.equivalent and c.overall_ratio.covers(1.0)
