@@ -72,3 +72,15 @@ def test_t_interval_covers_at_its_stated_rate():
         iv = stats.t_interval(float(x.mean()), float(x.std(ddof=1) / np.sqrt(6)), 5)
         hits.append(iv.covers(np.exp(0.3)))
     assert 0.92 <= np.mean(hits) <= 0.98
+
+
+def test_more_repetitions_shrink_the_noise_of_a_point_instead_of_growing_it():
+    rng = np.random.default_rng(4)
+    se_by_k = {}
+    for k in (3, 12, 48):
+        logs = np.log(80) + rng.normal(0, 0.03, (k, 10))
+        s = stats.Series({}, 2 ** np.arange(20, 30), logs, np.full(logs.shape, np.nan), list(range(k)))
+        se, _, sig, _ = s.noise()
+        se_by_k[k] = float(np.median(se))
+        assert float(np.median(sig)) == pytest.approx(0.03, rel=0.35)     # one replicate's noise, whatever k
+    assert se_by_k[3] > se_by_k[12] > se_by_k[48]
