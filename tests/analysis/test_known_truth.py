@@ -68,7 +68,7 @@ def test_noise_only_datasets_give_no_finding_in_at_least_95_percent():
     rng = np.random.default_rng(7)
     quiet = 0
     for _ in range(NOISE_ONLY):
-        p = truth.plant(rng, flat=True, max_bytes=1 << 20)
+        p = truth.plant(rng, flat=True, max_bytes=1 << 18)
         quiet += kt.findings(*kt.analyse(p)) == 0
     assert quiet >= 0.95 * NOISE_ONLY
 
@@ -97,3 +97,22 @@ def test_contrast_of_identical_sides_is_equivalent():
     p = truth.plant(np.random.default_rng(9), flat=True, max_bytes=1 << 20, noise=0.01)
     (c, *_) = contrasts.contrast(p.table, "mode", "concurrent", "serial", ["rank", "repetition"])
     assert not c.differs and c.equivalent and c.overall_ratio.covers(1.0)
+
+
+def test_planted_numa_distance_is_found_at_dram_sizes_only_and_covered():
+    far = 0
+    for i, family in enumerate(truth.FAMILIES[::3]):
+        p = truth.plant(np.random.default_rng(300 + i), family, remote=True, pages=("2m",), modes=("serial",))
+        far += p.remote_factor > 1.2
+        (c,) = contrasts.contrast(p.table, "locality", "remote", "local", ["rank", "repetition"], ["mode"])
+        local, remote = p.curves[("serial", "2m", 0)], p.curves[("serial", "2m", 0, "remote")]
+        for s, a, b in zip(c.per_size, remote, local):
+            if s.size_bytes <= family.l2:
+                assert not s.differs                                     # caches are not remote
+            if s.size_bytes >= 16 * family.l3 and p.remote_factor > 1.2:
+                assert s.differs and s.ratio.low > 1                      # farther memory, slower
+        if p.remote_factor > 1.2:
+            assert c.onset_bytes is not None and c.onset_bytes <= 16 * family.l3
+        elif p.remote_factor < 1.05:
+            assert not c.differs
+    assert far >= 1

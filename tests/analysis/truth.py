@@ -13,6 +13,9 @@ Noise: each run (repetition x rank) gets a log-normal offset; each of its n samp
 draw around it; the row keeps median, min, max and n as the kernel does.
 Concurrent mode on parts with several L3 groups per node plants CCD contention: ranks on the
 first L3 group of each node pay (1 + contention) on the DRAM part of their latency.
+remote=True adds, for every rank, a run on the next node's memory: its DRAM latency is the local
+one x (distance / 10)^e, the firmware distance drawn from 12..32 and e from 0.5..0.9 (the column
+`locality` says local or remote).
 """
 
 from __future__ import annotations
@@ -79,6 +82,8 @@ class Planted:
     walk_ns: float
     contention: float       # 0 when none planted
     noise: float
+    distance: int           # firmware distance between the two nodes
+    remote_factor: float    # remote / local DRAM latency
     curves: dict = field(default_factory=dict)   # (mode, page, l3_position) -> noiseless latency per size
 
     def testable(self, capacity: int) -> bool:
@@ -86,7 +91,7 @@ class Planted:
         return 2 * self.sizes.min() <= capacity <= self.sizes.max() / 4
 
 
-def topology_of(f: Family, nodes: int = 2, hypervisor: str | None = None) -> Topology:
+def topology_of(f: Family, nodes: int = 2, hypervisor: str | None = None, distance: int = 20) -> Topology:
     cpus_per_node = f.cores_per_l3 * f.l3_per_node
     groups = [list(range(g * f.cores_per_l3, (g + 1) * f.cores_per_l3)) for g in range(nodes * f.l3_per_node)]
     all_cpus = list(range(nodes * cpus_per_node))
@@ -94,7 +99,7 @@ def topology_of(f: Family, nodes: int = 2, hypervisor: str | None = None) -> Top
         "system": f.name, "source": "truth", "cpu_model": f.name, "hypervisor": hypervisor, "threads_per_core": 1,
         "nodes": [{"id": n, "cpus": all_cpus[n * cpus_per_node:(n + 1) * cpus_per_node],
                    "memory_bytes": 64 << 30} for n in range(nodes)],
-        "distances": [[10 if i == j else 20 for j in range(nodes)] for i in range(nodes)],
+        "distances": [[10 if i == j else distance for j in range(nodes)] for i in range(nodes)],
         "caches": [{"level": 1, "type": "Data", "size_bytes": f.l1d, "instances": [[c] for c in all_cpus]},
                    {"level": 2, "type": "Unified", "size_bytes": f.l2, "instances": [[c] for c in all_cpus]},
                    {"level": 3, "type": "Unified", "size_bytes": f.l3, "instances": groups}],
@@ -111,12 +116,14 @@ def miss(sizes: np.ndarray, capacity: float, shift: float, p: float) -> np.ndarr
 def plant(rng: np.random.Generator, family: Family | None = None, noise: float | None = None,
           flat: bool = False, pages: tuple = ("4k", "2m"), modes: tuple = ("serial", "concurrent"),
           max_bytes: int | None = None, shift: float | None = None, exact_grid: bool = False,
-          topology: Topology | None = None) -> Planted:
+          topology: Topology | None = None, remote: bool = False) -> Planted:
     """One dataset. flat=True: a noise-only dataset (one latency everywhere: nothing to find).
     shift: the same onset shift for every level; exact_grid: whole powers of two, so the tested
     sizes include the exact cache sizes; topology: what the analysis is told (default: the truth)."""
     f = family or FAMILIES[rng.integers(len(FAMILIES))]
-    topo = topology or topology_of(f)
+    distance = int(rng.choice([12, 16, 21, 32]))
+    numa_exponent = float(rng.uniform(0.5, 0.9))
+    topo = topology or topology_of(f, distance=distance)
     half = rng.random() < 0.3 and not exact_grid
     start = 2 ** int(rng.integers(10, 14))
     end = max_bytes or 2 ** int(rng.integers(29, 33))
@@ -133,12 +140,14 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
     contention = float(rng.uniform(0.25, 0.6)) if f.l3_per_node > 1 and "concurrent" in modes else 0.0
     level = float(rng.uniform(20, 150))
 
-    def curve(page: str, mode: str, position: int) -> np.ndarray:
+    def curve(page: str, mode: str, position: int, locality: str) -> np.ndarray:
         if flat:
             return np.full(len(sizes), level)
         y = np.full(len(sizes), lat[0], float)
+        dram = lat[3] * ((distance / 10) ** numa_exponent if locality == "remote" else 1.0)
         for i, name in enumerate(("L1", "L2", "L3")):
-            extra = (lat[i + 1] - lat[i]) * miss(sizes, caps[name], *shifts[name])
+            upper = dram if name == "L3" else lat[i + 1]
+            extra = (upper - lat[i]) * miss(sizes, caps[name], *shifts[name])
             if name == "L3" and mode == "concurrent" and position == 0:
                 extra = extra * (1 + contention)
             y = y + extra
@@ -158,22 +167,28 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
                 placed = [(groups[0][1], 0), (groups[1][1], 1)] if len(groups) > 1 else \
                     [(groups[0][1], 0), (groups[0][2], 0)]
                 for cpu, position in placed:
-                    truth = curve(page, mode, position)
-                    curves[(mode, page, position)] = truth
-                    for rep in range(reps):
-                        offset_log = rng.normal(0, noise / 2)
-                        n = int(rng.integers(5, 22))
-                        samples = truth[:, None] * np.exp(offset_log + rng.normal(0, noise, (len(sizes), n)))
-                        for j, size in enumerate(sizes):
-                            s = samples[j]
-                            rows.append({"rank": rank, "ranks": 2 * len(nodes), "mode": mode, "cpu": cpu,
-                                         "cpu_node": node, "l3_group": topo.l3_group_of(cpu), "policy": "bind",
-                                         "mem_nodes": str(node), "page_size": page, "size_bytes": int(size),
-                                         "latency_ns_median": float(np.median(s)),
-                                         "latency_ns_min": float(s.min()), "latency_ns_max": float(s.max()),
-                                         "samples": n, "repetition": rep, "l3_position": position})
+                    for locality in ("local", "remote") if remote else ("local",):
+                        truth = curve(page, mode, position, locality)
+                        curves[(mode, page, position) + ((locality,) if locality == "remote" else ())] = truth
+                        memory = node if locality == "local" else nodes[(nodes.index(node) + 1) % len(nodes)]
+                        for rep in range(reps):
+                            rows += _run(rng, truth, sizes, noise, {
+                                "rank": rank, "ranks": 2 * len(nodes), "mode": mode, "cpu": cpu, "cpu_node": node,
+                                "l3_group": topo.l3_group_of(cpu), "policy": "bind", "mem_nodes": str(memory),
+                                "locality": locality, "page_size": page, "repetition": rep, "l3_position": position})
                     rank += 1
-    return Planted(f, topo, pd.DataFrame(rows), sizes, shifts, reach, walk, contention, noise, curves)
+    return Planted(f, topo, pd.DataFrame(rows), sizes, shifts, reach, walk, contention, noise, distance,
+                   (distance / 10) ** numa_exponent, curves)
+
+
+def _run(rng: np.random.Generator, truth: np.ndarray, sizes: np.ndarray, noise: float, columns: dict) -> list[dict]:
+    """One run: a log-normal run offset, n samples per size around it, kept as the kernel keeps them."""
+    offset_log = rng.normal(0, noise / 2)
+    n = int(rng.integers(5, 22))
+    samples = truth[:, None] * np.exp(offset_log + rng.normal(0, noise, (len(sizes), n)))
+    return [{**columns, "size_bytes": int(size), "latency_ns_median": float(np.median(s)),
+             "latency_ns_min": float(s.min()), "latency_ns_max": float(s.max()), "samples": n}
+            for size, s in zip(sizes, samples)]
 
 
 def prefetch_curve(rng: np.random.Generator, family: Family) -> tuple[Topology, pd.DataFrame]:
