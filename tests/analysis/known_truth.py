@@ -49,7 +49,7 @@ def planted_transitions(p: Planted, lv) -> list[dict]:
     return out
 
 
-def coverage(p: Planted, lv, cs) -> list[bool]:
+def coverage(p: Planted, lv, cs) -> list[tuple[str, bool]]:
     """Does each interval cover the noiseless value? Transition ratios of serial huge-page curves
     (all ranks alike there) and every per-size contrast ratio."""
     out = []
@@ -59,7 +59,8 @@ def coverage(p: Planted, lv, cs) -> list[bool]:
             continue
         truth = p.curves[("serial", "2m", 0)]
         for t in curve.transitions:
-            out.append(t.ratio.covers(truth[idx[t.to_size_bytes]] / truth[idx[t.from_size_bytes]]))
+            planted = truth[idx[t.to_size_bytes]] / truth[idx[t.from_size_bytes]]
+            out.append(("transition ratio", t.ratio.covers(planted)))
     for c in cs:
         for s in c.per_size:
             if not np.isfinite(s.ratio.low):
@@ -70,7 +71,7 @@ def coverage(p: Planted, lv, cs) -> list[bool]:
             else:
                 a = p.curves.get(("concurrent", c.series["page_size"], int(c.series["l3_position"])))
                 b = p.curves.get(("serial", c.series["page_size"], int(c.series["l3_position"])))
-            out.append(s.ratio.covers(a[idx[s.size_bytes]] / b[idx[s.size_bytes]]))
+            out.append((f"{c.factor} ratio per size", s.ratio.covers(a[idx[s.size_bytes]] / b[idx[s.size_bytes]])))
     return out
 
 
@@ -81,7 +82,8 @@ def measure(datasets: int, noise_only: int, seed: int) -> dict:
 
     rng = np.random.default_rng(seed)
     found = collections.defaultdict(lambda: [0, 0])
-    errors, cover, by_noise = [], collections.defaultdict(list), collections.defaultdict(list)
+    errors = []
+    cover, by_noise, by_kind = (collections.defaultdict(list) for _ in range(3))
     for _ in range(datasets):
         p = truth.plant(rng)
         lv, cs, _ = analyse(p)
@@ -90,9 +92,10 @@ def measure(datasets: int, noise_only: int, seed: int) -> dict:
             found[r["what"]][1] += 1
             if r["found"]:
                 errors.append(r["error_doublings"])
-        hits = coverage(p, lv, cs)
-        cover[p.family.name] += hits
-        by_noise[p.noise] += hits
+        for kind, hit in coverage(p, lv, cs):
+            cover[p.family.name].append(hit)
+            by_noise[p.noise].append(hit)
+            by_kind[kind].append(hit)
     quiet = 0
     for _ in range(noise_only):
         quiet += findings(*analyse(truth.plant(rng, flat=True))) == 0
@@ -104,7 +107,8 @@ def measure(datasets: int, noise_only: int, seed: int) -> dict:
                                      "max": float(np.max(errors))},
         "coverage_95": {"all": f"{np.mean(every):.3f} of {len(every)}",
                         **{k: f"{np.mean(v):.3f} of {len(v)}" for k, v in sorted(cover.items())},
-                        **{f"noise {k}": f"{np.mean(v):.3f} of {len(v)}" for k, v in sorted(by_noise.items())}},
+                        **{f"noise {k}": f"{np.mean(v):.3f} of {len(v)}" for k, v in sorted(by_noise.items())},
+                        **{k: f"{np.mean(v):.3f} of {len(v)}" for k, v in sorted(by_kind.items())}},
         "noise_only": f"{noise_only - quiet}/{noise_only} datasets with any finding",
     }
 

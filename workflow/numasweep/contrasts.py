@@ -13,7 +13,8 @@ size the log ratio a / b is one replicate; units are the unit of uncertainty. Pe
 - the plateau is the contiguous run of differing sizes around the largest difference where the
   excess is at least half of it; its ratio is the geometric mean over units and those sizes, with
   a t interval over the units' means (`stats.unit_mean_interval`);
-- a contrast with no differing size whose overall ratio (the same over all sizes) lies inside 1 / (1 + floor) .. 1 + floor is *equivalent*: a finding of symmetry.
+- a contrast with no differing size whose overall ratio (the same over all sizes, interval
+  included) lies inside 1 / (1 + floor) .. 1 + floor is *equivalent*: a finding of symmetry.
 `deviations` tests each unit against the median of the others at the same size (Holm over every
 unit and size: each claim names one node or rank); a deviating unit on the other side of 1 than
 the others is an inversion.

@@ -62,9 +62,6 @@ class Interval:
     def covers(self, value: float) -> bool:
         return bool(self.low <= value <= self.high)
 
-    def excludes(self, value: float) -> bool:
-        return bool(np.isfinite(self.low) and np.isfinite(self.high) and not self.covers(value))
-
     def text(self, fmt: str = "{:.2f}") -> str:
         if not (np.isfinite(self.low) and np.isfinite(self.high)):
             return f"{fmt.format(self.estimate)} (no interval: noise unknown)"
