@@ -3,7 +3,8 @@ host name and address, under one slurmctld, with accounting through slurmdbd and
 
 The workflow runs tests/slurm/sweep.yaml through profiles/slurm with the plugin's sacct status
 mode; sacct's rows for its jobs are checked against what each job recorded, and the two
-benchmark jobs, each taking a node alone, run at once on the two nodes.
+benchmark jobs, each taking a node alone, run at once on the two nodes. Then two latency points
+meant to be compared run as one Snakemake job group: one SLURM job, one node, one after another.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 from slurmtest import (
     BANDWIDTH_COLUMNS,
     CLUSTER_SH,
@@ -27,6 +29,7 @@ from slurmtest import (
     rule_of,
     run,
     run_dir,
+    seed_topology,
     snakemake,
 )
 
@@ -163,3 +166,48 @@ def test_the_two_exclusive_benchmark_jobs_ran_at_once_on_the_two_nodes(
     first, second = sorted(bench, key=lambda job: job.start)
     assert second.start < first.end, f"the benchmark jobs ran one after the other: {first}, {second}"
     assert {first.node, second.node} == {"node1", "node2"}, f"both ran on {first.node}"
+
+
+@pytest.fixture(scope="module")
+def compared(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun]:
+    """Concurrent and serial latency, the seed's comparison, as one group `compare`.
+
+    `--resources tasks=2` is the constraint Snakemake's group layering needs to place the two
+    2-rank points one after another; without it the group would ask for their sum (4 tasks),
+    more than a node has."""
+    workdir = run_dir(slurm_fleet.workdir, "fleet-group")
+    config = yaml.safe_load((HERE / "sweep.yaml").read_text())
+    config["latency"]["sweeps"][0]["mode"] = ["concurrent", "serial"]
+    config["bandwidth"]["sweeps"] = []
+    (workdir / "compare.yaml").write_text(yaml.safe_dump(config))
+    seed_topology(workdir, SYSTEM)
+    result = snakemake(
+        workdir, "--configfile", "compare.yaml", "--slurm-status-command", "sacct",
+        "--groups", "latency=compare", "--group-components", "compare=2", "--resources", "tasks=2",
+    )
+    return workdir, result
+
+
+def test_compared_points_run_in_one_allocation_on_one_node_one_after_another(
+    compared: tuple[Path, SnakemakeRun]
+) -> None:
+    workdir, result = compared
+    result.assert_succeeded()
+    csvs = sorted((workdir / "results" / SYSTEM / "latency").glob("*.csv"))
+    assert len(csvs) == 2, f"two points, one CSV each: {csvs}"
+    records = [provenance(path) for path in csvs]
+    job_ids = {str(r["slurm_job_id"]) for r in records}
+    assert len(job_ids) == 1, f"the points ran in SLURM jobs {sorted(job_ids)}, not one allocation"
+    (job,) = sacct_jobs(sorted(job_ids)).values()
+    assert job.state == "COMPLETED", job
+    hosts = {r["host"] for path in csvs for r in read_rows(path)[1]}
+    assert hosts == {job.node}, f"rows name hosts {sorted(hosts)}; the group's job ran on {job.node}"
+    assert {r["mode"] for path in csvs for r in read_rows(path)[1]} == {"concurrent", "serial"}
+    first, second = sorted(records, key=lambda r: r["start"])
+    assert first["end"] <= second["start"], (
+        f"the points overlapped: {first['start']}..{first['end']} and {second['start']}..{second['end']}"
+    )
+    # The plugin files a group job's log under group_<group>.
+    assert re.search(rf"submitted with SLURM jobid {job.job_id} \(log: \S*/group_compare", result.output), (
+        f"SLURM job {job.job_id} was not submitted as the group job"
+    )
