@@ -9,6 +9,7 @@ meant to be compared run as one Snakemake job group: one SLURM job, one node, on
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -149,7 +150,10 @@ def test_each_result_names_the_job_and_host_sacct_lists(sacct_sweep: tuple[Path,
         assert len(csvs) == 1, f"{bench}: {csvs}"
         header, rows = read_rows(csvs[0])
         assert header == columns and rows, f"{csvs[0].name}: columns {header}, {len(rows)} rows"
-        job = jobs.get(str(provenance(csvs[0])["slurm_job_id"]))
+        record = provenance(csvs[0])
+        # The nodes share this machine's kernel; the record says so from inside the node.
+        assert record["system"]["kernel_release"] == os.uname().release, record["system"]
+        job = jobs.get(str(record["slurm_job_id"]))
         assert job is not None, f"{csvs[0].name} names a SLURM job sacct does not list"
         assert {r["host"] for r in rows} == {job.node}, (
             f"{csvs[0].name}: the kernel saw host {sorted({r['host'] for r in rows})}, sacct says {job.node}"
