@@ -19,9 +19,10 @@ fi
 APT_RUN=(build-essential numactl libnuma-dev openmpi-bin libopenmpi-dev hwloc libhwloc-dev
          python3-venv git)
 # What the tests add: likwid for the kernel benchmark, shellcheck, SLURM and munge for the
-# real single-node cluster, QEMU and cpio/busybox for the NUMA guest, chromium for the
-# HTML report screenshot.
-APT_TEST=(likwid shellcheck slurm-wlm slurmctld slurmd slurm-client munge
+# real clusters, slurmdbd and MariaDB for their accounting, QEMU and cpio/busybox for the NUMA
+# guest, chromium for the HTML report screenshot. (Installing mariadb-server starts Debian's
+# own MariaDB service where services start on install; the tests use a private server.)
+APT_TEST=(likwid shellcheck slurm-wlm slurmctld slurmd slurm-client munge slurmdbd mariadb-server
           qemu-system-x86 qemu-utils cpio busybox-static chromium)
 
 apt_install() {

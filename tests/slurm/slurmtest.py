@@ -19,11 +19,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 CLUSTER_SH = HERE / "cluster.sh"
 STATE = Path(os.environ.get("NUMASWEEP_SLURM_STATE", "/run/numasweep-slurm"))
-PIDFILES = {
-    "munged": STATE / "munge" / "munged.pid",
-    "slurmctld": STATE / "slurmctld.pid",
-    "slurmd": STATE / "slurmd.pid",
-}
+# cluster.sh lists the daemons it starts, "NAME PIDFILE" a line (slurmd@node1: node1's slurmd).
+DAEMONS_FILE = STATE / "daemons"
+# Every program cluster.sh may start, and the prefix of its network namespaces.
+DAEMON_PROGRAMS = ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "slurmstepd")
+NETNS_PREFIX = "numasweep-"
 # The interpreter running the tests has snakemake and numasweep (the project's venv).
 BIN = Path(sys.executable).parent
 # What a run folder takes from the checkout, so that results, .snakemake and the SLURM logs of
@@ -45,10 +45,29 @@ BANDWIDTH_COLUMNS = (
 
 
 @dataclass(frozen=True)
+class Layout:
+    """What `cluster.sh up` starts: this machine as the one node, or N nodes each in a network
+    namespace of its own; with or without accounting (slurmdbd on MariaDB)."""
+
+    name: str
+    up_args: tuple[str, ...]
+    accounting: bool
+
+
+ONE_NODE = Layout("one node, no accounting", (), accounting=False)
+FLEET = Layout("two namespace nodes, slurmdbd and MariaDB", ("--nodes", "2", "--accounting"), accounting=True)
+
+
+@dataclass(frozen=True)
 class Cluster:
-    node: str
-    cpus: int
+    nodes: tuple[str, ...]
+    cpus: int  # per node
     workdir: Path  # the tests' snakemake runs live here; nothing may still run in it at the end
+    layout: Layout
+
+    @property
+    def node(self) -> str:
+        return self.nodes[0]
 
 
 def slurm_env() -> dict[str, str]:
@@ -71,23 +90,36 @@ def pid_alive(pid: int) -> bool:
 
 
 def daemon_pids() -> dict[str, int]:
+    """The daemons of the running cluster, by the pidfiles cluster.sh listed."""
     pids = {}
-    for daemon, pidfile in PIDFILES.items():
+    try:
+        lines = DAEMONS_FILE.read_text().splitlines()
+    except OSError:
+        return pids
+    for line in lines:
+        daemon, pidfile = line.split(" ", 1)
         try:
-            pids[daemon] = int(pidfile.read_text().strip())
+            pids[daemon] = int(Path(pidfile).read_text().strip())
         except (OSError, ValueError):
             pass
     return pids
 
 
-def processes(comm: str | None = None, cwd_under: Path | None = None) -> set[int]:
-    """PIDs of processes with a given program name or working directory under a folder."""
+def our_namespaces() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(NETNS_PREFIX)]
+
+
+def processes(comm: str | tuple[str, ...] | None = None, cwd_under: Path | None = None) -> set[int]:
+    """PIDs of processes with a given program name (or one of several) or a working directory
+    under a folder."""
+    names = (comm,) if isinstance(comm, str) else comm
     found = set()
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            if comm is not None and (proc / "comm").read_text().strip() == comm:
+            if names is not None and (proc / "comm").read_text().strip() in names:
                 found.add(int(proc.name))
             if cwd_under is not None and Path(os.readlink(proc / "cwd")).is_relative_to(cwd_under):
                 found.add(int(proc.name))

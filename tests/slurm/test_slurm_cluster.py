@@ -29,7 +29,7 @@ def test_node_is_idle_with_the_machines_cpus(slurm_cluster: Cluster) -> None:
 def test_status_names_each_daemon_running(slurm_cluster: Cluster) -> None:
     status = run(["bash", str(CLUSTER_SH), "status"])
     assert status.returncode == 0, status.stdout + status.stderr
-    for daemon in ("munged", "slurmctld", "slurmd"):
+    for daemon in ("munged", "slurmctld", f"slurmd@{slurm_cluster.node}"):
         assert re.search(rf"^{daemon}: running \(PID \d+\)$", status.stdout, re.M), status.stdout
 
 

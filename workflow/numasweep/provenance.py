@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from numasweep import topology
+from numasweep import system_state, topology
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text
 
@@ -118,6 +118,8 @@ def record(
         "csv": str(csv),
         "csv_sha256": _sha256(csv),
         "python": sys.version.split()[0],
+        # What the machine was set to while it measured (numasweep.system_state).
+        "system": system_state.collect().as_record(),
     }
 
 

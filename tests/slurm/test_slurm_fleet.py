@@ -1,0 +1,217 @@
+"""The multi-node cluster: two slurmd nodes, each in a network namespace of its own with its own
+host name and address, under one slurmctld, with accounting through slurmdbd and MariaDB.
+
+The workflow runs tests/slurm/sweep.yaml through profiles/slurm with the plugin's sacct status
+mode; sacct's rows for its jobs are checked against what each job recorded, and the two
+benchmark jobs, each taking a node alone, run at once on the two nodes. Then two latency points
+meant to be compared run as one Snakemake job group: one SLURM job, one node, one after another.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from slurmtest import (
+    BANDWIDTH_COLUMNS,
+    CLUSTER_SH,
+    HERE,
+    LATENCY_COLUMNS,
+    Cluster,
+    SnakemakeRun,
+    our_namespaces,
+    provenance,
+    read_rows,
+    rule_of,
+    run,
+    run_dir,
+    seed_topology,
+    snakemake,
+)
+
+pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.timeout(420)]
+
+SYSTEM = "slurmtest"
+SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+)")
+SACCT_FIELDS = ("JobIDRaw", "JobName", "State", "ExitCode", "NodeList", "Account", "Start", "End")
+
+
+@dataclass(frozen=True)
+class AccountedJob:
+    job_id: str
+    name: str
+    state: str
+    exit_code: str
+    node: str
+    account: str
+    start: datetime
+    end: datetime
+
+
+def sacct_jobs(job_ids: list[str]) -> dict[str, AccountedJob]:
+    """The accounting database's record of each job (allocation lines only, -X)."""
+    out = run(
+        ["sacct", "-X", "--parsable2", "--noheader", "-j", ",".join(job_ids), "-o", ",".join(SACCT_FIELDS)],
+        timeout=30,
+    )
+    assert out.returncode == 0, f"sacct failed: {out.stderr}"
+    jobs = {}
+    for line in out.stdout.splitlines():
+        job_id, name, state, exit_code, node, account, start, end = line.split("|")
+        jobs[job_id] = AccountedJob(
+            job_id, name, state, exit_code, node, account, datetime.fromisoformat(start), datetime.fromisoformat(end)
+        )
+    return jobs
+
+
+def test_each_node_is_a_namespace_with_its_own_name_and_address(slurm_fleet: Cluster) -> None:
+    assert slurm_fleet.nodes == ("node1", "node2"), f"sinfo lists {slurm_fleet.nodes}"
+    assert sorted(our_namespaces()) == ["numasweep-node1", "numasweep-node2"], our_namespaces()
+    srun = run(["srun", "-N", "2", "-l", "sh", "-c", "echo $(hostname) $(ip -4 -o addr show eth0)"])
+    assert srun.returncode == 0, srun.stderr
+    seen = dict(re.findall(r"^\d+: (\S+) \d+: eth0\s+inet (\S+)/", srun.stdout, re.M))
+    assert set(seen) == {"node1", "node2"}, f"the tasks saw host names {sorted(seen)}:\n{srun.stdout}"
+    assert len(set(seen.values())) == 2, f"both nodes have the address {seen}"
+    addresses = run(["scontrol", "show", "node", "-o"]).stdout
+    for node, address in seen.items():
+        assert f"NodeName={node} " in addresses and f"NodeAddr={address} " in addresses, (
+            f"{node} answers from {address}, which slurmctld does not list for it"
+        )
+
+
+def test_status_names_every_daemon_of_the_fleet(slurm_fleet: Cluster) -> None:
+    status = run(["bash", str(CLUSTER_SH), "status"])
+    assert status.returncode == 0, status.stdout + status.stderr
+    for daemon in ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd@node1", "slurmd@node2"):
+        assert re.search(rf"^{daemon}: running \(PID \d+\)$", status.stdout, re.M), status.stdout
+
+
+def test_one_mpi_step_spans_both_nodes(slurm_fleet: Cluster, kernels_bin: Path, tmp_path: Path) -> None:
+    """Open MPI under PMIx across two network namespaces: rank 0 on node1, rank 1 on node2."""
+    csv_path = tmp_path / "latency.csv"
+    srun = run(
+        ["srun", "--mpi=pmix", "-N", "2", "-n", "2", str(kernels_bin / "numa_latency"), "--size=64K",
+         "--min-time=0.01", "--samples=3", "--quiet", f"--csv={csv_path}"],
+        timeout=120,
+    )
+    assert srun.returncode == 0, srun.stdout + srun.stderr
+    _, rows = read_rows(csv_path)
+    assert {(r["rank"], r["host"]) for r in rows} == {("0", "node1"), ("1", "node2")}, rows
+
+
+def test_user_without_an_account_is_refused(slurm_fleet: Cluster) -> None:
+    """AccountingStorageEnforce=associations: slurmdbd's associations decide who may submit."""
+    sbatch = run(["sbatch", "-A", "no-such-account", "--wrap", "true"], timeout=30)
+    assert sbatch.returncode != 0, f"sbatch accepted a job for an account that does not exist: {sbatch.stdout}"
+    assert "Invalid account" in sbatch.stderr, sbatch.stderr
+
+
+@pytest.fixture(scope="module")
+def sacct_sweep(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun, dict[str, AccountedJob]]:
+    workdir = run_dir(slurm_fleet.workdir, "fleet-sacct")
+    result = snakemake(workdir, "--configfile", str(HERE / "sweep.yaml"), "--slurm-status-command", "sacct",
+                       "--verbose")
+    submitted = SUBMITTED.findall(result.output)
+    return workdir, result, sacct_jobs(submitted) if submitted else {}
+
+
+def test_sweep_runs_with_the_sacct_status_mode(sacct_sweep: tuple[Path, SnakemakeRun, dict]) -> None:
+    _, result, _ = sacct_sweep
+    result.assert_succeeded()
+    # The plugin's per-cycle timing line (--verbose) names the command each status query used.
+    used = set(re.findall(r"Status query timing \(cycle\): command=(\w+)", result.output))
+    assert used == {"sacct"}, f"status queries used {used or 'nothing'}"
+
+
+def test_sacct_lists_every_submitted_job_completed_on_a_node(sacct_sweep: tuple[Path, SnakemakeRun, dict]) -> None:
+    _, result, jobs = sacct_sweep
+    submitted = SUBMITTED.findall(result.output)
+    assert submitted and sorted(jobs) == sorted(submitted), f"submitted {submitted}, sacct lists {sorted(jobs)}"
+    names = {job.name for job in jobs.values()}
+    assert len(names) == 1, f"one run, one job name (the plugin's run id), sacct: {names}"
+    for job in jobs.values():
+        assert (job.state, job.exit_code) == ("COMPLETED", "0:0"), job
+        assert job.node in ("node1", "node2"), job
+        assert job.account == "numasweep", f"job {job.job_id} charged to {job.account!r}"
+    rules = {rule_of(result.seen[j][0]) for j in jobs if j in result.seen}
+    assert {"topology", "latency", "bandwidth"} <= rules, f"squeue saw rules {rules}"
+
+
+def test_each_result_names_the_job_and_host_sacct_lists(sacct_sweep: tuple[Path, SnakemakeRun, dict]) -> None:
+    workdir, _, jobs = sacct_sweep
+    results = workdir / "results" / SYSTEM
+    for bench, columns in (("latency", LATENCY_COLUMNS), ("bandwidth", BANDWIDTH_COLUMNS)):
+        csvs = sorted((results / bench).glob("*.csv"))
+        assert len(csvs) == 1, f"{bench}: {csvs}"
+        header, rows = read_rows(csvs[0])
+        assert header == columns and rows, f"{csvs[0].name}: columns {header}, {len(rows)} rows"
+        record = provenance(csvs[0])
+        # The nodes share this machine's kernel; the record says so from inside the node.
+        assert record["system"]["kernel_release"] == os.uname().release, record["system"]
+        job = jobs.get(str(record["slurm_job_id"]))
+        assert job is not None, f"{csvs[0].name} names a SLURM job sacct does not list"
+        assert {r["host"] for r in rows} == {job.node}, (
+            f"{csvs[0].name}: the kernel saw host {sorted({r['host'] for r in rows})}, sacct says {job.node}"
+        )
+    assert (workdir / "report" / SYSTEM / "experimentation.md").is_file()
+
+
+def test_the_two_exclusive_benchmark_jobs_ran_at_once_on_the_two_nodes(
+    sacct_sweep: tuple[Path, SnakemakeRun, dict]
+) -> None:
+    _, result, jobs = sacct_sweep
+    bench = [jobs[j] for j in jobs if j in result.seen and rule_of(result.seen[j][0]) in ("latency", "bandwidth")]
+    assert len(bench) == 2, f"benchmark jobs in sacct: {bench}"
+    first, second = sorted(bench, key=lambda job: job.start)
+    assert second.start < first.end, f"the benchmark jobs ran one after the other: {first}, {second}"
+    assert {first.node, second.node} == {"node1", "node2"}, f"both ran on {first.node}"
+
+
+@pytest.fixture(scope="module")
+def compared(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun]:
+    """Concurrent and serial latency, the seed's comparison, as one group `compare`.
+
+    `--resources tasks=2` is the constraint Snakemake's group layering needs to place the two
+    2-rank points one after another; without it the group would ask for their sum (4 tasks),
+    more than a node has."""
+    workdir = run_dir(slurm_fleet.workdir, "fleet-group")
+    config = yaml.safe_load((HERE / "sweep.yaml").read_text())
+    config["latency"]["sweeps"][0]["mode"] = ["concurrent", "serial"]
+    config["bandwidth"]["sweeps"] = []
+    (workdir / "compare.yaml").write_text(yaml.safe_dump(config))
+    seed_topology(workdir, SYSTEM)
+    result = snakemake(
+        workdir, "--configfile", "compare.yaml", "--slurm-status-command", "sacct",
+        "--groups", "latency=compare", "--group-components", "compare=2", "--resources", "tasks=2",
+    )
+    return workdir, result
+
+
+def test_compared_points_run_in_one_allocation_on_one_node_one_after_another(
+    compared: tuple[Path, SnakemakeRun]
+) -> None:
+    workdir, result = compared
+    result.assert_succeeded()
+    csvs = sorted((workdir / "results" / SYSTEM / "latency").glob("*.csv"))
+    assert len(csvs) == 2, f"two points, one CSV each: {csvs}"
+    records = [provenance(path) for path in csvs]
+    job_ids = {str(r["slurm_job_id"]) for r in records}
+    assert len(job_ids) == 1, f"the points ran in SLURM jobs {sorted(job_ids)}, not one allocation"
+    (job,) = sacct_jobs(sorted(job_ids)).values()
+    assert job.state == "COMPLETED", job
+    hosts = {r["host"] for path in csvs for r in read_rows(path)[1]}
+    assert hosts == {job.node}, f"rows name hosts {sorted(hosts)}; the group's job ran on {job.node}"
+    assert {r["mode"] for path in csvs for r in read_rows(path)[1]} == {"concurrent", "serial"}
+    first, second = sorted(records, key=lambda r: r["start"])
+    assert first["end"] <= second["start"], (
+        f"the points overlapped: {first['start']}..{first['end']} and {second['start']}..{second['end']}"
+    )
+    # The plugin files a group job's log under group_<group>.
+    assert re.search(rf"submitted with SLURM jobid {job.job_id} \(log: \S*/group_compare", result.output), (
+        f"SLURM job {job.job_id} was not submitted as the group job"
+    )

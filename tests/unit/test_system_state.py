@@ -1,0 +1,78 @@
+"""System state: read from constructed procfs/sysfs trees with known answers, and from this
+machine; the data-quality notes name exactly the states that distort a measurement."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from numasweep import system_state
+from numasweep.system_state import SystemState, quality_notes
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+
+
+def tuned_badly(tmp_path: Path) -> tuple[Path, Path]:
+    """A KVM guest with NUMA balancing on, THP always and a mixed governor."""
+    proc, sys = tmp_path / "proc", tmp_path / "sys"
+    write(proc, {
+        "sys/kernel/osrelease": "6.9.0-test",
+        "sys/kernel/numa_balancing": "1",
+        "cpuinfo": "processor\t: 0\nflags\t\t: fpu sse2 hypervisor avx2\n",
+        "driver/nvidia/version": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5 2024",
+    })
+    write(sys, {
+        "kernel/mm/transparent_hugepage/enabled": "[always] madvise never",
+        "kernel/mm/transparent_hugepage/defrag": "always defer defer+madvise [madvise] never",
+        "devices/system/cpu/cpu0/cpufreq/scaling_governor": "powersave",
+        "devices/system/cpu/cpu1/cpufreq/scaling_governor": "performance",
+        "devices/system/cpu/cpu0/cpufreq/scaling_driver": "intel_pstate",
+        "devices/system/cpu/cpu1/cpufreq/scaling_driver": "intel_pstate",
+        "devices/system/cpu/smt/control": "on",
+        "class/dmi/id/sys_vendor": "QEMU",
+    })
+    return proc, sys
+
+
+def test_constructed_tree_reads_back_every_field(tmp_path: Path) -> None:
+    state = system_state.read(*tuned_badly(tmp_path))
+    assert state == SystemState(
+        kernel_release="6.9.0-test", numa_balancing="1", thp_enabled="always", thp_defrag="madvise",
+        cpu_governors=("performance", "powersave"), cpufreq_driver="intel_pstate", smt="on",
+        hypervisor="QEMU", cuda_driver="550.54.15",
+    )
+
+
+def test_missing_files_read_as_unknown(tmp_path: Path) -> None:
+    state = system_state.read(tmp_path / "proc", tmp_path / "sys")
+    assert state == SystemState(None, None, None, None, (), None, None, None)
+    assert quality_notes(state, placement_measured=True) == []
+
+
+def test_each_distorting_state_gets_one_note_naming_its_fix(tmp_path: Path) -> None:
+    state = system_state.read(*tuned_badly(tmp_path))
+    notes = quality_notes(state, placement_measured=True)
+    assert len(notes) == 4, notes
+    assert "kernel.numa_balancing=1" in notes[0] and "sysctl kernel.numa_balancing=0" in notes[0]
+    assert "'always'" in notes[1] and "powersave" in notes[2] and "performance, " not in notes[2]
+    assert "QEMU" in notes[3]
+    # NUMA balancing only matters where placement is what is measured.
+    assert not any("numa_balancing" in n for n in quality_notes(state, placement_measured=False))
+
+
+def test_a_quiet_machine_gets_no_note() -> None:
+    quiet = SystemState("6.9.0", "0", "madvise", "madvise", ("performance",), "acpi-cpufreq", "off", None)
+    assert quality_notes(quiet, placement_measured=True) == []
+
+
+def test_this_machine() -> None:
+    state = system_state.collect()
+    assert state.kernel_release == os.uname().release
+    balancing = Path("/proc/sys/kernel/numa_balancing")
+    assert state.numa_balancing == (balancing.read_text().strip() if balancing.exists() else None)
+    assert state.compiler_version and state.as_record()["kernel_release"] == state.kernel_release

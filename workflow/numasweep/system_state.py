@@ -1,0 +1,146 @@
+"""The machine's state where it can change what a benchmark measures, and the data-quality
+notes it calls for.
+
+`read(proc, sys)` takes the procfs and sysfs roots (tests hand it constructed trees);
+`tool_versions()` asks the MPI launcher, the C compiler and CUDA for their versions;
+`collect()` is both, for this machine. `quality_notes(state, placement_measured)` names each
+state that distorts a measurement, with the setting to change.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SystemState:
+    """None: the machine does not say (no such file, no such tool)."""
+
+    kernel_release: str | None
+    numa_balancing: str | None  # kernel.numa_balancing: 0 off, 1 on, 2 memory tiering
+    thp_enabled: str | None  # the selected word of transparent_hugepage/enabled
+    thp_defrag: str | None
+    cpu_governors: tuple[str, ...]  # distinct scaling_governor values over the CPUs
+    cpufreq_driver: str | None
+    smt: str | None  # smt/control: on, off, forceoff, notsupported, notimplemented
+    hypervisor: str | None  # its type or vendor where known, "present" where only the CPU flag says so
+    mpi_version: str | None = None
+    compiler_version: str | None = None
+    cuda_driver: str | None = None
+    cuda_runtime: str | None = None
+
+    def as_record(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["cpu_governors"] = list(self.cpu_governors)
+        return record
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _selected(text: str | None) -> str | None:
+    """`always [madvise] never` -> `madvise`."""
+    if text is None:
+        return None
+    match = re.search(r"\[([^\]]+)\]", text)
+    return match.group(1) if match else text
+
+
+def _hypervisor(proc: Path, sys: Path) -> str | None:
+    kind = _text(sys / "hypervisor" / "type")
+    if kind:
+        return kind
+    cpuinfo = _text(proc / "cpuinfo") or ""
+    if not re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M):
+        return None
+    vendor = " ".join(v for v in (_text(sys / "class" / "dmi" / "id" / n) for n in ("sys_vendor", "product_name")) if v)
+    return vendor or "present"
+
+
+def read(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SystemState:
+    cpus = sys / "devices" / "system" / "cpu"
+    governors = sorted({g for g in (_text(p) for p in cpus.glob("cpu[0-9]*/cpufreq/scaling_governor")) if g})
+    drivers = {d for d in (_text(p) for p in cpus.glob("cpu[0-9]*/cpufreq/scaling_driver")) if d}
+    thp = sys / "kernel" / "mm" / "transparent_hugepage"
+    return SystemState(
+        kernel_release=_text(proc / "sys" / "kernel" / "osrelease"),
+        numa_balancing=_text(proc / "sys" / "kernel" / "numa_balancing"),
+        thp_enabled=_selected(_text(thp / "enabled")),
+        thp_defrag=_selected(_text(thp / "defrag")),
+        cpu_governors=tuple(governors),
+        cpufreq_driver=",".join(sorted(drivers)) or None,
+        smt=_text(cpus / "smt" / "control"),
+        hypervisor=_hypervisor(proc, sys),
+        cuda_driver=_cuda_driver(proc),
+    )
+
+
+def _cuda_driver(proc: Path) -> str | None:
+    """`NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15 ...` -> `550.54.15`."""
+    text = _text(proc / "driver" / "nvidia" / "version")
+    match = re.search(r"Kernel Module\s+(\S+)", text or "")
+    return match.group(1) if match else None
+
+
+def _first_line(argv: list[str], pattern: str | None = None) -> str | None:
+    """The first line of a tool's output (or the first matching `pattern`); None without it."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    if pattern is not None:
+        lines = [line for line in lines if re.search(pattern, line)]
+    return lines[0].strip() if lines else None
+
+
+def tool_versions() -> dict[str, str | None]:
+    return {
+        "mpi_version": _first_line(["mpirun", "--version"]),
+        "compiler_version": _first_line(["cc", "--version"]),
+        "cuda_runtime": _first_line(["nvcc", "--version"], r"release"),
+    }
+
+
+def collect() -> SystemState:
+    return replace(read(), **tool_versions())
+
+
+def quality_notes(state: SystemState, placement_measured: bool) -> list[str]:
+    """One sentence per state that distorts the measurements, with the setting that fixes it.
+    `placement_measured`: the results depend on where pages were first touched (latency and
+    bandwidth under a memory policy)."""
+    notes = []
+    if placement_measured and state.numa_balancing not in (None, "0"):
+        notes.append(
+            f"NUMA balancing was on (kernel.numa_balancing={state.numa_balancing}): the kernel may "
+            "migrate pages during a run, so memory placement is not what first touch set; "
+            "measure with `sysctl kernel.numa_balancing=0`."
+        )
+    if state.thp_enabled == "always":
+        notes.append(
+            "Transparent huge pages were 'always': buffers meant for 4 KiB pages may be backed by "
+            "2 MiB pages, hiding TLB misses; measure with THP 'madvise'."
+        )
+    slow = [g for g in state.cpu_governors if g != "performance"]
+    if slow:
+        notes.append(
+            f"CPU frequency governor {', '.join(slow)}: clock speed may change during a run; "
+            "measure with the 'performance' governor."
+        )
+    if state.hypervisor is not None:
+        notes.append(
+            f"Measured under a hypervisor ({state.hypervisor}): NUMA nodes, distances and latencies "
+            "are the guest's view, not the hardware's."
+        )
+    return notes
