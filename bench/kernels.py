@@ -394,7 +394,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of every tool (default 5)")
     parser.add_argument("--array-bytes", type=int,
                         help="bytes per array (default: numa_bandwidth's own, 4x the last-level cache); a "
-                             "multiple of 8000 so every tool gets it exactly")
+                             "multiple of 128000 so every tool gets it exactly")
     parser.add_argument("--threads", default="1,2", help="thread counts of the bandwidth section (default 1,2)")
     parser.add_argument("--sizes", default=LATENCY_SIZES, help=f"latency sizes (default {LATENCY_SIZES})")
     parser.add_argument("--stream-src", type=Path, default=os.environ.get("STREAM_SRC"),
@@ -435,9 +435,10 @@ def main(argv: list[str]) -> int:
               f"{shutil.which('likwid-bench') or 'NOT RUN (apt-get install likwid)'}")
         verdicts: list[str] = []
         if "bandwidth" not in args.skip:
-            array_bytes = args.array_bytes or default_array_bytes() // 8000 * 8000
-            if array_bytes <= 0 or array_bytes % 8000 or array_bytes % 1024:
-                fail(f"--array-bytes {array_bytes}: give a positive multiple of 8000 and of 1024 (e.g. 128000000)")
+            array_bytes = args.array_bytes or default_array_bytes() // 128000 * 128000
+            if array_bytes <= 0 or array_bytes % 128000:
+                fail(f"--array-bytes {array_bytes}: give a positive multiple of 128000 (whole likwid kB of 1000 "
+                     "bytes, whole KiB, whole doubles), e.g. 128000000")
             verdicts += bandwidth_section(array_bytes, args.rounds, threads, args.stream_src, args.ref_dir, workdir)
         if "latency" not in args.skip:
             multichase = multichase_binary(args.multichase) if args.multichase else None

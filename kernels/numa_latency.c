@@ -8,8 +8,9 @@
  * the spread (max - min) / median is above --spread, all samples are taken again, each twice as
  * long, until the spread is met or a sample would exceed --max-time; the sample length used and
  * the spread are in the CSV, with a warning when the target was not met. The set-up (first touch
- * of the buffer, building the cycle) is timed and reported too. Every row records the CPU the rank ran on, that CPU's node and L3
- * group, the policy the kernel reports for the buffer and where its pages are (move_pages).
+ * of the buffer, building the cycle) is timed and reported too. Every row records the CPU the
+ * rank ran on, that CPU's node and L3 group, the policy the kernel reports for the buffer and
+ * where its pages are (move_pages).
  *
  * Ranks measure concurrently (default; a barrier before every sample) or one after another
  * (--serial). Rank 0 writes the CSV and the table.
