@@ -12,8 +12,8 @@
  * Stores: "regular" (ordinary stores: the written line is read into the cache first, then
  * written back) or "nt" (non-temporal stores, which bypass the cache: what gcc's STREAM does for
  * copy, whose loop it turns into a memcpy call that streams large blocks). The store kernels
- * (copy, scale, add, triad, write) run once per variant asked for; nt needs x86-64 and the
- * sequential pattern. The bytes counted are the same for both.
+ * (copy, scale, add, triad, write) run once per variant asked for, each variant its own
+ * sequence of repetitions; nt needs x86-64 and the sequential pattern. The bytes counted are the same for both.
  * Patterns: sequential (e = 0..N-1), strided (e = 0, S, 2S, ... ; N/S elements), random
  * (e = idx[k] for a random permutation idx of 0..N-1: gather and scatter).
  * Each repetition runs the selected kernels in the order above; the first repetition is not
@@ -386,10 +386,10 @@ static double run_kernel(const arrays *A, int kernel, int stores, double *sum_ou
 
 /* STREAM's check: replay the kernels on scalars and compare the average error of the visited
  * elements; the read kernel's sum is checked against the value it must have had. */
-static int validate(const options *o, const arrays *A, double read_sum, double expected_read)
+static int validate(const options *o, const arrays *A, int repetitions, double read_sum, double expected_read)
 {
     double aj = 1.0, bj = 2.0, cj = 0.0;
-    for (int t = 0; t < o->ntimes; t++) {
+    for (int t = 0; t < repetitions; t++) {
         if (o->kernels[K_COPY]) cj = aj;
         if (o->kernels[K_SCALE]) bj = SCALAR * cj;
         if (o->kernels[K_ADD]) cj = aj + bj;
@@ -538,16 +538,18 @@ int main(int argc, char **argv)
         }
         A.pattern = p;
         A.count = p == P_STRIDED ? (n + (size_t)o.stride - 1) / (size_t)o.stride : n;
-        /* The variants of a kernel run back to back; each writes the same values, so the
-         * replay of the validation does not depend on how many ran. */
+        /* Each store variant runs its own sequence of repetitions, as a separate STREAM run
+         * would: with the variants interleaved, non-temporal stores would meet the lines the
+         * regular kernel before them left in the cache. Both variants compute the same, so the
+         * validation replays the repetitions of all variants that ran. */
         int variants[NSTORES];
         for (int v = 0; v < NSTORES; v++)
             variants[v] = o.stores[v] && (v == S_REGULAR || p == P_SEQUENTIAL);
         nt_skipped |= o.stores[S_NT] && !variants[S_NT];
         double read_sum = 0, expected_read = 0;
-        for (int t = 0; t < o.ntimes; t++) {
-            for (int k = 0; k < NKERNELS; k++) {
-                for (int v = 0; v < NSTORES; v++) {
+        for (int v = 0; v < NSTORES; v++) {
+            for (int t = 0; t < o.ntimes; t++) {
+                for (int k = 0; k < NKERNELS; k++) {
                     if (!o.kernels[k] || !variants[v] || (k == K_READ && v != S_REGULAR))
                         continue;
                     if (k == K_READ)
@@ -557,7 +559,7 @@ int main(int argc, char **argv)
                 }
             }
         }
-        int valid = validate(&o, &A, read_sum, expected_read);
+        int valid = validate(&o, &A, o.ntimes * (variants[S_REGULAR] + variants[S_NT]), read_sum, expected_read);
         failed |= !valid;
         long stride = p == P_SEQUENTIAL ? 1 : p == P_STRIDED ? o.stride : 0;
         for (int k = 0; k < NKERNELS; k++) {
