@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Benchmark the measurement kernels against a reference and against their own targets.
+"""Benchmark the measurement kernels against the reference tools, side by side in one run.
 
-Run from the repository root (the tests never run it: it takes minutes and its numbers
-depend on the machine):
+Run from the repository root (the tests never run it: it takes many minutes and its numbers
+belong to the machine and to how busy it was):
 
-    .venv/bin/python bench/kernels.py [--reps 3] [--array-bytes 160000000] [--keep DIR]
+    .venv/bin/python bench/kernels.py [--rounds 5] [--stream-src stream.c] [--multichase PATH]
 
-1. numa_bandwidth vs likwid-bench (Debian's `likwid`): STREAM triad, copy and read-only,
-   1 and 2 threads, the same bytes touched by both; prints ours/likwid.
-2. numa_latency at 16 KiB, 1 MiB, 16 MiB, 256 MiB and 1 GiB with 4k and THP pages: median
-   ns per load and the spread of the samples, (max - min) / median.
-3. The time to build the pointer-chase cycle over 4 GiB (numa_latency --self-test).
-4. The wall time of the seed's sweep `numa_latency --size=1-1024` for one rank.
+1. bandwidth: numa_bandwidth (regular and non-temporal stores) against STREAM built two ways
+   (as gcc builds it, copy -> memcpy with non-temporal stores; and with its loops kept as
+   loops), and likwid-bench (ordinary and `_mem` non-temporal kernels), 1 and 2 threads.
+2. latency: numa_latency against bench/ref_chase.c (the same definition, written apart) and
+   multichase (64-byte stride, full-buffer random), 4k and THP pages, 16 KiB to 4 GiB; the
+   spread of the samples of each, and the set-up times (first touch, cycle build).
+3. cycle: the time to build the pointer-chase cycle over 4 GiB (numa_latency --self-test).
+4. sweep: the wall time of the seed's sweep `numa_latency --size=1-1024` for one rank.
 
-Targets (printed, never asserted): bandwidth within 3% of likwid-bench; latency spread under
-2% at 256 MiB and above; the 4 GiB cycle built in under 3 s; the seed sweep under 60 s.
+Every comparison runs the tools interleaved, round by round, so that a slow phase of a shared
+machine falls on all of them; printed: the ratio ours / reference (of the medians over the
+rounds) with the range of the per-round ratios, and the load average. A reference that is not
+present is reported as NOT RUN. Targets (printed, never asserted): within 3%; latency spread
+at or under 2% from 256 MiB on.
 """
 
 from __future__ import annotations
@@ -23,45 +28,29 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import defaultdict
 from pathlib import Path
-from typing import NoReturn
+from typing import Callable, NoReturn
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "workflow"))
 
 from numasweep.errors import NumasweepError  # noqa: E402
 from numasweep.io import read_csv  # noqa: E402
-from numasweep.units import format_size  # noqa: E402
+from numasweep.units import format_size, parse_size  # noqa: E402
 
 BIN = REPO / "build" / "bin"
-LATENCY_SIZES = ["16K", "1M", "16M", "256M", "1G"]
+LATENCY_SIZES = "16K,64K,256K,1M,4M,16M,64M,256M,1G,4G"
 CYCLE_BYTES = 4 << 30
 CHASE_SLOT_BYTES = 64
-
-
-@dataclass(frozen=True)
-class StreamKernel:
-    """One of our kernels and its likwid-bench counterpart, with the arrays each touches.
-
-    Both count bytes the STREAM way (every load and store once, no write-allocate), so the
-    two MB/s figures are comparable as they stand."""
-
-    ours: str           # numa_bandwidth --kernels value and CSV `kernel`
-    likwid: str         # likwid-bench test without the SIMD suffix
-    arrays: int         # arrays touched per iteration = likwid streams
-    formula: str
-
-
-KERNELS = [
-    StreamKernel("triad", "stream", 3, "a = b + s*c"),   # likwid's `triad` is the 4-array a = b*c + d
-    StreamKernel("copy", "copy", 2, "a = b"),
-    StreamKernel("read", "load", 1, "sum += a"),
-]
+TARGET = 0.03          # within 3% of the reference
+SPREAD_TARGET = 0.02   # (max - min) / median from 256 MiB on
+OMP_ENV = {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
 
 
 def fail(message: str) -> NoReturn:
@@ -69,32 +58,61 @@ def fail(message: str) -> NoReturn:
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=timeout)
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=timeout)
     if proc.returncode != 0:
         last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-        fail(f"`{' '.join(cmd)}` exited {proc.returncode}: {last}")
+        fail(f"`{' '.join(map(str, cmd))}` exited {proc.returncode}: {last}")
     return proc
 
 
-def likwid_variants() -> list[str]:
-    """SIMD flavours of likwid's kernels this CPU runs, scalar first; the faster is the reference."""
-    flags = set()
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+# ---------------------------------------------------------------- references
+
+
+def cpu_flags() -> set[str]:
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            break
-    variants = [""]
-    if "avx" in flags:
-        variants.append("_avx")
-    elif "sse2" in flags:
-        variants.append("_sse")
-    return variants
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def likwid_simd() -> str:
+    """The widest SIMD flavour of likwid's kernels this CPU runs: what -march=native gives us."""
+    flags = cpu_flags()
+    return "_avx512" if "avx512f" in flags else "_avx" if "avx" in flags else "_sse"
+
+
+def build_stream(src: Path, ref_dir: Path, elements: int, loops: bool) -> Path:
+    """STREAM as users build it (gcc -O3 -march=native -fopenmp), sized to our arrays. gcc turns
+    its copy loop into memcpy (glibc streams large blocks with non-temporal stores); with
+    loops=True -fno-tree-loop-distribute-patterns keeps every kernel a loop of ordinary stores."""
+    name = "stream_loops" if loops else "stream_gcc"
+    out = ref_dir / f"{name}_{elements}"
+    if not out.exists():
+        cmd = ["gcc", "-O3", "-march=native", "-fopenmp", f"-DSTREAM_ARRAY_SIZE={elements}", "-DNTIMES=20",
+               *(["-fno-tree-loop-distribute-patterns"] if loops else []), str(src), "-o", str(out)]
+        if elements * 8 * 3 >= 2 << 30:
+            cmd.insert(-3, "-mcmodel=medium")  # static arrays over 2 GiB
+        run(cmd)
+    return out
+
+
+def stream_mb_s(binary: Path, threads: int) -> dict[str, float]:
+    """STREAM's best rates (MB/s = 10^6 bytes/s) by function: Copy, Scale, Add, Triad."""
+    proc = run([binary], env={"OMP_NUM_THREADS": str(threads), **OMP_ENV})
+    rates = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(Copy|Scale|Add|Triad):\s+([0-9.]+)", proc.stdout,
+                                                                re.MULTILINE)}
+    if "Solution Validates" not in proc.stdout or len(rates) != 4:
+        fail(f"{binary}: no validated Copy/Scale/Add/Triad rates in its output")
+    return rates
 
 
 def likwid_mb_s(test: str, working_set_bytes: int, threads: int) -> float:
-    """likwid-bench MByte/s (10^6 bytes/s) over the whole run; likwid's kB are 1000 bytes."""
-    if working_set_bytes % 1000:
-        fail(f"working set {working_set_bytes} bytes is not a whole number of likwid kB (1000 bytes)")
+    """likwid-bench MByte/s (10^6 bytes/s) over its whole run; its kB are 1000 bytes."""
     proc = run(["likwid-bench", "-t", test, "-w", f"S0:{working_set_bytes // 1000}kB:{threads}"])
     match = re.search(r"^MByte/s:\s+([0-9.]+)", proc.stdout, re.MULTILINE)
     if not match:
@@ -102,58 +120,139 @@ def likwid_mb_s(test: str, working_set_bytes: int, threads: int) -> float:
     return float(match.group(1))
 
 
-def ours_mb_s(kernel: StreamKernel, array_bytes: int, threads: int, workdir: Path) -> tuple[float, float]:
-    """numa_bandwidth's best and average MB/s (10^6 bytes/s) for one kernel, sequential pattern."""
-    out = workdir / f"bw-{kernel.ours}-{threads}.csv"
-    env = {"OMP_NUM_THREADS": str(threads), "OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
-    run([str(BIN / "numa_bandwidth"), f"--kernels={kernel.ours}", "--pattern=sequential",
-         f"--array-size={array_bytes // 1024}K", "--ntimes=20", "--quiet", f"--csv={out}"], env=env)
-    table = read_csv(out, required=["kernel", "pattern", "threads", "array_bytes", "best_mb_s", "avg_mb_s", "validation"])
-    rows = table[(table["kernel"] == kernel.ours) & (table["pattern"] == "sequential")]
-    if len(rows) != 1:
-        fail(f"{out}: expected one sequential {kernel.ours} row, found {len(rows)}")
-    row = rows.iloc[0]
-    if int(row["array_bytes"]) != array_bytes or int(row["threads"]) != threads:
-        fail(f"{out}: ran {row['array_bytes']} bytes x {row['threads']} threads, asked {array_bytes} x {threads}")
-    if row["validation"] != "pass":
-        fail(f"{out}: numa_bandwidth {kernel.ours} failed its own validation")
-    return float(row["best_mb_s"]), float(row["avg_mb_s"])
+# ---------------------------------------------------------------- bookkeeping
 
 
-def bandwidth_section(array_bytes: int, reps: int, workdir: Path) -> list[str]:
-    print(f"\n== numa_bandwidth vs likwid-bench: {format_size(array_bytes)} per array "
-          f"({array_bytes} bytes), best of {reps} runs each, MB/s = 10^6 bytes/s ==")
-    print("ours: best and average of 20 iterations (STREAM); likwid: its whole-run average, "
-          "best SIMD flavour; ratio = ours / likwid")
-    header = f"{'kernel':<20} {'thr':>3} {'ours best':>10} {'ours avg':>10} {'likwid':>10} {'flavour':>12} " \
-             f"{'best/lk':>8} {'avg/lk':>8}"
-    print(header)
+class Rounds:
+    """Figures per (row, tool), one per round, and the 1-minute load average of each round."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], list[float]] = defaultdict(list)
+        self.loads: list[float] = []
+
+    def add(self, row: str, tool: str, value: float) -> None:
+        self.values[(row, tool)].append(value)
+
+    def has(self, row: str, tool: str) -> bool:
+        return bool(self.values.get((row, tool)))
+
+    def median(self, row: str, tool: str) -> float:
+        return statistics.median(self.values[(row, tool)])
+
+    def ratio(self, ours: tuple[str, str], ref: tuple[str, str]) -> tuple[float, float, float]:
+        """Ratio of the medians of two (row, tool) series, and the range of the per-round ratios."""
+        a, b = self.values[ours], self.values[ref]
+        per_round = [x / y for x, y in zip(a, b)]
+        return statistics.median(a) / statistics.median(b), min(per_round), max(per_round)
+
+
+def interleave(rounds: int, tools: list[tuple[str, Callable[[], None]]], record: Rounds) -> None:
+    """Every tool once per round, the order rotated each round."""
+    for r in range(rounds):
+        order = tools[r % len(tools):] + tools[:r % len(tools)]
+        for _, measure in order:
+            measure()
+        record.loads.append(load())
+        print(f"  round {r + 1}/{rounds} done, load average {record.loads[-1]:.2f}", flush=True)
+
+
+def verdict(ratio: float) -> str:
+    return "within 3%" if abs(ratio - 1) <= TARGET else "OUTSIDE 3%"
+
+
+# ---------------------------------------------------------------- bandwidth
+
+# (row, our kernel, our stores, reference tool, its figure) - like for like, bytes counted the
+# STREAM way by all (no write-allocate traffic).
+BANDWIDTH_PAIRS = [
+    ("triad regular", "triad", "regular", "STREAM loops", "Triad"),
+    ("triad regular", "triad", "regular", "STREAM gcc", "Triad"),
+    ("triad regular", "triad", "regular", "likwid", "stream"),
+    ("triad nt", "triad", "nt", "likwid", "stream_mem"),
+    ("copy regular", "copy", "regular", "STREAM loops", "Copy"),
+    ("copy regular", "copy", "regular", "likwid", "copy"),
+    ("copy nt", "copy", "nt", "STREAM gcc", "Copy"),
+    ("copy nt", "copy", "nt", "likwid", "copy_mem"),
+    ("read", "read", "regular", "likwid", "load"),
+    ("write regular", "write", "regular", "likwid", "store"),
+    ("write nt", "write", "nt", "likwid", "store_mem"),
+]
+LIKWID_STREAMS = {"stream": 3, "stream_mem": 3, "copy": 2, "copy_mem": 2, "load": 1, "store": 1, "store_mem": 1}
+
+
+def default_array_bytes() -> int:
+    """numa_bandwidth's own default (4x the last-level cache), read from a dry run of its CSV."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "probe.csv"
+        run([BIN / "numa_bandwidth", "--kernels=read", "--ntimes=2", "--quiet", f"--csv={out}"],
+            env={"OMP_NUM_THREADS": "1"})
+        return int(read_csv(out, required=["array_bytes"])["array_bytes"].iloc[0])
+
+
+def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], stream_src: Path | None,
+                      ref_dir: Path, workdir: Path) -> list[str]:
+    elements = array_bytes // 8
+    print(f"\n== bandwidth: {format_size(array_bytes)} per array ({array_bytes} bytes), {rounds} interleaved rounds, "
+          f"MB/s = 10^6 bytes/s counted as STREAM does, load average {load():.2f} ==")
+    print("against STREAM: best of 20 repetitions (the first not counted) on both sides; against likwid, whose "
+          f"figure is its whole-run rate ({likwid_simd()[1:]} kernels): our average over the repetitions")
+    streams: dict[str, Path] = {}
+    if stream_src:
+        streams["STREAM gcc"] = build_stream(stream_src, ref_dir, elements, loops=False)
+        streams["STREAM loops"] = build_stream(stream_src, ref_dir, elements, loops=True)
+        calls = "<memcpy@plt>" in run(["objdump", "-d", streams["STREAM gcc"]]).stdout
+        print(f"STREAM gcc {'calls memcpy' if calls else 'does NOT call memcpy here'} for copy; STREAM loops keeps "
+              "every kernel a loop")
+    have_likwid = shutil.which("likwid-bench") is not None
+    simd = likwid_simd()
     verdicts = []
-    variants = likwid_variants()
-    for kernel in KERNELS:
-        working_set = kernel.arrays * array_bytes
-        for threads in (1, 2):
-            best = avg = 0.0
-            reference = {v: 0.0 for v in variants}
-            # Alternating ours and likwid spreads slow phases of a shared machine over both.
-            for _ in range(reps):
-                b, a = ours_mb_s(kernel, array_bytes, threads, workdir)
-                best, avg = max(best, b), max(avg, a)
-                for variant in variants:
-                    reference[variant] = max(reference[variant],
-                                             likwid_mb_s(kernel.likwid + variant, working_set, threads))
-            flavour = max(reference, key=reference.get)
-            lk = reference[flavour]
-            name = f"{kernel.ours} ({kernel.formula})"
-            print(f"{name:<20} {threads:>3} {best:>10.0f} {avg:>10.0f} {lk:>10.0f} "
-                  f"{kernel.likwid + flavour:>12} {best / lk:>8.3f} {avg / lk:>8.3f}")
-            # STREAM reports the best repetition; the average is shown beside it because
-            # likwid's figure is a whole-run average.
-            verdicts.append(f"bandwidth {kernel.ours} {threads}T: best/likwid {best / lk:.3f} "
-                            f"({'within' if abs(best / lk - 1) <= 0.03 else 'OUTSIDE'} 3%), "
-                            f"avg/likwid {avg / lk:.3f}")
+    for threads in threads_list:
+        record = Rounds()
+        env = {"OMP_NUM_THREADS": str(threads), **OMP_ENV}
+
+        def ours() -> None:
+            out = workdir / f"bw-{threads}.csv"
+            run([BIN / "numa_bandwidth", "--kernels=copy,triad,read,write", "--stores=regular,nt",
+                 f"--array-size={array_bytes // 1024}K", "--ntimes=20", "--quiet", f"--csv={out}"], env=env)
+            table = read_csv(out, required=["kernel", "stores", "best_mb_s", "avg_mb_s", "validation", "array_bytes"])
+            if (table["validation"] != "pass").any() or int(table["array_bytes"].iloc[0]) != array_bytes:
+                fail(f"{out}: numa_bandwidth failed its validation or ran another size")
+            for _, r in table.iterrows():
+                row = f"{r['kernel']} {r['stores']}" if r["kernel"] != "read" else "read"
+                record.add(row, "ours", float(r["best_mb_s"]))
+                record.add(row, "ours avg", float(r["avg_mb_s"]))
+
+        tools: list[tuple[str, Callable[[], None]]] = [("ours", ours)]
+        for name, binary in streams.items():
+            def stream(name: str = name, binary: Path = binary) -> None:
+                for function, rate in stream_mb_s(binary, threads).items():
+                    record.add(function, name, rate)
+            tools.append((name, stream))
+        if have_likwid:
+            for test, nstreams in LIKWID_STREAMS.items():
+                def likwid(test: str = test, nstreams: int = nstreams) -> None:
+                    record.add(test, "likwid", likwid_mb_s(test + simd, nstreams * array_bytes, threads))
+                tools.append((f"likwid {test}", likwid))
+        print(f"-- {threads} thread{'s' if threads > 1 else ''}")
+        interleave(rounds, tools, record)
+        print(f"{'ours':<14} {'stat':<4} {'reference':<24} {'ours MB/s':>10} {'ref MB/s':>10} {'ratio':>7} "
+              f"{'[min-max]':>15}  target")
+        for row, _, _, tool, figure in BANDWIDTH_PAIRS:
+            ref_name = f"{tool} {figure + (simd if tool == 'likwid' else '')}"
+            if not record.has(figure, tool):
+                why = "likwid-bench not installed" if tool == "likwid" else "no --stream-src given"
+                print(f"{row:<14} {'':<4} {ref_name:<24} {'':>10} {'NOT RUN':>10}  ({why})")
+                continue
+            stat = "ours" if tool.startswith("STREAM") else "ours avg"
+            ratio, low, high = record.ratio((row, stat), (figure, tool))
+            print(f"{row:<14} {stat[5:] or 'best':<4} {ref_name:<24} {record.median(row, stat):>10.0f} "
+                  f"{record.median(figure, tool):>10.0f} {ratio:>7.3f} [{low:.3f}-{high:.3f}]  {verdict(ratio)}")
+            verdicts.append(f"bandwidth {row} {threads}T vs {ref_name}: {ratio:.3f} [{low:.3f}-{high:.3f}] "
+                            f"{verdict(ratio)} (load {min(record.loads):.2f}-{max(record.loads):.2f})")
     return verdicts
 
+
+# ---------------------------------------------------------------- latency
 
 def pinned_rank() -> list[str]:
     """numactl prefix binding the single rank to one CPU (the last one allowed, usually the
@@ -163,25 +262,106 @@ def pinned_rank() -> list[str]:
     return ["numactl", f"--physcpubind={max(os.sched_getaffinity(0))}", "--"]
 
 
-def latency_section(workdir: Path) -> list[str]:
-    print(f"\n== numa_latency, one rank: median ns per dependent load, spread = (max - min) / median ==")
-    print(f"{'pages':<5} {'size':>6} {'median ns':>10} {'min ns':>9} {'max ns':>9} {'spread':>8} {'samples':>7}")
+def build_ref_chase(ref_dir: Path) -> Path:
+    out = ref_dir / "ref_chase"
+    src = REPO / "bench" / "ref_chase.c"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        run(["gcc", "-O2", "-o", out, src])
+    return out
+
+
+def multichase_binary(path: Path) -> Path:
+    """A built multichase, or its source folder (a clone of github.com/google/multichase), built
+    there with its own Makefile."""
+    if path.is_dir():
+        run(["make", "-C", path, "multichase"])
+        path = path / "multichase"
+    if not os.access(path, os.X_OK):
+        fail(f"--multichase: '{path}' is not an executable; give the binary or its source folder")
+    return path
+
+
+def multichase_ns(binary: Path, size: int, pages: str) -> tuple[float, float, float]:
+    """multichase -v: one line per 0.5 s sample (its first, warm, sample already dropped);
+    returns median, min, max ns per load. 64-byte stride, TLB locality = the whole buffer
+    (full-buffer random, like ours)."""
+    proc = run([*pinned_rank(), binary, "-m", f"{size // 1024}k", "-s", "64", "-T", f"{size // 1024}k", "-n", "5",
+                "-v", *(["-H"] if pages == "thp" else [])])
+    samples = [float(m.group(1)) for m in re.finditer(r"avg=([0-9.]+)", proc.stdout)]
+    if not samples:
+        fail(f"{binary}: no 'avg=' sample lines in its -v output")
+    return statistics.median(samples), min(samples), max(samples)
+
+
+def ref_chase_ns(binary: Path, size: int, pages: str) -> dict[str, float]:
+    proc = run([*pinned_rank(), binary, str(size), pages, "5", "0.5"])
+    return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", proc.stdout)}
+
+
+def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Path | None, workdir: Path) -> list[str]:
+    print(f"\n== latency: median ns per dependent load, {rounds} interleaved rounds, one pinned thread, "
+          f"load average {load():.2f} ==")
+    print("spread = (max - min) / median of one run's samples (ours: 5 adaptive samples; reference chase and "
+          "multichase: 5 of 0.5 s)")
+    ref = build_ref_chase(ref_dir)
     verdicts = []
     for pages in ("4k", "thp"):
-        out = workdir / f"lat-{pages}.csv"
-        run([*pinned_rank(), str(BIN / "numa_latency"), f"--size={','.join(LATENCY_SIZES)}", f"--pages={pages}", "--quiet",
-             f"--csv={out}"])
-        table = read_csv(out, required=["size_bytes", "latency_ns_median", "latency_ns_min", "latency_ns_max",
-                                        "samples", "page_size"])
-        for _, row in table.sort_values("size_bytes").iterrows():
-            median, low, high = (float(row[c]) for c in ("latency_ns_median", "latency_ns_min", "latency_ns_max"))
-            spread = (high - low) / median
-            size = int(row["size_bytes"])
-            print(f"{pages:<5} {format_size(size):>6} {median:>10.2f} {low:>9.2f} {high:>9.2f} "
-                  f"{spread:>7.2%} {int(row['samples']):>7}")
+        record = Rounds()
+        for size in sizes:
+            row = format_size(size)
+
+            def ours(size: int = size, row: str = row) -> None:
+                out = workdir / f"lat-{pages}-{size}.csv"
+                run([*pinned_rank(), BIN / "numa_latency", f"--size={size // 1024}K", f"--pages={pages}", "--quiet",
+                     f"--csv={out}"])
+                r = read_csv(out, required=["latency_ns_median", "latency_ns_min", "latency_ns_max",
+                                            "first_touch_s", "cycle_build_s", "sample_s"]).iloc[0]
+                record.add(row, "ours", float(r["latency_ns_median"]))
+                record.add(row, "ours spread", (float(r["latency_ns_max"]) - float(r["latency_ns_min"]))
+                           / float(r["latency_ns_median"]))
+                record.add(row, "ours setup", float(r["first_touch_s"]) + float(r["cycle_build_s"]))
+                record.add(row, "ours sample", float(r["sample_s"]))
+
+            def reference(size: int = size, row: str = row) -> None:
+                r = ref_chase_ns(ref, size, pages)
+                record.add(row, "ref", r["median_ns"])
+                record.add(row, "ref spread", (r["max_ns"] - r["min_ns"]) / r["median_ns"])
+                record.add(row, "ref setup", r["first_touch_s"] + r["build_s"])
+
+            tools: list[tuple[str, Callable[[], None]]] = [("ours", ours), ("ref", reference)]
+            if multichase:
+                def multi(size: int = size, row: str = row) -> None:
+                    median, low, high = multichase_ns(multichase, size, pages)
+                    record.add(row, "multichase", median)
+                    record.add(row, "multichase spread", (high - low) / median)
+                tools.append(("multichase", multi))
+            print(f"-- {pages} {row}")
+            interleave(rounds, tools, record)
+        print(f"{'pages':<5} {'size':>5} {'ours ns':>8} {'ref ns':>8} {'ours/ref':>8} {'[min-max]':>15} "
+              f"{'multich.':>8} {'ours/mc':>8} {'spread ours':>17} {'ref':>6} {'mc':>6} {'sample s':>8} "
+              f"{'setup ours s':>12} {'ref s':>6}")
+        for size in sizes:
+            row = format_size(size)
+            ratio, low, high = record.ratio((row, "ours"), (row, "ref"))
+            if record.has(row, "multichase"):
+                mc_ratio = record.ratio((row, "ours"), (row, "multichase"))[0]
+                mc = f"{record.median(row, 'multichase'):>8.2f} {mc_ratio:>8.3f}"
+                mc_spread = f"{record.median(row, 'multichase spread'):>6.1%}"
+            else:
+                mc, mc_spread = f"{'NOT RUN':>8} {'':>8}", f"{'-':>6}"
+            spreads = record.values[(row, "ours spread")]
+            print(f"{pages:<5} {row:>5} {record.median(row, 'ours'):>8.2f} {record.median(row, 'ref'):>8.2f} "
+                  f"{ratio:>8.3f} [{low:.3f}-{high:.3f}] {mc} {statistics.median(spreads):>6.1%} "
+                  f"[{min(spreads):.1%}-{max(spreads):.1%}] {record.median(row, 'ref spread'):>6.1%} {mc_spread} "
+                  f"{record.median(row, 'ours sample'):>8.2f} {record.median(row, 'ours setup'):>12.3f} "
+                  f"{record.median(row, 'ref setup'):>6.3f}")
+            verdicts.append(f"latency {pages} {row}: ours/ref {ratio:.3f} [{low:.3f}-{high:.3f}] {verdict(ratio)}")
             if size >= 256 << 20:
-                verdicts.append(f"latency spread {pages} {format_size(size)}: {spread:.2%} "
-                                f"({'under' if spread < 0.02 else 'NOT under'} 2%)")
+                worst = max(spreads)
+                verdicts.append(f"latency spread {pages} {row}: median {statistics.median(spreads):.1%}, worst "
+                                f"{worst:.1%} ({'at or under' if worst <= SPREAD_TARGET else 'NOT at or under'} 2%; "
+                                f"reference chase {record.median(row, 'ref spread'):.1%})")
+        verdicts.append(f"latency {pages}: load average {min(record.loads):.2f}-{max(record.loads):.2f} over the rounds")
     return verdicts
 
 
@@ -211,40 +391,63 @@ def sweep_section(workdir: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=3, help="runs of each bandwidth pair; the best counts")
-    parser.add_argument("--array-bytes", type=int, default=160_000_000,
-                        help="bytes per array; a multiple of 1000 and 1024 so both tools get it exactly "
-                             "(default 160000000: over 4x a 32 MiB L3)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of every tool (default 5)")
+    parser.add_argument("--array-bytes", type=int,
+                        help="bytes per array (default: numa_bandwidth's own, 4x the last-level cache); a "
+                             "multiple of 128000 so every tool gets it exactly")
+    parser.add_argument("--threads", default="1,2", help="thread counts of the bandwidth section (default 1,2)")
+    parser.add_argument("--sizes", default=LATENCY_SIZES, help=f"latency sizes (default {LATENCY_SIZES})")
+    parser.add_argument("--stream-src", type=Path, default=os.environ.get("STREAM_SRC"),
+                        help="McCalpin's stream.c (or $STREAM_SRC); without it the STREAM columns are NOT RUN")
+    parser.add_argument("--multichase", type=Path, default=os.environ.get("MULTICHASE"),
+                        help="multichase's source folder or binary (or $MULTICHASE); without it that column is "
+                             "NOT RUN")
+    parser.add_argument("--ref-dir", type=Path, default=Path.home() / "ref",
+                        help="where the references are built, outside the repository (default ~/ref)")
     parser.add_argument("--keep", type=Path, help="keep the kernels' CSVs in this folder")
     parser.add_argument("--skip", choices=["bandwidth", "latency", "cycle", "sweep"], action="append", default=[],
                         help="leave a section out (repeatable)")
     args = parser.parse_args(argv)
     try:
-        if args.reps < 1 or args.array_bytes <= 0 or args.array_bytes % 8000:
-            fail("--reps must be >= 1 and --array-bytes a positive multiple of 8000 (whole likwid kB, "
-                 "whole doubles)")
-        if args.array_bytes % 1024:
-            fail(f"--array-bytes {args.array_bytes} is not a whole number of KiB; numa_bandwidth takes K units")
-        if shutil.which("likwid-bench") is None and "bandwidth" not in args.skip:
-            fail("likwid-bench not found: apt-get install likwid (or --skip bandwidth)")
+        if args.rounds < 1:
+            fail("--rounds must be at least 1")
+        if args.stream_src and not args.stream_src.is_file():
+            fail(f"--stream-src: no file '{args.stream_src}'; bench/README.md says how to get stream.c")
+        if args.multichase and not args.multichase.exists():
+            fail(f"--multichase: no '{args.multichase}'; bench/README.md says how to get multichase")
+        try:
+            threads = [int(t) for t in args.threads.split(",")]
+            sizes = [parse_size(s) for s in args.sizes.split(",")]
+        except (ValueError, NumasweepError) as exc:
+            fail(f"--threads/--sizes: {exc}")
         build = subprocess.run(["make", "-C", str(REPO / "kernels"), "cpu"], capture_output=True, text=True)
         if build.returncode != 0:
             fail(f"make -C kernels cpu failed: {(build.stderr.strip() or build.stdout.strip()).splitlines()[-1]}")
+        args.ref_dir.mkdir(parents=True, exist_ok=True)
         workdir = args.keep or Path(tempfile.mkdtemp(prefix="numasweep-bench-"))
         workdir.mkdir(parents=True, exist_ok=True)
+        flags = run([BIN / "numa_bandwidth", "--version"]).stdout.strip().splitlines()[-1].strip()
         # Every figure below is only as good as the machine was quiet: say how busy it was.
-        print(f"host {os.uname().nodename}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
-              f"at start; CSVs in {workdir}")
+        print(f"host {os.uname().nodename}, {os.cpu_count()} CPUs, load average {load():.2f} at start; "
+              f"kernels {flags}; references in {args.ref_dir}; CSVs in {workdir}")
+        print(f"STREAM: {args.stream_src or 'NOT RUN (no --stream-src)'}; multichase: "
+              f"{args.multichase or 'NOT RUN (no --multichase)'}; likwid-bench: "
+              f"{shutil.which('likwid-bench') or 'NOT RUN (apt-get install likwid)'}")
         verdicts: list[str] = []
         if "bandwidth" not in args.skip:
-            verdicts += bandwidth_section(args.array_bytes, args.reps, workdir)
+            array_bytes = args.array_bytes or default_array_bytes() // 128000 * 128000
+            if array_bytes <= 0 or array_bytes % 128000:
+                fail(f"--array-bytes {array_bytes}: give a positive multiple of 128000 (whole likwid kB of 1000 "
+                     "bytes, whole KiB, whole doubles), e.g. 128000000")
+            verdicts += bandwidth_section(array_bytes, args.rounds, threads, args.stream_src, args.ref_dir, workdir)
         if "latency" not in args.skip:
-            verdicts += latency_section(workdir)
+            multichase = multichase_binary(args.multichase) if args.multichase else None
+            verdicts += latency_section(sizes, args.rounds, args.ref_dir, multichase, workdir)
         if "cycle" not in args.skip:
             verdicts += cycle_section()
         if "sweep" not in args.skip:
             verdicts += sweep_section(workdir)
-        print(f"\n== targets (load average {os.getloadavg()[0]:.2f} at the end) ==")
+        print(f"\n== targets (load average {load():.2f} at the end) ==")
         for line in verdicts:
             print(line)
         if not args.keep:

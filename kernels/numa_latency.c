@@ -4,8 +4,13 @@
  * the policy numactl set), touch it, link ONE random cycle through all of its 64-byte slots,
  * warm up, then time dependent loads (each address comes from the previous load) until
  * --min-time has passed; repeat --samples times. Reported: median, min and max nanoseconds per
- * load over the samples. Every row records the CPU the rank ran on, that CPU's node and L3
- * group, the policy the kernel reports for the buffer and where its pages are (move_pages).
+ * load over the samples. From 256 MiB on (where page walks make single samples vary most), when
+ * the spread (max - min) / median is above --spread, all samples are taken again, each twice as
+ * long, until the spread is met or a sample would exceed --max-time; the sample length used and
+ * the spread are in the CSV, with a warning when the target was not met. The set-up (first touch
+ * of the buffer, building the cycle) is timed and reported too. Every row records the CPU the
+ * rank ran on, that CPU's node and L3 group, the policy the kernel reports for the buffer and
+ * where its pages are (move_pages).
  *
  * Ranks measure concurrently (default; a barrier before every sample) or one after another
  * (--serial). Rank 0 writes the CSV and the table.
@@ -32,6 +37,8 @@ typedef struct {
     size_t nsizes;
     int serial;
     double min_time;
+    double max_time;
+    double spread_pct;
     int samples;
     uint64_t seed;
     long self_test_slots;
@@ -46,6 +53,10 @@ typedef struct {
     int l3_group;
     uint64_t size_bytes;
     double median_ns, min_ns, max_ns;
+    double sample_s;      /* length of each sample finally used */
+    double spread_pct;    /* 100 * (max - min) / median */
+    double first_touch_s; /* populating the buffer's pages */
+    double cycle_build_s; /* linking the random cycle */
     int samples;
     uint64_t loads;
     char host[64];
@@ -56,13 +67,18 @@ typedef struct {
     char placed_nodes[256];
 } result;
 
-enum { OPT_SIZE = NS_OPT_KERNEL, OPT_SERIAL, OPT_MIN_TIME, OPT_SAMPLES, OPT_SEED, OPT_SELF_TEST };
+enum { OPT_SIZE = NS_OPT_KERNEL, OPT_SERIAL, OPT_MIN_TIME, OPT_SAMPLES, OPT_SEED, OPT_SELF_TEST, OPT_MAX_TIME, OPT_SPREAD };
+
+/* Sizes from which the sample length adapts to the spread: DRAM on any current machine. */
+#define ADAPT_FROM_BYTES (256ull << 20)
 
 static const struct option long_options[] = {
     NS_COMMON_LONG_OPTIONS,
     {"size", required_argument, 0, OPT_SIZE},
     {"serial", no_argument, 0, OPT_SERIAL},
     {"min-time", required_argument, 0, OPT_MIN_TIME},
+    {"max-time", required_argument, 0, OPT_MAX_TIME},
+    {"spread", required_argument, 0, OPT_SPREAD},
     {"samples", required_argument, 0, OPT_SAMPLES},
     {"seed", required_argument, 0, OPT_SEED},
     {"self-test", required_argument, 0, OPT_SELF_TEST},
@@ -77,6 +93,9 @@ static void usage(void)
            "                    64K,1M,1G\n"
            "  --serial          ranks measure one after another (default: all at once)\n"
            "  --min-time=SEC    minimum duration of each sample (default 0.2)\n"
+           "  --spread=PCT      from 256M on, take the samples again, each twice as long, while\n"
+           "                    (max - min) / median is above PCT percent (default 2; 0 = never)\n"
+           "  --max-time=SEC    longest sample the --spread rule may reach (default 1.6)\n"
            "  --samples=N       samples per size (default 5); median, min and max are reported\n"
            "  --seed=N          seed of the random cycle (default 1; each rank and size derive their own)\n"
            "  --self-test=N     build the cycle over N slots, check it visits all N, print the build\n"
@@ -108,14 +127,32 @@ static double thread_cpu_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Touch the buffer (first touch by the calling CPU) and link its slots into one random cycle. */
-static void *build_cycle(void *addr, size_t bytes, ns_rng *rng)
+/* Touch the buffer (first touch by the calling CPU) and link its slots into one random cycle;
+ * the wall time of each step goes to *touch_s and *build_s. */
+static void *build_cycle(void *addr, size_t bytes, ns_rng *rng, double *touch_s, double *build_s)
 {
     /* One system call where the kernel has it (Linux >= 5.14) is much faster than a page fault
      * per page for GiB buffers; elsewhere the linking pass, which writes every slot in address
-     * order, is the first touch. */
+     * order, is the first touch (and its time is then part of the build time). */
+    double t0 = ns_seconds();
     (void)madvise(addr, bytes, NS_MADV_POPULATE_WRITE);
-    return ns_chase_build(addr, bytes / NS_CHASE_SLOT_BYTES, NS_CHASE_SLOT_BYTES, rng);
+    double t1 = ns_seconds();
+    void *start = ns_chase_build(addr, bytes / NS_CHASE_SLOT_BYTES, NS_CHASE_SLOT_BYTES, rng);
+    *touch_s = t1 - t0;
+    *build_s = ns_seconds() - t1;
+    return start;
+}
+
+/* The 1-minute load average from /proc/loadavg as text, "?" when unknown. */
+static const char *load_average(void)
+{
+    static char text[16];
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f || fscanf(f, "%15s", text) != 1)
+        snprintf(text, sizeof text, "?");
+    if (f)
+        fclose(f);
+    return text;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -139,9 +176,9 @@ static int self_test(long nslots, ns_pages pages)
     /* CPU time too: on a shared machine it shows the cost without the waiting for a CPU. */
     struct timespec c0, c1;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-    double t0 = ns_seconds();
-    void *start = build_cycle(buf, bytes, &rng);
-    double build = ns_seconds() - t0;
+    double touch, link;
+    void *start = build_cycle(buf, bytes, &rng, &touch, &link);
+    double build = touch + link;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
     /* Walk the cycle once, checking every step lands on a slot not seen before. */
@@ -159,8 +196,10 @@ static int self_test(long nslots, ns_pages pages)
     } while (p != (char *)start && visited <= (size_t)nslots);
     int ok = !bad && visited == (size_t)nslots && p == (char *)start;
     printf("self-test: cycle over %ld slots of %d bytes: visits %zu distinct slots, returns to start: %s\n"
-           "self-test: build time %.3f s wall, %.3f s CPU (%.1f ns per slot), touching the buffer included\n",
-           nslots, NS_CHASE_SLOT_BYTES, visited, ok ? "ok" : "FAILED", build, cpu, build * 1e9 / (double)nslots);
+           "self-test: build time %.3f s wall, %.3f s CPU (%.1f ns per slot), touching the buffer included\n"
+           "self-test: of which first touch %.3f s, linking the cycle %.3f s\n",
+           nslots, NS_CHASE_SLOT_BYTES, visited, ok ? "ok" : "FAILED", build, cpu, build * 1e9 / (double)nslots, touch,
+           link);
     ns_buffer_free(&mem);
     free(seen);
     return ok ? 0 : 1;
@@ -171,6 +210,8 @@ static void parse(int argc, char **argv, options *o)
     memset(o, 0, sizeof *o);
     ns_common_defaults(&o->common);
     o->min_time = 0.2;
+    o->max_time = 1.6;
+    o->spread_pct = 2.0;
     o->samples = 5;
     o->seed = 1;
     const char *sizes = "16K-1G";
@@ -182,6 +223,10 @@ static void parse(int argc, char **argv, options *o)
         case OPT_SIZE: sizes = optarg; break;
         case OPT_SERIAL: o->serial = 1; break;
         case OPT_MIN_TIME: o->min_time = ns_double_arg("--min-time", optarg, 1e-4, 3600); break;
+        case OPT_MAX_TIME: o->max_time = ns_double_arg("--max-time", optarg, 1e-4, 3600); break;
+        case OPT_SPREAD:
+            o->spread_pct = strcmp(optarg, "0") ? ns_double_arg("--spread", optarg, 0.01, 1000) : 0;
+            break;
         case OPT_SAMPLES: o->samples = (int)ns_int_arg("--samples", optarg, 1, 1000); break;
         case OPT_SEED: o->seed = (uint64_t)ns_int_arg("--seed", optarg, 0, 1L << 62); break;
         case OPT_SELF_TEST: o->self_test_slots = ns_int_arg("--self-test", optarg, 2, UINT32_MAX); break;
@@ -192,13 +237,15 @@ static void parse(int argc, char **argv, options *o)
     if (o->common.help || o->common.version)
         return;
     o->nsizes = ns_sizes_arg("--size", sizes, &o->sizes);
+    char note[160];
+    ns_size_unit_note(sizes, note, sizeof note);
     for (size_t i = 0; i < o->nsizes; i++) {
         char s[32];
         ns_format_size(o->sizes[i], s, sizeof s);
         if (o->sizes[i] < 2 * NS_CHASE_SLOT_BYTES)
             ns_die("--size: %s is below two %d-byte slots: use at least 128 bytes", s, NS_CHASE_SLOT_BYTES);
         if (o->sizes[i] / NS_CHASE_SLOT_BYTES > UINT32_MAX)
-            ns_die("--size: %s has more than 2^32 slots: use at most 256G", s);
+            ns_die("--size: %s has more than 2^32 slots: use at most 256G%s", s, note);
     }
     ns_common_finish(&o->common);
 }
@@ -227,7 +274,8 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     size_t nslots = size / NS_CHASE_SLOT_BYTES;
     ns_rng rng;
     ns_rng_seed(&rng, o->seed * 0x100000001b3ull + (uint64_t)rank * 1000003u + size);
-    void *start = build_cycle(buf.addr, size, &rng);
+    double first_touch, cycle_build;
+    void *start = build_cycle(buf.addr, size, &rng, &first_touch, &cycle_build);
     ns_buffer_check_thp(&buf);
 
     ns_placement placement;
@@ -239,6 +287,8 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     memset(r, 0, sizeof *r);
     r->rank = rank;
     r->size_bytes = size;
+    r->first_touch_s = first_touch;
+    r->cycle_build_s = cycle_build;
     ns_hostname(r->host, sizeof r->host);
     snprintf(r->policy, sizeof r->policy, "%s", seen.name);
     ns_format_int_list(seen.nodes, seen.nnodes, r->mem_nodes, sizeof r->mem_nodes);
@@ -267,23 +317,49 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     if (!ns_per_load)
         ns_die("out of memory");
     double least_on_cpu = 1.0;
-    for (int s = 0; s < o->samples; s++) {
+    double sample_s = o->min_time, spread;
+    int adapt = o->spread_pct > 0 && size >= ADAPT_FROM_BYTES;
+    for (;;) {
+        r->loads = 0;
+        least_on_cpu = 1.0;
+        for (int s = 0; s < o->samples; s++) {
+            if (barrier_comm != MPI_COMM_NULL)
+                MPI_Barrier(barrier_comm);
+            uint64_t batch = (uint64_t)(sample_s / per_load / 4) + 16;
+            uint64_t loads = 0;
+            double cpu0 = thread_cpu_seconds();
+            double t0 = ns_seconds(), elapsed;
+            do {
+                p = chase(p, batch);
+                loads += batch;
+                elapsed = ns_seconds() - t0;
+            } while (elapsed < sample_s);
+            double on_cpu = (thread_cpu_seconds() - cpu0) / elapsed;
+            least_on_cpu = on_cpu < least_on_cpu ? on_cpu : least_on_cpu;
+            ns_per_load[s] = elapsed * 1e9 / (double)loads;
+            per_load = elapsed / (double)loads;
+            r->loads += loads;
+        }
+        qsort(ns_per_load, (size_t)o->samples, sizeof *ns_per_load, cmp_double);
+        int n = o->samples;
+        double median = n % 2 ? ns_per_load[n / 2] : 0.5 * (ns_per_load[n / 2 - 1] + ns_per_load[n / 2]);
+        spread = 100 * (ns_per_load[n - 1] - ns_per_load[0]) / median;
+        /* Ranks measuring at once take their samples together: they decide together. */
+        double worst = spread;
         if (barrier_comm != MPI_COMM_NULL)
-            MPI_Barrier(barrier_comm);
-        uint64_t batch = (uint64_t)(o->min_time / per_load / 4) + 16;
-        uint64_t loads = 0;
-        double cpu0 = thread_cpu_seconds();
-        double t0 = ns_seconds(), elapsed;
-        do {
-            p = chase(p, batch);
-            loads += batch;
-            elapsed = ns_seconds() - t0;
-        } while (elapsed < o->min_time);
-        double on_cpu = (thread_cpu_seconds() - cpu0) / elapsed;
-        least_on_cpu = on_cpu < least_on_cpu ? on_cpu : least_on_cpu;
-        ns_per_load[s] = elapsed * 1e9 / (double)loads;
-        per_load = elapsed / (double)loads;
-        r->loads += loads;
+            MPI_Allreduce(&spread, &worst, 1, MPI_DOUBLE, MPI_MAX, barrier_comm);
+        if (!adapt || worst <= o->spread_pct || 2 * sample_s > o->max_time)
+            break;
+        sample_s *= 2;
+    }
+    r->sample_s = sample_s;
+    r->spread_pct = spread;
+    if (adapt && spread > o->spread_pct) {
+        char s[32];
+        ns_format_size(size, s, sizeof s);
+        ns_warn("rank %d at %s: samples spread %.1f%% with %.2f s each, above the --spread target of %.1f%% "
+                "(load average %s): other work on this machine or its host; the median still stands", rank, s, spread, sample_s,
+                o->spread_pct, load_average());
     }
     if (least_on_cpu < 0.95) {
         char s[32];
@@ -299,7 +375,6 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
         ns_warn("rank %d moved from CPU %d to CPU %d while measuring %s: bind ranks to one CPU each", rank, r->cpu,
                 cpu_after, s);
     }
-    qsort(ns_per_load, (size_t)o->samples, sizeof *ns_per_load, cmp_double);
     int n = o->samples;
     r->median_ns = n % 2 ? ns_per_load[n / 2] : 0.5 * (ns_per_load[n / 2 - 1] + ns_per_load[n / 2]);
     r->min_ns = ns_per_load[0];
@@ -313,10 +388,12 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
 
 static void csv_row(ns_text *csv, const result *r, int ranks, const options *o)
 {
-    ns_text_printf(csv, "%d,%d,%s,%s,%d,%d,%d,%s,\"%s\",\"%s\",%s,%llu,%.3f,%.3f,%.3f,%d,%llu,\"%s\"\n", r->rank,
-                   ranks, o->serial ? "serial" : "concurrent", r->host, r->cpu, r->cpu_node, r->l3_group, r->policy,
-                   r->mem_nodes, r->weights, ns_pages_name(o->common.pages), (unsigned long long)r->size_bytes,
-                   r->median_ns, r->min_ns, r->max_ns, r->samples, (unsigned long long)r->loads, r->page_fractions);
+    ns_text_printf(csv, "%d,%d,%s,%s,%d,%d,%d,%s,\"%s\",\"%s\",%s,%llu,%.3f,%.3f,%.3f,%d,%llu,\"%s\",%.3f,%.2f,%.4f,%.4f\n",
+                   r->rank, ranks, o->serial ? "serial" : "concurrent", r->host, r->cpu, r->cpu_node, r->l3_group,
+                   r->policy, r->mem_nodes, r->weights, ns_pages_name(o->common.pages),
+                   (unsigned long long)r->size_bytes, r->median_ns, r->min_ns, r->max_ns, r->samples,
+                   (unsigned long long)r->loads, r->page_fractions, r->sample_s, r->spread_pct, r->first_touch_s,
+                   r->cycle_build_s);
 }
 
 static void print_table(const options *o, const result *all, int ranks)
@@ -347,7 +424,10 @@ static void print_table(const options *o, const result *all, int ranks)
             printf(" %*.2f |", width - 2, all[i * (size_t)ranks + (size_t)rk].median_ns);
         printf("\n");
     }
-    printf("Latency: median ns per dependent load over %d samples of >= %.3g s each.\n", o->samples, o->min_time);
+    printf("Latency: median ns per dependent load over %d samples of >= %.3g s each", o->samples, o->min_time);
+    if (o->spread_pct > 0)
+        printf(" (from 256M on, up to %.3g s while the spread is above %.3g%%)", o->max_time, o->spread_pct);
+    printf(".\n");
 }
 
 int main(int argc, char **argv)
@@ -435,7 +515,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         ns_text_printf(&csv, "rank,ranks,mode,host,cpu,cpu_node,l3_group,policy,mem_nodes,weights,page_size,"
                              "size_bytes,latency_ns_median,latency_ns_min,latency_ns_max,samples,loads,"
-                             "page_fractions\n");
+                             "page_fractions,sample_s,spread_pct,first_touch_s,cycle_build_s\n");
     for (size_t i = 0; i < o.nsizes; i++) {
         result mine;
         if (o.serial) {

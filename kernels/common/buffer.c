@@ -56,6 +56,30 @@ int ns_policy_target_nodes(const ns_policy *policy, int *nodes, int max_count)
     return ns_online_nodes(nodes, max_count);
 }
 
+uint64_t ns_free_memory_bytes(const ns_policy *policy, ns_pages pages)
+{
+    int nodes[NS_MAX_NODES];
+    int n = ns_policy_target_nodes(policy, nodes, NS_MAX_NODES);
+    uint64_t free_bytes = 0;
+    int known = 0;
+    for (int i = 0; i < n; i++) {
+        if (pages == NS_PAGES_2M || pages == NS_PAGES_1G) {
+            size_t page = ns_pages_bytes(pages);
+            int64_t count = ns_node_free_hugepages(nodes[i], page);
+            if (count > 0)
+                free_bytes += (uint64_t)count * page;
+            known = 1;
+        } else {
+            int64_t b = ns_node_free_bytes(nodes[i]);
+            if (b >= 0) {
+                free_bytes += (uint64_t)b;
+                known = 1;
+            }
+        }
+    }
+    return known ? free_bytes : UINT64_MAX;
+}
+
 int ns_free_memory_problem(const ns_policy *policy, ns_pages pages, uint64_t bytes, const char *what, char *msg,
                            size_t len)
 {
@@ -63,14 +87,9 @@ int ns_free_memory_problem(const ns_policy *policy, ns_pages pages, uint64_t byt
     int n = ns_policy_target_nodes(policy, nodes, NS_MAX_NODES);
     char list[1024], have[32];
     ns_format_int_list(nodes, n, list, sizeof list);
-    uint64_t free_bytes = 0;
+    uint64_t free_bytes = ns_free_memory_bytes(policy, pages);
     if (pages == NS_PAGES_2M || pages == NS_PAGES_1G) {
         size_t page = ns_pages_bytes(pages);
-        for (int i = 0; i < n; i++) {
-            int64_t count = ns_node_free_hugepages(nodes[i], page);
-            if (count > 0)
-                free_bytes += (uint64_t)count * page;
-        }
         uint64_t need = (bytes + page - 1) / page * page;
         if (need <= free_bytes)
             return 0;
@@ -81,15 +100,7 @@ int ns_free_memory_problem(const ns_policy *policy, ns_pages pages, uint64_t byt
                  (unsigned long long)(free_bytes / page), page >> 10);
         return 1;
     }
-    int known = 0;
-    for (int i = 0; i < n; i++) {
-        int64_t b = ns_node_free_bytes(nodes[i]);
-        if (b >= 0) {
-            free_bytes += (uint64_t)b;
-            known = 1;
-        }
-    }
-    if (!known || bytes <= free_bytes)
+    if (bytes <= free_bytes)
         return 0;
     ns_format_size(free_bytes >> 20 << 20, have, sizeof have);
     snprintf(msg, len, "%s exceeds the free memory of node(s) %s (%s free): use a smaller size or more nodes", what,

@@ -41,6 +41,9 @@ int ns_policy_target_nodes(const ns_policy *policy, int *nodes, int max_count);
 /* Refuse (exit 2, one line naming the size, the nodes and their free memory) when bytes exceed
  * what the target nodes have free: MemFree for 4k/thp, free hugetlb pages for 2m/1g. */
 void ns_check_free_memory(const ns_policy *policy, ns_pages pages, uint64_t bytes);
+/* Bytes free on the target nodes as that check counts them (free hugetlb pages for 2m/1g);
+ * UINT64_MAX when the kernel does not say. */
+uint64_t ns_free_memory_bytes(const ns_policy *policy, ns_pages pages);
 /* The same check without ending the program: returns 1 and the message when bytes do not fit
  * (what: how the request is described in the message, e.g. "size 4G" or "2 ranks x 4G"). */
 int ns_free_memory_problem(const ns_policy *policy, ns_pages pages, uint64_t bytes, const char *what, char *msg,

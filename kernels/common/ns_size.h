@@ -24,6 +24,11 @@ int ns_parse_sizes(const char *text, uint64_t **sizes, size_t *count, char *err,
 uint64_t ns_size_arg(const char *option, const char *text);
 size_t ns_sizes_arg(const char *option, const char *text, uint64_t **sizes);
 
+/* For an error about a size given as text: when the text holds a plain number large enough to
+ * be meant as bytes (>= 65536, i.e. 64 GiB when read as MiB), " (a plain number is MiB: N is read
+ * as X; for N bytes write Y)" in buf, else "". Returns buf. */
+const char *ns_size_unit_note(const char *text, char *buf, size_t len);
+
 /* Short human form: 16K, 1M, 1536K, 2G (exact; falls back to bytes). */
 void ns_format_size(uint64_t bytes, char *buf, size_t len);
 

@@ -150,6 +150,35 @@ size_t ns_sizes_arg(const char *option, const char *text, uint64_t **sizes)
     return n;
 }
 
+const char *ns_size_unit_note(const char *text, char *buf, size_t len)
+{
+    /* The largest plain number of the list: the one most likely meant as bytes. */
+    unsigned long long largest = 0;
+    for (const char *p = text; *p;) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        int plain = end != p && (*end == '\0' || *end == ',' || *end == '-');
+        if (plain && v > largest)
+            largest = v;
+        p = end != p ? end : p + 1;
+        while (*p == ',' || *p == '-')
+            p++;
+    }
+    buf[0] = '\0';
+    if (largest < 65536) /* 64 GiB as MiB: below this a plain number is plausibly MiB */
+        return buf;
+    char as_mib[32], as_bytes[32];
+    ns_format_size(largest > UINT64_MAX >> 20 ? UINT64_MAX : (uint64_t)largest << 20, as_mib, sizeof as_mib);
+    ns_format_size((uint64_t)largest, as_bytes, sizeof as_bytes);
+    if (largest % 1024)
+        snprintf(buf, len, " (a plain number is MiB: %llu is read as %s; bytes are written with K, M or G)", largest,
+                 as_mib);
+    else
+        snprintf(buf, len, " (a plain number is MiB: %llu is read as %s; for %llu bytes write %s)", largest, as_mib,
+                 largest, as_bytes);
+    return buf;
+}
+
 void ns_format_size(uint64_t bytes, char *buf, size_t len)
 {
     if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)

@@ -30,6 +30,71 @@ def test_stream_kernels_validate_for_every_pattern(kernels_bin, tmp_path):
     assert {r["stride"] for r in rows if r["pattern"] == "strided"} == {"4"}
 
 
+def test_regular_and_nt_stores_both_validate_and_count_the_same_bytes(kernels_bin, tmp_path):
+    csv_path = tmp_path / "bandwidth.csv"
+    proc = run_ok(
+        [kernels_bin / "numa_bandwidth", "--array-size=4M", "--ntimes=3", "--stores=regular,nt",
+         "--pattern=sequential,strided", f"--csv={csv_path}"],
+        env={"OMP_NUM_THREADS": "2"},
+    )
+    assert "Validation: passed" in proc.stdout
+    assert "--stores=nt runs the sequential pattern only" in proc.stderr
+    _, rows = read_rows(csv_path)
+    got = {(r["kernel"], r["pattern"], r["stores"]) for r in rows}
+    stores_kernels = {"copy", "scale", "add", "triad", "write"}
+    assert got == ({(k, p, "regular") for k in WORDS for p in ("sequential", "strided")}
+                   | {(k, "sequential", "nt") for k in stores_kernels})
+    for r in rows:
+        assert r["validation"] == "pass", r
+        assert int(r["bytes_per_element"]) == WORDS[r["kernel"]] * 8
+        assert float(r["first_touch_s"]) > 0
+    # The variants of a kernel count identical bytes: only the store instructions differ.
+    per_iter = {(r["kernel"], r["stores"]): r["bytes_per_iter"] for r in rows if r["pattern"] == "sequential"}
+    assert all(per_iter[(k, "nt")] == per_iter[(k, "regular")] for k in stores_kernels)
+    # The figure's byte counting is printed beside it.
+    assert "Bytes/elem" in proc.stdout and "stores: regular and nt" in proc.stdout
+
+
+def test_regular_store_loops_are_not_turned_into_memcpy(kernels_bin):
+    """gcc may turn a copy loop into memcpy, which streams large blocks: "regular" would be nt."""
+    out = run_ok(["objdump", "-d", "--no-show-raw-insn", kernels_bin / "numa_bandwidth"]).stdout
+    calls, function = [], None
+    for line in out.splitlines():
+        if line.endswith(">:"):
+            function = line.split("<", 1)[1].rstrip(">:")
+        elif "call" in line and ("memcpy" in line or "memset" in line) and "run_kernel" in (function or ""):
+            calls.append((function, line))
+    assert not calls, calls
+
+
+def test_default_array_size_follows_four_times_the_last_level_cache(kernels_bin, tmp_path):
+    csv_path = tmp_path / "bandwidth.csv"
+    run_ok([kernels_bin / "numa_bandwidth", "--ntimes=2", "--kernels=read", "--quiet", f"--csv={csv_path}"],
+           env={"OMP_NUM_THREADS": "1"})
+    (row,) = read_rows(csv_path)[1]
+    llc, instances = _llc()
+    expected = max(64 << 20, -(-4 * llc * instances // (1 << 20)) << 20)
+    assert int(row["array_bytes"]) == expected, (row["array_bytes"], llc, instances)
+
+
+def _llc() -> tuple[int, int]:
+    """Size of cpu0's highest cache level and the number of its instances, from sysfs."""
+    from pathlib import Path
+
+    base = Path("/sys/devices/system/cpu")
+    best = (0, 0, "")
+    for d in sorted((base / "cpu0" / "cache").glob("index*")):
+        if (d / "type").read_text().strip() == "Instruction":
+            continue
+        level, size = int((d / "level").read_text()), (d / "size").read_text().strip()
+        nbytes = int(size[:-1]) << (10 if size.endswith("K") else 20) if size[-1] in "KM" else int(size)
+        if level > best[0]:
+            best = (level, nbytes, d.name)
+    shared = {(cpu / "cache" / best[2] / "shared_cpu_list").read_text().strip()
+              for cpu in base.glob("cpu[0-9]*") if (cpu / "cache" / best[2] / "shared_cpu_list").exists()}
+    return best[1], len(shared)
+
+
 def test_threads_option_and_cpus_recorded(kernels_bin, tmp_path):
     csv_path = tmp_path / "bandwidth.csv"
     run_ok([kernels_bin / "numa_bandwidth", "--array-size=1M", "--ntimes=2", "--kernels=triad", "--threads=1",

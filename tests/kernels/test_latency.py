@@ -15,7 +15,7 @@ from kernel_helpers import cannot_check
 
 from kernel_helpers import contract_columns, fractions, online_nodes, read_rows, run, run_ok
 
-FAST = ["--min-time=0.02", "--samples=3"]
+FAST = ["--min-time=0.02", "--samples=3", "--max-time=0.08"]
 
 
 @pytest.mark.parametrize("slots", [2, 3, 1000, 65537])
@@ -36,6 +36,32 @@ def test_csv_follows_contract_and_cache_is_faster_than_memory(kernels_bin, tmp_p
         assert float(r["latency_ns_min"]) <= float(r["latency_ns_median"]) <= float(r["latency_ns_max"])
         assert int(r["samples"]) == 3 and int(r["loads"]) > 0
         assert r["mode"] == "concurrent" and r["ranks"] == "1" and r["page_size"] == "4k"
+
+
+def test_set_up_times_and_sample_length_are_recorded(kernels_bin, tmp_path):
+    csv_path = tmp_path / "latency.csv"
+    run_ok([kernels_bin / "numa_latency", "--size=64K,4M", *FAST, f"--csv={csv_path}"])
+    for r in read_rows(csv_path)[1]:
+        assert float(r["first_touch_s"]) >= 0 and float(r["cycle_build_s"]) > 0
+        # Below 256 MiB the sample length stays --min-time.
+        assert float(r["sample_s"]) == 0.02
+        lo, med, hi = (float(r[c]) for c in ("latency_ns_min", "latency_ns_median", "latency_ns_max"))
+        assert abs(float(r["spread_pct"]) - 100 * (hi - lo) / med) < 0.05 + 1e-3 * 100 * (hi - lo) / med
+
+
+def test_sample_length_doubles_while_the_spread_is_above_target(kernels_bin, tmp_path):
+    csv_path = tmp_path / "latency.csv"
+    # A target no real measurement meets: the samples double from 0.01 s up to --max-time and
+    # the kernel says why it stopped.
+    proc = run_ok([kernels_bin / "numa_latency", "--size=256M", "--samples=3", "--min-time=0.01", "--max-time=0.04",
+                   "--spread=0.01", f"--csv={csv_path}"])
+    (row,) = read_rows(csv_path)[1]
+    assert float(row["sample_s"]) == 0.04
+    assert "above the --spread target of 0.0%" in proc.stderr or float(row["spread_pct"]) <= 0.01
+    # --spread=0 keeps the sample length fixed.
+    run_ok([kernels_bin / "numa_latency", "--size=256M", "--samples=3", "--min-time=0.01", "--spread=0",
+            f"--csv={csv_path}"])
+    assert float(read_rows(csv_path)[1][0]["sample_s"]) == 0.01
 
 
 def test_bound_pages_are_all_on_node_0_and_the_csv_says_so(kernels_bin, tmp_path):

@@ -13,8 +13,10 @@ rule build_common:
         CONDA_ENV
     resources:
         bench_slot=1,
+    params:
+        cflags=CONFIG["build"]["kernel_cflags"],
     shell:
-        "make -C kernels $PWD/{output} > {log} 2>&1"
+        "make -C kernels $PWD/{output} KERNEL_CFLAGS={params.cflags:q} > {log} 2>&1"
 
 
 rule build:
@@ -29,5 +31,7 @@ rule build:
         CONDA_ENV
     resources:
         bench_slot=1,
+    params:
+        cflags=CONFIG["build"]["kernel_cflags"],
     shell:
-        "make -C kernels $PWD/{output} > {log} 2>&1"
+        "make -C kernels $PWD/{output} KERNEL_CFLAGS={params.cflags:q} > {log} 2>&1"
