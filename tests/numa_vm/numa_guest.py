@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ class Layout:
     nodes: int
     memory_only: tuple[int, ...] = ()
     cpus_per_node: int = 1
+    l3_groups: int = 1  # groups of each node's CPUs that share an L3 (QEMU dies)
     node_memory_mib: int = 512
 
     def describe(self) -> str:
@@ -110,6 +113,7 @@ def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int)
         "bash", str(RUN_SH),
         f"--nodes={layout.nodes}",
         f"--cpus-per-node={layout.cpus_per_node}",
+        f"--l3-groups={layout.l3_groups}",
         f"--node-memory={layout.node_memory_mib}",
         f"--timeout={timeout}",
         f"--rw={out}",
@@ -127,6 +131,17 @@ def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int)
         f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     )
     return GuestRun(layout=layout, out=out, seconds=seconds)
+
+
+def copy_repo_with_kernels(repo: Path, out: Path) -> None:
+    """A copy of the repository under `out/repo` for the guest's workflow runs, with the
+    host-built kernels copied with their times kept, so the guest's build jobs find them up to
+    date."""
+    sys.path.insert(0, str(repo / "tests" / "workflow"))
+    from workflow_helpers import copy_repo
+
+    copy_repo(repo, out / "repo")
+    shutil.copytree(repo / "build", out / "repo" / "build", symlinks=True)
 
 
 def page_fractions(field: str) -> dict[int, float]:

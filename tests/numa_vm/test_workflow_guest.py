@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
-from numa_guest import HERE, GuestRun, Layout, Step, page_fractions
+from numa_guest import HERE, GuestRun, Layout, Step, copy_repo_with_kernels, page_fractions
 
 pytestmark = [pytest.mark.numa_vm, pytest.mark.workflow]
 
@@ -30,13 +27,7 @@ SNAKEMAKE = (
 STEPS = [Step("workflow", SNAKEMAKE)]
 
 
-def prepare(repo: Path, out: Path) -> None:
-    """A copy of the repository for the guest to run in, with the host-built kernels."""
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import copy_repo
-
-    copy_repo(repo, out / "repo")
-    shutil.copytree(repo / "build", out / "repo" / "build", symlinks=True)
+prepare = copy_repo_with_kernels
 
 
 @pytest.fixture(scope="module")
