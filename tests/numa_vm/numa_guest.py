@@ -9,6 +9,7 @@ file it writes under `$OUT`, a host folder shared writable with the guest.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -151,3 +152,29 @@ def page_fractions(field: str) -> dict[int, float]:
         node, _, fraction = part.partition(":")
         fractions[int(node)] = float(fraction)
     return fractions
+
+
+def section(markdown: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
+    assert match, f"the report has no '## {title}' section"
+    return match.group(1)
+
+
+def md_tables(text: str) -> list[tuple[str, list[dict[str, str]]]]:
+    """Each Markdown table with the line of text above it (its title), as rows of {header: cell}."""
+    tables: list[tuple[str, list[dict[str, str]]]] = []
+    title, lines = "", text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() and not lines[i].startswith("|"):
+            title = lines[i].strip("*")
+        if lines[i].startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: "):
+            header = [c.strip() for c in lines[i].strip("|").split("|")]
+            rows, i = [], i + 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(dict(zip(header, (c.strip() for c in lines[i].strip("|").split("|")))))
+                i += 1
+            tables.append((title, rows))
+            continue
+        i += 1
+    return tables
