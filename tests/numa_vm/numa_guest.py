@@ -9,8 +9,11 @@ file it writes under `$OUT`, a host folder shared writable with the guest.
 from __future__ import annotations
 
 import os
+import re
 import shlex
+import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +43,7 @@ class Layout:
     nodes: int
     memory_only: tuple[int, ...] = ()
     cpus_per_node: int = 1
+    l3_groups: int = 1  # groups of each node's CPUs that share an L3 (QEMU dies)
     node_memory_mib: int = 512
 
     def describe(self) -> str:
@@ -110,6 +114,7 @@ def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int)
         "bash", str(RUN_SH),
         f"--nodes={layout.nodes}",
         f"--cpus-per-node={layout.cpus_per_node}",
+        f"--l3-groups={layout.l3_groups}",
         f"--node-memory={layout.node_memory_mib}",
         f"--timeout={timeout}",
         f"--rw={out}",
@@ -129,6 +134,17 @@ def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int)
     return GuestRun(layout=layout, out=out, seconds=seconds)
 
 
+def copy_repo_with_kernels(repo: Path, out: Path) -> None:
+    """A copy of the repository under `out/repo` for the guest's workflow runs, with the
+    host-built kernels copied with their times kept, so the guest's build jobs find them up to
+    date."""
+    sys.path.insert(0, str(repo / "tests" / "workflow"))
+    from workflow_helpers import copy_repo
+
+    copy_repo(repo, out / "repo")
+    shutil.copytree(repo / "build", out / "repo" / "build", symlinks=True)
+
+
 def page_fractions(field: str) -> dict[int, float]:
     """`"0:0.7500,3:0.2500"` -> {0: 0.75, 3: 0.25} (docs/INTERFACES.md)."""
     fractions: dict[int, float] = {}
@@ -136,3 +152,29 @@ def page_fractions(field: str) -> dict[int, float]:
         node, _, fraction = part.partition(":")
         fractions[int(node)] = float(fraction)
     return fractions
+
+
+def section(markdown: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
+    assert match, f"the report has no '## {title}' section"
+    return match.group(1)
+
+
+def md_tables(text: str) -> list[tuple[str, list[dict[str, str]]]]:
+    """Each Markdown table with the line of text above it (its title), as rows of {header: cell}."""
+    tables: list[tuple[str, list[dict[str, str]]]] = []
+    title, lines = "", text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() and not lines[i].startswith("|"):
+            title = lines[i].strip("*")
+        if lines[i].startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: "):
+            header = [c.strip() for c in lines[i].strip("|").split("|")]
+            rows, i = [], i + 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(dict(zip(header, (c.strip() for c in lines[i].strip("|").split("|")))))
+                i += 1
+            tables.append((title, rows))
+            continue
+        i += 1
+    return tables

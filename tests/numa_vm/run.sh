@@ -7,6 +7,9 @@
 #   --memory-only=LIST   nodes without CPUs, e.g. 3 (CXL-like); turns on HMAT so the guest
 #                        kernel puts them in a lower memory tier
 #   --cpus-per-node=K    CPUs on each node that has CPUs (default 1)
+#   --l3-groups=G        split each node's CPUs into G groups sharing an L3 cache (default 1:
+#                        every CPU its own socket and L3); each CPU node is then one socket of
+#                        G dies, and QEMU gives the CPUs of a die one L3 (CPUID leaf 4)
 #   --node-memory=MIB    memory per node in MiB (default 512)
 #   --timeout=SECONDS    wall-clock limit for the whole boot + command (default 300)
 #   --rw=DIR             share host folder DIR writable at the same path (repeatable); the
@@ -31,6 +34,7 @@ KERNEL_DIR="$CACHE/kernel"
 nodes=2
 memory_only=""
 cpus_per_node=1
+l3_groups=1
 node_memory=512
 limit=300
 log=""
@@ -43,20 +47,23 @@ while [ $# -gt 0 ]; do
         --nodes=*) nodes=${1#*=} ;;
         --memory-only=*) memory_only=${1#*=} ;;
         --cpus-per-node=*) cpus_per_node=${1#*=} ;;
+        --l3-groups=*) l3_groups=${1#*=} ;;
         --node-memory=*) node_memory=${1#*=} ;;
         --timeout=*) limit=${1#*=} ;;
         --rw=*) rw_dirs+=("${1#*=}") ;;
         --log=*) log=${1#*=} ;;
-        --help|-h) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --help|-h) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
         *) die "unknown option '$1': see tests/numa_vm/run.sh --help" ;;
     esac
     shift
 done
 [ $# -gt 0 ] || die "no command given: tests/numa_vm/run.sh [OPTIONS] -- COMMAND [ARGS...]"
-for value in "$nodes" "$cpus_per_node" "$node_memory" "$limit"; do
-    [[ "$value" =~ ^[1-9][0-9]*$ ]] || die "'$value' is not a positive integer: check --nodes, --cpus-per-node, --node-memory, --timeout"
+for value in "$nodes" "$cpus_per_node" "$l3_groups" "$node_memory" "$limit"; do
+    [[ "$value" =~ ^[1-9][0-9]*$ ]] || die "'$value' is not a positive integer: check --nodes, --cpus-per-node, --l3-groups, --node-memory, --timeout"
 done
+[ $((cpus_per_node % l3_groups)) -eq 0 ] \
+    || die "--l3-groups=$l3_groups does not divide --cpus-per-node=$cpus_per_node: give a divisor"
 is_memory_only() { [[ ",$memory_only," == *",$1,"* ]]; }
 for node in ${memory_only//,/ }; do
     if ! [[ "$node" =~ ^[0-9]+$ ]] || [ "$node" -ge "$nodes" ]; then
@@ -127,13 +134,22 @@ trap cleanup EXIT
     echo
 } > "$JOB/cmd.sh"
 
+cpu="max,-fma"
+# tsc=reliable: emulated CPUs outnumbering the host's cores drift apart, the kernel then marks
+# the TSC unstable and switches sched_clock's static key while the others run, which crashes
+# a 16-CPU guest under multi-threaded TCG (a page fault in sched_clock_cpu).
+# L3 groups: QEMU 7.2 shares the L3 among the CPUs of one die in CPUID leaf 4, but Linux reads
+# leaf 4 only on Intel CPUs; on QEMU's AMD TCG CPU (family 15) it shares the L3 per package.
+# So with groups the CPU says it is Intel, and each die's CPUs get their own L3 in sysfs.
+if [ "$l3_groups" -gt 1 ]; then cpu+=",vendor=GenuineIntel"; fi
+
 # shellcheck disable=SC2054  # commas belong to QEMU's option values
 qemu_args=(
-    -accel tcg,thread=multi -cpu max,-fma
+    -accel tcg,thread=multi -cpu "$cpu"
     -nodefaults -display none -no-reboot
     -serial "file:$CONSOLE"
     -kernel "$KERNEL_DIR/vmlinuz" -initrd "$INITRD"
-    -append "console=ttyS0 quiet loglevel=3 panic=-1 init_on_alloc=0 numa_vm.job=$JOB"
+    -append "console=ttyS0 quiet loglevel=3 panic=-1 init_on_alloc=0 tsc=reliable numa_vm.job=$JOB"
     -virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$JOB,mount_tag=job,security_model=none,multidevs=remap"
 )
@@ -150,7 +166,12 @@ for ((node = 0; node < nodes; node++)); do
     is_memory_only "$node" || cpu_nodes+=("$node")
 done
 cpus=$((cpus_per_node * ${#cpu_nodes[@]}))
-qemu_args+=(-m "$((node_memory * nodes))M" -smp "$cpus,sockets=$cpus,cores=1,threads=1")
+qemu_args+=(-m "$((node_memory * nodes))M")
+if [ "$l3_groups" -eq 1 ]; then
+    qemu_args+=(-smp "$cpus,sockets=$cpus,cores=1,threads=1")
+else
+    qemu_args+=(-smp "$cpus,sockets=${#cpu_nodes[@]},dies=$l3_groups,cores=$((cpus_per_node / l3_groups)),threads=1")
+fi
 hmat=""
 [ -n "$memory_only" ] && hmat=1
 machine="q35"
@@ -166,6 +187,11 @@ for ((node = 0; node < nodes; node++)); do
 done
 socket=0
 for node in "${cpu_nodes[@]}"; do
+    if [ "$l3_groups" -gt 1 ]; then
+        qemu_args+=(-numa "cpu,node-id=$node,socket-id=$socket")
+        socket=$((socket + 1))
+        continue
+    fi
     for ((k = 0; k < cpus_per_node; k++)); do
         qemu_args+=(-numa "cpu,node-id=$node,socket-id=$socket")
         socket=$((socket + 1))

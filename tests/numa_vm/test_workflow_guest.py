@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
-from numa_guest import HERE, GuestRun, Layout, Step, page_fractions
+from numa_guest import HERE, GuestRun, Layout, Step, copy_repo_with_kernels, md_tables, page_fractions, section
 
 pytestmark = [pytest.mark.numa_vm, pytest.mark.workflow]
 
@@ -30,13 +27,7 @@ SNAKEMAKE = (
 STEPS = [Step("workflow", SNAKEMAKE)]
 
 
-def prepare(repo: Path, out: Path) -> None:
-    """A copy of the repository for the guest to run in, with the host-built kernels."""
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import copy_repo
-
-    copy_repo(repo, out / "repo")
-    shutil.copytree(repo / "build", out / "repo" / "build", symlinks=True)
+prepare = copy_repo_with_kernels
 
 
 @pytest.fixture(scope="module")
@@ -45,32 +36,6 @@ def report(guest: GuestRun) -> str:
     path = guest.out / "repo" / "report" / SYSTEM / "experimentation.md"
     assert path.exists(), f"the workflow finished without {path}"
     return path.read_text()
-
-
-def section(markdown: str, title: str) -> str:
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
-    assert match, f"the report has no '## {title}' section"
-    return match.group(1)
-
-
-def md_tables(text: str) -> list[tuple[str, list[dict[str, str]]]]:
-    """Each Markdown table with the line of text above it (its title), as rows of {header: cell}."""
-    tables: list[tuple[str, list[dict[str, str]]]] = []
-    title, lines = "", text.splitlines()
-    i = 0
-    while i < len(lines):
-        if lines[i].strip() and not lines[i].startswith("|"):
-            title = lines[i].strip("*")
-        if lines[i].startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: "):
-            header = [c.strip() for c in lines[i].strip("|").split("|")]
-            rows, i = [], i + 2
-            while i < len(lines) and lines[i].startswith("|"):
-                rows.append(dict(zip(header, (c.strip() for c in lines[i].strip("|").split("|")))))
-                i += 1
-            tables.append((title, rows))
-            continue
-        i += 1
-    return tables
 
 
 def test_workflow_detects_the_guest(guest: GuestRun) -> None:
