@@ -85,7 +85,7 @@ def normalise(df: pd.DataFrame, bench: str) -> pd.DataFrame:
         if col in NUMERIC:
             df[col] = pd.to_numeric(df[col], errors="coerce").fillna(-1).astype("int64")
         else:
-            df[col] = df[col].map(_text).astype(object)
+            df[col] = df[col].map(label).astype(object)
     return df
 
 
