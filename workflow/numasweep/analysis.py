@@ -332,9 +332,10 @@ def tlb_cost(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding
         return []
     noise, _ = relative_noise(points)
     limit = _threshold(noise, MIN_EFFECT)
+    _configs(points, without=("page_size", "pages"))
     key = ["mode", "policy", "locality", "rank", "cpu", "size_bytes"]
     findings = []
-    for mode, m in points.groupby("mode"):
+    for (mode, _, name), m in points.groupby(["mode", "config", "config_name"]):
         small = m[m["page_size"] == "4k"].groupby(key)["latency_ns"].median()
         for page in sorted(set(m["page_size"]) - {"4k", ""}):
             huge = m[m["page_size"] == page].groupby(key)["latency_ns"].median()
@@ -346,11 +347,11 @@ def tlb_cost(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding
             onset = _sustained_onset(per_size, limit)
             peak_size = per_size.idxmax()
             findings.append(Finding(
-                id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {page} pages ({mode})",
+                id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {page} pages ({mode})" + _in(name),
                 summary=(f"In {mode} mode, 4k pages are {_pct(per_size.max())} slower than {page} pages at "
                          f"{_sz(peak_size)}" + (f", beyond the noise from {_sz(onset)} on." if onset is not None
                                                 else "; the difference does not persist beyond the noise.")),
-                numbers={"mode": mode, "huge_page": page, "onset_size_bytes": onset,
+                numbers={"mode": mode, "config": name, "huge_page": page, "onset_size_bytes": onset,
                          "max_ratio": float(per_size.max()), "max_size_bytes": peak_size,
                          "threshold_ratio": 1 + limit},
                 evidence=[{"size_bytes": s, "ratio_4k_to_huge": r} for s, r in per_size.items()],
@@ -507,13 +508,13 @@ def _asymmetry(points: pd.DataFrame) -> pd.DataFrame:
     """Per mode, page size, node, memory target and size: latency of each L3 position (median of its
     ranks) and the ratio of position 0 to position 1 (or of the slowest to the fastest position)."""
     rows = []
-    for (mode, page, node, mem, size), g in points.groupby(
-            ["mode", "page_size", "cpu_node", "mem_nodes", "size_bytes"]):
+    for (config, name, mode, page, node, mem, size), g in points.groupby(
+            ["config", "config_name", "mode", "page_size", "cpu_node", "mem_nodes", "size_bytes"]):
         per_pos = g.groupby("l3_pos")["latency_ns"].median()
         if len(per_pos) < 2:
             continue
         cpus = {p: sorted(g[g["l3_pos"] == p]["cpu"].tolist()) for p in per_pos.index}
-        rows.append({"mode": mode, "page_size": page, "cpu_node": node, "mem_nodes": mem, "size_bytes": size,
+        rows.append({"config": config, "config_name": name, "mode": mode, "page_size": page, "cpu_node": node, "mem_nodes": mem, "size_bytes": size,
                      "per_pos": per_pos.to_dict(), "cpus": cpus})
     return pd.DataFrame(rows)
 
@@ -525,7 +526,7 @@ def _asymmetry_runs(points: pd.DataFrame, limit: float) -> list[dict]:
     if table.empty:
         return []
     out = []
-    for (mode, page), g in table.groupby(["mode", "page_size"]):
+    for (_, name, mode, page), g in table.groupby(["config", "config_name", "mode", "page_size"]):
         positions = sorted({p for d in g["per_pos"] for p in d})
         mean_log = {p: np.mean([math.log(d[p]) for d in g["per_pos"] if p in d]) for p in positions}
         slow, fast = max(mean_log, key=mean_log.get), min(mean_log, key=mean_log.get)
@@ -538,7 +539,7 @@ def _asymmetry_runs(points: pd.DataFrame, limit: float) -> list[dict]:
                       if per_size[r["size_bytes"]] - 1 > limit and r["ratio"] < 1 - limit]
         slow_cpus = sorted({c for d in g["cpus"] for c in d.get(slow, [])})
         fast_cpus = sorted({c for d in g["cpus"] for c in d.get(fast, [])})
-        out.append({"mode": mode, "page_size": page, "slow": slow, "fast": fast, "per_size": per_size,
+        out.append({"mode": mode, "config_name": name, "page_size": page, "slow": slow, "fast": fast, "per_size": per_size,
                     "table": g, "inversions": inversions, "slow_cpus": slow_cpus, "fast_cpus": fast_cpus})
     return out
 
@@ -563,7 +564,7 @@ def domain_asymmetry(latency: pd.DataFrame | None, topology: Any = None) -> list
         peak = per_size.sub(1).abs().idxmax()
         onset = _sustained_onset(per_size, limit)
         slow_name, fast_name = _position_label(run["slow"]), _position_label(run["fast"])
-        base = {"mode": mode, "page_size": run["page_size"], "slow_l3_position": run["slow"],
+        base = {"mode": mode, "config": run["config_name"], "page_size": run["page_size"], "slow_l3_position": run["slow"],
                 "fast_l3_position": run["fast"], "slow_cpus": run["slow_cpus"], "fast_cpus": run["fast_cpus"],
                 "max_ratio": float(per_size[peak]), "max_size_bytes": peak, "threshold_ratio": 1 + limit,
                 "noise": noise, "noise_rule": rule}
@@ -572,7 +573,7 @@ def domain_asymmetry(latency: pd.DataFrame | None, topology: Any = None) -> list
                     for _, r in run["table"].iterrows()]
         if per_size[peak] - 1 <= limit:
             findings.append(Finding(
-                id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode}): no asymmetry",
+                id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode}): no asymmetry" + _in(run["config_name"]),
                 summary=(f"In {mode} mode, ranks on different L3 groups of the same node differ by at most "
                          f"{_pct(per_size[peak])} (at {_sz(peak)}, median over nodes), within the "
                          f"{limit * 100:.0f}% threshold: no asymmetry."),
@@ -592,7 +593,7 @@ def domain_asymmetry(latency: pd.DataFrame | None, topology: Any = None) -> list
         onset_text = (f"; the gap exceeds the noise from {_sz(onset)} on" if onset is not None
                       else "; the gap does not persist to the largest size")
         findings.append(Finding(
-            id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode})",
+            id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode})" + _in(run["config_name"]),
             summary=(f"In {mode} mode, ranks on the {slow_name} ({_cpus(run['slow_cpus'])}) are "
                      f"{_pct(plateau.median())} slower than those on the {fast_name} "
                      f"({_cpus(run['fast_cpus'])}) from {_sz(sizes[i])} to {_sz(sizes[j])} "

@@ -17,6 +17,9 @@ from numasweep.errors import NumasweepError  # noqa: E402
 # ------------------------------------------------------------------ configuration
 # grid.validate_config names the key path of the first problem in one line; the schema
 # check by snakemake then only fills the same defaults into `config`.
+# A value of the user's --configfile that a profile's `config:` (or --config) replaces: say so.
+for _line in grid.overridden(workflow.overwrite_configfiles, config):
+    print(f"numasweep: warning: {_line}", file=sys.stderr)
 try:
     CONFIG = grid.validate_config(config, "config")
 except NumasweepError as exc:
