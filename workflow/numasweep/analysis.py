@@ -879,7 +879,8 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
             pin = {"1": "pinned", "true": "pinned", "0": "pageable", "false": "pageable"}.get(pinned.lower(), pinned)
             findings.append(Finding(
                 id="gpu_plateau", bench="gpu_xfer",
-                title=f"GPU {direction}: {policy or 'default'} {nodes}, {pin or 'pinning unknown'} ({who})",
+                title=(f"GPU {direction}: {policy or 'default'} {nodes}" + (f" weights {weight}" if weight else "")
+                       + f", {pin or 'pinning unknown'} ({who})"),
                 summary=(f"GPU {direction}s ({who}, {pin or 'pinning unknown'}, {policy or 'default'} policy, {mem}) reach a "
                          f"plateau of {value:.1f} GiB/s from {_sz(start)} on."),
                 numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
@@ -914,7 +915,8 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
         best, worst = g.iloc[0], g.iloc[-1]
         findings.append(Finding(
             id="gpu_weights", bench="gpu_xfer",
-            title=f"Best weights for GPU {direction}s over nodes {nodes} ({pinned}, {ngpus} GPU(s), GPU {gpu_id})",
+            title=(f"Best weights for GPU {direction}s over nodes {nodes} "
+                   f"({'pinned' if pinned in ('1', 'true') else 'pageable'}, {ngpus} GPU(s), GPU {gpu_id})"),
             summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest {direction} plateau "
                      f"({best['plateau_gib_s']:.1f} GiB/s), {best['plateau_gib_s'] / worst['plateau_gib_s']:.2f}x "
                      f"weights {worst['numa_weight']}."),

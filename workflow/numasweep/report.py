@@ -27,8 +27,8 @@ BENCH_TITLES = {
     "copy": "Node-to-node copy",
     "gpu_xfer": "Host-device transfers",
 }
-# Provenance: the aggregated CSVs or per-job .json records may carry the launch line under
-# any of these names.
+# The aggregated tables carry the launch line as `command` (from provenance); imported legacy
+# tables may name it otherwise.
 COMMAND_KEYS = ("command", "launch", "command_line", "cmdline")
 # Findings that compare runs (modes, L3 groups, nodes) rather than describe one curve: they go
 # to the comparative section; placement findings go next to the placement tables.
@@ -103,8 +103,9 @@ def distance_table(topology: dict) -> str | None:
     return md_table(["node"] + [str(i) for i in ids], [[i] + list(row) for i, row in zip(ids, distances)])
 
 
-def commands(results_dir: Path, frames: dict[str, pd.DataFrame]) -> list[str]:
-    """Distinct launch lines, from the aggregated CSVs or else the per-job .json records."""
+def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """Distinct launch lines, from the aggregated tables' `command` column (provenance), so the
+    report reads nothing beyond its declared inputs."""
     seen: list[str] = []
     for df in frames.values():
         for key in COMMAND_KEYS:
@@ -113,21 +114,6 @@ def commands(results_dir: Path, frames: dict[str, pd.DataFrame]) -> list[str]:
                     if value not in seen:
                         seen.append(value)
                 break
-    if seen:
-        return seen
-    for bench in figures.BENCHES:
-        for path in sorted((results_dir / bench).glob("*.json")):
-            try:
-                record = json.loads(path.read_text())
-            except (json.JSONDecodeError, OSError):
-                continue
-            for key in COMMAND_KEYS:
-                value = record.get(key) if isinstance(record, dict) else None
-                if isinstance(value, list):
-                    value = " ".join(str(v) for v in value)
-                if value and value not in seen:
-                    seen.append(str(value))
-                    break
     return seen
 
 
@@ -407,7 +393,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "distances": distance_table(topology) if topology else None,
         "reserved": format_cpulist(topology["reserved_cpus"]) if topology and topology.get("reserved_cpus") else None,
         "gpus": (topology or {}).get("gpus") or [],
-        "commands": commands(results_dir, frames),
+        "commands": commands(frames),
         "benches": benches,
         "comparative": comparative,
         "mode_comparison": mode_comparison(frames.get("latency")),
