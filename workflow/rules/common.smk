@@ -49,14 +49,6 @@ LAUNCHER = CONFIG["launcher"]
 FROM_CACHE = CONFIG["results"] is not None
 
 
-def _cached_system(folder):
-    """The system a cached results folder describes: its topology.json, else the folder name."""
-    topo = Path(folder) / "topology.json"
-    if topo.exists():
-        return json.loads(topo.read_text()).get("system") or Path(folder).name
-    return Path(folder).name
-
-
 if FROM_CACHE:
     if not Path(CONFIG["results"]).is_dir():
         raise WorkflowError(
@@ -64,7 +56,9 @@ if FROM_CACHE:
             "and aggregated <bench>.csv files (e.g. examples/lumi-g)"
         )
     RESULTS_DIR = CONFIG["results"].rstrip("/")
-    SYSTEM = CONFIG["system"] or _cached_system(RESULTS_DIR)
+    # Named by its folder, not by the system it measured: two cached folders of one system
+    # (examples/lumi-g, examples/lumi-g-remote) render into report/lumi-g and report/lumi-g-remote.
+    SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
     BENCHES = [b for b in grid.BENCHES if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
     SKIPPED = {}
