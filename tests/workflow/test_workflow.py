@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+
+REPO = Path(__file__).resolve().parents[2]
 
 from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
 
@@ -112,6 +115,53 @@ def test_dry_run_of_cached_results_plans_no_benchmark(repo_copy: Path) -> None:
     assert proc.returncode == 0, out[-3000:]
     counts = job_counts(out)
     assert not set(counts) & {"build", "build_common", "topology", "aggregate", *BENCH_RULES}, counts
+
+
+def test_each_example_renders_into_its_own_report_folder(repo_copy: Path) -> None:
+    """examples/lumi-g and examples/lumi-g-remote measure one system: their reports must not
+    overwrite each other."""
+    outputs = {}
+    for name in ("lumi-g", "lumi-g-remote"):
+        proc = snakemake(repo_copy, "-n", "report", "--config", f"results=examples/{name}")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        outputs[name] = set(re.findall(r"output: (report/\S+?)/experimentation\.md", out))
+    assert outputs == {"lumi-g": {"report/lumi-g"}, "lumi-g-remote": {"report/lumi-g-remote"}}
+
+
+def test_grid_warns_when_a_set_value_overrides_the_config_file(tmp_path: Path) -> None:
+    """A `launcher:` in the user's file that a profile's `config:` replaces: one line naming both."""
+    mine = tmp_path / "my.yaml"
+    mine.write_text("launcher: mpirun\n")
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "grid", "--config", str(mine), "--set", "launcher=srun",
+                           "--arch", str(REPO / "config" / "arch" / "lumi-g.yaml"), "--count"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "launcher: mpirun" in warnings[0] and "launcher=srun" in warnings[0]
+
+
+def test_grid_command_plans_what_snakemake_plans(repo_copy: Path, tmp_path: Path) -> None:
+    """A user file that sets only a bandwidth sweep: both layer it over config/config.yaml."""
+    mine = tmp_path / "my.yaml"
+    mine.write_text("arch: config/arch/lumi-g.yaml\nbandwidth:\n  sweeps:\n    - cpu_nodes: [1]\n      threads: [3]\n")
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "grid", "--config", str(mine)], cwd=repo_copy,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    listed = {line.split("\t")[1] for line in proc.stdout.splitlines() if not line.startswith("#")}
+    dry = snakemake(repo_copy, "-n", "--configfile", str(mine))
+    assert dry.returncode == 0, (dry.stdout + dry.stderr)[-3000:]
+    assert listed == planned_jobs(dry.stdout + dry.stderr)
+    assert any(j.startswith("lat-") for j in listed) and "bw-c1-local-t3-rep0" in listed
+
+
+def test_snakemake_warns_when_the_profile_overrides_the_config_file(repo_copy: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "my.yaml"
+    mine.write_text("launcher: mpirun\n")
+    proc = snakemake(repo_copy, "-n", "--profile", "profiles/slurm", "--configfile", str(mine))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert f"{mine} sets launcher: mpirun" in out and "launcher=srun" in out
 
 
 # ------------------------------------------------------------------ config errors

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from numasweep import series
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text, read_csv
 from numasweep.units import format_size, parse_page_fractions
@@ -162,17 +163,42 @@ def _latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
     for col in ("latency_ns_min", "latency_ns_max"):
         df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else np.nan
     keys = ["mode", "page_size", "policy", "weights", "strategy", "domains", "ranks_per_domain", "memory",
-            "ranks", "rank", "cpu", "cpu_node", "l3_group", "l3_pos", "mem_nodes", "locality", "size_bytes"]
+            "ranks", "rank", "cpu", "cpu_node", "l3_group", "l3_pos", "mem_nodes", "locality"]
+    # every other column of the series identity (label, host, system, pages) keeps series apart
+    other = [c for c in series.series_columns(df, "latency") if c not in keys]
+    for col in other:
+        df[col] = _text(df[col])
+    keys += other + ["size_bytes"]
     out = df.groupby(keys, as_index=False).agg(
         latency_ns=("latency_ns_median", "median"),
         lo=("latency_ns_min", "min"),
         hi=("latency_ns_max", "max"),
     )
     out["curve"] = out[keys[:-1]].astype(str).agg("|".join, axis=1)
+    # the configuration a curve belongs to (series columns outside one figure's lines)
+    _configs(out)
     # ranks that should measure alike: same mode, pages, memory locality and L3 position in the node
     out["comparable"] = out[["mode", "page_size", "policy", "weights", "locality", "l3_pos"]].astype(str).agg(
         "|".join, axis=1)
     return out
+
+
+def _configs(points: pd.DataFrame, without: tuple[str, ...] = ()) -> None:
+    """Add `config` (and `config_name`, the varying values joined): the series columns that name a
+    figure (series.WITHIN aside), less `without`; rows of different configurations are never
+    pooled into one finding."""
+    cols = [c for c in series.SERIES["latency"] if c in points and c not in series.WITHIN["latency"]
+            and c not in without]
+    varying = [c for c in cols if points[c].astype(str).nunique() > 1]
+    points["config"] = points[cols].astype(str).agg("|".join, axis=1) if cols else ""
+    names = {"ranks": lambda v: f"{v} rank" + ("s" if str(v) != "1" else ""),
+             "ranks_per_domain": lambda v: f"{v} per domain", "domains": lambda v: f"domains {v}"}
+    points["config_name"] = [", ".join(names.get(c, str)(r[c]) for c in varying if str(r[c]) != "")
+                             for _, r in points[varying].iterrows()] if varying else ""
+
+
+def _in(name: str) -> str:
+    return f" ({name})" if name else ""
 
 
 def relative_noise(points: pd.DataFrame) -> tuple[float, str]:
@@ -257,7 +283,8 @@ def cache_thresholds(latency: pd.DataFrame | None, topology: Any = None) -> list
     steps = _step_table(points)
     caches = _cache_candidates(topo)
     findings: list[Finding] = []
-    for (mode, page), g in steps.groupby(["mode", "page_size"]):
+    steps = steps.merge(points[["curve", "config", "config_name"]].drop_duplicates(), on="curve")
+    for (mode, page, _, name), g in steps.groupby(["mode", "page_size", "config", "config_name"]):
         for (lo, hi), s in g.groupby(["from", "to"]):
             ratio = float(s["ratio"].median())
             if ratio - 1 < limit:
@@ -270,10 +297,10 @@ def cache_thresholds(latency: pd.DataFrame | None, topology: Any = None) -> list
                      else "no cache size of the topology lies between these sizes")
             findings.append(Finding(
                 id="cache_threshold", bench="latency",
-                title=f"Latency step at {_sz(hi)} ({mode})",
+                title=f"Latency step at {_sz(hi)} ({mode})" + _in(name),
                 summary=(f"{where.capitalize()}, latency rises {ratio:.2f}x from {_sz(lo)} to {_sz(hi)} "
                          f"({before:.1f} to {after:.1f} ns, median of {len(s)} rank curves); {cause}."),
-                numbers={"mode": mode, "page_size": page, "from_size_bytes": lo, "size_bytes": hi,
+                numbers={"mode": mode, "page_size": page, "config": name, "from_size_bytes": lo, "size_bytes": hi,
                          "step_ratio": ratio, "latency_before_ns": before, "latency_after_ns": after,
                          "matched_cache": label, "cache_bytes": cache, "ranks": len(s),
                          "threshold_ratio": 1 + limit, "noise": noise, "noise_rule": rule},
@@ -305,9 +332,10 @@ def tlb_cost(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding
         return []
     noise, _ = relative_noise(points)
     limit = _threshold(noise, MIN_EFFECT)
+    _configs(points, without=("page_size", "pages"))
     key = ["mode", "policy", "locality", "rank", "cpu", "size_bytes"]
     findings = []
-    for mode, m in points.groupby("mode"):
+    for (mode, _, name), m in points.groupby(["mode", "config", "config_name"]):
         small = m[m["page_size"] == "4k"].groupby(key)["latency_ns"].median()
         for page in sorted(set(m["page_size"]) - {"4k", ""}):
             huge = m[m["page_size"] == page].groupby(key)["latency_ns"].median()
@@ -319,11 +347,11 @@ def tlb_cost(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding
             onset = _sustained_onset(per_size, limit)
             peak_size = per_size.idxmax()
             findings.append(Finding(
-                id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {page} pages ({mode})",
+                id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {page} pages ({mode})" + _in(name),
                 summary=(f"In {mode} mode, 4k pages are {_pct(per_size.max())} slower than {page} pages at "
                          f"{_sz(peak_size)}" + (f", beyond the noise from {_sz(onset)} on." if onset is not None
                                                 else "; the difference does not persist beyond the noise.")),
-                numbers={"mode": mode, "huge_page": page, "onset_size_bytes": onset,
+                numbers={"mode": mode, "config": name, "huge_page": page, "onset_size_bytes": onset,
                          "max_ratio": float(per_size.max()), "max_size_bytes": peak_size,
                          "threshold_ratio": 1 + limit},
                 evidence=[{"size_bytes": s, "ratio_4k_to_huge": r} for s, r in per_size.items()],
@@ -422,7 +450,8 @@ def mode_divergence(latency: pd.DataFrame | None, topology: Any = None) -> list[
         return []
     noise, rule = relative_noise(points)
     limit = _threshold(noise, MIN_EFFECT)
-    key = ["page_size", "locality", "l3_pos", "rank", "cpu", "size_bytes"]
+    _configs(points, without=("mode",))
+    key = ["config", "config_name", "page_size", "locality", "l3_pos", "rank", "cpu", "size_bytes"]
     conc = points[points["mode"] == "concurrent"].groupby(key)["latency_ns"].median().rename("concurrent")
     ser = points[points["mode"] == "serial"].groupby(key)["latency_ns"].median().rename("serial")
     both = pd.concat([conc, ser], axis=1).dropna().reset_index()
@@ -431,7 +460,7 @@ def mode_divergence(latency: pd.DataFrame | None, topology: Any = None) -> list[
     both["ratio"] = both["concurrent"] / both["serial"]
     findings = []
     onsets = []
-    for (page, loc, pos), g in both.groupby(["page_size", "locality", "l3_pos"]):
+    for (_, name, page, loc, pos), g in both.groupby(["config", "config_name", "page_size", "locality", "l3_pos"]):
         per_size = g.groupby("size_bytes")["ratio"].median().sort_index()
         onset = _sustained_onset(per_size, limit)
         cpus = sorted(g["cpu"].unique().tolist())
@@ -450,9 +479,9 @@ def mode_divergence(latency: pd.DataFrame | None, topology: Any = None) -> list[
                     f"the largest difference is {_pct(per_size[peak])} at {_sz(peak)} "
                     f"(threshold {limit * 100:.0f}%).")
         findings.append(Finding(
-            id="mode_divergence", bench="latency", title=f"Concurrent vs serial: {group}",
+            id="mode_divergence", bench="latency", title=f"Concurrent vs serial: {group}" + _in(name),
             summary=text,
-            numbers={"page_size": page, "locality": loc, "l3_position": pos, "cpus": cpus,
+            numbers={"page_size": page, "config": name, "locality": loc, "l3_position": pos, "cpus": cpus,
                      "onset_size_bytes": onset,
                      "median_ratio_from_onset": float(per_size[per_size.index >= onset].median())
                      if onset is not None else None,
@@ -479,13 +508,13 @@ def _asymmetry(points: pd.DataFrame) -> pd.DataFrame:
     """Per mode, page size, node, memory target and size: latency of each L3 position (median of its
     ranks) and the ratio of position 0 to position 1 (or of the slowest to the fastest position)."""
     rows = []
-    for (mode, page, node, mem, size), g in points.groupby(
-            ["mode", "page_size", "cpu_node", "mem_nodes", "size_bytes"]):
+    for (config, name, mode, page, node, mem, size), g in points.groupby(
+            ["config", "config_name", "mode", "page_size", "cpu_node", "mem_nodes", "size_bytes"]):
         per_pos = g.groupby("l3_pos")["latency_ns"].median()
         if len(per_pos) < 2:
             continue
         cpus = {p: sorted(g[g["l3_pos"] == p]["cpu"].tolist()) for p in per_pos.index}
-        rows.append({"mode": mode, "page_size": page, "cpu_node": node, "mem_nodes": mem, "size_bytes": size,
+        rows.append({"config": config, "config_name": name, "mode": mode, "page_size": page, "cpu_node": node, "mem_nodes": mem, "size_bytes": size,
                      "per_pos": per_pos.to_dict(), "cpus": cpus})
     return pd.DataFrame(rows)
 
@@ -497,7 +526,7 @@ def _asymmetry_runs(points: pd.DataFrame, limit: float) -> list[dict]:
     if table.empty:
         return []
     out = []
-    for (mode, page), g in table.groupby(["mode", "page_size"]):
+    for (_, name, mode, page), g in table.groupby(["config", "config_name", "mode", "page_size"]):
         positions = sorted({p for d in g["per_pos"] for p in d})
         mean_log = {p: np.mean([math.log(d[p]) for d in g["per_pos"] if p in d]) for p in positions}
         slow, fast = max(mean_log, key=mean_log.get), min(mean_log, key=mean_log.get)
@@ -510,7 +539,7 @@ def _asymmetry_runs(points: pd.DataFrame, limit: float) -> list[dict]:
                       if per_size[r["size_bytes"]] - 1 > limit and r["ratio"] < 1 - limit]
         slow_cpus = sorted({c for d in g["cpus"] for c in d.get(slow, [])})
         fast_cpus = sorted({c for d in g["cpus"] for c in d.get(fast, [])})
-        out.append({"mode": mode, "page_size": page, "slow": slow, "fast": fast, "per_size": per_size,
+        out.append({"mode": mode, "config_name": name, "page_size": page, "slow": slow, "fast": fast, "per_size": per_size,
                     "table": g, "inversions": inversions, "slow_cpus": slow_cpus, "fast_cpus": fast_cpus})
     return out
 
@@ -535,7 +564,7 @@ def domain_asymmetry(latency: pd.DataFrame | None, topology: Any = None) -> list
         peak = per_size.sub(1).abs().idxmax()
         onset = _sustained_onset(per_size, limit)
         slow_name, fast_name = _position_label(run["slow"]), _position_label(run["fast"])
-        base = {"mode": mode, "page_size": run["page_size"], "slow_l3_position": run["slow"],
+        base = {"mode": mode, "config": run["config_name"], "page_size": run["page_size"], "slow_l3_position": run["slow"],
                 "fast_l3_position": run["fast"], "slow_cpus": run["slow_cpus"], "fast_cpus": run["fast_cpus"],
                 "max_ratio": float(per_size[peak]), "max_size_bytes": peak, "threshold_ratio": 1 + limit,
                 "noise": noise, "noise_rule": rule}
@@ -544,7 +573,7 @@ def domain_asymmetry(latency: pd.DataFrame | None, topology: Any = None) -> list
                     for _, r in run["table"].iterrows()]
         if per_size[peak] - 1 <= limit:
             findings.append(Finding(
-                id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode}): no asymmetry",
+                id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode}): no asymmetry" + _in(run["config_name"]),
                 summary=(f"In {mode} mode, ranks on different L3 groups of the same node differ by at most "
                          f"{_pct(per_size[peak])} (at {_sz(peak)}, median over nodes), within the "
                          f"{limit * 100:.0f}% threshold: no asymmetry."),
@@ -564,7 +593,7 @@ def domain_asymmetry(latency: pd.DataFrame | None, topology: Any = None) -> list
         onset_text = (f"; the gap exceeds the noise from {_sz(onset)} on" if onset is not None
                       else "; the gap does not persist to the largest size")
         findings.append(Finding(
-            id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode})",
+            id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode})" + _in(run["config_name"]),
             summary=(f"In {mode} mode, ranks on the {slow_name} ({_cpus(run['slow_cpus'])}) are "
                      f"{_pct(plateau.median())} slower than those on the {fast_name} "
                      f"({_cpus(run['fast_cpus'])}) from {_sz(sizes[i])} to {_sz(sizes[j])} "
@@ -658,14 +687,28 @@ def _bandwidth_points(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame, str
     for col in ("cpu_nodes", "mem_nodes"):
         df[col] = [",".join(map(str, _nodes(v))) for v in df[col]] if col in df else ""
     keys = ["kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes", "cpu_nodes",
-            "mem_nodes", "threads"]
+            "mem_nodes"]
+    other = [c for c in series.series_columns(df, "bandwidth") if c not in keys]
+    for col in other:
+        df[col] = _text(df[col])
+    keys += other + ["threads"]
     out = df.groupby(keys, as_index=False)[metric].median().rename(columns={metric: "mb_s"})
     return out, metric
 
 
 def _series_name(r: Any) -> str:
+    """Names every series column that can tell two bandwidth series apart."""
     kernel = f"{r['kernel']} " if r["kernel"] else ""
-    return f"{kernel}bandwidth with threads on node {r['cpu_nodes']} and memory on node {r['mem_nodes']}"
+    text = f"{kernel}bandwidth with threads on node {r['cpu_nodes']} and memory on node {r['mem_nodes']}"
+    extra = []
+    if str(r.get("array_bytes", "")).strip():
+        extra.append(f"{_sz(float(r['array_bytes']))} arrays")
+    for col, word in (("pattern", "pattern"), ("stride", "stride"), ("page_size", "pages"), ("weights", "weights"),
+                      ("memory", "memory"), ("label", "sweep")):
+        value = str(r.get(col, "")).strip()
+        if value and not (col == "pattern" and value == "sequential") and not (col == "stride" and value in ("0", "1")):
+            extra.append(f"{word} {value}")
+    return text + (f" ({', '.join(extra)})" if extra else "")
 
 
 def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
@@ -708,10 +751,15 @@ def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Any = None) -> 
         return []
     single = points[~points["cpu_nodes"].str.contains(",") & ~points["mem_nodes"].str.contains(",")
                     & (points["cpu_nodes"] != "") & (points["mem_nodes"] != "")]
-    keys = ["kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes", "cpu_nodes"]
+    # everything of the series identity but where the memory is (grid `memory`, `mem_nodes`)
+    keys = [c for c in points.columns if c not in ("cpu_nodes", "mem_nodes", "memory", "cpu_node", "threads", "mb_s")]
+    keys.append("cpu_nodes")
+    varying = [c for c in keys[:-1] if points[c].astype(str).nunique() > 1]
     findings = []
     for key, g in single.groupby(keys):
         cpu = key[-1]
+        first = g.iloc[0]
+        name = ", ".join(f"{c} {first[c]}" for c in varying)
         local = g[g["mem_nodes"] == cpu].set_index("threads")["mb_s"]
         if local.empty:
             continue
@@ -726,7 +774,8 @@ def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Any = None) -> 
                           f"{int(per_thread.index.min())}-{int(per_thread.index.max())} threads"
                           if len(per_thread) > 1 else "")
             findings.append(Finding(
-                id="bandwidth_locality", bench="bandwidth", title=f"Bandwidth: node {mem} vs node {cpu} memory",
+                id="bandwidth_locality", bench="bandwidth",
+                title=f"Bandwidth: node {mem} vs node {cpu} memory" + _in(name),
                 summary=(f"Threads on node {cpu} reach {peak_ratio:.2f}x the bandwidth from node {mem}'s memory "
                          f"that they reach from their own node's (peak {remote.max():.0f} vs {local.max():.0f} MB/s)"
                          f"{range_text}{dist_text}."),
@@ -737,18 +786,23 @@ def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Any = None) -> 
                          "ratio_median": per_thread.median() if len(per_thread) else None,
                          "threads_min": int(per_thread.index.min()) if len(per_thread) else None,
                          "threads_max": int(per_thread.index.max()) if len(per_thread) else None,
-                         "distance_local": d_local, "distance_remote": d_remote},
+                         "distance_local": d_local, "distance_remote": d_remote, "config": name},
                 evidence=[{"threads": int(t), "local_mb_s": local.get(t), "remote_mb_s": remote.get(t),
                            "ratio": r} for t, r in per_thread.items()],
             ))
     weighted = points[points["policy"] == "weighted"]
-    for (cpu, mem), g in weighted.groupby(["cpu_nodes", "mem_nodes"]):
+    others = [c for c in keys if c not in ("weights", "cpu_nodes")]
+    varying = [c for c in others if weighted[c].astype(str).nunique() > 1]
+    for key, g in weighted.groupby(["cpu_nodes", "mem_nodes"] + others):
+        cpu, mem = key[0], key[1]
         per_weights = g.groupby("weights")["mb_s"].max().sort_values(ascending=False)
         if len(per_weights) < 2:
             continue
         best, worst = per_weights.index[0], per_weights.index[-1]
+        name = ", ".join(f"{c} {g.iloc[0][c]}" for c in varying)
         findings.append(Finding(
-            id="bandwidth_weights", bench="bandwidth", title=f"Best interleave weights over nodes {mem}",
+            id="bandwidth_weights", bench="bandwidth",
+            title=f"Best interleave weights over nodes {mem} from node {cpu}" + _in(name),
             summary=(f"Weighted interleave over nodes {mem} from node {cpu}'s CPUs is fastest with weights {best} "
                      f"({per_weights.iloc[0]:.0f} MB/s), {per_weights.iloc[0] / per_weights.iloc[-1]:.2f}x the "
                      f"slowest weights {worst}."),
@@ -803,54 +857,66 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
     if gpu is None or gpu.empty or GPU_SIZE not in gpu:
         return []
     df = gpu.copy()
-    for col in ("policy", "numa_nodes", "numa_weight", "pinned", "gpu"):
+    for col in ("policy", "numa_nodes", "numa_weight", "pinned", "gpu", "ngpus", "label", "memory", "host"):
         df[col] = _text(df[col]) if col in df else ""
     findings = []
     plateaus = []
     for direction, column in GPU_DIRECTIONS.items():
         if column not in df or df[column].isna().all():
             continue
-        for (policy, nodes, weight, pinned), g in df.groupby(["policy", "numa_nodes", "numa_weight", "pinned"]):
+        # one series per GPU of a run and per GPU count: 2 GPUs sharing a link are not 1 GPU
+        for (policy, nodes, weight, pinned, ngpus, gpu_id, label, host), g in df.groupby(
+                ["policy", "numa_nodes", "numa_weight", "pinned", "ngpus", "gpu", "label", "host"]):
             curve = g.groupby(GPU_SIZE)[column].median().dropna().sort_index()
             if len(curve) < 2:
                 continue
             value, start = _plateau(curve)
             plateaus.append({"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
-                             "pinned": pinned, "plateau_gib_s": value, "from_size_bytes": start})
+                             "pinned": pinned, "ngpus": ngpus, "gpu": gpu_id, "label": label, "host": host,
+                             "plateau_gib_s": value, "from_size_bytes": start})
+            who = f"{ngpus} GPU{'s' if ngpus not in ('', '1') else ''}, GPU {gpu_id}" + (f", {label}" if label else "")
             mem = f"memory on node(s) {nodes}" + (f" with weights {weight}" if weight else "")
             pin = {"1": "pinned", "true": "pinned", "0": "pageable", "false": "pageable"}.get(pinned.lower(), pinned)
             findings.append(Finding(
-                id="gpu_plateau", bench="gpu_xfer", title=f"GPU {direction}: {policy or 'default'} {nodes}",
-                summary=(f"GPU {direction}s ({pin or 'pinning unknown'}, {policy or 'default'} policy, {mem}) reach a "
+                id="gpu_plateau", bench="gpu_xfer",
+                title=(f"GPU {direction}: {policy or 'default'} {nodes}" + (f" weights {weight}" if weight else "")
+                       + f", {pin or 'pinning unknown'} ({who})"),
+                summary=(f"GPU {direction}s ({who}, {pin or 'pinning unknown'}, {policy or 'default'} policy, {mem}) reach a "
                          f"plateau of {value:.1f} GiB/s from {_sz(start)} on."),
                 numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
-                         "pinned": pinned, "plateau_gib_s": value, "from_size_bytes": start},
+                         "pinned": pinned, "ngpus": ngpus, "gpu": gpu_id, "plateau_gib_s": value,
+                         "from_size_bytes": start},
                 evidence=[{"size_bytes": int(s), "gib_s": v} for s, v in curve.items()],
             ))
     table = pd.DataFrame(plateaus)
     if table.empty:
         return findings
-    for (direction, policy, nodes, weight), g in table.groupby(["direction", "policy", "numa_nodes", "numa_weight"]):
+    for (direction, policy, nodes, weight, ngpus, gpu_id, label, host), g in table.groupby(
+            ["direction", "policy", "numa_nodes", "numa_weight", "ngpus", "gpu", "label", "host"]):
         pins = {p.lower(): v for p, v in zip(g["pinned"], g["plateau_gib_s"])}
         pinned = pins.get("1", pins.get("true"))
         pageable = pins.get("0", pins.get("false"))
         if pinned is None or pageable is None:
             continue
         findings.append(Finding(
-            id="gpu_pinned", bench="gpu_xfer", title=f"Pinned vs pageable GPU {direction}s",
+            id="gpu_pinned", bench="gpu_xfer",
+            title=f"Pinned vs pageable GPU {direction}s ({policy or 'default'} {nodes}, {ngpus} GPU(s), GPU {gpu_id})",
             summary=(f"Pinned host memory gives {pinned / pageable:.2f}x the {direction} plateau of pageable memory "
                      f"({pinned:.1f} vs {pageable:.1f} GiB/s, {policy or 'default'} policy, node(s) {nodes})."),
             numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "pinned_gib_s": pinned,
                      "pageable_gib_s": pageable, "ratio": pinned / pageable},
         ))
     weighted = table[table["numa_weight"] != ""]
-    for (direction, nodes, pinned), g in weighted.groupby(["direction", "numa_nodes", "pinned"]):
+    for (direction, nodes, pinned, ngpus, gpu_id, label, host), g in weighted.groupby(
+            ["direction", "numa_nodes", "pinned", "ngpus", "gpu", "label", "host"]):
         if len(g) < 2:
             continue
         g = g.sort_values("plateau_gib_s", ascending=False)
         best, worst = g.iloc[0], g.iloc[-1]
         findings.append(Finding(
-            id="gpu_weights", bench="gpu_xfer", title=f"Best weights for GPU {direction}s over nodes {nodes}",
+            id="gpu_weights", bench="gpu_xfer",
+            title=(f"Best weights for GPU {direction}s over nodes {nodes} "
+                   f"({'pinned' if pinned in ('1', 'true') else 'pageable'}, {ngpus} GPU(s), GPU {gpu_id})"),
             summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest {direction} plateau "
                      f"({best['plateau_gib_s']:.1f} GiB/s), {best['plateau_gib_s'] / worst['plateau_gib_s']:.2f}x "
                      f"weights {worst['numa_weight']}."),

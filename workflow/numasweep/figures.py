@@ -19,6 +19,7 @@ import pandas as pd
 # Figure objects without pyplot: no global figure state, no GUI backend, files only (Agg).
 from matplotlib.figure import Figure
 
+from numasweep import series
 from numasweep.errors import NumasweepError
 from numasweep.io import read_csv
 from numasweep.units import format_size, parse_page_fractions
@@ -125,18 +126,7 @@ def with_memory_node(df: pd.DataFrame, fractions_col: str = "page_fractions") ->
 
 def as_label(values: pd.Series) -> pd.Series:
     """Text labels from a column pandas may have read as float: 0.0 -> "0", NaN -> ""."""
-    def one(v: object) -> str:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return ""
-        if isinstance(v, float) and v.is_integer():
-            return str(int(v))
-        return str(v)
-    return values.map(one).astype(object)
-
-
-def series_columns(df: pd.DataFrame, candidates: tuple[str, ...]) -> list[str]:
-    """The columns among `candidates` that vary in `df`: they split it into series."""
-    return [c for c in candidates if c in df and df[c].astype(str).nunique() > 1]
+    return values.map(series.label).astype(object)
 
 
 def slug(value: object) -> str:
@@ -257,51 +247,38 @@ def l3_styles(topology: dict | None, df: pd.DataFrame) -> dict[int, tuple[str, s
 # Latency
 
 
+def rank_label(n: object) -> str:
+    n = int(n)
+    return "" if n < 0 else (f"{n} rank" if n == 1 else f"{n} ranks")
+
+
 def latency_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions: one row per (configuration, rank, size)."""
-    keys = [c for c in ("mode", "page_size", "memory", "policy", "ranks", "rank", "cpu", "cpu_node",
-                        "l3_group", "size_bytes") if c in df]
-    cols = ["latency_ns_median"] + (["page_fractions"] if "page_fractions" in df else [])
-    df = df.copy()
-    if "ranks" in df:
+    """Median over repetitions: one row per point of a series (`numasweep.series`)."""
+    out = series.point_table(df, "latency", ["latency_ns_median"], first=("page_fractions",))
+    if "ranks" in out:
         # Rank 0 of a 1-rank run and rank 0 of an 8-rank run are different measurements: the
         # rank count names the configuration (`concurrent-8 ranks`), it is never averaged over.
-        df["ranks"] = [
-            (f"{int(n)} rank" if int(n) == 1 else f"{int(n)} ranks") if pd.notna(n) else ""
-            for n in df["ranks"]
-        ]
-    for col in ("mode", "page_size", "memory", "policy", "mem_nodes"):
-        if col in df:
-            df[col] = as_label(df[col])
-    grouped = df.groupby(keys, dropna=False, sort=True)
-    out = grouped["latency_ns_median"].median().reset_index()
-    if "page_fractions" in df:
-        out["page_fractions"] = grouped["page_fractions"].first().to_numpy()
-    if "mem_nodes" in df:
-        out["mem_nodes"] = grouped["mem_nodes"].first().to_numpy()
-    return out[keys + cols + (["mem_nodes"] if "mem_nodes" in df else [])]
-
-
-def variants(df: pd.DataFrame, first: str, optional: tuple[str, ...]) -> list[tuple[str, pd.DataFrame]]:
-    """(variant name, rows) per value of `first` and of the `optional` columns that vary:
-    one figure or table each, named e.g. `concurrent` or `concurrent-2m`."""
-    out = []
-    for key, part in df.groupby([first] + series_columns(df, optional), sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        out.append(("-".join(str(k) for k in key), part))
+        out["ranks"] = out["ranks"].map(rank_label)
     return out
 
 
 def latency_configs(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """Per mode, then per page size and memory spec where those vary."""
-    return variants(df, "mode", ("page_size", "memory", "ranks"))
+    """Per mode, then per every other configuration column that varies (`numasweep.series`)."""
+    return series.configurations(df, "latency", first="mode")
+
+
+def latency_lines(part: pd.DataFrame):
+    """(key, rows) per line of one latency configuration: one per rank (and host, CPU)."""
+    cols = [c for c in series.WITHIN["latency"] if c in part]
+    return part.groupby(cols, sort=True, dropna=False)
 
 
 def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) -> None:
     """One line per rank against size, coloured by L3 group, styled by its place in the node."""
     styles = l3_styles(topology, part)
-    for rank, rows in part.groupby("rank"):
+    for _, rows in latency_lines(part):
         rows = rows.sort_values("size_bytes")
+        rank = rows["rank"].iloc[0]
         group = int(rows["l3_group"].iloc[0])
         colour, style = styles.get(group, (PALETTE[0], "-"))
         ax.plot(rows["size_bytes"], rows[value], marker="o", markersize=3, color=colour,
@@ -331,17 +308,15 @@ def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: dict | None, figd
     table = latency_table(latency)
     if set(table["mode"]) < {"concurrent", "serial"}:
         return []
-    keys = [c for c in ("page_size", "memory", "rank", "cpu", "l3_group", "size_bytes") if c in table]
+    # the same point of the same series, once with all ranks at once and once alone
+    keys = [c for c in series.point_columns(table, "latency") if c != "mode"]
     conc = table[table["mode"] == "concurrent"].set_index(keys)["latency_ns_median"]
     ser = table[table["mode"] == "serial"].set_index(keys)["latency_ns_median"]
     ratio = (conc / ser).dropna().rename("ratio").reset_index()
     if ratio.empty or ratio["size_bytes"].nunique() < 2:
         return []
     paths: list[Path] = []
-    splits = series_columns(ratio, ("page_size", "memory"))
-    parts = ratio.groupby(splits, sort=True) if splits else [("all", ratio)]
-    for key, part in parts:
-        variant = "-".join(str(k) for k in key) if isinstance(key, tuple) else str(key)
+    for variant, part in series.configurations(ratio, "latency"):
         fig, (ax,) = new_figure()
         plot_rank_curves(ax, part, "ratio", topology)
         ax.axhline(1.0, color="0.3", linewidth=1)
@@ -391,29 +366,41 @@ def full_node_matrix(matrix: pd.DataFrame, topology: dict | None) -> pd.DataFram
 
 
 def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions of the best bandwidth, with the memory node of each row."""
-    df = with_memory_node(df)
-    for col in ("kernel", "pattern", "stride", "page_size", "policy", "cpu_nodes", "mem_nodes", "weights"):
-        if col in df:
-            df[col] = as_label(df[col])
-    df["kernel"] = df["kernel"].replace("", "kernel not recorded") if "kernel" in df else "kernel not recorded"
-    keys = [c for c in ("kernel", "pattern", "stride", "page_size", "policy", "cpu_nodes",
-                        "memory_node", "mem_nodes", "weights", "threads") if c in df]
-    return df.groupby(keys, dropna=False, sort=True)["best_mb_s"].median().reset_index()
+    """Median over repetitions of the best bandwidth per point of a series, with the memory
+    node of each row."""
+    df = df.copy()
+    if "kernel" not in df:
+        df["kernel"] = "kernel not recorded"
+    df["kernel"] = as_label(df["kernel"]).replace("", "kernel not recorded")
+    out = series.point_table(df, "bandwidth", ["best_mb_s"], first=("page_fractions",))
+    return with_memory_node(out)
 
 
 def bandwidth_series_label(cpu_nodes: str, row: pd.Series) -> str:
+    """A line's name; lines of one figure differ in what it names (series.WITHIN)."""
     mem = row["memory_node"]
     if pd.isna(mem):
         where = f"memory {row.get('policy', '')} {row.get('mem_nodes', '')}".strip()
-        return f"CPUs on node {cpu_nodes}, {where}"
-    kind = "local" if str(int(mem)) == cpu_nodes else "remote"
-    return f"CPUs on node {cpu_nodes}, memory on node {int(mem)} ({kind})"
+        text = f"CPUs on node {cpu_nodes}, {where}"
+    else:
+        kind = "local" if str(int(mem)) == cpu_nodes else "remote"
+        text = f"CPUs on node {cpu_nodes}, memory on node {int(mem)} ({kind})"
+    if str(row.get("weights", "")).strip():
+        text += f", weights {row['weights']}"
+    if str(row.get("host", "")).strip() and str(row.get("memory", "")).strip() not in ("", "local"):
+        text += f" [{row['memory']}]"
+    return text
 
 
 def bandwidth_variants(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """Per kernel, then per access pattern, stride and page size where those vary."""
-    return variants(table, "kernel", ("pattern", "stride", "page_size"))
+    """Per kernel, then per every other configuration column that varies (`numasweep.series`)."""
+    return series.configurations(table, "bandwidth", first="kernel")
+
+
+def bandwidth_lines(part: pd.DataFrame):
+    """(key, rows) per line of one bandwidth configuration: CPU and memory nodes, policy."""
+    cols = [c for c in series.WITHIN["bandwidth"] if c in part] + ["memory_node"]
+    return part.groupby(cols, sort=True, dropna=False)
 
 
 def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
@@ -422,8 +409,7 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, fi
         if part["threads"].nunique() < 2:
             continue
         fig, (ax,) = new_figure()
-        series = [c for c in ("cpu_nodes", "memory_node", "policy", "mem_nodes", "weights") if c in part]
-        for i, (_, rows) in enumerate(part.groupby(series, dropna=False, sort=True)):
+        for i, (_, rows) in enumerate(bandwidth_lines(part)):
             rows = rows.sort_values("threads")
             first = rows.iloc[0]
             remote = not pd.isna(first["memory_node"]) and str(int(first["memory_node"])) != first["cpu_nodes"]
@@ -486,38 +472,47 @@ def gpu_label(row: pd.Series) -> str:
     if isinstance(row.get("numa_weight"), str) and row["numa_weight"].strip():
         parts.append(f"weights {row['numa_weight']}")
     parts.append(f"{int(row['ngpus'])} GPU{'s' if int(row['ngpus']) > 1 else ''}")
+    if int(row.get("gpu", -1)) >= 0:
+        parts.append(f"GPU {int(row['gpu'])}")
     return ", ".join(p for p in parts if p)
 
 
 def gpu_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Median over repetitions per point of a series; each GPU of a run is its own series and
+    runs with different GPU counts never share one (`numasweep.series`)."""
     df = df.copy()
-    for col in ("numa_nodes", "numa_weight", "policy"):
-        if col in df:
-            df[col] = df[col].fillna("").astype(str)
     if "pinned" not in df:
         df["pinned"] = 1
-    keys = [c for c in ("pinned", "policy", "numa_nodes", "numa_weight", "ngpus", GPU_SIZE) if c in df]
     values = ["read_latency(ms)", "read_bw(gib/s)", "write_latency(ms)", "write_bw(gib/s)"]
-    # Several GPUs in one run: each GPU's own figure, averaged, is what one GPU sees.
-    return df.groupby(keys, sort=True)[values].mean().reset_index()
+    return series.point_table(df, "gpu_xfer", values)
+
+
+def gpu_lines(part: pd.DataFrame):
+    cols = [c for c in series.WITHIN["gpu_xfer"] if c in part]
+    return part.groupby(cols, sort=True, dropna=False)
+
+
+def gpu_configurations(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Pinned and pageable host memory apart, then every other configuration that varies."""
+    table = table.copy()
+    table["pinned"] = ["pinned" if str(p) in ("1", "true", "True") else "pageable" for p in table["pinned"]]
+    return series.configurations(table, "gpu_xfer", first="pinned")
 
 
 def plot_gpu(gpu: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     table = gpu_table(gpu)
     paths: list[Path] = []
-    for pinned, part in table.groupby("pinned", sort=True):
+    for variant, part in gpu_configurations(table):
         sizes = sorted(part[GPU_SIZE].unique())
         if len(sizes) < 2:
             continue
-        variant = "pinned" if int(pinned) else "pageable"
         for kind, column, unit, log_y in (
             ("gpu_bandwidth", "bw(gib/s)", "bandwidth (GiB/s)", False),
             ("gpu_latency", "latency(ms)", "transfer time (ms)", True),
         ):
             fig, axes = new_figure(ncols=2, width=11)
-            series = [c for c in ("policy", "numa_nodes", "numa_weight", "ngpus") if c in part]
             for ax, (direction, words) in zip(axes, GPU_DIRECTIONS):
-                for i, (_, rows) in enumerate(part.groupby(series, sort=True)):
+                for i, (_, rows) in enumerate(gpu_lines(part)):
                     rows = rows.sort_values(GPU_SIZE)
                     ax.plot(rows[GPU_SIZE], rows[f"{direction}_{column}"], marker="o", markersize=3,
                             color=PALETTE[i % len(PALETTE)],
@@ -529,7 +524,7 @@ def plot_gpu(gpu: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Pat
                 else:
                     ax.set_ylim(bottom=0)
                 ax.set_ylabel(unit)
-                ax.set_title(f"{words} ({variant} host memory)")
+                ax.set_title(f"{words} ({variant} host memory)".replace("(pinned-", "(pinned, ").replace("(pageable-", "(pageable, "))
             axes[-1].legend(fontsize=7, loc="best")
             paths += save(fig, figdir, "gpu_xfer", kind, variant)
     return paths

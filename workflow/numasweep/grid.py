@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import itertools
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -453,16 +454,20 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m numasweep grid", description="List the jobs a config expands to."
     )
-    ap.add_argument("--config", required=True, action="append", help="config YAML (repeat to layer files)")
+    ap.add_argument("--config", required=True, action="append",
+                    help="config YAML layered over config/config.yaml, as `snakemake --configfile` "
+                         "does (repeat to layer files)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a value on top, as `snakemake --config KEY=VALUE` (or a profile's `config:`)")
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--arch", help="arch file or topology.json (default: the config's `arch`)")
     src.add_argument("--detect", action="store_true", help="detect this machine from sysfs")
     ap.add_argument("--count", action="store_true", help="print only the number of jobs per benchmark")
     args = ap.parse_args(argv)
 
-    config: dict = {}
-    for path in args.config:
-        config = merge(config, load_config_file(path))
+    config = layered_config(args.config, args.set)
+    for line in overridden(args.config, config):
+        print(f"numasweep: warning: {line}", file=sys.stderr)
     checked = validate_config(config, ",".join(args.config))
     arch = "auto" if args.detect else (args.arch or checked["arch"])
     topo = topology.detect() if arch == "auto" else topology.load(arch)
@@ -476,6 +481,64 @@ def main(argv: list[str]) -> int:
     for bench, why in plan.skipped.items():
         print(f"# {bench} skipped: {why}")
     return 0
+
+
+# The config Snakefile loads with `configfile:` before any --configfile: layered under every
+# user file, by `snakemake` and by `python -m numasweep grid` alike.
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
+
+
+def parse_assignments(values: list[str]) -> dict:
+    """`KEY=VALUE` pairs (`snakemake --config`, a profile's `config:`) as a config dict; the
+    value is read as YAML, as snakemake does."""
+    out: dict = {}
+    for item in values:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise NumasweepError(f"config value '{item}': write KEY=VALUE, e.g. launcher=srun")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
+
+
+def layered_config(files: list[str | Path], assignments: list[str] | None = None) -> dict:
+    """The config snakemake builds for `--configfile FILES --config ASSIGNMENTS`:
+    config/config.yaml, then each file over it, then the KEY=VALUE pairs over all."""
+    config = load_config_file(DEFAULT_CONFIG)
+    for path in files:
+        config = merge(config, load_config_file(path))
+    return merge(config, parse_assignments(assignments or []))
+
+
+def _leaves(data: dict, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    for key, value in data.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, prefix + (key,))
+        else:
+            yield prefix + (key,), value
+
+
+def overridden(files: list[str | Path], final: dict) -> list[str]:
+    """One line per value the config files set that the final config (after a profile's
+    `config:` or `--config KEY=VALUE`) replaced, naming both."""
+    layered: dict = {}
+    origin: dict = {}
+    for path in files:
+        data = load_config_file(path)
+        layered = merge(layered, data)
+        origin.update({keys: path for keys, _ in _leaves(data)})
+    lines = []
+    for keys, value in _leaves(layered):
+        now: Any = final
+        for key in keys:
+            now = now.get(key) if isinstance(now, dict) else None
+        if now != value and now is not None:
+            name = ".".join(map(str, keys))
+            lines.append(f"{origin[keys]} sets {name}: {value}, but a profile's `config:` or --config sets "
+                         f"{name}={now}, which wins; remove one of them")
+    return lines
 
 
 def merge(base: dict, over: dict) -> dict:

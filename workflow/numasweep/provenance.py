@@ -31,7 +31,8 @@ from numasweep.io import atomic_write_text
 # Environment variables that change what a benchmark measures or where it ran.
 ENV_PREFIXES = ("OMP_", "GOMP_", "SLURM_", "OMPI_", "PMI_", "NUMASWEEP_")
 # Columns the aggregated tables take from the record (see aggregate.py).
-COLUMNS = ("host", "start", "end", "slurm_job_id", "kernel_commit", "topology_digest")
+# `command` is the launch line: the report lists the distinct ones from the tables alone.
+COLUMNS = ("command", "host", "start", "end", "slurm_job_id", "kernel_commit", "topology_digest")
 
 
 def _sha256(path: Path) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from numasweep import figures
+from numasweep import figures, series
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text
 from numasweep.units import format_cpulist, format_size
@@ -27,8 +27,8 @@ BENCH_TITLES = {
     "copy": "Node-to-node copy",
     "gpu_xfer": "Host-device transfers",
 }
-# Provenance: the aggregated CSVs or per-job .json records may carry the launch line under
-# any of these names.
+# The aggregated tables carry the launch line as `command` (from provenance); imported legacy
+# tables may name it otherwise.
 COMMAND_KEYS = ("command", "launch", "command_line", "cmdline")
 # Findings that compare runs (modes, L3 groups, nodes) rather than describe one curve: they go
 # to the comparative section; placement findings go next to the placement tables.
@@ -103,8 +103,9 @@ def distance_table(topology: dict) -> str | None:
     return md_table(["node"] + [str(i) for i in ids], [[i] + list(row) for i, row in zip(ids, distances)])
 
 
-def commands(results_dir: Path, frames: dict[str, pd.DataFrame]) -> list[str]:
-    """Distinct launch lines, from the aggregated CSVs or else the per-job .json records."""
+def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """Distinct launch lines, from the aggregated tables' `command` column (provenance), so the
+    report reads nothing beyond its declared inputs."""
     seen: list[str] = []
     for df in frames.values():
         for key in COMMAND_KEYS:
@@ -113,21 +114,6 @@ def commands(results_dir: Path, frames: dict[str, pd.DataFrame]) -> list[str]:
                     if value not in seen:
                         seen.append(value)
                 break
-    if seen:
-        return seen
-    for bench in figures.BENCHES:
-        for path in sorted((results_dir / bench).glob("*.json")):
-            try:
-                record = json.loads(path.read_text())
-            except (json.JSONDecodeError, OSError):
-                continue
-            for key in COMMAND_KEYS:
-                value = record.get(key) if isinstance(record, dict) else None
-                if isinstance(value, list):
-                    value = " ".join(str(v) for v in value)
-                if value and value not in seen:
-                    seen.append(str(value))
-                    break
     return seen
 
 
@@ -143,7 +129,8 @@ def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
         sizes = sorted(part["size_bytes"].unique())
         header = ["rank", "CPU", "CPU node", "memory node"] + [format_size(int(s)) for s in sizes]
         rows = []
-        for rank, r in part.groupby("rank", sort=True):
+        for _, r in figures.latency_lines(part):
+            rank = r["rank"].iloc[0]
             values = r.set_index("size_bytes")["latency_ns_median"]
             mem = r["memory_node"].dropna()
             rows.append([int(rank), int(r["cpu"].iloc[0]), int(r["cpu_node"].iloc[0]),
@@ -182,7 +169,7 @@ def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
 def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
     table = figures.gpu_table(gpu)
     tables = []
-    for pinned, part in table.groupby("pinned", sort=True):
+    for variant, part in figures.gpu_configurations(table):
         part = part.copy()
         part["series"] = [figures.gpu_label(r) for _, r in part.iterrows()]
         for direction, words in figures.GPU_DIRECTIONS:
@@ -190,7 +177,7 @@ def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
                                     values=f"{direction}_bw(gib/s)", aggfunc="median")
             rows = [[format_size(int(s))] + [float(v) for v in row] for s, row in wide.iterrows()]
             tables.append({
-                "title": f"Bandwidth (GiB/s) {words}, {'pinned' if int(pinned) else 'pageable'} host memory",
+                "title": f"Bandwidth (GiB/s) {words}, {variant} host memory",
                 "table": md_table(["size"] + list(wide.columns), rows),
             })
     return tables
@@ -314,17 +301,28 @@ def by_mode(findings: list[dict]) -> list[dict]:
 
 
 def mode_comparison(latency: pd.DataFrame | None) -> str | None:
-    """Median over ranks per size for each mode, and their ratio, when both modes exist."""
+    """Median over ranks per size for each mode, and their ratio, when both modes exist: one
+    table per configuration (rank count, strategy, domains, ...), never pooled over them."""
     if latency is None or set(latency["mode"]) < {"concurrent", "serial"}:
         return None
     table = figures.latency_table(latency)
-    med = table.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")
-    worst = table.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="max")
-    rows = [[format_size(int(s)), float(med.loc[s, "concurrent"]), float(med.loc[s, "serial"]),
-             float(worst.loc[s, "concurrent"]), float(worst.loc[s, "serial"])]
-            for s in med.index]
-    return md_table(["size", "concurrent median (ns)", "serial median (ns)",
-                     "concurrent slowest rank (ns)", "serial slowest rank (ns)"], rows)
+    parts = []
+    for variant, part in series.configurations(table, "latency", without=("mode",)):
+        if set(part["mode"]) < {"concurrent", "serial"}:
+            continue
+        med = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")
+        worst = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="max")
+        med = med.dropna()
+        rows = [[format_size(int(s)), float(med.loc[s, "concurrent"]), float(med.loc[s, "serial"]),
+                 float(worst.loc[s, "concurrent"]), float(worst.loc[s, "serial"])]
+                for s in med.index]
+        parts.append((variant, md_table(["size", "concurrent median (ns)", "serial median (ns)",
+                                         "concurrent slowest rank (ns)", "serial slowest rank (ns)"], rows)))
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0][1]
+    return "\n\n".join(f"**{variant}**\n\n{md}" for variant, md in parts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -395,7 +393,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "distances": distance_table(topology) if topology else None,
         "reserved": format_cpulist(topology["reserved_cpus"]) if topology and topology.get("reserved_cpus") else None,
         "gpus": (topology or {}).get("gpus") or [],
-        "commands": commands(results_dir, frames),
+        "commands": commands(frames),
         "benches": benches,
         "comparative": comparative,
         "mode_comparison": mode_comparison(frames.get("latency")),

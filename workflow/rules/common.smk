@@ -17,6 +17,9 @@ from numasweep.errors import NumasweepError  # noqa: E402
 # ------------------------------------------------------------------ configuration
 # grid.validate_config names the key path of the first problem in one line; the schema
 # check by snakemake then only fills the same defaults into `config`.
+# A value of the user's --configfile that a profile's `config:` (or --config) replaces: say so.
+for _line in grid.overridden(workflow.overwrite_configfiles, config):
+    print(f"numasweep: warning: {_line}", file=sys.stderr)
 try:
     CONFIG = grid.validate_config(config, "config")
 except NumasweepError as exc:
@@ -46,14 +49,6 @@ LAUNCHER = CONFIG["launcher"]
 FROM_CACHE = CONFIG["results"] is not None
 
 
-def _cached_system(folder):
-    """The system a cached results folder describes: its topology.json, else the folder name."""
-    topo = Path(folder) / "topology.json"
-    if topo.exists():
-        return json.loads(topo.read_text()).get("system") or Path(folder).name
-    return Path(folder).name
-
-
 if FROM_CACHE:
     if not Path(CONFIG["results"]).is_dir():
         raise WorkflowError(
@@ -61,7 +56,9 @@ if FROM_CACHE:
             "and aggregated <bench>.csv files (e.g. examples/lumi-g)"
         )
     RESULTS_DIR = CONFIG["results"].rstrip("/")
-    SYSTEM = CONFIG["system"] or _cached_system(RESULTS_DIR)
+    # Named by its folder, not by the system it measured: two cached folders of one system
+    # (examples/lumi-g, examples/lumi-g-remote) render into report/lumi-g and report/lumi-g-remote.
+    SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
     BENCHES = [b for b in grid.BENCHES if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
     SKIPPED = {}

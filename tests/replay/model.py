@@ -1,0 +1,208 @@
+"""A deterministic model of a system, writing what each planned job would leave behind.
+
+`write_job(job, topo, folder)` writes `<folder>/<bench>/<id>.csv` with exactly the columns the
+kernel writes (docs/INTERFACES.md, kernels/README.md) and `<id>.json`, the provenance record
+(numasweep.provenance), for one `numasweep.grid.Job` on a `numasweep.topology.Topology`.
+Every value comes from the formulas below, so a test knows which effects the analysis must
+find. The only variation is a relative jitter of at most JITTER, seeded by the job id
+(`random.Random(job.id)`): the same job always gets the same numbers.
+
+The model (the planted effects):
+- latency: a random pointer chase costs L1_NS, L2_NS, L3_NS inside the smallest cache level
+  of the rank's CPU that holds the buffer, and DRAM_NS x distance/10 beyond the last level
+  (firmware distance from the CPU's node to the memory's node). In concurrent mode the
+  ranks sharing an L3 group share its memory path: beyond the L3 each costs
+  CONTENTION x (ranks in its group - 1) more.
+- bandwidth: per thread THREAD_MB_S, capped at NODE_MB_S per memory node, x 10/distance.
+- copy: COPY_GB_S x 10/distance(src, dst), threads add linearly up to 4.
+- gpu_xfer: the GPUs of one run share LINK_GIB_S: each reaches LINK_GIB_S/ngpus x
+  size/(size + HALF_SIZE), times 10/distance from the host memory node to the GPU's node.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+from numasweep import grid, placement
+from numasweep.topology import Topology
+from numasweep.units import parse_size, parse_sizes  # noqa: F401 (parse_sizes: also for tests)
+
+L1_NS, L2_NS, L3_NS, DRAM_NS = 1.5, 4.0, 12.0, 80.0
+CONTENTION = 0.3
+THREAD_MB_S, NODE_MB_S = 12000.0, 40000.0
+COPY_GB_S = 10.0
+LINK_GIB_S, HALF_SIZE = 24.0, 64 * 1024
+JITTER = 0.002
+HOST = "model"
+
+COLUMNS = {
+    "latency": "rank,ranks,mode,host,cpu,cpu_node,l3_group,policy,mem_nodes,weights,page_size,size_bytes,"
+               "latency_ns_median,latency_ns_min,latency_ns_max,samples,loads,page_fractions",
+    "bandwidth": "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,array_bytes,"
+                 "bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,host",
+    "copy": "src_node,dst_node,cpu_node,threads,bytes,best_gb_s,avg_gb_s,min_gb_s,ntimes,validation,"
+            "src_page_fractions,dst_page_fractions,host",
+    "gpu_xfer": "ngpus,numa_nodes,numa_weight,access_size(bytes),read_latency(ms),read_bw(gib/s),"
+                "write_latency(ms),write_bw(gib/s),gpu,gpu_node,pinned,policy,page_fractions,host",
+}
+
+
+def _arg(job: grid.Job, name: str, default: str | None = None) -> str | None:
+    for a in job.kernel_args:
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+    return default
+
+
+def _node_of(topo: Topology, cpu: int) -> int:
+    return next(n.id for n in topo.nodes if cpu in n.cpus)
+
+
+def _distance(topo: Topology, a: int, b: int) -> int:
+    ids = topo.node_ids()
+    return topo.distances[ids.index(a)][ids.index(b)]
+
+
+def _l3_group(topo: Topology, cpu: int) -> int:
+    return next((i for i, g in enumerate(topo.l3_groups) if cpu in g), -1)
+
+
+def _fractions(topo: Topology, nodes: list[int], weights: list[int] | None = None) -> str:
+    weights = weights or [1] * len(nodes)
+    total = sum(weights)
+    share = {n: w / total for n, w in zip(nodes, weights)}
+    return ",".join(f"{n}:{share.get(n, 0.0):.4f}" for n in topo.node_ids())
+
+
+def _mem_nodes(topo: Topology, spec: str, cpu_node: int) -> tuple[str, list[int], list[int] | None]:
+    """(policy as get_mempolicy reports it, nodes, weights) for a memory spec."""
+    kind, _, rest = spec.partition(":")
+    if kind == "local":
+        return "bind", [cpu_node], None
+    if kind == "weighted":
+        nodes, _, weights = rest.partition("@")
+        return "weighted", [int(n) for n in nodes.split(",")], [int(w) for w in weights.split(",")]
+    nodes = [int(n) for n in rest.split(",")]
+    return {"node": "bind", "nodes": "bind"}.get(kind, kind), nodes, None
+
+
+def _jitter(rng: random.Random) -> float:
+    return 1.0 + rng.uniform(-JITTER, JITTER)
+
+
+def latency_ns(topo: Topology, cpu: int, mem_nodes: list[int], size: int, sharing: int) -> float:
+    for name, ns in ((1, L1_NS), (2, L2_NS), (3, L3_NS)):
+        cache = next((c for c in topo.caches if c.level == name and c.type in ("Data", "Unified")), None)
+        if cache and size <= cache.size_bytes:
+            return ns
+    dist = sum(_distance(topo, _node_of(topo, cpu), m) for m in mem_nodes) / len(mem_nodes)
+    return DRAM_NS * dist / 10 * (1 + CONTENTION * (sharing - 1))
+
+
+def _latency_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
+    serial = "--serial" in job.kernel_args
+    sizes = parse_sizes(_arg(job, "size"))
+    groups = [_l3_group(topo, p.cpu) for p in job.placements]
+    rows = []
+    for p in job.placements:
+        sharing = 1 if serial else groups.count(_l3_group(topo, p.cpu))
+        for size in sizes:
+            v = latency_ns(topo, p.cpu, p.mem_nodes, size, sharing) * _jitter(rng)
+            rows.append({"rank": p.rank, "ranks": len(job.placements), "mode": "serial" if serial else "concurrent",
+                         "host": HOST, "cpu": p.cpu, "cpu_node": p.cpu_node, "l3_group": _l3_group(topo, p.cpu),
+                         "policy": p.policy, "mem_nodes": ",".join(map(str, p.mem_nodes)),
+                         "weights": ",".join(map(str, p.weights or [])), "page_size": _arg(job, "pages", "4k"),
+                         "size_bytes": size, "latency_ns_median": round(v, 3), "latency_ns_min": round(v * 0.99, 3),
+                         "latency_ns_max": round(v * 1.01, 3), "samples": 5, "loads": 1000000,
+                         "page_fractions": _fractions(topo, p.mem_nodes, p.weights)})
+    return rows
+
+
+def _bandwidth_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
+    cpu_node = _node_of(topo, job.cpus[0])
+    policy, nodes, weights = _mem_nodes(topo, job.memory, cpu_node)
+    array = parse_size(_arg(job, "array-size", "64MiB").replace("iB", ""))
+    dist = sum(_distance(topo, cpu_node, m) for m in nodes) / len(nodes)
+    best = min(job.threads * THREAD_MB_S, NODE_MB_S * len(nodes)) * 10 / dist
+    rows = []
+    for kernel in _arg(job, "kernels", "copy,scale,add,triad").split(","):
+        arrays = 3 if kernel in ("add", "triad") else (1 if kernel in ("read", "write") else 2)
+        b = best * _jitter(rng)
+        rows.append({"kernel": kernel, "pattern": _arg(job, "pattern", "sequential"), "stride": 1,
+                     "threads": job.threads, "cpus": ",".join(map(str, job.cpus)), "cpu_nodes": str(cpu_node),
+                     "policy": policy, "mem_nodes": ",".join(map(str, nodes)),
+                     "weights": ",".join(map(str, weights or [])), "page_size": _arg(job, "pages", "4k"),
+                     "array_bytes": array, "bytes_per_iter": arrays * array, "best_mb_s": round(b, 1),
+                     "avg_mb_s": round(b * 0.97, 1), "min_mb_s": round(b * 0.95, 1), "ntimes": 10,
+                     "validation": "pass", "page_fractions": _fractions(topo, nodes, weights), "host": HOST})
+    return rows
+
+
+def _copy_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
+    src, dst, cpu = int(_arg(job, "src")), int(_arg(job, "dst")), int(_arg(job, "cpu-node"))
+    gb = COPY_GB_S * min(job.threads, 4) * 10 / _distance(topo, src, dst) * _jitter(rng)
+    return [{"src_node": src, "dst_node": dst, "cpu_node": cpu, "threads": job.threads,
+             "bytes": parse_size(_arg(job, "size").replace("iB", "")), "best_gb_s": round(gb, 3),
+             "avg_gb_s": round(gb * 0.95, 3), "min_gb_s": round(gb * 0.9, 3), "ntimes": 10, "validation": "pass",
+             "src_page_fractions": _fractions(topo, [src]), "dst_page_fractions": _fractions(topo, [dst]),
+             "host": HOST}]
+
+
+def _gpu_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
+    cpu_node = _node_of(topo, job.cpus[0]) if job.cpus else 0
+    policy, nodes, weights = _mem_nodes(topo, job.memory, cpu_node)
+    rows = []
+    for gpu in topo.gpus[: job.gpus]:
+        gpu_node = gpu.node if gpu.node is not None else 0
+        dist = sum(_distance(topo, m, gpu_node) for m in nodes) / len(nodes)
+        for size in parse_sizes(_arg(job, "sizes")):
+            bw = LINK_GIB_S / job.gpus * size / (size + HALF_SIZE) * 10 / dist * _jitter(rng)
+            rows.append({"ngpus": job.gpus, "numa_nodes": ",".join(map(str, nodes)),
+                         "numa_weight": ",".join(map(str, weights or [])), "access_size(bytes)": size,
+                         "read_latency(ms)": size / (bw * 2**30) * 1000, "read_bw(gib/s)": bw,
+                         "write_latency(ms)": size / (0.9 * bw * 2**30) * 1000, "write_bw(gib/s)": 0.9 * bw,
+                         "gpu": gpu.id, "gpu_node": gpu_node, "pinned": int(_arg(job, "pin_memory", "1")),
+                         "policy": policy, "page_fractions": _fractions(topo, nodes, weights), "host": HOST})
+    return rows
+
+
+ROWS = {"latency": _latency_rows, "bandwidth": _bandwidth_rows, "copy": _copy_rows, "gpu_xfer": _gpu_rows}
+
+
+def _csv(rows: list[dict], bench: str) -> str:
+    cols = COLUMNS[bench].split(",")
+    def cell(v: object) -> str:
+        text = f"{v:.6g}" if isinstance(v, float) else str(v)
+        return f'"{text}"' if re.search(r'[,"]', text) else text
+    return "\n".join([",".join(cols)] + [",".join(cell(r[c]) for c in cols) for r in rows]) + "\n"
+
+
+def write_job(job: grid.Job, topo: Topology, folder: Path) -> Path:
+    """`<folder>/<bench>/<id>.csv` and `.json` for one job; returns the CSV's path."""
+    rng = random.Random(job.id)
+    rows = ROWS[job.bench](job, topo, rng)
+    out = folder / job.bench
+    out.mkdir(parents=True, exist_ok=True)
+    csv = out / f"{job.id}.csv"
+    csv.write_text(_csv(rows, job.bench))
+    command = f"{job.kernel} {' '.join(job.kernel_args)} --csv={csv.name}"
+    record = {"job_id": job.id, "bench": job.bench, "grid": job.grid, "command": command,
+              "argv": command.split(), "host": HOST, "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:01:00Z",
+              "slurm_job_id": None, "environment": {}, "kernel": {"path": f"build/bin/{job.kernel}"},
+              "kernel_commit": "model", "repo_commit": None, "topology": topo.system,
+              "topology_digest": topo.digest(), "csv": str(csv), "csv_sha256": None}
+    csv.with_suffix(".json").write_text(json.dumps(record, indent=1))
+    return csv
+
+
+def write_campaign(plan: grid.Plan, topo: Topology, folder: Path) -> list[Path]:
+    """Every job of a plan, plus `topology.json`, under `folder` (results/<system>)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "topology.json").write_text(topo.to_json())
+    return [write_job(job, topo, folder) for job in plan.jobs]
+
+
+__all__ = ["write_job", "write_campaign", "latency_ns", "placement"]

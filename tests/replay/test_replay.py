@@ -1,0 +1,128 @@
+"""Every shipped campaign replayed: its real grid, model results for every planned job
+(tests/replay/model.py), then the real aggregate and report rules through snakemake.
+
+A campaign file added to config/campaigns/ is replayed without editing this file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "tests" / "workflow"))
+
+import model  # noqa: E402
+from workflow_helpers import copy_repo, planned_jobs, snakemake  # noqa: E402
+
+from numasweep import grid, series, topology  # noqa: E402
+
+# config/config.yaml detects the machine (arch: auto); its replay uses an arch with GPUs and
+# two L3 groups per node so that every benchmark and every effect is planned.
+DEFAULT_ARCH = "config/arch/cxl-example.yaml"
+CAMPAIGNS = ["config/config.yaml"] + sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "campaigns").glob("*.yaml"))
+RULES = ("aggregate", "skipped", "analyse", "figures", "report_md")
+
+
+@pytest.fixture(scope="module")
+def repo_copy(tmp_path_factory) -> Path:
+    return copy_repo(REPO, tmp_path_factory.mktemp("replay") / "repo")
+
+
+def _overrides(campaign: str) -> list[str]:
+    return [f"arch={DEFAULT_ARCH}"] if campaign == "config/config.yaml" else []
+
+
+@pytest.fixture(scope="module", params=CAMPAIGNS, ids=lambda c: Path(c).stem)
+def replay(request, repo_copy: Path) -> dict:
+    campaign = request.param
+    sets = _overrides(campaign)
+    files = [] if campaign == "config/config.yaml" else [campaign]
+    config = grid.layered_config([REPO / f for f in files], sets)
+    topo = topology.load(REPO / config["arch"])
+    plan = grid.expand(config, topo)
+    system = config.get("system") or topo.system
+    results = repo_copy / "results" / system
+    report = repo_copy / "report" / system
+    shutil.rmtree(results, ignore_errors=True)
+    shutil.rmtree(report, ignore_errors=True)
+    model.write_campaign(plan, topo, results)
+    args = [a for f in files for a in ("--configfile", f)] + (["--config", *sets] if sets else [])
+    dry = snakemake(repo_copy, "-n", *args, "--forceall")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    run = snakemake(repo_copy, *args, "--cores", "2", "--allowed-rules", *RULES,
+                    str(report.relative_to(repo_copy) / "experimentation.md"),
+                    *[str((results / f"{b}.csv").relative_to(repo_copy)) for b in plan.benches()])
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    return {"plan": plan, "topo": topo, "results": results, "report": report, "dry": dry.stdout + dry.stderr,
+            "findings": json.loads((report / "findings.json").read_text())["findings"],
+            "text": (report / "experimentation.md").read_text()}
+
+
+def test_snakemake_plans_what_grid_plans(replay):
+    """The same config layering: the dry run lists exactly the grid's benchmark jobs."""
+    assert planned_jobs(replay["dry"]) == {j.id for j in replay["plan"].jobs}
+
+
+def test_every_job_is_in_its_table(replay):
+    for bench in replay["plan"].benches():
+        table = pd.read_csv(replay["results"] / f"{bench}.csv")
+        assert set(table["job_id"]) == {j.id for j in replay["plan"].by_bench(bench)}
+        # the launch line reaches the tidy table from the provenance record
+        assert table["command"].notna().all()
+
+
+def test_no_two_series_share_a_finding_or_a_line(replay):
+    titles = [f["title"] for f in replay["findings"]]
+    assert len(titles) == len(set(titles)), sorted({t for t in titles if titles.count(t) > 1})
+    # raw latency tables: one row per rank of one configuration
+    for block in re.split(r"\n(?=#+ |\*\*)", replay["text"]):
+        if "Latency (ns per load)" in block:
+            rows = [line.split("|")[1].strip() for line in block.splitlines()
+                    if line.startswith("| ") and "---" not in line][1:]
+            assert len(rows) == len(set(rows)), block[:400]
+    # a point table has exactly one row per (series, axis value)
+    for bench in replay["plan"].benches():
+        table = pd.read_csv(replay["results"] / f"{bench}.csv")
+        points = series.point_table(table, bench, [])
+        keys = series.point_columns(series.normalise(table, bench), bench)
+        assert len(points) == len(table.drop_duplicates(keys)) == len(points.drop_duplicates(keys))
+
+
+def test_every_figure_exists(replay):
+    for ref in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", replay["text"]):
+        assert (replay["report"] / ref).is_file(), ref
+    for bench in replay["plan"].benches():
+        assert list((replay["report"] / "figures" / bench).glob("*.png")), bench
+
+
+def test_planted_effects_are_found(replay):
+    found = {f["id"] for f in replay["findings"]}
+    plan, topo = replay["plan"], replay["topo"]
+    latency = plan.by_bench("latency")
+    if any(len(set(model.parse_sizes(model._arg(j, "size")))) > 4 for j in latency):
+        steps = [f for f in replay["findings"] if f["id"] == "cache_threshold"]
+        assert any(f["numbers"]["matched_cache"] for f in steps), [f["title"] for f in steps]
+    modes = {j.grid.get("label", "") for j in latency if "--serial" in j.kernel_args}
+    if modes and any(j.tasks > 1 for j in latency if "--serial" in j.kernel_args):
+        assert "mode_divergence" in found
+    gpu = plan.by_bench("gpu_xfer")
+    if {1, 2} <= {j.gpus for j in gpu}:
+        plateaus = [f["numbers"] for f in replay["findings"] if f["id"] == "gpu_plateau"]
+        by_count = {}
+        for n in plateaus:
+            by_count.setdefault(n["ngpus"], []).append(n["plateau_gib_s"])
+        # two GPUs share the modelled link: each sees half of what one GPU alone sees
+        assert max(by_count["2"]) < 0.6 * max(by_count["1"])
+    if plan.by_bench("bandwidth") and len(topo.nodes) > 1 and any(
+            j.memory not in ("local",) for j in plan.by_bench("bandwidth")):
+        ratios = [f["numbers"]["peak_ratio"] for f in replay["findings"] if f["id"] == "bandwidth_locality"]
+        assert ratios and min(ratios) < 1

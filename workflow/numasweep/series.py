@@ -1,0 +1,133 @@
+"""Series identity: which rows of an aggregated table are the same measurement.
+
+Two rows belong to the same series when they agree on every column of `SERIES[bench]` that the
+table has; they are repetitions of one point when they also agree on `AXIS[bench]` (the
+x-axis: buffer size, thread count, transfer size) and differ only in `REPETITION`. Every table,
+figure, finding and report section takes its medians over repetitions with `point_table` and
+splits a table into figures or tables with `configurations`: nothing groups rows by a
+hand-picked subset of these columns, so two different programs never share a median, a line
+or a finding.
+
+`WITHIN[bench]` are the series columns that tell lines of one figure or rows of one table
+apart (the rank of a latency run, the node pair of a bandwidth run); the other series columns
+name the configuration, and those that vary in a table split it into its variants
+(`concurrent-2 ranks-interleaved-0,1`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+REPETITION = "repetition"
+
+# What every benchmark's run is named by: the campaign, the machine, the sweep's label and the
+# memory spec of the grid.
+_COMMON = ("system", "host", "label", "memory", "pages")
+
+SERIES: dict[str, tuple[str, ...]] = {
+    "latency": _COMMON + ("strategy", "domains", "ranks_per_domain", "ranks", "mode", "policy",
+                          "mem_nodes", "weights", "page_size", "rank", "cpu", "cpu_node", "l3_group"),
+    "bandwidth": _COMMON + ("kernel", "pattern", "stride", "page_size", "policy", "cpu_node", "cpu_nodes",
+                            "mem_nodes", "weights", "array_bytes", "cpus"),
+    "copy": _COMMON + ("cpu_node", "src_node", "dst_node", "threads", "bytes"),
+    "gpu_xfer": _COMMON + ("ngpus", "gpu", "gpu_node", "pinned", "policy", "numa_nodes", "numa_weight"),
+}
+
+# The x-axis of a series (None: a series is a single point).
+AXIS: dict[str, str | None] = {
+    "latency": "size_bytes",
+    "bandwidth": "threads",
+    "copy": None,
+    "gpu_xfer": "access_size(bytes)",
+}
+
+# Series columns that tell the lines of one figure apart; the rest name the figure.
+WITHIN: dict[str, tuple[str, ...]] = {
+    "latency": ("host", "rank", "cpu", "cpu_node", "l3_group", "mem_nodes"),
+    "bandwidth": ("host", "cpu_node", "cpu_nodes", "cpus", "memory", "policy", "mem_nodes", "weights"),
+    "copy": ("host", "src_node", "dst_node", "cpu_node"),
+    "gpu_xfer": ("host", "gpu", "gpu_node", "ngpus", "memory", "policy", "numa_nodes", "numa_weight"),
+}
+
+# Identity columns read as numbers; every other identity column is compared as text.
+NUMERIC = {"ranks", "ranks_per_domain", "rank", "cpu", "cpu_node", "l3_group", "threads", "stride",
+           "array_bytes", "src_node", "dst_node", "bytes", "ngpus", "gpu", "gpu_node", "size_bytes",
+           "access_size(bytes)"}
+
+
+def label(value: object) -> str:
+    """A label from a value pandas may have read as float: 0.0 -> "0", NaN -> ""."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def series_columns(df: pd.DataFrame, bench: str) -> list[str]:
+    """The series identity columns `df` has, in `SERIES` order."""
+    return [c for c in SERIES[bench] if c in df.columns]
+
+
+def point_columns(df: pd.DataFrame, bench: str) -> list[str]:
+    """Series columns plus the axis: the rows that agree on these are repetitions of one point."""
+    axis = AXIS[bench]
+    return series_columns(df, bench) + ([axis] if axis and axis in df.columns else [])
+
+
+def normalise(df: pd.DataFrame, bench: str) -> pd.DataFrame:
+    """A copy whose identity columns compare exactly: numbers as numbers (-1 when absent), the
+    others as text ("" when absent), so that grouping never drops or splits a row on NaN."""
+    df = df.copy()
+    for col in point_columns(df, bench):
+        if col in NUMERIC:
+            df[col] = pd.to_numeric(df[col], errors="coerce").fillna(-1).astype("int64")
+        else:
+            df[col] = df[col].map(label).astype(object)
+    return df
+
+
+def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per point (series and axis value): the median of `values` over repetitions, and
+    the first value of each column in `first` (e.g. page placement) that the table has."""
+    df = normalise(df, bench)
+    keys = point_columns(df, bench)
+    values = [v for v in values if v in df.columns]
+    grouped = df.groupby(keys, sort=True, dropna=False)
+    out = grouped[values].median().reset_index()
+    for col in first:
+        if col in df.columns and col not in keys:
+            out[col] = grouped[col].first().to_numpy()
+    return out
+
+
+def config_columns(df: pd.DataFrame, bench: str, without: tuple[str, ...] = ()) -> list[str]:
+    """The series columns that name a figure or table and vary in `df` (less `without`)."""
+    return [c for c in series_columns(df, bench)
+            if c not in WITHIN[bench] and c not in without and df[c].astype(str).nunique() > 1]
+
+
+def configurations(df: pd.DataFrame, bench: str, first: str | None = None,
+                   without: tuple[str, ...] = ()) -> list[tuple[str, pd.DataFrame]]:
+    """(variant name, rows) per configuration: one figure or table each. `first` (e.g. `mode`)
+    always leads the name, even when it does not vary; `without` are compared inside one."""
+    cols = config_columns(df, bench, without)
+    if first and first in df.columns:
+        cols = [first] + [c for c in cols if c != first]
+    if not cols:
+        return [("all", df)] if len(df) else []
+    out = []
+    for key, part in df.groupby(cols, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        out.append(("-".join(label(k) for k in key if label(k) != "") or "all", part))
+    return out
+
+
+def curve_id(df: pd.DataFrame, bench: str) -> pd.Series:
+    """One string per row naming its series (for analyses that need a single key column)."""
+    cols = series_columns(df, bench)
+    if not cols:
+        return pd.Series(["all"] * len(df), index=df.index)
+    return df[cols].astype(str).agg("|".join, axis=1)
