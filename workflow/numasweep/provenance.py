@@ -90,7 +90,11 @@ def record(
     topology_path: Path,
     csv: Path,
     end: str | None = None,
+    csv_name: Path | None = None,
 ) -> dict[str, Any]:
+    """The record of one finished job; `csv` is the table as written (it may still carry its
+    temporary name), `csv_name` the name it is published under (default: `csv`)."""
+    csv_name = csv_name or csv
     if not csv.exists():
         raise NumasweepError(
             f"{csv}: the kernel exited without writing its CSV; see the job's .log next to it"
@@ -100,7 +104,7 @@ def record(
     build = kernel_build(kernel)
     return {
         "job_id": job_id,
-        "bench": csv.parent.name,
+        "bench": csv_name.parent.name,
         "grid": grid,
         "command": launch,
         "argv": shlex.split(launch),
@@ -115,7 +119,7 @@ def record(
         "repo_commit": repo_commit(Path(__file__).resolve().parent),
         "topology": str(topology_path),
         "topology_digest": topology.load(topology_path).digest(),
-        "csv": str(csv),
+        "csv": str(csv_name),
         "csv_sha256": _sha256(csv),
         "python": sys.version.split()[0],
     }
