@@ -241,15 +241,23 @@ def _processes_under(work: Path) -> list[str]:
     return found
 
 
-def test_kill_9_of_snakemake_then_unlock_and_rerun_overlaps_nothing(repo: Path, tmp_path: Path) -> None:
+def _mid_job(repo: Path, tmp_path: Path):
+    """A copy of the repository with the slow sweep running, one job finished and one running."""
     work = copy_repo(repo, tmp_path / "numasweep")
-    results = work / "results"
     sm, args = _start_slow_sweep(work)
     try:
-        finished, runner = _wait_mid_job(sm, results)
-    finally:
-        os.kill(sm.pid, signal.SIGKILL)  # snakemake alone: its job is not signalled by us
+        finished, runner = _wait_mid_job(sm, work / "results")
+    except BaseException:
+        os.killpg(sm.pid, signal.SIGKILL)
         sm.wait()
+        raise
+    return work, work / "results", sm, args, finished, runner
+
+
+def test_kill_9_of_snakemake_then_unlock_and_rerun_overlaps_nothing(repo: Path, tmp_path: Path) -> None:
+    work, results, sm, args, finished, runner = _mid_job(repo, tmp_path)
+    os.kill(sm.pid, signal.SIGKILL)  # snakemake alone: its job is not signalled by us
+    sm.wait()
     # At once, as the README's recovery says.
     assert snakemake(work, "--unlock", *args).returncode == 0
     orphan_running = _alive(runner)
@@ -269,11 +277,8 @@ def test_kill_9_of_snakemake_then_unlock_and_rerun_overlaps_nothing(repo: Path, 
 
 
 def test_sigint_to_snakemake_ends_the_job_and_keeps_finished_results(repo: Path, tmp_path: Path) -> None:
-    work = copy_repo(repo, tmp_path / "numasweep")
-    results = work / "results"
-    sm, args = _start_slow_sweep(work)
+    work, results, sm, args, finished, runner = _mid_job(repo, tmp_path)
     try:
-        finished, runner = _wait_mid_job(sm, results)
         os.kill(sm.pid, signal.SIGINT)  # the snakemake process alone, not its group
         deadline = time.time() + 10
         while time.time() < deadline and (_processes_under(work) or _alive(runner)):
