@@ -1,6 +1,7 @@
 """The provenance record of one benchmark job: what ran, where, with which build, when.
 
-Written next to the job's CSV as `<job-id>.json` once the kernel has exited successfully:
+Written next to the job's CSV as `<job-id>.json` once the kernel has exited successfully, by
+`python -m numasweep run-job` (runjob.py), which also archives a copy; by hand:
 
     python -m numasweep.provenance --job-id ID --start ISO --launch "LINE" --grid JSON \
         --kernel build/bin/numa_latency --topology results/x/topology.json \
