@@ -15,10 +15,7 @@ if not FROM_CACHE:
 
     include: "workflow/rules/build.smk"
     include: "workflow/rules/topology.smk"
-    include: "workflow/rules/latency.smk"
-    include: "workflow/rules/bandwidth.smk"
-    include: "workflow/rules/numa_copy.smk"
-    include: "workflow/rules/gpu_xfer.smk"
+    include: "workflow/rules/benchmarks.smk"
     include: "workflow/rules/aggregate.smk"
 
     # Light jobs, and builds from the sources where snakemake runs (the login node).

@@ -66,9 +66,18 @@ def test_cpulists_round_trip():
 
 def test_atomic_write_leaves_no_temporary(tmp_path):
     target = tmp_path / "sub" / "x.csv"
+    target.parent.mkdir()
     atomic_write_text(target, "a,b\n1,2\n")
     assert target.read_text() == "a,b\n1,2\n"
     assert [p.name for p in target.parent.iterdir()] == ["x.csv"]
+
+
+def test_atomic_write_refuses_a_missing_folder_and_a_folder_as_file(tmp_path):
+    for target, says in ((tmp_path / "sub" / "x.csv", "mkdir -p"), (tmp_path, "is a folder")):
+        with pytest.raises(NumasweepError) as err:
+            atomic_write_text(target, "a\n")
+        assert says in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "sub").exists()
 
 
 def test_corrupt_csv_is_one_line_naming_file(tmp_path):

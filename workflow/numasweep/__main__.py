@@ -15,6 +15,7 @@ COMMANDS = {
     "topology": ("numasweep.topology", "detect the topology or load an arch file; write topology.json"),
     "plan": ("numasweep.plan", "preview a placement: per-rank table and launch lines"),
     "grid": ("numasweep.grid", "list the jobs a config expands to"),
+    "run-job": ("numasweep.runjob", "run one benchmark job: lock, launch, archive, provenance"),
     "aggregate": ("numasweep.aggregate", "merge per-job CSVs into one tidy CSV per benchmark"),
     "import-legacy": ("numasweep.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
     "analyse": ("numasweep.analysis", "compute findings.json from aggregated results"),

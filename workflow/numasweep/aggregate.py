@@ -30,6 +30,43 @@ REQUIRED = {
     "copy": ("src_node", "dst_node", "bytes", "best_gb_s"),
     "gpu_xfer": ("ngpus", "access_size(bytes)", "read_bw(gib/s)", "write_bw(gib/s)"),
 }
+# The measured values and sizes of each kernel's CSV: each must be a finite number above zero.
+# A non-numeric, empty, zero, negative or infinite cell stops aggregation (and a cached
+# report) naming the file, line and column, instead of failing later inside a plot.
+POSITIVE = {
+    "latency": ("size_bytes", "latency_ns_median"),
+    "bandwidth": ("threads", "best_mb_s"),
+    "copy": ("bytes", "best_gb_s"),
+    "gpu_xfer": ("ngpus", "access_size(bytes)", "read_bw(gib/s)", "write_bw(gib/s)"),
+}
+# The fix for a bad cell, by where the table came from.
+FIX_JOB = "delete {path} and rerun its job (snakemake measures it again)"
+FIX_TABLE = ("correct that cell or delete the row; for a measured sweep delete {path} and rerun "
+             "snakemake, which aggregates it again from the job CSVs")
+
+
+def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
+    """Refuse the first cell of a POSITIVE column that is not a finite number above zero."""
+    import numpy as np
+
+    for column in POSITIVE.get(bench, ()):
+        if column not in df.columns:
+            continue
+        raw = df[column]
+        values = pd.to_numeric(raw, errors="coerce")
+        bad = values.isna() | ~np.isfinite(values.fillna(0)) | (values <= 0)
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            cell = raw.iloc[row]
+            what = ("empty" if pd.isna(cell) or str(cell).strip() == "" else
+                    "not a number" if pd.isna(values.iloc[row]) else
+                    "not finite" if not np.isfinite(values.iloc[row]) else
+                    "zero" if values.iloc[row] == 0 else "negative")
+            shown = "" if pd.isna(cell) else str(cell)
+            raise NumasweepError(
+                f"{path}: line {row + 2} (data row {row + 1}), column '{column}': '{shown}' is {what}, "
+                f"expected a finite number above zero; {fix.format(path=path)}"
+            )
 
 
 def read_job(csv: Path, bench: str) -> pd.DataFrame:
@@ -37,6 +74,7 @@ def read_job(csv: Path, bench: str) -> pd.DataFrame:
     df = read_csv(csv, REQUIRED.get(bench, ()))
     if df.empty:
         raise NumasweepError(f"{csv}: no rows; delete it and rerun its job")
+    check_values(df, csv, bench, FIX_JOB)
     meta_path = csv.with_suffix(".json")
     if not meta_path.exists():
         raise NumasweepError(f"{meta_path}: no provenance record for {csv.name}; rerun its job")

@@ -14,10 +14,19 @@ if TYPE_CHECKING:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename: never a half-written file."""
+    """Write to a temporary file in the same folder, then rename: never a half-written file.
+
+    The folder must exist (a mistyped -o is refused rather than creating folders), and a
+    folder given as the file or a place that cannot be written is one NumasweepError."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise NumasweepError(f"{path}: is a folder; give a file name to write (e.g. {path}/{path.name or 'out'}.csv)")
+    if not path.parent.is_dir():
+        raise NumasweepError(f"{path}: no folder '{path.parent}'; create it (mkdir -p {path.parent}) or give another path")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise NumasweepError(f"{path}: cannot write there ({exc.strerror}); give a path in a folder you can write") from None
     # mkstemp makes the file private (0600); results are shared like any file the user writes.
     umask = os.umask(0)
     os.umask(umask)
@@ -53,4 +62,9 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
         raise NumasweepError(
             f"{path}: missing column(s) {', '.join(missing)}; delete it and rerun its job"
         )
+    # An aggregated table (<bench>.csv), as analysis, figures and a cached report read it.
+    from numasweep.aggregate import FIX_TABLE, POSITIVE, check_values
+
+    if path.stem in POSITIVE:
+        check_values(df, path, path.stem, FIX_TABLE)
     return df

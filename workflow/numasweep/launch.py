@@ -114,3 +114,23 @@ def direct_argv(cpus: list[int], memory: str | MemorySpec | RankPlacement, kerne
     }
     argv = [wrapper, f"--cpuset={format_cpulist(cpus[:threads])}"] + mem_args + ["--"] + list(kernel_argv)
     return env, argv
+
+
+def job_argv(job, csv: str, launcher: str = "mpirun", wrapper: str = WRAPPER, bin_dir: str = "build/bin",
+             srun_mpi: str | None = "pmix") -> list[str]:
+    """The command that runs one planned job (grid.Job): MPI launcher + wrapper for ranks,
+    the wrapper alone otherwise, with OpenMP's environment as an `env` prefix. The workflow's
+    rules and `python -m numasweep run-job` both show and run exactly this line."""
+    kernel_argv = [f"{bin_dir}/{job.kernel}", *job.kernel_args, f"--csv={csv}"]
+    if job.bench == "latency" and job.tasks > 1:
+        if launcher == "srun":
+            return srun_argv(job.placements, kernel_argv, wrapper=wrapper, mpi=srun_mpi)
+        return mpirun_argv(job.placements, kernel_argv, wrapper=wrapper)
+    if job.bench == "latency":
+        # One rank needs no launcher (an MPI singleton), and no srun inside the job step.
+        only = job.placements[0]
+        env, argv = direct_argv([only.cpu], only, kernel_argv, 1, wrapper=wrapper)
+    else:
+        env, argv = direct_argv(list(job.cpus), job.memory, kernel_argv, job.threads, wrapper=wrapper)
+    prefix = ["env", *(f"{k}={v}" for k, v in sorted(env.items()))] if env else []
+    return prefix + list(argv)

@@ -1,6 +1,7 @@
 """The provenance record of one benchmark job: what ran, where, with which build, when.
 
-Written next to the job's CSV as `<job-id>.json` once the kernel has exited successfully:
+Written next to the job's CSV as `<job-id>.json` once the kernel has exited successfully, by
+`python -m numasweep run-job` (runjob.py), which also archives a copy; by hand:
 
     python -m numasweep.provenance --job-id ID --start ISO --launch "LINE" --grid JSON \
         --kernel build/bin/numa_latency --topology results/x/topology.json \
@@ -91,7 +92,11 @@ def record(
     topology_path: Path,
     csv: Path,
     end: str | None = None,
+    csv_name: Path | None = None,
 ) -> dict[str, Any]:
+    """The record of one finished job; `csv` is the table as written (it may still carry its
+    temporary name), `csv_name` the name it is published under (default: `csv`)."""
+    csv_name = csv_name or csv
     if not csv.exists():
         raise NumasweepError(
             f"{csv}: the kernel exited without writing its CSV; see the job's .log next to it"
@@ -101,7 +106,7 @@ def record(
     build = kernel_build(kernel)
     return {
         "job_id": job_id,
-        "bench": csv.parent.name,
+        "bench": csv_name.parent.name,
         "grid": grid,
         "command": launch,
         "argv": shlex.split(launch),
@@ -116,7 +121,7 @@ def record(
         "repo_commit": repo_commit(Path(__file__).resolve().parent),
         "topology": str(topology_path),
         "topology_digest": topology.load(topology_path).digest(),
-        "csv": str(csv),
+        "csv": str(csv_name),
         "csv_sha256": _sha256(csv),
         "python": sys.version.split()[0],
         # What the machine was set to while it measured (numasweep.system_state).

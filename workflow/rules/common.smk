@@ -1,6 +1,7 @@
 import json
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -143,33 +144,19 @@ def kernel_sources(wildcards):
     return [f"kernels/{wildcards.kernel}.c"]
 
 
-def launch_argv(job, csv):
-    """The command that runs one job: MPI launcher + wrapper for ranks, numactl otherwise."""
-    kernel_argv = [f"{BIN_DIR}/{job.kernel}", *job.kernel_args, f"--csv={csv}"]
-    if job.bench == "latency" and job.tasks > 1:
-        if LAUNCHER == "srun":
-            return launch.srun_argv(
-                job.placements, kernel_argv, wrapper=WRAPPER, mpi=CONFIG["srun_mpi"]
-            )
-        return launch.mpirun_argv(job.placements, kernel_argv, wrapper=WRAPPER)
-    if job.bench == "latency":
-        # One rank needs no launcher (an MPI singleton), and no srun inside the job step.
-        only = job.placements[0]
-        env, argv = launch.direct_argv(
-            [only.cpu], only, kernel_argv, 1, wrapper=WRAPPER
-        )
-    else:
-        env, argv = launch.direct_argv(
-            list(job.cpus), job.memory, kernel_argv, job.threads, wrapper=WRAPPER
-        )
-    prefix = ["env", *(f"{k}={v}" for k, v in sorted(env.items()))] if env else []
-    return prefix + list(argv)
-
-
 def launch_line(bench):
     def line(wildcards):
         csv = f"{RESULTS_DIR}/{bench}/{wildcards.job}.csv{PARTIAL}"
-        return shlex.join(launch_argv(job_of(wildcards), csv))
+        return shlex.join(
+            launch.job_argv(
+                job_of(wildcards),
+                csv,
+                launcher=LAUNCHER,
+                wrapper=WRAPPER,
+                bin_dir=BIN_DIR,
+                srun_mpi=CONFIG["srun_mpi"],
+            )
+        )
 
     return line
 
@@ -202,19 +189,38 @@ def mpi_launcher(wildcards):
 # whose kernel succeeded renames it to <id>.csv.
 PARTIAL = ".partial"
 
-# Every benchmark job: the launch line as is (so `snakemake -n -p` shows it), the kernel's
-# output in the job's log, then the provenance record once the kernel has succeeded.
-# A failed kernel's last lines go to stderr so its one-line error shows in snakemake's own
-# output, not only in the log. Every finished CSV is also hard-linked into archive/: Snakemake
-# deletes a job's outputs before rerunning it, and a rerun that then fails must not cost the
-# result the previous run had written.
+# Every benchmark job is one line: `python -m numasweep run-job` (numasweep/runjob.py) runs the
+# launch line in its own process group under a per-job lock, keeps the kernel's output in the
+# log, renames <id>.csv.partial to <id>.csv only after the kernel succeeded and the table
+# checks out, copies CSV, provenance and log into archive/ and writes the provenance record.
+# `exec` makes the runner the direct child of snakemake, so it ends with snakemake (a parent
+# death signal) and onstart's handler below finds it on SIGINT/SIGTERM.
 BENCH_SHELL = (
-    "start=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\n"
-    "{params.launch} > {log} 2>&1 || {{ status=$?; tail -n 5 {log} >&2; exit $status; }}\n"
-    "mv {output.csv}.partial {output.csv}\n"
-    "archive=$(dirname {output.csv})/archive\n"
-    "mkdir -p $archive && ln -f {output.csv} $archive/{wildcards.job}.$(date -u +%Y%m%dT%H%M%SZ).csv\n"
-    "python -m numasweep.provenance --job-id {wildcards.job} --start $start"
-    " --launch {params.launch:q} --grid {params.grid:q} --kernel {input.kernel}"
-    " --topology {input.topology} --csv {output.csv} -o {output.provenance} 2>> {log}"
+    "exec python -m numasweep run-job --job-id {wildcards.job} --launch {params.launch:q}"
+    " --grid {params.grid:q} --kernel {input.kernel} --topology {input.topology}"
+    " --csv {output.csv} --provenance {output.provenance} --log {log}"
 )
+
+
+_PREVIOUS_HANDLERS = {}
+
+
+def _end_running_jobs(signum, frame):
+    """SIGINT/SIGTERM to snakemake: end each running job's runner (which ends its process
+    group) before snakemake's own handling, which would otherwise wait for the job and then
+    mark its result incomplete."""
+    from numasweep.runjob import end_runners
+
+    end_runners(os.getpid())
+    handler = _PREVIOUS_HANDLERS.get(signum)
+    if callable(handler):
+        handler(signum, frame)
+    elif signum == signal.SIGINT:
+        raise KeyboardInterrupt
+
+
+onstart:
+    # Installed here, after snakemake's scheduler has set its own SIGTERM handler.
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        _PREVIOUS_HANDLERS[_sig] = signal.getsignal(_sig)
+        signal.signal(_sig, _end_running_jobs)

@@ -1,0 +1,309 @@
+"""The catalogue of bad inputs and faults: each case is a user mistake or a fault, run through
+the real command, and must end with the expected exit code and one line on stderr that names
+the problem (and, for Python commands, the fix), with no traceback; fault cases also check that
+every finished result (CSV, provenance, log and archive) keeps its checksum.
+
+Categories: config, arch, kernel CLI, numasweep CLI, cached results, faults mid-run, legacy
+import. docs/catalogue.md lists the cases."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+LUMI = REPO / "config" / "arch" / "lumi-g.yaml"
+PY = [sys.executable, "-m", "numasweep"]
+
+
+@dataclass
+class Case:
+    category: str
+    name: str
+    # tmp folder -> argv (setup writes whatever files the case needs)
+    argv: Callable[[Path], list[str]]
+    says: tuple[str, ...]  # substrings of the one line
+    rc: int = 2
+    # files (relative to tmp) whose checksums must not change
+    keep: Callable[[Path], list[Path]] = field(default=lambda tmp: [])
+
+
+CASES: list[Case] = []
+
+
+def case(category: str, name: str, argv, *says: str, rc: int = 2, keep=None) -> None:
+    CASES.append(Case(category, name, argv, says, rc, keep or (lambda tmp: [])))
+
+
+# ------------------------------------------------------------------ config
+def _grid(config: dict | str) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        path = tmp / "bad.yaml"
+        path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
+        return PY + ["grid", "--config", str(path), "--arch", str(LUMI)]
+    return argv
+
+
+CONFIGS = {
+    "unknown top key": ({"colour": 1}, "colour"),
+    "unknown sweep key": ({"latency": {"sweeps": [{"domains": [[0]], "colour": 1}]}}, "unknown key 'colour'"),
+    "launcher not known": ({"launcher": "ssh"}, "launcher"),
+    "threads zero": ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [0]}]}}, "threads[0]"),
+    "threads not a list": ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": "many"}]}}, "threads"),
+    "domain not in arch": ({"latency": {"sweeps": [{"domains": [[0, 9]]}]}}, "node 9"),
+    "too many ranks": ({"latency": {"sweeps": [{"domains": [[0]], "ranks_per_domain": [99]}]}}, "latency.sweeps[0]"),
+    "too many threads": ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [999]}]}}, "999 threads"),
+    "empty sweep": ({b: {"sweeps": []} for b in ("latency", "bandwidth", "copy", "gpu_xfer")}, "the sweep is empty"),
+    "sweeps not a list": ({"latency": {"sweeps": 3}}, "latency.sweeps"),
+    "mode unknown": ({"latency": {"sweeps": [{"domains": [[0]], "mode": ["sideways"]}]}}, "mode"),
+    "strategy unknown": ({"latency": {"sweeps": [{"domains": [[0]], "strategy": ["random"]}]}}, "strategy"),
+    "repetitions zero": ({"latency": {"sweeps": [{"domains": [[0]], "repetitions": 0}]}}, "repetitions"),
+    "copy node missing": ({"copy": {"sweeps": [{"pairs": [[42, 0]]}]}}, "42"),
+    "bandwidth node missing": ({"bandwidth": {"sweeps": [{"cpu_nodes": [42], "threads": [1]}]}}, "42"),
+    "aggregate not a map": ({"aggregate": 5}, "aggregate"),
+    "keep_going not bool": ({"aggregate": {"keep_going": "perhaps"}}, "keep_going"),
+    "top level a list": ("- 1\n- 2\n", "bad.yaml"),
+    "yaml syntax error": ("latency: [\n", "bad.yaml"),
+    "sizes garbage": ({"latency": {"sweeps": [{"domains": [[0]], "sizes": "lots"}]}}, "sizes"),
+}
+for _name, (_config, _says) in CONFIGS.items():
+    case("config", _name, _grid(_config), _says)
+case("config", "config file missing", lambda tmp: PY + ["grid", "--config", str(tmp / "none.yaml"), "--arch", str(LUMI)],
+     "none.yaml")
+
+
+# ------------------------------------------------------------------ arch
+def _topology(text: str, name: str = "bad.yaml") -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        (tmp / name).write_text(text)
+        return PY + ["topology", "--arch", str(tmp / name), "-o", str(tmp / "topo.json")]
+    return argv
+
+
+ARCHES = {
+    "empty file": ("", "bad.yaml"),
+    "not a mapping": ("- 1\n", "bad.yaml"),
+    "yaml syntax error": ("nodes: [\n", "bad.yaml"),
+    "no nodes": ("system: x\n", "bad.yaml"),
+}
+for _name, (_text, _says) in ARCHES.items():
+    case("arch", _name, _topology(_text), _says)
+case("arch", "arch file missing", lambda tmp: PY + ["topology", "--arch", str(tmp / "none.yaml"), "-o", str(tmp / "t.json")],
+     "none.yaml")
+case("arch", "corrupt topology.json", _topology("{not json", "topology.json"), "topology.json")
+
+# ------------------------------------------------------------------ kernel CLI
+KERNEL_ARGS = {
+    "numa_latency": ["--bogus", "--size=abc", "--size=", "--size=-1", "--csv=", "--iterations=x"],
+    "numa_bandwidth": ["--bogus", "--threads=x", "--threads=0", "--size=abc", "--size=0", "--ntimes=x"],
+    "numa_copy": ["--bogus", "--size=abc", "--size=0", "--src=x", "--dst=x", "--threads=x"],
+}
+for _kernel, _bad in KERNEL_ARGS.items():
+    for _arg in _bad:
+        case("kernel CLI", f"{_kernel} {_arg}",
+             (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), a, f"--csv={tmp / 'k.csv'}"]
+              if not a.startswith("--csv") else [str(REPO / "build" / "bin" / k), a])(_kernel, _arg),
+             f"{_kernel}: error:")
+
+# ------------------------------------------------------------------ numasweep CLI
+case("numasweep CLI", "unknown command", lambda tmp: PY + ["fly"], "unknown command 'fly'")
+
+# -o into a place that cannot take the file: a missing folder, a folder, an unwritable place.
+_OUTPUTS = {
+    "missing folder": (lambda tmp: tmp / "no" / "such" / "out.x", "mkdir -p"),
+    "a folder": (lambda tmp: tmp, "is a folder"),
+    "unwritable place": (lambda tmp: Path("/proc/self/out.x"), "cannot write there"),
+}
+_WRITERS = {
+    "topology --arch": lambda tmp, out: PY + ["topology", "--arch", str(LUMI), "-o", str(out)],
+    "topology --detect": lambda tmp, out: PY + ["topology", "--detect", "-o", str(out)],
+    "aggregate": lambda tmp, out: (_bad_job_ok(tmp), PY + ["aggregate", "--bench", "latency", "-o", str(out),
+                                                           str(tmp / "latency" / "j1.csv")])[1],
+    "analyse": lambda tmp, out: PY + ["analyse", "--results", str(REPO / "examples" / "lumi-g"), "-o", str(out)],
+    "import-legacy": lambda tmp, out: PY + ["import-legacy", "--arch", str(REPO / "examples/lumi-g/topology.json"),
+                                            "--mode", "serial", "-o", str(out),
+                                            str(REPO / "examples/lumi-g/source/serial.log")],
+}
+for _writer, _make in _WRITERS.items():
+    for _where, (_out, _says) in _OUTPUTS.items():
+        case("numasweep CLI", f"{_writer} -o into a {_where}",
+             (lambda m, o: lambda tmp: m(tmp, o(tmp)))(_make, _out), _says)
+case("numasweep CLI", "aggregate of a missing file",
+     lambda tmp: PY + ["aggregate", "-o", str(tmp / "latency.csv"), str(tmp / "none.csv")], "none.csv")
+case("numasweep CLI", "analyse of a missing folder",
+     lambda tmp: PY + ["analyse", "--results", str(tmp / "nowhere"), "-o", str(tmp / "f.json")], "nowhere")
+case("numasweep CLI", "run-job with grid not JSON",
+     lambda tmp: PY + ["run-job", "--job-id", "j", "--launch", f"true --csv={tmp}/j.csv.partial", "--grid", "{",
+                       "--kernel", "/bin/true", "--topology", str(tmp / "t.json"), "--csv", str(tmp / "j.csv"),
+                       "--provenance", str(tmp / "j.json"), "--log", str(tmp / "j.log")], "--grid")
+case("numasweep CLI", "run-job with a launch line writing elsewhere",
+     lambda tmp: PY + ["run-job", "--job-id", "j", "--launch", "true --csv=/tmp/other.csv", "--grid", "{}",
+                       "--kernel", "/bin/true", "--topology", str(tmp / "t.json"), "--csv", str(tmp / "j.csv"),
+                       "--provenance", str(tmp / "j.json"), "--log", str(tmp / "j.log")], "--launch")
+
+
+# ------------------------------------------------------------------ cached results
+GOOD = {
+    "latency": "rank,cpu,size_bytes,latency_ns_median\n0,1,1048576,90.5\n1,2,2097152,95.1\n",
+    "bandwidth": "kernel,threads,best_mb_s,validation\ntriad,1,9000.5,ok\ntriad,2,15000.2,ok\n",
+    "copy": "src_node,dst_node,bytes,best_gb_s\n0,0,67108864,9.5\n0,1,67108864,7.5\n",
+    "gpu_xfer": "ngpus,access_size(bytes),read_bw(gib/s),write_bw(gib/s)\n1,4096,10.5,11.5\n1,8192,12.5,13.5\n",
+}
+BAD_CELLS = {"non-numeric": ("fast", "not a number"), "empty": ("", "empty"), "zero": ("0", "zero"),
+             "negative": ("-3", "negative"), "infinite": ("inf", "not finite"), "nan": ("nan", "")}
+
+
+def _bad_job(bench: str, column: str, cell: str) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        header, first, second = GOOD[bench].splitlines()
+        cols = header.split(",")
+        values = second.split(",")
+        values[cols.index(column)] = cell
+        job = tmp / bench / "j1.csv"
+        job.parent.mkdir(parents=True, exist_ok=True)
+        job.write_text("\n".join([header, first, ",".join(values)]) + "\n")
+        job.with_suffix(".json").write_text(json.dumps({"job_id": "j1", "grid": {"repetition": 0}}))
+        return PY + ["aggregate", "--bench", bench, "-o", str(tmp / f"{bench}.csv"), str(job)]
+    return argv
+
+
+from numasweep.aggregate import POSITIVE  # noqa: E402
+
+
+def _bad_job_ok(tmp: Path) -> None:
+    job = tmp / "latency" / "j1.csv"
+    job.parent.mkdir(parents=True, exist_ok=True)
+    job.write_text(GOOD["latency"])
+    job.with_suffix(".json").write_text(json.dumps({"job_id": "j1", "grid": {"repetition": 0}}))
+
+for _bench, _columns in POSITIVE.items():
+    for _column in _columns:
+        for _kind, (_cell, _word) in BAD_CELLS.items():
+            case("cached results", f"job {_bench} {_column} {_kind}", _bad_job(_bench, _column, _cell),
+                 "line 3", f"'{_column}'", "rerun its job", *((_word,) if _word else ()))
+
+
+def _bad_table(column: str, cell: str) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        results = tmp / "cached"
+        shutil.copytree(REPO / "examples" / "lumi-g", results)
+        lines = (results / "latency.csv").read_text().splitlines()
+        cols = lines[0].split(",")
+        values = lines[2].split(",")
+        values[cols.index(column)] = cell
+        lines[2] = ",".join(values)
+        (results / "latency.csv").write_text("\n".join(lines) + "\n")
+        return PY + ["analyse", "--results", str(results), "-o", str(tmp / "findings.json")]
+    return argv
+
+
+for _column in POSITIVE["latency"]:
+    for _kind, (_cell, _word) in BAD_CELLS.items():
+        case("cached results", f"cached latency table {_column} {_kind}", _bad_table(_column, _cell),
+             "line 3", "correct that cell")
+
+
+# ------------------------------------------------------------------ faults mid-run (run-job)
+def _runjob(script: str, *extra: str, seed: bool = True) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        bench = tmp / "bench"
+        bench.mkdir(exist_ok=True)
+        csv = bench / "j1.csv"
+        if seed:  # a finished result from an earlier run, and its archive
+            subprocess.run(_argv(tmp, 'printf "size,value\\n1,2.5\\n" > "${0#--csv=}"'), check=True,
+                           capture_output=True)
+        return _argv(tmp, script, *extra)
+
+    def _argv(tmp: Path, script: str, *more: str) -> list[str]:
+        csv = tmp / "bench" / "j1.csv"
+        return PY + ["run-job", "--job-id", "j1", "--launch", shlex.join(["bash", "-c", script, f"--csv={csv}.partial"]),
+                     "--grid", "{}", "--kernel", "/bin/true", "--topology", str(REPO / "examples/lumi-g/topology.json"),
+                     "--csv", str(csv), "--provenance", str(csv.with_suffix(".json")), "--log",
+                     str(csv.with_suffix(".log")), *more]
+    return argv
+
+
+def _archive(tmp: Path) -> list[Path]:
+    return sorted((tmp / "bench" / "archive").glob("*"))
+
+
+FAULTS = {
+    "kernel fails": ("echo 'numa_latency: error: mbind failed'; exit 2", "mbind failed", 2),
+    "kernel exits 0 without CSV": ("exit 0", "without writing its CSV", 2),
+    "kernel writes a header only": ('echo size,value > "${0#--csv=}"', "no rows", 2),
+    "kernel writes an empty CSV": (': > "${0#--csv=}"', "no rows", 2),
+    "kernel killed by SIGKILL": ("kill -9 $$", "SIGKILL", 137),
+    "kernel killed by SIGSEGV": ("kill -11 $$", "SIGSEGV", 139),
+    "kernel killed by SIGTERM": ("kill -15 $$", "SIGTERM", 143),
+    "kernel leaves a partial CSV and fails": ('echo size > "${0#--csv=}"; exit 1', "", 1),
+}
+for _name, (_script, _says, _rc) in FAULTS.items():
+    case("faults mid-run", _name, _runjob(_script), *((_says,) if _says else ()), rc=_rc, keep=_archive)
+case("faults mid-run", "launcher missing", lambda tmp: _runjob("true")(tmp)[:7] + [
+    f"mpirun-absent --csv={tmp}/bench/j1.csv.partial"] + _runjob("true", seed=False)(tmp)[8:],
+     "mpirun-absent", keep=_archive)
+
+
+# ------------------------------------------------------------------ legacy import
+def _legacy(text: str | None, *extra: str) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        log = tmp / "run.log"
+        if text is not None:
+            log.write_text(text)
+        return PY + ["import-legacy", "--arch", str(LUMI), "-o", str(tmp / "out.csv"), *extra, str(log)]
+    return argv
+
+
+case("legacy import", "log missing", _legacy(None), "run.log")
+case("legacy import", "empty log", _legacy(""), "run.log")
+case("legacy import", "log without a table", _legacy("hello\nworld\n"), "run.log")
+case("legacy import", "binary log", _legacy("\x00\x01\x02"), "run.log")
+
+
+# ------------------------------------------------------------------ the check
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("item", CASES, ids=[f"{c.category}: {c.name}" for c in CASES])
+def test_catalogue(item: Case, tmp_path: Path, kernels_bin: Path) -> None:
+    argv = item.argv(tmp_path)
+    kept = {p: _sha(p) for p in item.keep(tmp_path)}
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO / "workflow")}
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    err = proc.stderr.strip()
+    assert "Traceback" not in err, err
+    assert proc.returncode == item.rc, (proc.returncode, err)
+    if item.category != "faults mid-run":
+        assert len(err.splitlines()) == 1, err
+    for text in item.says:
+        assert text in err, err
+    assert {p: _sha(p) for p in kept} == kept
+
+
+def test_catalogue_table_is_current() -> None:
+    table = (REPO / "docs" / "catalogue.md").read_text()
+    for item in CASES:
+        assert f"| {item.category} | {item.name} |" in table, f"docs/catalogue.md lacks: {item.name}"
+
+
+def table() -> str:
+    """docs/catalogue.md's table (python tests/catalogue/test_catalogue.py > docs/catalogue.md)."""
+    lines = ["| category | case | exit | the line names |", "|---|---|---|---|"]
+    for item in CASES:
+        lines.append(f"| {item.category} | {item.name} | {item.rc} | {', '.join(f'`{t}`' for t in item.says)} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table())

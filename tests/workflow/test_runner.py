@@ -1,0 +1,299 @@
+"""`python -m numasweep run-job`: the per-job lock, the job's process group, archive by copy,
+and the workflow under kill -9 and SIGINT of snakemake. Launch lines here are real commands
+(bash, the kernels); nothing is mocked."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workflow_helpers import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
+
+pytestmark = pytest.mark.workflow
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _runjob(tmp: Path, script: str, *extra: str, job: str = "j1") -> list[str]:
+    """run-job argv whose launch line is `bash -c SCRIPT --csv=<csv>.partial` ($0 is the option)."""
+    csv = tmp / "bench" / f"{job}.csv"
+    topo = Path(__file__).resolve().parents[2] / "examples" / "lumi-g" / "topology.json"
+    import shlex
+
+    launch = shlex.join(["bash", "-c", script, f"--csv={csv}.partial"])
+    return [sys.executable, "-m", "numasweep", "run-job", "--job-id", job, "--launch", launch,
+            "--grid", '{"repetition": 0}', "--kernel", "/bin/true", "--topology", str(topo),
+            "--csv", str(csv), "--provenance", str(csv.with_suffix(".json")),
+            "--log", str(csv.with_suffix(".log")), *extra]
+
+
+WRITE = 'printf "size,value\\n1,2.5\\n" > "${0#--csv=}"'
+SLOW = 'sleep 60 & sleep 60; wait'
+
+
+def _env() -> dict[str, str]:
+    env = snakemake_env()
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "workflow")
+    return env
+
+
+def _wait_lock(tmp: Path, job: str = "j1") -> int:
+    lock = tmp / "bench" / f".{job}.lock"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if lock.exists() and lock.read_text().strip():
+            return int(lock.read_text())
+        time.sleep(0.05)
+    pytest.fail("the runner never took its lock")
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    members.append(int(entry.name))
+            except (ProcessLookupError, PermissionError):
+                pass
+    return members
+
+
+def _children_groups(pid: int) -> set[int]:
+    groups = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == pid:
+                    groups.add(os.getpgid(int(entry.name)))
+            except (OSError, ValueError, ProcessLookupError):
+                pass
+    return groups
+
+
+def test_finished_job_is_published_and_archived_by_copy(tmp_path: Path) -> None:
+    proc = subprocess.run(_runjob(tmp_path, WRITE), capture_output=True, text=True, env=_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    csv = tmp_path / "bench" / "j1.csv"
+    archived = {p.suffix: p for p in (tmp_path / "bench" / "archive").iterdir()}
+    assert set(archived) == {".csv", ".json", ".log"}
+    assert archived[".csv"].read_bytes() == csv.read_bytes()
+    assert archived[".csv"].stat().st_ino != csv.stat().st_ino
+    assert all(not os.access(p, os.W_OK) or os.geteuid() == 0 for p in archived.values())
+    before = {p: _sha(p) for p in archived.values()}
+    # An in-place edit and a truncation of the result, then a failed rerun that deletes it.
+    with open(csv, "r+") as fh:
+        fh.write("9")
+    csv.write_text("")
+    failed = subprocess.run(_runjob(tmp_path, "echo broken; exit 3"), capture_output=True, text=True,
+                            env=_env(), timeout=60)
+    assert failed.returncode == 3 and "broken" in failed.stderr
+    csv.unlink()
+    csv.with_suffix(".json").unlink()
+    assert {p: _sha(p) for p in archived.values()} == before
+
+
+def test_second_run_of_a_running_job_refuses_naming_the_pid(tmp_path: Path) -> None:
+    first = subprocess.Popen(_runjob(tmp_path, SLOW), env=_env(), stderr=subprocess.PIPE, text=True)
+    try:
+        holder = _wait_lock(tmp_path)
+        assert holder == first.pid
+        second = subprocess.run(_runjob(tmp_path, WRITE, "--lock-wait", "0"), capture_output=True,
+                                text=True, env=_env(), timeout=60)
+        assert second.returncode == 2
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"PID {first.pid}" in lines[0] and "Traceback" not in second.stderr
+        assert not (tmp_path / "bench" / "j1.csv").exists()
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=20)
+
+
+def test_second_run_waits_for_the_first_then_measures(tmp_path: Path) -> None:
+    first = subprocess.Popen(_runjob(tmp_path, SLOW), env=_env(), stderr=subprocess.PIPE, text=True)
+    _wait_lock(tmp_path)
+    second = subprocess.Popen(_runjob(tmp_path, WRITE, "--lock-wait", "60"), env=_env(),
+                              stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    assert second.poll() is None, "the second run did not wait"
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=20) == 128 + signal.SIGTERM
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert f"held by PID {first.pid}" in err
+    assert (tmp_path / "bench" / "j1.csv").read_text().startswith("size,value")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_ends_the_whole_process_group(tmp_path: Path, sig: int) -> None:
+    runner = subprocess.Popen(_runjob(tmp_path, SLOW), env=_env(), stderr=subprocess.PIPE, text=True)
+    _wait_lock(tmp_path)
+    deadline = time.time() + 20
+    while time.time() < deadline and not _children_groups(runner.pid):
+        time.sleep(0.05)
+    (group,) = _children_groups(runner.pid)
+    assert group != os.getpgid(runner.pid), "the launch line must run in a process group of its own"
+    runner.send_signal(sig)
+    _, err = runner.communicate(timeout=20)
+    assert runner.returncode == 128 + sig
+    assert signal.Signals(sig).name in err and "Traceback" not in err
+    deadline = time.time() + 10
+    while time.time() < deadline and _group_members(group):
+        time.sleep(0.1)
+    assert _group_members(group) == []
+    assert not (tmp_path / "bench" / "j1.csv").exists() and not (tmp_path / "bench" / "j1.csv.partial").exists()
+
+
+def test_killed_runner_takes_its_job_with_it(tmp_path: Path) -> None:
+    # SIGKILL cannot be caught: the launch line's parent death signal ends it.
+    runner = subprocess.Popen(_runjob(tmp_path, "exec sleep 60"), env=_env(), stderr=subprocess.PIPE)
+    _wait_lock(tmp_path)
+    deadline = time.time() + 20
+    while time.time() < deadline and not _children_groups(runner.pid):
+        time.sleep(0.05)
+    (group,) = _children_groups(runner.pid)
+    runner.kill()
+    runner.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline and _group_members(group):
+        time.sleep(0.1)
+    assert _group_members(group) == []
+
+
+def test_missing_launcher_names_the_package(tmp_path: Path) -> None:
+    import shlex
+
+    argv = _runjob(tmp_path, WRITE)
+    csv = tmp_path / "bench" / "j1.csv"
+    argv[argv.index("--launch") + 1] = shlex.join(["mpirun-not-here", f"--csv={csv}.partial"])
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "mpirun-not-here" in proc.stderr
+    argv[argv.index("--launch") + 1] = shlex.join(["mpirun", f"--csv={csv}.partial"])
+    env = _env()
+    env["PATH"] = str(Path(sys.executable).parent)  # no Open MPI on this PATH
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "numasweep: error: mpirun: command not found; install openmpi-bin (apt-get install openmpi-bin)"
+    ]
+
+
+# ------------------------------------------------------------------ snakemake killed or interrupted
+
+
+def _start_slow_sweep(work: Path) -> tuple[subprocess.Popen, list[str]]:
+    args = ["sweep", "--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "slow.yaml")]
+    sm = subprocess.Popen([sys.executable, "-m", "snakemake", *args], cwd=work, env=snakemake_env(),
+                          stdout=open(work / "snakemake.out", "w"), stderr=subprocess.STDOUT,
+                          start_new_session=True)
+    return sm, args
+
+
+def _wait_mid_job(sm: subprocess.Popen, results: Path) -> tuple[dict[Path, str], int]:
+    """One job finished and the next one running: (finished files' checksums, its runner PID)."""
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        done = list(results.glob("*/latency/*.json"))
+        partial = list(results.glob("*/latency/*.csv.partial"))
+        if done and partial:
+            job = partial[0].name[: -len(".csv.partial")]
+            lock = partial[0].parent / f".{job}.lock"
+            finished = {}
+            for record in done:
+                for ext in (".csv", ".json", ".log"):
+                    finished[record.with_suffix(ext)] = _sha(record.with_suffix(ext))
+            for archived in results.glob("*/latency/archive/*"):
+                finished[archived] = _sha(archived)
+            return finished, int(lock.read_text())
+        assert sm.poll() is None, "the sweep ended before it could be interrupted"
+        time.sleep(0.1)
+    pytest.fail("no job finished within 240 s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _processes_under(work: Path) -> list[str]:
+    """Command lines of live processes that name the copy of the repository."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(work) in cmd and "snakemake" not in cmd and _alive(int(entry.name)):
+                found.append(cmd)
+    return found
+
+
+def _mid_job(repo: Path, tmp_path: Path):
+    """A copy of the repository with the slow sweep running, one job finished and one running."""
+    work = copy_repo(repo, tmp_path / "numasweep")
+    sm, args = _start_slow_sweep(work)
+    try:
+        finished, runner = _wait_mid_job(sm, work / "results")
+    except BaseException:
+        os.killpg(sm.pid, signal.SIGKILL)
+        sm.wait()
+        raise
+    return work, work / "results", sm, args, finished, runner
+
+
+def test_kill_9_of_snakemake_then_unlock_and_rerun_overlaps_nothing(repo: Path, tmp_path: Path) -> None:
+    work, results, sm, args, finished, runner = _mid_job(repo, tmp_path)
+    os.kill(sm.pid, signal.SIGKILL)  # snakemake alone: its job is not signalled by us
+    sm.wait()
+    # At once, as the README's recovery says.
+    assert snakemake(work, "--unlock", *args).returncode == 0
+    orphan_running = _alive(runner)
+    rerun = subprocess.Popen([sys.executable, "-m", "snakemake", "--rerun-incomplete", *args], cwd=work,
+                             env=snakemake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out, _ = rerun.communicate(timeout=400)
+    assert rerun.returncode == 0, out[-3000:]
+    # The orphan ended with snakemake (parent death signal), or the rerun waited for its lock:
+    # either way the old runner is gone and never shared the job with the new one.
+    assert not _alive(runner)
+    if orphan_running:
+        assert f"held by PID {runner}" in out, out[-3000:]
+    csvs = sorted(results.glob("*/latency/*.csv"))
+    assert len(csvs) == 3 and all(c.with_suffix(".json").exists() for c in csvs)
+    assert {p: _sha(p) for p in finished} == finished
+    assert _processes_under(work) == []
+
+
+def test_sigint_to_snakemake_ends_the_job_and_keeps_finished_results(repo: Path, tmp_path: Path) -> None:
+    work, results, sm, args, finished, runner = _mid_job(repo, tmp_path)
+    try:
+        os.kill(sm.pid, signal.SIGINT)  # the snakemake process alone, not its group
+        deadline = time.time() + 10
+        while time.time() < deadline and (_processes_under(work) or _alive(runner)):
+            time.sleep(0.2)
+        assert _processes_under(work) == [] and not _alive(runner)
+        sm.wait(timeout=60)
+    finally:
+        if sm.poll() is None:
+            os.killpg(sm.pid, signal.SIGKILL)
+            sm.wait()
+    assert {p: _sha(p) for p in finished} == finished
+    # The running job was stopped, not left to finish and then be marked incomplete.
+    out = (work / "snakemake.out").read_text()
+    assert "stopped by SIGTERM" in out, out[-3000:]
+    dry = snakemake(work, "-n", "--rerun-incomplete", *args)
+    assert dry.returncode == 0, (dry.stdout + dry.stderr)[-3000:]
+    again = planned_jobs(dry.stdout + dry.stderr)
+    assert again and not again & {p.stem for p in finished if p.suffix == ".csv" and p.parent.name == "latency"}

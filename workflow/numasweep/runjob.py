@@ -1,0 +1,312 @@
+"""`python -m numasweep run-job`: run one benchmark job from start to provenance.
+
+    python -m numasweep run-job --job-id ID --launch "LINE" --grid JSON --kernel K \
+        --topology results/x/topology.json --csv results/x/latency/ID.csv \
+        --provenance results/x/latency/ID.json --log results/x/latency/ID.log
+
+What it guarantees (the rule's whole shell is this one command):
+
+- One run of a job at a time: a lock file (`.<id>.lock` next to the CSV, holding the PID) is
+  held for the runner's whole life. A second run of the same job, e.g. `--rerun-incomplete`
+  right after a killed snakemake while the old job is still ending, waits up to `--lock-wait`
+  seconds, then refuses in one line naming the PID that holds the lock.
+- No orphans: the launch line runs in its own process group (session). The runner ends that
+  group on SIGINT, SIGTERM or SIGHUP (SIGTERM, then SIGKILL after a grace period), and asks
+  the kernel to be told of its own death (parent death signal): when snakemake is killed
+  with -9 the runner gets SIGTERM and takes mpirun and the kernels with it.
+- Nothing half-done is published: the kernel writes `<id>.csv.partial`; only when it exited 0
+  and the table has a header and rows is it archived and renamed to `<id>.csv`.
+- Archive by copy: CSV, provenance record and log are copied (read-only) to
+  `archive/<id>.<finish time>.{csv,json,log}` before the result is published, so no later edit,
+  failed rerun or deletion reaches an archived result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime as dt
+import errno
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from numasweep.errors import NumasweepError
+from numasweep.io import atomic_write_text
+
+PARTIAL = ".partial"
+PR_SET_PDEATHSIG = 1
+# Seconds between SIGTERM and SIGKILL to the job's process group.
+GRACE_S = 3.0
+# Commands a launch line may start with, and the Debian package that provides each.
+LAUNCHER_PACKAGES = {
+    "mpirun": "openmpi-bin (apt-get install openmpi-bin)",
+    "srun": "slurm-client (apt-get install slurm-client), or run with launcher=mpirun",
+    "numactl": "numactl (apt-get install numactl)",
+    "env": "coreutils",
+}
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def set_parent_death_signal(sig: int) -> None:
+    """Linux prctl(PR_SET_PDEATHSIG): `sig` arrives when the parent thread ends."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _child_setup() -> None:
+    # Runs in the forked child before exec: a session of its own (its process group is the
+    # job's), and SIGKILL if the runner dies without having ended it.
+    os.setsid()
+    set_parent_death_signal(signal.SIGKILL)
+
+
+class JobLock:
+    """An flock on `.<id>.lock` next to the CSV, held for the runner's life; it holds the PID."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text().strip() or "unknown"
+        except OSError:
+            return "unknown"
+
+    def acquire(self, wait_s: float, job_id: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + wait_s
+        said = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise NumasweepError(
+                    f"job {job_id} is still running as PID {self.holder()} (lock {self.path}); "
+                    f"wait for it to end or stop it with `kill -TERM {self.holder()}`, then rerun"
+                )
+            if not said:
+                print(f"numasweep: job {job_id} is held by PID {self.holder()} ({self.path}); "
+                      f"waiting up to {wait_s:g} s for it to end", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(0.2)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+        if said:
+            print(f"numasweep: job {job_id}: PID {os.getpid()} has the lock now", file=sys.stderr, flush=True)
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.csv: Path = args.csv
+        self.partial = Path(f"{args.csv}{PARTIAL}")
+        self.proc: subprocess.Popen | None = None
+        self.stopped_by: int | None = None
+
+    # ------------------------------------------------------------------ signals
+    def on_signal(self, signum: int, frame) -> None:
+        self.stopped_by = signum
+        self.end_group(signal.SIGTERM)
+
+    def end_group(self, sig: int) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def reap_group(self) -> None:
+        """SIGTERM to the job's process group, SIGKILL to what is left after the grace period."""
+        if self.proc is None:
+            return
+        self.end_group(signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline and _group_alive(self.proc.pid):
+            time.sleep(0.05)
+        self.end_group(signal.SIGKILL)
+
+    # ------------------------------------------------------------------ the run
+    def launch(self, argv: list[str], log) -> int:
+        try:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=_child_setup)
+        except FileNotFoundError:
+            raise NumasweepError(missing_program(argv)) from None
+        except PermissionError:
+            raise NumasweepError(f"{argv[0]}: not executable; run `make -C kernels` or chmod +x it") from None
+        while True:
+            try:
+                rc = self.proc.wait()
+                break
+            except InterruptedError:
+                continue
+        # Whatever the launch line left behind (a backgrounded rank, a stuck mpirun child).
+        self.reap_group() if self.stopped_by else self.end_group(signal.SIGKILL)
+        return rc
+
+    def run(self) -> int:
+        a = self.args
+        try:
+            grid = json.loads(a.grid)
+        except json.JSONDecodeError as exc:
+            raise NumasweepError(f"--grid is not JSON ({exc}); pass the job's grid values as a JSON object") from None
+        argv = shlex.split(a.launch)
+        if not argv:
+            raise NumasweepError("--launch is empty; pass the job's launch line")
+        set_parent_death_signal(signal.SIGTERM)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self.on_signal)
+        if os.getppid() == 1:
+            raise NumasweepError("the process that started this job is gone; nothing was run")
+        lock = JobLock(self.csv.parent / f".{a.job_id}.lock")
+        lock.acquire(a.lock_wait, a.job_id)
+        if self.stopped_by:
+            return 128 + self.stopped_by
+        # A partial table of an earlier, interrupted run is never continued.
+        self.partial.unlink(missing_ok=True)
+        start = now_iso()
+        a.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(a.log, "w") as log:
+            rc = self.launch(argv, log)
+        if self.stopped_by:
+            name = signal.Signals(self.stopped_by).name
+            print(f"numasweep: job {a.job_id} stopped by {name}; its process group was ended, "
+                  f"no result was written", file=sys.stderr)
+            self.partial.unlink(missing_ok=True)
+            return 128 + self.stopped_by
+        if rc != 0:
+            tail = Path(a.log).read_text(errors="replace").splitlines()[-5:]
+            for line in tail:
+                print(line, file=sys.stderr)
+            if rc < 0:
+                print(f"numasweep: job {a.job_id}: the launch line died of signal "
+                      f"{signal.Signals(-rc).name}; see {a.log}", file=sys.stderr)
+                return 128 - rc
+            return rc
+        check_table(self.partial, a.log)
+        # From here the result is finished: a stop signal waits until it is published.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        publish(a, grid, self.partial, start)
+        return 0
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def missing_program(argv: list[str]) -> str:
+    # `env K=V prog ...`: the program env could not find is the first non-assignment.
+    prog = argv[0]
+    if prog == "env":
+        prog = next((w for w in argv[1:] if "=" not in w), prog)
+    name = Path(prog).name
+    if name in LAUNCHER_PACKAGES:
+        return f"{name}: command not found; install {LAUNCHER_PACKAGES[name]}"
+    return f"{prog}: no such program; run `make -C kernels` (kernels) or check the config's wrapper and launcher"
+
+
+def check_table(partial: Path, log: Path) -> None:
+    """The kernel said it succeeded: its table must exist and have a header and rows."""
+    if not partial.exists():
+        raise NumasweepError(f"{partial}: the kernel exited 0 without writing its CSV; see {log}")
+    lines = [ln for ln in partial.read_text(errors="replace").splitlines() if ln.strip()]
+    if len(lines) < 2:
+        raise NumasweepError(f"{partial}: the kernel's CSV has no rows; see {log} and rerun the job")
+
+
+def _archive_copy(src: Path, dest: Path) -> None:
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.copyfile(src, tmp)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, dest)
+
+
+def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str) -> None:
+    """Provenance, archive copies, then the result under its final name (rename last)."""
+    from numasweep import provenance
+
+    end = now_iso()
+    rec = provenance.record(a.job_id, start, a.launch, grid, a.kernel, a.topology, partial, end=end,
+                            csv_name=a.csv)
+    text = json.dumps(rec, indent=2) + "\n"
+    archive = a.csv.parent / "archive"
+    archive.mkdir(parents=True, exist_ok=True)
+    stamp = end.replace("-", "").replace(":", "").replace(".", "")
+    base = archive / f"{a.job_id}.{stamp}"
+    _archive_copy(partial, Path(f"{base}.csv"))
+    atomic_write_text(f"{base}.json", text)
+    os.chmod(f"{base}.json", 0o444)
+    _archive_copy(a.log, Path(f"{base}.log"))
+    atomic_write_text(a.provenance, text)
+    os.replace(partial, a.csv)
+
+
+def end_runners(parent: int) -> list[int]:
+    """SIGTERM to every `numasweep run-job` process whose parent is `parent` (snakemake's
+    handler for SIGINT/SIGTERM); each ends its own job's process group."""
+    ended = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid != parent:
+                continue
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"run-job" in cmd and b"numasweep" in cmd:
+            try:
+                os.kill(int(entry.name), signal.SIGTERM)
+                ended.append(int(entry.name))
+            except ProcessLookupError:
+                pass
+    return ended
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m numasweep run-job", description=__doc__.splitlines()[0])
+    ap.add_argument("--job-id", required=True)
+    ap.add_argument("--launch", required=True, help="the launch line, as `snakemake -n -p` shows it")
+    ap.add_argument("--grid", required=True, help="the job's grid values as JSON")
+    ap.add_argument("--kernel", required=True, type=Path)
+    ap.add_argument("--topology", required=True, type=Path)
+    ap.add_argument("--csv", required=True, type=Path, help="the result; the kernel writes CSV.partial")
+    ap.add_argument("--provenance", required=True, type=Path)
+    ap.add_argument("--log", required=True, type=Path)
+    ap.add_argument("--lock-wait", type=float, default=float(os.environ.get("NUMASWEEP_LOCK_WAIT", 120)),
+                    help="seconds to wait for another run of the same job (default 120, "
+                         "env NUMASWEEP_LOCK_WAIT)")
+    args = ap.parse_args(argv)
+    if f"--csv={args.csv}{PARTIAL}" not in shlex.split(args.launch):
+        raise NumasweepError(f"--launch must write --csv={args.csv}{PARTIAL}; pass the line the plan built")
+    return Runner(args).run()

@@ -1,0 +1,47 @@
+# One rule per benchmark (latency, bandwidth, copy, gpu_xfer) from one definition: they differ
+# only in the kernel, the wrapper input and their SLURM resources. Each job's shell is the one
+# line BENCH_SHELL (common.smk): `python -m numasweep run-job` with the launch line as is, so
+# `snakemake -n -p` shows it.
+#
+# SLURM resources: a non-empty `mpi` (latency with more than one rank) makes the plugin run
+# the shell as is, so srun's --cpu-bind=map_cpu is the only CPU binding; an empty `mpi` makes
+# it run the shell in the batch step, which owns the whole exclusive node, instead of an
+# `srun -n1 --cpu-bind=q` step confined to the first CPUs: numactl can then bind to the CPUs
+# the plan names.
+BENCH_RESOURCES = {
+    # Pointer-chase latency: one MPI rank per placed CPU.
+    "latency": {"mpi": mpi_launcher, "tasks": job_tasks},
+    # STREAM-style bandwidth: OpenMP threads pinned to the configured CPUs.
+    "bandwidth": {"mpi": ""},
+    # Node-to-node copy: the kernel places source and destination itself (libnuma).
+    "copy": {"mpi": ""},
+    # Host-device transfers, planned only where the topology lists GPUs (or gpu_xfer.force).
+    "gpu_xfer": {"mpi": "", "gpu": job_gpus},
+}
+
+for _bench, _resources in BENCH_RESOURCES.items():
+
+    rule:
+        name:
+            _bench
+        input:
+            kernel=f"{BIN_DIR}/{grid.KERNELS[_bench]}",
+            topology=f"{RESULTS_DIR}/topology.json",
+            wrapper=WRAPPER,
+        output:
+            csv=f"{RESULTS_DIR}/{_bench}/{{job}}.csv",
+            provenance=f"{RESULTS_DIR}/{_bench}/{{job}}.json",
+        log:
+            f"{RESULTS_DIR}/{_bench}/{{job}}.log",
+        conda:
+            CONDA_ENV
+        threads: 1 if _bench == "latency" else job_threads
+        resources:
+            bench_slot=1,
+            slurm_extra="'--exclusive'",
+            **_resources,
+        params:
+            launch=launch_line(_bench),
+            grid=grid_values,
+        shell:
+            BENCH_SHELL
