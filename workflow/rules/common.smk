@@ -50,9 +50,21 @@ FROM_CACHE = CONFIG["results"] is not None
 def _cached_system(folder):
     """The system a cached results folder describes: its topology.json, else the folder name."""
     topo = Path(folder) / "topology.json"
-    if topo.exists():
-        return json.loads(topo.read_text()).get("system") or Path(folder).name
-    return Path(folder).name
+    if not topo.exists():
+        return Path(folder).name
+    try:
+        data = json.loads(topo.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WorkflowError(
+            f"{topo}: not a readable topology.json ({exc}); restore it, or write it again with "
+            f"`python -m numasweep topology --arch ARCH -o {topo}`"
+        ) from None
+    if not isinstance(data, dict):
+        raise WorkflowError(
+            f"{topo}: not a topology (a JSON object is expected); write it again with "
+            f"`python -m numasweep topology --arch ARCH -o {topo}`"
+        )
+    return data.get("system") or Path(folder).name
 
 
 if FROM_CACHE:
