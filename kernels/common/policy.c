@@ -128,6 +128,15 @@ static char saved_values[NS_MAX_NODES][16];
 static char saved_auto_path[128];
 static char saved_auto[16];
 static const int restore_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+/* The saved weights also go to a state file before any is changed, so that a run killed with
+ * SIGKILL (which no handler sees) has them restored by the next run that sets weights. */
+#define WEIGHTS_STATE_DEFAULT "/var/tmp/numasweep-weights.state"
+
+static const char *weights_state_path(void)
+{
+    const char *path = getenv("NUMASWEEP_WEIGHTS_STATE");
+    return path && *path ? path : WEIGHTS_STATE_DEFAULT;
+}
 static struct sigaction previous_actions[sizeof restore_signals / sizeof *restore_signals];
 
 static int read_int_file(const char *path, int *value)
@@ -164,6 +173,8 @@ static int write_back_weights(void)
     /* Writing a node weight turns automatic weights off on kernels that have them. */
     if (count && saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true"))
         failed = count;
+    if (count && failed < 0)
+        unlink(weights_state_path());
     return failed < 0 ? -1 : failed;
 }
 
@@ -214,9 +225,67 @@ void ns_policy_current_weights(const ns_policy *policy, int *weights)
     }
 }
 
+/* The state file: "pid N", then one "PATH VALUE" line per weight saved (and the auto switch). */
+static void write_weights_state(void)
+{
+    const char *state = weights_state_path();
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", state, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        ns_warn("cannot record the weights to restore in %s (%s); a killed run leaves them changed", state,
+                strerror(errno));
+        return;
+    }
+    fprintf(f, "pid %d\n", (int)getpid());
+    for (int i = 0; i < saved_count; i++)
+        fprintf(f, "%s %s\n", saved_paths[i], saved_values[i]);
+    if (saved_auto_path[0] && !strncmp(saved_auto, "true", 4))
+        fprintf(f, "%s true\n", saved_auto_path);
+    if (fclose(f) || rename(tmp, state)) {
+        ns_warn("cannot record the weights to restore in %s (%s)", state, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+/* Weights left changed by a run that was killed (its PID no longer runs): write them back. */
+static void restore_weights_of_killed_run(void)
+{
+    const char *state = weights_state_path();
+    FILE *f = fopen(state, "r");
+    if (!f)
+        return;
+    int pid = 0, restored = 0, failed = 0;
+    char path[128], value[16];
+    if (fscanf(f, "pid %d", &pid) != 1 || pid <= 0 || (kill(pid, 0) == 0 || errno == EPERM)) {
+        fclose(f); /* unreadable, or its run is still going: leave it */
+        return;
+    }
+    while (fscanf(f, "%127s %15s", path, value) == 2) {
+        if (strncmp(path, WEIGHTS_DIR "/", strlen(WEIGHTS_DIR) + 1))
+            continue; /* only the weights' own files */
+        if (write_text_file(path, value))
+            failed++;
+        else
+            restored++;
+    }
+    fclose(f);
+    if (failed)
+        ns_warn("could not restore %d weighted-interleave weight(s) left by killed run PID %d (%s): run as root, "
+                "or set them back by hand from that file", failed, pid, state);
+    else {
+        unlink(state);
+        ns_warn("restored %d weighted-interleave weight(s) left changed by killed run PID %d (from %s)", restored,
+                pid, state);
+    }
+}
+
 void ns_policy_apply_weights(const ns_policy *policy)
 {
-    if (policy->kind != NS_POLICY_WEIGHTED || !policy->nweights)
+    if (policy->kind != NS_POLICY_WEIGHTED)
+        return;
+    restore_weights_of_killed_run();
+    if (!policy->nweights)
         return;
     int current[NS_MAX_NODES];
     ns_policy_current_weights(policy, current);
@@ -253,9 +322,12 @@ void ns_policy_apply_weights(const ns_policy *policy)
         snprintf(saved_paths[saved_count], sizeof saved_paths[0], "%s", path);
         snprintf(saved_values[saved_count], sizeof saved_values[0], "%d", current[i]);
         saved_count = saved_count + 1;
+        write_weights_state();
         if (write_text_file(path, value)) {
             int e = errno;
             saved_count = saved_count - 1; /* nothing changed, nothing to restore */
+            if (!saved_count)
+                unlink(weights_state_path());
             ns_die("--weights: cannot set %s to %d (%s): run as root, or set the weights beforehand and omit --weights",
                    path, policy->weights[i], strerror(e));
         }

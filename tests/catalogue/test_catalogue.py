@@ -268,6 +268,7 @@ case("legacy import", "log missing", _legacy(None), "run.log")
 case("legacy import", "empty log", _legacy(""), "run.log")
 case("legacy import", "log without a table", _legacy("hello\nworld\n"), "run.log")
 case("legacy import", "binary log", _legacy("\x00\x01\x02"), "run.log")
+case("legacy import", "--mem-node not a node list", _legacy("x\n", "--mem-node", "zero"), "--mem-node 'zero'")
 
 
 # ------------------------------------------------------------------ the check

@@ -297,3 +297,36 @@ def test_sigint_to_snakemake_ends_the_job_and_keeps_finished_results(repo: Path,
     assert dry.returncode == 0, (dry.stdout + dry.stderr)[-3000:]
     again = planned_jobs(dry.stdout + dry.stderr)
     assert again and not again & {p.stem for p in finished if p.suffix == ".csv" and p.parent.name == "latency"}
+
+
+WEIGHTS = Path("/sys/kernel/mm/mempolicy/weighted_interleave/node0")
+
+
+def test_weights_left_by_a_killed_kernel_are_restored_by_the_next_run(kernels_bin: Path, tmp_path: Path) -> None:
+    if not WEIGHTS.exists() or not os.access(WEIGHTS, os.W_OK):
+        pytest.skip("NOT RUN: no writable weighted-interleave weights here (Linux >= 6.9 and root)")
+    env = {**os.environ, "NUMASWEEP_WEIGHTS_STATE": str(tmp_path / "weights.state")}
+    before = WEIGHTS.read_text().strip()
+    target = "9" if before != "9" else "8"
+    bw = [str(kernels_bin / "numa_bandwidth"), "--policy=weighted", "--mem-nodes=0"]
+    kernel = subprocess.Popen(bw + [f"--weights={target}", "--array-size=512M", "--ntimes=200",
+                                    f"--csv={tmp_path / 'a.csv'}"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and WEIGHTS.read_text().strip() != target:
+            time.sleep(0.02)
+        assert WEIGHTS.read_text().strip() == target and (tmp_path / "weights.state").exists()
+    finally:
+        kernel.kill()
+        kernel.wait()
+    try:
+        assert WEIGHTS.read_text().strip() == target  # SIGKILL: no handler could restore them
+        nxt = subprocess.run(bw + ["--array-size=1M", "--ntimes=2", f"--csv={tmp_path / 'b.csv'}"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert nxt.returncode == 0, nxt.stderr
+        assert f"left changed by killed run PID {kernel.pid}" in nxt.stderr
+        assert WEIGHTS.read_text().strip() == before
+        assert not (tmp_path / "weights.state").exists()
+    finally:
+        WEIGHTS.write_text(before)

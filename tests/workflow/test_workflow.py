@@ -88,9 +88,10 @@ def test_dry_run_prints_the_seed_launch_line(repo_copy: Path) -> None:
         "kernels/wrapper_numa.sh --numa=0,0,1,1,2,2,3,3 -- build/bin/numa_latency --size=1-16384 "
         "--pages=4k --serial --csv=results/lumi-g/latency/lat-interleaved-d0.1.2.3-r2-local-serial-rep0.csv"
     ) in out
-    # Every multi-rank job's shell starts its own line with srun (the 2 one-rank scaling
-    # jobs need no launcher).
-    assert out.count("\nsrun --nodes=1 ") == 32 - 2
+    # Every multi-rank job's launch line, run by `numasweep run-job`, starts with srun (the
+    # 2 one-rank scaling jobs need no launcher).
+    assert out.count("run-job --job-id ") == 32
+    assert out.count("--launch 'srun --nodes=1 ") == 32 - 2
     # What the SLURM plugin reads: an MPI job of 8 tasks on a node of its own; a one-rank job
     # with an empty `mpi`, so its shell also runs as is, outside a confining job step.
     assert "mpi=srun, tasks=8, bench_slot=1, slurm_extra='--exclusive'" in out

@@ -37,9 +37,9 @@ for _bench, _resources in BENCH_RESOURCES.items():
             CONDA_ENV
         threads: 1 if _bench == "latency" else job_threads
         resources:
+            **_resources,
             bench_slot=1,
             slurm_extra="'--exclusive'",
-            **_resources,
         params:
             launch=launch_line(_bench),
             grid=grid_values,

@@ -50,6 +50,26 @@ LAUNCHER = CONFIG["launcher"]
 FROM_CACHE = CONFIG["results"] is not None
 
 
+def _cached_system(folder):
+    """The system a cached results folder describes: its topology.json, else the folder name."""
+    topo = Path(folder) / "topology.json"
+    if not topo.exists():
+        return Path(folder).name
+    try:
+        data = json.loads(topo.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WorkflowError(
+            f"{topo}: not a readable topology.json ({exc}); restore it, or write it again with "
+            f"`python -m numasweep topology --arch ARCH -o {topo}`"
+        ) from None
+    if not isinstance(data, dict):
+        raise WorkflowError(
+            f"{topo}: not a topology (a JSON object is expected); write it again with "
+            f"`python -m numasweep topology --arch ARCH -o {topo}`"
+        )
+    return data.get("system") or Path(folder).name
+
+
 if FROM_CACHE:
     if not Path(CONFIG["results"]).is_dir():
         raise WorkflowError(
@@ -57,6 +77,7 @@ if FROM_CACHE:
             "and aggregated <bench>.csv files (e.g. examples/lumi-g)"
         )
     RESULTS_DIR = CONFIG["results"].rstrip("/")
+    _cached_system(RESULTS_DIR)  # a corrupt topology.json is refused in one line
     # Named by its folder, not by the system it measured: two cached folders of one system
     # (examples/lumi-g, examples/lumi-g-remote) render into report/lumi-g and report/lumi-g-remote.
     SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
