@@ -131,15 +131,27 @@ def test_absent_data_leaves_sections_out(tmp_path: Path) -> None:
     assert "\n\n\n" not in text
 
 
-def test_commands_from_per_job_provenance(tmp_path: Path) -> None:
+def test_commands_reach_the_report_through_the_aggregated_table(tmp_path: Path) -> None:
+    """The launch line travels provenance -> aggregate's `command` column -> report; a
+    provenance file the report's rule does not declare is never read."""
+    from numasweep import aggregate
+
     results = write_results(tmp_path / "res", benches=("latency",))
-    df = pd.read_csv(results / "latency.csv").drop(columns=["command"])
-    df.to_csv(results / "latency.csv", index=False)
-    (results / "latency").mkdir()
+    jobs = results / "latency"
+    jobs.mkdir()
+    df = pd.read_csv(results / "latency.csv")
+    kernel_cols = [c for c in df.columns if c not in ("job_id", "strategy", "memory", "repetition", "command")]
+    df[df["mode"] == "serial"][kernel_cols].to_csv(jobs / "lat-serial.csv", index=False)
     launch = "srun --ntasks 4 --cpu-bind=map_cpu:1,2,5,6 numa_latency --size=1-256"
-    (results / "latency" / "lat-serial.json").write_text(json.dumps({"command": launch, "argv": launch.split()}))
+    (jobs / "lat-serial.json").write_text(json.dumps({"job_id": "lat-serial", "grid": {"repetition": 0},
+                                                      "command": launch, "argv": launch.split()}))
+    table, _ = aggregate.aggregate([jobs / "lat-serial.csv"], "latency")
+    assert set(table["command"]) == {launch}
+    table.to_csv(results / "latency.csv", index=False)
+    (jobs / "stray.json").write_text(json.dumps({"command": "never shown"}))
     text = report.render(results, {"findings": []}, None, tmp_path / "r.md").read_text()
     assert f"### Commands run\n\n```bash\n{launch}\n```" in text
+    assert "never shown" not in text
 
 
 def test_virtual_machine_is_stated(tmp_path: Path) -> None:
