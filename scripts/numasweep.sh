@@ -20,9 +20,10 @@ APT_RUN=(build-essential numactl libnuma-dev openmpi-bin libopenmpi-dev hwloc li
          python3-venv git)
 # What the tests add: likwid for the kernel benchmark, shellcheck, SLURM and munge for the
 # real single-node cluster, QEMU and cpio/busybox for the NUMA guest, chromium for the
-# HTML report screenshot.
+# HTML report screenshot, hipcc and the HIP runtime headers to build gpu_xfer for AMD GPUs
+# (a sweep on AMD GPUs uses the site's ROCm instead).
 APT_TEST=(likwid shellcheck slurm-wlm slurmctld slurmd slurm-client munge
-          qemu-system-x86 qemu-utils cpio busybox-static chromium)
+          qemu-system-x86 qemu-utils cpio busybox-static chromium hipcc libamdhip64-dev)
 
 apt_install() {
     local missing=()
