@@ -329,3 +329,26 @@ def test_hip_no_device_is_one_line_exit_2(gpu_xfer_hip: tuple[Path, str], tmp_pa
     assert re.match(r"gpu_xfer: error: no HIP device \([^)]{5,}\); .*AMD GPU.*HIP_VISIBLE_DEVICES", lines[0]), lines[0]
     assert "CUDA" not in lines[0]
     assert not csv_path.exists()
+
+
+def test_workflow_builds_hip_gpu_xfer_for_amd_gpus(repo: Path, tmp_path: Path) -> None:
+    """An arch file whose GPUs are AMD makes the workflow build and run gpu_xfer_hip (hipcc)."""
+    if not hipcc_found():
+        cannot_check("hipcc not found: install hipcc and libamdhip64-dev to build gpu_xfer_hip")
+    import sys
+
+    work = _copy_for_workflow(repo, tmp_path / "repo")
+    arch = work / "config" / "arch" / "cxl-example.yaml"
+    text = arch.read_text().replace("name: NVIDIA A100 80GB PCIe,", "name: AMD Instinct MI250X, vendor: amd,")
+    assert text.count("vendor: amd") == 2
+    arch.write_text(text)
+    args = [sys.executable, "-m", "snakemake", "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1"]
+    plan = subprocess.run([*args, "-n", "-p"], cwd=work, capture_output=True, text=True, timeout=300)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert "build/bin/gpu_xfer_hip --ngpus=" in plan.stdout and "build/bin/gpu_xfer --ngpus=" not in plan.stdout
+    # The benchmark jobs depend on the HIP build only.
+    assert "output: build/bin/gpu_xfer_hip" in plan.stdout and "output: build/bin/gpu_xfer\n" not in plan.stdout
+    proc = subprocess.run([*args, "kernels"], cwd=work, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (work / "build" / "bin" / "gpu_xfer_hip").is_file()
+    assert not (work / "build" / "bin" / "gpu_xfer").exists()

@@ -89,7 +89,7 @@ REPORT_DIR = f"report/{SYSTEM}"
 wildcard_constraints:
     job=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     bench="|".join(grid.BENCHES),
-    kernel="|".join(grid.KERNELS.values()),
+    kernel="|".join([*grid.KERNELS.values(), "gpu_xfer_hip"]),
 
 
 # ------------------------------------------------------------------ input functions
@@ -141,7 +141,7 @@ def common_sources():
 
 def kernel_sources(wildcards):
     """A kernel's own sources (the shared module comes in through its library)."""
-    if wildcards.kernel == "gpu_xfer":
+    if wildcards.kernel.startswith("gpu_xfer"):
         return sorted(str(p) for p in Path("kernels/gpu").glob("*") if p.is_file())
     return [f"kernels/{wildcards.kernel}.c"]
 

@@ -2,7 +2,7 @@
 # otherwise the reason goes to skipped.json for the report.
 rule gpu_xfer:
     input:
-        kernel=f"{BIN_DIR}/gpu_xfer",
+        kernel=lambda w: f"{BIN_DIR}/{job_of(w).kernel}",  # gpu_xfer (CUDA) or gpu_xfer_hip (AMD)
         topology=f"{RESULTS_DIR}/topology.json",
     output:
         csv=f"{RESULTS_DIR}/gpu_xfer/{{job}}.csv",
