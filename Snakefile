@@ -49,4 +49,11 @@ rule sweep:
 # Only the kernels.
 rule kernels:
     input:
-        [f"build/bin/{grid.KERNELS[bench]}" for bench in BENCHES],
+        sorted(
+            {
+                f"{BIN_DIR}/{grid.KERNELS[bench]}"
+                for bench in BENCHES
+                if bench != "gpu_xfer"
+            }
+            | {f"{BIN_DIR}/{job.kernel}" for job in JOBS.values()}
+        ),

@@ -29,7 +29,7 @@
 
 #include <pthread.h>
 
-#include "cuda_devices.h"
+#include "gpu_devices.h"
 #include "host_buffer.h"
 #include "transfer.h"
 
@@ -48,7 +48,7 @@ const char usage[] =
     "  --iterations_per_bench=N  copies per timed batch (default 100)\n"
     "  --samples=N               timed batches per size; the median is reported (default 3)\n"
     "  --operation_type=R,W      R = host to device, W = device to host (default R,W)\n"
-    "  --pin_memory=0|1          pin the host buffers with cudaHostRegister (default 1)\n"
+    "  --pin_memory=0|1          pin the host buffers with gpuHostRegister (default 1)\n"
     "Options also take their value as the next argument (--ngpus 2).\n";
 
 struct Options {
@@ -161,7 +161,7 @@ Options parse_options(int argc, char **argv)
             break;
         case OPT_PIN_MEMORY:
             if (std::strcmp(optarg, "0") != 0 && std::strcmp(optarg, "1") != 0)
-                ns_die("--pin_memory: '%s' is not 0 or 1 (1 = pin host buffers with cudaHostRegister)", optarg);
+                ns_die("--pin_memory: '%s' is not 0 or 1 (1 = pin host buffers with gpuHostRegister)", optarg);
             options.pinned = optarg[0] == '1';
             break;
         default:
@@ -310,10 +310,10 @@ std::string bandwidth_gib_s(bool measured, const TransferTiming &timing, std::ui
 
 void echo_configuration(const Options &options, const std::vector<GpuInfo> &gpus, const PolicyColumns &policy)
 {
-    std::printf("gpu_xfer: host<->GPU copies with cudaMemcpyAsync, %d copies per timed batch on one stream per GPU,\n"
+    std::printf("gpu_xfer: host<->GPU copies with gpuMemcpyAsync, %d copies per timed batch on one stream per GPU,\n"
                 "median of %d batches; timed with %s\n",
                 options.iterations, options.samples,
-                options.pinned ? "CUDA events (pinned host memory)" : "the host clock until the stream drains (pageable host memory)");
+                options.pinned ? NS_GPU_RUNTIME " events (pinned host memory)" : "the host clock until the stream drains (pageable host memory)");
     std::printf("bandwidth = copy size / median time per copy, GiB/s = 2^30 bytes/s; read = host to device, write = device to host\n");
     for (const GpuInfo &gpu : gpus)
         std::printf("GPU %d: %s, PCI %s, NUMA node %d\n", gpu.id, gpu.name.c_str(),
@@ -342,7 +342,7 @@ int main(int argc, char **argv)
     std::uint64_t page = ns_pages_bytes(common.pages);
     std::uint64_t per_gpu = (max_bytes + page - 1) / page * page;
     ns_check_free_memory(&common.policy, common.pages, per_gpu * static_cast<std::uint64_t>(options.ngpus));
-    std::vector<GpuInfo> gpus = cuda_devices_or_exit(options.ngpus);
+    std::vector<GpuInfo> gpus = gpu_devices_or_exit(options.ngpus);
     ns_policy_apply_weights(&common.policy);
 
     char host[256];

@@ -2,9 +2,9 @@
 
 #include <vector>
 
-#include <cuda_runtime.h>
+#include "runtime.h"
 
-#include "cuda_devices.h"
+#include "gpu_devices.h"
 #include "transfer.h"
 
 // Why not cudaMallocHost: the driver allocates and pins those pages itself, so they are already
@@ -19,8 +19,8 @@ HostBuffer::HostBuffer(std::size_t bytes, ns_pages pages, const ns_policy &polic
     ns_buffer_alloc(&buffer_, bytes, pages, &policy);
     fill_pattern(data(), 0, bytes);
     if (pin) {
-        cuda_check(cudaHostRegister(buffer_.addr, bytes, cudaHostRegisterPortable),
-                   "cudaHostRegister of " + std::to_string(bytes) +
+        gpu_check(gpuHostRegister(buffer_.addr, bytes, gpuHostRegisterPortable),
+                   NS_GPU_PREFIX "HostRegister of " + std::to_string(bytes) +
                        " bytes (pinning; try --pin_memory 0 or smaller sizes)");
         registered_ = true;
     }
@@ -29,7 +29,7 @@ HostBuffer::HostBuffer(std::size_t bytes, ns_pages pages, const ns_policy &polic
 HostBuffer::~HostBuffer()
 {
     if (registered_)
-        cudaHostUnregister(buffer_.addr);
+        (void)gpuHostUnregister(buffer_.addr);
     ns_buffer_free(&buffer_);
 }
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cuda_devices.h"
+#include "gpu_devices.h"
 #include "ns_timing.h"
 
 namespace {
@@ -46,42 +46,44 @@ GpuTransfer::GpuTransfer(int device, unsigned char *host, std::size_t max_bytes,
     : device_(device), host_(host), pinned_(pinned)
 {
     std::string on = " on GPU " + std::to_string(device);
-    cuda_check(cudaSetDevice(device), "cudaSetDevice" + on);
-    cuda_check(cudaMalloc(reinterpret_cast<void **>(&device_buffer_), max_bytes),
-               "cudaMalloc of " + std::to_string(max_bytes) + " bytes" + on +
+    gpu_check(gpuSetDevice(device), NS_GPU_PREFIX "SetDevice" + on);
+    gpu_check(gpuMalloc(reinterpret_cast<void **>(&device_buffer_), max_bytes),
+               NS_GPU_PREFIX "Malloc of " + std::to_string(max_bytes) + " bytes" + on +
                    " (use smaller --sizes/--benchmark_bytes)");
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate" + on);
-    cuda_check(cudaEventCreate(&start_), "cudaEventCreate" + on);
-    cuda_check(cudaEventCreate(&stop_), "cudaEventCreate" + on);
+    gpu_check(gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking), NS_GPU_PREFIX "StreamCreate" + on);
+    gpu_check(gpuEventCreate(&start_), NS_GPU_PREFIX "EventCreate" + on);
+    gpu_check(gpuEventCreate(&stop_), NS_GPU_PREFIX "EventCreate" + on);
 }
 
 GpuTransfer::~GpuTransfer()
 {
-    cudaSetDevice(device_);
-    if (stop_) cudaEventDestroy(stop_);
-    if (start_) cudaEventDestroy(start_);
-    if (stream_) cudaStreamDestroy(stream_);
-    if (device_buffer_) cudaFree(device_buffer_);
+    // Cleanup failures are not reported (a destructor must not throw); HIP marks these
+    // calls nodiscard, hence the casts.
+    (void)gpuSetDevice(device_);
+    if (stop_) (void)gpuEventDestroy(stop_);
+    if (start_) (void)gpuEventDestroy(start_);
+    if (stream_) (void)gpuStreamDestroy(stream_);
+    if (device_buffer_) (void)gpuFree(device_buffer_);
 }
 
 double GpuTransfer::time_batch(Direction direction, const TransferPlan &plan)
 {
     void *dst = direction == Direction::read ? static_cast<void *>(device_buffer_) : host_;
     const void *src = direction == Direction::read ? static_cast<const void *>(host_) : device_buffer_;
-    cudaMemcpyKind kind = direction == Direction::read ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    gpuMemcpyKind kind = direction == Direction::read ? gpuMemcpyHostToDevice : gpuMemcpyDeviceToHost;
     std::string what = std::string(direction == Direction::read ? "host-to-device" : "device-to-host") +
-                       " cudaMemcpyAsync, " + where(device_, plan.bytes);
+                       " gpuMemcpyAsync, " + where(device_, plan.bytes);
 
     if (pinned_) {
         // Events are timestamped by the GPU itself, so host scheduling noise between the calls
         // does not enter the measurement.
-        cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+        gpu_check(gpuEventRecord(start_, stream_), NS_GPU_PREFIX "EventRecord");
         for (int i = 0; i < plan.iterations; ++i)
-            cuda_check(cudaMemcpyAsync(dst, src, plan.bytes, kind, stream_), what);
-        cuda_check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
-        cuda_check(cudaEventSynchronize(stop_), what);
+            gpu_check(gpuMemcpyAsync(dst, src, plan.bytes, kind, stream_), what);
+        gpu_check(gpuEventRecord(stop_, stream_), NS_GPU_PREFIX "EventRecord");
+        gpu_check(gpuEventSynchronize(stop_), what);
         float ms = 0;
-        cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+        gpu_check(gpuEventElapsedTime(&ms, start_, stop_), NS_GPU_PREFIX "EventElapsedTime");
         return ms / 1e3 / plan.iterations;
     }
     // Pageable: the runtime copies through a staging buffer on the calling thread, partly
@@ -89,8 +91,8 @@ double GpuTransfer::time_batch(Direction direction, const TransferPlan &plan)
     // around the whole batch (until the stream drains) sees all of it.
     double begin = ns_seconds();
     for (int i = 0; i < plan.iterations; ++i)
-        cuda_check(cudaMemcpyAsync(dst, src, plan.bytes, kind, stream_), what);
-    cuda_check(cudaStreamSynchronize(stream_), what);
+        gpu_check(gpuMemcpyAsync(dst, src, plan.bytes, kind, stream_), what);
+    gpu_check(gpuStreamSynchronize(stream_), what);
     return (ns_seconds() - begin) / plan.iterations;
 }
 
@@ -99,8 +101,8 @@ void GpuTransfer::clear_destination(Direction direction, std::size_t bytes)
     // The destination must differ from the pattern before the timed copies, so that
     // verification can only pass if those copies delivered the data.
     if (direction == Direction::read) {
-        cuda_check(cudaMemsetAsync(device_buffer_, 0, bytes, stream_), "cudaMemsetAsync, " + where(device_, bytes));
-        cuda_check(cudaStreamSynchronize(stream_), "cudaMemsetAsync, " + where(device_, bytes));
+        gpu_check(gpuMemsetAsync(device_buffer_, 0, bytes, stream_), NS_GPU_PREFIX "MemsetAsync, " + where(device_, bytes));
+        gpu_check(gpuStreamSynchronize(stream_), NS_GPU_PREFIX "MemsetAsync, " + where(device_, bytes));
     } else {
         std::memset(host_, 0, bytes);
     }
@@ -108,15 +110,15 @@ void GpuTransfer::clear_destination(Direction direction, std::size_t bytes)
 
 TransferTiming GpuTransfer::measure(Direction direction, const TransferPlan &plan, SampleBarrier &barrier)
 {
-    cuda_check(cudaSetDevice(device_), "cudaSetDevice on GPU " + std::to_string(device_));
+    gpu_check(gpuSetDevice(device_), NS_GPU_PREFIX "SetDevice on GPU " + std::to_string(device_));
     const std::size_t bytes = plan.bytes;
     if (direction == Direction::write) {
         // The device holds whatever an earlier size left; give it the pattern to send back.
         // On this GPU's own stream: it does not synchronise with the legacy default stream, and
         // a pageable cudaMemcpy may return before its DMA is done.
-        cuda_check(cudaMemcpyAsync(device_buffer_, host_, bytes, cudaMemcpyHostToDevice, stream_),
+        gpu_check(gpuMemcpyAsync(device_buffer_, host_, bytes, gpuMemcpyHostToDevice, stream_),
                    "seeding device buffer, " + where(device_, bytes));
-        cuda_check(cudaStreamSynchronize(stream_), "seeding device buffer, " + where(device_, bytes));
+        gpu_check(gpuStreamSynchronize(stream_), "seeding device buffer, " + where(device_, bytes));
     }
     // One untimed copy pays for lazy initialisation (context, page tables, staging buffers).
     time_batch(direction, TransferPlan{bytes, 1, 1});
@@ -143,9 +145,9 @@ void GpuTransfer::verify_device_matches_pattern(std::size_t bytes)
     std::vector<unsigned char> got(std::min(bytes, verify_chunk)), want(got.size());
     for (std::size_t offset = 0; offset < bytes; offset += got.size()) {
         std::size_t n = std::min(got.size(), bytes - offset);
-        cuda_check(cudaMemcpyAsync(got.data(), device_buffer_ + offset, n, cudaMemcpyDeviceToHost, stream_),
+        gpu_check(gpuMemcpyAsync(got.data(), device_buffer_ + offset, n, gpuMemcpyDeviceToHost, stream_),
                    "reading back for verification, " + where(device_, bytes));
-        cuda_check(cudaStreamSynchronize(stream_), "reading back for verification, " + where(device_, bytes));
+        gpu_check(gpuStreamSynchronize(stream_), "reading back for verification, " + where(device_, bytes));
         fill_pattern(want.data(), offset, n);
         if (std::memcmp(got.data(), want.data(), n) != 0)
             throw VerificationError("host-to-device data differ after the copy, " + where(device_, bytes) +

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <cuda_runtime.h>
+#include "runtime.h"
 
 enum class Direction {
     read,   // host to device ("R" in --operation_type, the seed's read_* columns)
@@ -44,7 +44,7 @@ public:
     GpuTransfer(const GpuTransfer &) = delete;
     GpuTransfer &operator=(const GpuTransfer &) = delete;
 
-    // Times the copies and verifies what arrived; throws GpuError on a CUDA failure and
+    // Times the copies and verifies what arrived; throws GpuError on a runtime failure and
     // VerificationError when the data differ.
     TransferTiming measure(Direction direction, const TransferPlan &plan, SampleBarrier &barrier);
 
@@ -58,9 +58,9 @@ private:
     unsigned char *host_;
     bool pinned_;
     unsigned char *device_buffer_ = nullptr;
-    cudaStream_t stream_ = nullptr;
-    cudaEvent_t start_ = nullptr;
-    cudaEvent_t stop_ = nullptr;
+    gpuStream_t stream_ = nullptr;
+    gpuEvent_t start_ = nullptr;
+    gpuEvent_t stop_ = nullptr;
 };
 
 struct VerificationError : std::runtime_error {

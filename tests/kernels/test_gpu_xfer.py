@@ -245,3 +245,110 @@ def test_real_gpu_too_many_gpus_refused(gpu_xfer: Path) -> None:
     assert proc.returncode == 2
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "--ngpus" in lines[0], proc.stderr
+
+
+def _copy_for_workflow(repo: Path, dest: Path) -> Path:
+    import sys
+
+    sys.path.insert(0, str(repo / "tests" / "workflow"))
+    from workflow_helpers import copy_repo
+
+    return copy_repo(repo, dest)
+
+
+@needs_nvcc
+def test_workflow_builds_gpu_xfer_for_gpu_campaign(repo: Path, tmp_path: Path) -> None:
+    """`snakemake kernels` for the GPU+CXL campaign compiles gpu_xfer with the real nvcc."""
+    if not nvcc_found():
+        cannot_check("nvcc not found: the workflow cannot build gpu_xfer here")
+    import sys
+
+    work = _copy_for_workflow(repo, tmp_path / "repo")
+    args = [sys.executable, "-m", "snakemake", "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1", "kernels"]
+    proc = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=600)
+    log = work / "build" / "logs" / "gpu_xfer.log"
+    assert proc.returncode == 0, proc.stderr[-3000:] + (log.read_text()[-2000:] if log.exists() else "")
+    binary = work / "build" / "bin" / "gpu_xfer"
+    assert binary.is_file()
+    assert run(binary, "--version").stdout.startswith("gpu_xfer numasweep")
+
+
+def test_named_gpu_xfer_without_nvcc_fails_in_one_line(repo: Path, tmp_path: Path) -> None:
+    """Asking for the binary itself (as the workflow does) where nvcc is absent fails with
+    one line naming the compiler and the fix; `make gpu` keeps skipping it instead."""
+    proc = subprocess.run(
+        ["make", "-s", "-C", str(repo / "kernels"), f"BUILD={tmp_path}", "NVCC=", f"{tmp_path}/bin/gpu_xfer"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("gpu_xfer: error:")]
+    assert len(errors) == 1 and "nvcc not found" in errors[0] and "CUDA toolkit" in errors[0], proc.stderr
+    assert not (tmp_path / "bin" / "gpu_xfer").exists()
+
+
+def hipcc_found() -> bool:
+    return shutil.which("hipcc") is not None or Path("/opt/rocm/bin/hipcc").is_file()
+
+
+def amd_gpu_present() -> bool:
+    """The amdgpu driver's compute interface: without it the HIP runtime finds no device."""
+    return Path("/dev/kfd").exists()
+
+
+@pytest.fixture(scope="module")
+def gpu_xfer_hip(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The HIP build of the same sources, made with the real hipcc into a scratch build folder."""
+    if not hipcc_found():
+        cannot_check("hipcc not found: install hipcc and libamdhip64-dev to build gpu_xfer_hip")
+    build = tmp_path_factory.mktemp("hip-build")
+    proc = subprocess.run(
+        ["make", "-C", str(repo / "kernels"), f"BUILD={build}", "hip"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return build / "bin" / "gpu_xfer_hip", proc.stdout + proc.stderr
+
+
+def test_hip_build_without_warnings(gpu_xfer_hip: tuple[Path, str]) -> None:
+    binary, output = gpu_xfer_hip
+    assert binary.is_file()
+    assert "warning" not in output.lower() and "Traceback" not in output, output
+    version = run(binary, "--version").stdout
+    assert version.startswith("gpu_xfer numasweep") and "hipcc" in version and "-DNS_GPU_HIP" in version, version
+
+
+def test_hip_no_device_is_one_line_exit_2(gpu_xfer_hip: tuple[Path, str], tmp_path: Path) -> None:
+    if amd_gpu_present():
+        pytest.skip("this machine has an AMD GPU (/dev/kfd): the no-device path cannot be exercised")
+    binary, _ = gpu_xfer_hip
+    csv_path = tmp_path / "out.csv"
+    proc = run(binary, "--ngpus=1", "--sizes=4K", f"--csv={csv_path}")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert re.match(r"gpu_xfer: error: no HIP device \([^)]{5,}\); .*AMD GPU.*HIP_VISIBLE_DEVICES", lines[0]), lines[0]
+    assert "CUDA" not in lines[0]
+    assert not csv_path.exists()
+
+
+def test_workflow_builds_hip_gpu_xfer_for_amd_gpus(repo: Path, tmp_path: Path) -> None:
+    """An arch file whose GPUs are AMD makes the workflow build and run gpu_xfer_hip (hipcc)."""
+    if not hipcc_found():
+        cannot_check("hipcc not found: install hipcc and libamdhip64-dev to build gpu_xfer_hip")
+    import sys
+
+    work = _copy_for_workflow(repo, tmp_path / "repo")
+    arch = work / "config" / "arch" / "cxl-example.yaml"
+    text = arch.read_text().replace("name: NVIDIA A100 80GB PCIe,", "name: AMD Instinct MI250X, vendor: amd,")
+    assert text.count("vendor: amd") == 2
+    arch.write_text(text)
+    args = [sys.executable, "-m", "snakemake", "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1"]
+    plan = subprocess.run([*args, "-n", "-p"], cwd=work, capture_output=True, text=True, timeout=300)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert "build/bin/gpu_xfer_hip --ngpus=" in plan.stdout and "build/bin/gpu_xfer --ngpus=" not in plan.stdout
+    # The benchmark jobs depend on the HIP build only.
+    assert "output: build/bin/gpu_xfer_hip" in plan.stdout and "output: build/bin/gpu_xfer\n" not in plan.stdout
+    proc = subprocess.run([*args, "kernels"], cwd=work, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (work / "build" / "bin" / "gpu_xfer_hip").is_file()
+    assert not (work / "build" / "bin" / "gpu_xfer").exists()

@@ -394,7 +394,7 @@ def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
                     f"{_prefix('gpu', sw['label'])}-g{ngpus}-{memory_word(memory)}-"
                     f"{'pinned' if pinned else 'pageable'}-rep{rep}"
                 ),
-                kernel=KERNELS["gpu_xfer"],
+                kernel=topo.gpu_kernel(),
                 grid={"label": sw["label"] or "", "memory": memory, "repetition": rep},
                 kernel_args=tuple(
                     [

@@ -56,6 +56,7 @@ class Gpu:
     name: str
     pci: str
     node: int | None
+    vendor: str = "nvidia"  # nvidia (CUDA build of gpu_xfer) or amd (HIP build)
 
 
 @dataclass
@@ -109,7 +110,8 @@ class Topology:
                 smt_siblings=[[int(x) for x in s] for s in d.get("smt_siblings", [])],
                 reserved_cpus=[int(x) for x in d.get("reserved_cpus", [])],
                 gpus=[Gpu(int(g["id"]), str(g["name"]), str(g["pci"]),
-                          None if g.get("node") is None else int(g["node"])) for g in d.get("gpus", [])],
+                          None if g.get("node") is None else int(g["node"]),
+                          str(g.get("vendor", "nvidia"))) for g in d.get("gpus", [])],
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise NumasweepError(
@@ -185,6 +187,10 @@ class Topology:
 
     def memory_only_nodes(self) -> list[int]:
         return [n.id for n in self.nodes if n.memory_only]
+
+    def gpu_kernel(self) -> str:
+        """The gpu_xfer build for this system's GPUs: gpu_xfer_hip (HIP) for AMD, else gpu_xfer (CUDA)."""
+        return "gpu_xfer_hip" if any(g.vendor == "amd" for g in self.gpus) else "gpu_xfer"
 
     def gpu(self, gpu_id: int) -> Gpu:
         for g in self.gpus:
@@ -385,7 +391,8 @@ def arch_to_topology(data: dict, path: str) -> Topology:
             raise NumasweepError(f"{path}: caches/{k}/size: {exc}") from None
         caches.append(Cache(int(c["level"]), str(c["type"]), size, instances))
 
-    gpus = [Gpu(int(g.get("id", k)), str(g["name"]), str(g["pci"]).lower(), g.get("node"))
+    gpus = [Gpu(int(g.get("id", k)), str(g["name"]), str(g["pci"]).lower(), g.get("node"),
+                str(g.get("vendor", "nvidia")))
             for k, g in enumerate(data.get("gpus", []))]
     n_nodes = len(nodes)
     distances = data.get("distances", [[10]] if n_nodes == 1 else None)

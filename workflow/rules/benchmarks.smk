@@ -25,7 +25,7 @@ for _bench, _resources in BENCH_RESOURCES.items():
         name:
             _bench
         input:
-            kernel=f"{BIN_DIR}/{grid.KERNELS[_bench]}",
+            kernel=job_kernel,  # gpu_xfer (CUDA) or gpu_xfer_hip (AMD GPUs)
             topology=f"{RESULTS_DIR}/topology.json",
             wrapper=WRAPPER,
         output:

@@ -108,7 +108,7 @@ REPORT_DIR = f"report/{SYSTEM}"
 wildcard_constraints:
     job=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     bench="|".join(grid.BENCHES),
-    kernel="|".join(grid.KERNELS.values()),
+    kernel="|".join([*grid.KERNELS.values(), "gpu_xfer_hip"]),
 
 
 # ------------------------------------------------------------------ input functions
@@ -160,7 +160,7 @@ def common_sources():
 
 def kernel_sources(wildcards):
     """A kernel's own sources (the shared module comes in through its library)."""
-    if wildcards.kernel == "gpu_xfer":
+    if wildcards.kernel.startswith("gpu_xfer"):
         return sorted(str(p) for p in Path("kernels/gpu").glob("*") if p.is_file())
     return [f"kernels/{wildcards.kernel}.c"]
 
@@ -184,6 +184,10 @@ def launch_line(bench):
 
 def grid_values(wildcards):
     return json.dumps(job_of(wildcards).grid, sort_keys=True, separators=(",", ":"))
+
+
+def job_kernel(wildcards):
+    return f"{BIN_DIR}/{job_of(wildcards).kernel}"
 
 
 def job_tasks(wildcards):
