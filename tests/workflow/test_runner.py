@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
+from kernel_helpers import cannot_check  # noqa: E402
 from workflow_helpers import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
 
 pytestmark = pytest.mark.workflow
@@ -304,7 +306,7 @@ WEIGHTS = Path("/sys/kernel/mm/mempolicy/weighted_interleave/node0")
 
 def test_weights_left_by_a_killed_kernel_are_restored_by_the_next_run(kernels_bin: Path, tmp_path: Path) -> None:
     if not WEIGHTS.exists() or not os.access(WEIGHTS, os.W_OK):
-        pytest.skip("NOT RUN: no writable weighted-interleave weights here (Linux >= 6.9 and root)")
+        cannot_check("NOT RUN: no writable weighted-interleave weights here (Linux >= 6.9 and root)")
     env = {**os.environ, "NUMASWEEP_WEIGHTS_STATE": str(tmp_path / "weights.state")}
     before = WEIGHTS.read_text().strip()
     target = "9" if before != "9" else "8"
