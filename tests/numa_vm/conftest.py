@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from numa_guest import HERE, GuestRun, boot
+from numa_guest import GUEST_BUILD, GUEST_CFLAGS, HERE, GuestRun, boot
 
 
 @pytest.fixture(scope="session")
@@ -20,8 +20,20 @@ def guest_kernel() -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="session")
+def guest_bin(repo: Path) -> Path:
+    """The CPU kernels built for the guest's CPU into GUEST_BUILD (make rebuilds only what changed)."""
+    proc = subprocess.run(
+        ["make", "-C", str(repo / "kernels"), "cpu", f"BUILD={repo / GUEST_BUILD}",
+         f"KERNEL_CFLAGS={GUEST_CFLAGS}", "-j2"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, f"the guest's kernel build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return repo / GUEST_BUILD / "bin"
+
+
 @pytest.fixture(scope="module")
-def guest(request: pytest.FixtureRequest, repo: Path, kernels_bin: Path, guest_kernel: Path,
+def guest(request: pytest.FixtureRequest, repo: Path, guest_bin: Path, guest_kernel: Path,
           tmp_path_factory: pytest.TempPathFactory) -> GuestRun:
     """One boot per test module, with the module's LAYOUT, STEPS and TIMEOUT (seconds); an
     optional `prepare(repo, out)` fills the shared results folder first."""

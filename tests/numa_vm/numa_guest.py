@@ -27,6 +27,11 @@ RUN_SH = HERE / "run.sh"
 # The wrapper the steps call; pointing this at another script shows that the tests catch a
 # wrapper that places memory wrongly.
 WRAPPER_ENV = "NUMASWEEP_TEST_WRAPPER"
+# The kernels the guest runs, built apart from build/ with flags its emulated CPU has: the
+# release build's -march=native may use what TCG does not emulate (AVX-512, FMA), and such a
+# kernel dies of SIGILL in the guest (the case of a login node newer than its compute nodes).
+GUEST_BUILD = "build/guest"
+GUEST_CFLAGS = "-O3 -march=x86-64-v2"
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,7 @@ def guest_script(repo: Path, out: Path, steps: list[Step]) -> str:
     lines = [
         "#!/bin/bash",
         f"export OUT={shlex.quote(str(out))} REPO={shlex.quote(str(repo))}",
-        'export BIN="$REPO/build/bin"',
+        f'export BIN="$REPO/{GUEST_BUILD}/bin"',
         f"export WRAPPER={shlex.quote(wrapper)}",
         # The guest runs everything as root; Open MPI refuses that unless told.
         "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
@@ -136,13 +141,13 @@ def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int)
 
 def copy_repo_with_kernels(repo: Path, out: Path) -> None:
     """A copy of the repository under `out/repo` for the guest's workflow runs, with the
-    host-built kernels copied with their times kept, so the guest's build jobs find them up to
-    date."""
+    kernels built for the guest's CPU (GUEST_BUILD) as its build folder, copied with their
+    times kept, so the guest's build jobs find them up to date."""
     sys.path.insert(0, str(repo / "tests" / "workflow"))
     from workflow_helpers import copy_repo
 
     copy_repo(repo, out / "repo")
-    shutil.copytree(repo / "build", out / "repo" / "build", symlinks=True)
+    shutil.copytree(repo / GUEST_BUILD, out / "repo" / "build", symlinks=True)
 
 
 def page_fractions(field: str) -> dict[int, float]:

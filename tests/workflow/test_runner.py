@@ -332,3 +332,12 @@ def test_weights_left_by_a_killed_kernel_are_restored_by_the_next_run(kernels_bi
         assert not (tmp_path / "weights.state").exists()
     finally:
         WEIGHTS.write_text(before)
+
+
+def test_kernel_built_for_another_cpu_names_the_build_flags(tmp_path: Path) -> None:
+    # What a kernel built with -march=native on a newer login node does on an older compute node.
+    proc = subprocess.run(_runjob(tmp_path, 'kill -ILL $$'), capture_output=True, text=True,
+                          env=_env(), timeout=60)
+    assert proc.returncode == 128 + signal.SIGILL, proc.stderr
+    assert "build.kernel_cflags" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "bench" / "j1.csv").exists()

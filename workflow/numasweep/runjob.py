@@ -199,9 +199,14 @@ class Runner:
             self.partial.unlink(missing_ok=True)
             return 128 + self.stopped_by
         if rc != 0:
-            tail = Path(a.log).read_text(errors="replace").splitlines()[-5:]
-            for line in tail:
+            text = Path(a.log).read_text(errors="replace")
+            for line in text.splitlines()[-5:]:
                 print(line, file=sys.stderr)
+            if rc in (-signal.SIGILL, 128 + signal.SIGILL) or "Illegal instruction" in text:
+                print(f"numasweep: job {a.job_id}: the kernel met an instruction this CPU lacks: it was "
+                      f"built for another CPU (build.kernel_cflags, by default -march=native on the "
+                      f"build host); build where it runs, or set build.kernel_cflags to flags every "
+                      f"node has (e.g. '-O3 -march=x86-64-v3')", file=sys.stderr)
             if rc < 0:
                 print(f"numasweep: job {a.job_id}: the launch line died of signal "
                       f"{signal.Signals(-rc).name}; see {a.log}", file=sys.stderr)
