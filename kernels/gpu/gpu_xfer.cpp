@@ -47,7 +47,8 @@ const char usage[] =
     "  --benchmark_bytes=BYTES   one copy size; a plain number is bytes (the seed's option)\n"
     "  --iterations_per_bench=N  copies per timed batch (default 100)\n"
     "  --samples=N               timed batches per size; the median is reported (default 3)\n"
-    "  --operation_type=R,W      R = host to device, W = device to host (default R,W)\n"
+    "  --operation_type=R,W,B    R = host to device, W = device to host, B = both at once on\n"
+    "                            each GPU (bidir_* columns; default R,W)\n"
     "  --pin_memory=0|1          pin the host buffers with gpuHostRegister (default 1)\n"
     "Options also take their value as the next argument (--ngpus 2).\n";
 
@@ -58,6 +59,7 @@ struct Options {
     int samples = 3;
     bool read = true;
     bool write = true;
+    bool both = false;
     bool pinned = true;
     ns_common_options common{};
 };
@@ -84,7 +86,7 @@ bool all_digits(const char *text)
 
 void parse_operation_type(const char *text, Options &options)
 {
-    options.read = options.write = false;
+    options.read = options.write = options.both = false;
     std::string list = text;
     std::size_t start = 0;
     while (true) {
@@ -94,8 +96,11 @@ void parse_operation_type(const char *text, Options &options)
             options.read = true;
         else if (item == "W")
             options.write = true;
+        else if (item == "B")
+            options.both = true;
         else
-            ns_die("--operation_type: '%s' is not R, W or R,W (R = host to device, W = device to host)", text);
+            ns_die("--operation_type: '%s' is not a list of R, W and B (R = host to device, W = device to host, "
+                   "B = both at once)", text);
         if (comma == std::string::npos)
             break;
         start = comma + 1;
@@ -218,12 +223,13 @@ private:
     int passed_ = 0;
 };
 
-// One size, one direction, all GPUs at once. Rethrows the first failure of any GPU.
-std::vector<TransferTiming> measure_all(std::vector<std::unique_ptr<GpuTransfer>> &transfers, Direction direction,
-                                        const TransferPlan &plan)
+// One measurement (a size, a direction) on all GPUs at once: measure(transfer, barrier) on one
+// thread per GPU. Rethrows the first failure of any GPU.
+template <typename Timing, typename Measure>
+std::vector<Timing> measure_all(std::vector<std::unique_ptr<GpuTransfer>> &transfers, int samples, Measure measure)
 {
     std::size_t n = transfers.size();
-    std::vector<TransferTiming> timings(n);
+    std::vector<Timing> timings(n);
     std::vector<std::exception_ptr> failures(n);
     ThreadBarrier barrier(static_cast<unsigned>(n));
     std::vector<std::thread> threads;
@@ -231,10 +237,10 @@ std::vector<TransferTiming> measure_all(std::vector<std::unique_ptr<GpuTransfer>
         threads.emplace_back([&, g] {
             CountingBarrier counting(barrier);
             try {
-                timings[g] = transfers[g]->measure(direction, plan, counting);
+                timings[g] = measure(*transfers[g], counting);
             } catch (...) {
                 failures[g] = std::current_exception();
-                counting.drain(plan.samples);
+                counting.drain(samples);
             }
         });
     }
@@ -244,6 +250,14 @@ std::vector<TransferTiming> measure_all(std::vector<std::unique_ptr<GpuTransfer>
         if (failure)
             std::rethrow_exception(failure);
     return timings;
+}
+
+std::vector<TransferTiming> measure_direction(std::vector<std::unique_ptr<GpuTransfer>> &transfers,
+                                              Direction direction, const TransferPlan &plan)
+{
+    return measure_all<TransferTiming>(transfers, plan.samples, [&](GpuTransfer &transfer, SampleBarrier &barrier) {
+        return transfer.measure(direction, plan, barrier);
+    });
 }
 
 std::string format_list(const int *values, int count)
@@ -288,7 +302,7 @@ PolicyColumns describe_policy(const Options &options, const HostBuffer &buffer)
 
 const char csv_header[] =
     "ngpus,numa_nodes,numa_weight,access_size(bytes),read_latency(ms),read_bw(gib/s),write_latency(ms),"
-    "write_bw(gib/s),gpu,gpu_node,pinned,policy,page_fractions,host\n";
+    "write_bw(gib/s),gpu,gpu_node,pinned,policy,page_fractions,host,bidir_read_bw(gib/s),bidir_write_bw(gib/s)\n";
 
 std::string latency_ms(bool measured, const TransferTiming &timing)
 {
@@ -308,6 +322,11 @@ std::string bandwidth_gib_s(bool measured, const TransferTiming &timing, std::ui
     return text;
 }
 
+const char *dash(const std::string &field)
+{
+    return field.empty() ? "-" : field.c_str();
+}
+
 void echo_configuration(const Options &options, const std::vector<GpuInfo> &gpus, const PolicyColumns &policy)
 {
     std::printf("gpu_xfer: host<->GPU copies with gpuMemcpyAsync, %d copies per timed batch on one stream per GPU,\n"
@@ -315,14 +334,18 @@ void echo_configuration(const Options &options, const std::vector<GpuInfo> &gpus
                 options.iterations, options.samples,
                 options.pinned ? NS_GPU_RUNTIME " events (pinned host memory)" : "the host clock until the stream drains (pageable host memory)");
     std::printf("bandwidth = copy size / median time per copy, GiB/s = 2^30 bytes/s; read = host to device, write = device to host\n");
+    if (options.both)
+        std::printf("bidirectional: host to device and device to host at once on two streams per GPU, each direction\n"
+                    "timed from the common start to its own last copy%s\n",
+                    options.pinned ? "" : " (pageable: both given the whole batch's time)");
     for (const GpuInfo &gpu : gpus)
         std::printf("GPU %d: %s, PCI %s, NUMA node %d\n", gpu.id, gpu.name.c_str(),
                     gpu.pci.empty() ? "unknown" : gpu.pci.c_str(), gpu.node);
     std::printf("host memory: policy %s, nodes %s%s%s, pages %s, %s\n", policy.policy.c_str(),
                 policy.nodes.empty() ? "(any)" : policy.nodes.c_str(), policy.weights.empty() ? "" : ", weights ",
                 policy.weights.c_str(), ns_pages_name(options.common.pages), options.pinned ? "pinned" : "pageable");
-    std::printf("%4s %12s %12s %12s %12s %12s  %s\n", "gpu", "size", "read_ms", "read_GiB/s", "write_ms",
-                "write_GiB/s", "page_fractions");
+    std::printf("%4s %12s %12s %12s %12s %12s %12s %12s  %s\n", "gpu", "size", "read_ms", "read_GiB/s", "write_ms",
+                "write_GiB/s", "bidir_r_GiB/s", "bidir_w_GiB/s", "page_fractions");
 }
 
 }  // namespace
@@ -340,7 +363,7 @@ int main(int argc, char **argv)
     // Host memory is checked before the devices, so an impossible size is refused the same way
     // on every machine; each GPU gets its own host buffer of the largest size.
     std::uint64_t page = ns_pages_bytes(common.pages);
-    std::uint64_t per_gpu = (max_bytes + page - 1) / page * page;
+    std::uint64_t per_gpu = (max_bytes + page - 1) / page * page * (options.both ? 2 : 1);
     ns_check_free_memory(&common.policy, common.pages, per_gpu * static_cast<std::uint64_t>(options.ngpus));
     std::vector<GpuInfo> gpus = gpu_devices_or_exit(options.ngpus);
     ns_policy_apply_weights(&common.policy);
@@ -348,12 +371,15 @@ int main(int argc, char **argv)
     char host[256];
     ns_hostname(host, sizeof host);
     try {
-        std::vector<std::unique_ptr<HostBuffer>> buffers;
+        std::vector<std::unique_ptr<HostBuffer>> buffers, returns;
         std::vector<std::unique_ptr<GpuTransfer>> transfers;
         for (const GpuInfo &gpu : gpus) {
             buffers.push_back(std::make_unique<HostBuffer>(max_bytes, common.pages, common.policy, options.pinned));
-            transfers.push_back(
-                std::make_unique<GpuTransfer>(gpu.id, buffers.back()->data(), max_bytes, options.pinned));
+            if (options.both)
+                returns.push_back(std::make_unique<HostBuffer>(max_bytes, common.pages, common.policy, options.pinned));
+            transfers.push_back(std::make_unique<GpuTransfer>(gpu.id, buffers.back()->data(),
+                                                              options.both ? returns.back()->data() : nullptr,
+                                                              max_bytes, options.pinned));
         }
         PolicyColumns policy = describe_policy(options, *buffers.front());
         if (!common.quiet)
@@ -364,26 +390,33 @@ int main(int argc, char **argv)
         for (std::uint64_t size : options.sizes) {
             TransferPlan plan{size, options.iterations, options.samples};
             std::vector<TransferTiming> reads(gpus.size()), writes(gpus.size());
+            std::vector<BidirectionalTiming> boths(gpus.size());
             if (options.read)
-                reads = measure_all(transfers, Direction::read, plan);
+                reads = measure_direction(transfers, Direction::read, plan);
             if (options.write)
-                writes = measure_all(transfers, Direction::write, plan);
+                writes = measure_direction(transfers, Direction::write, plan);
+            if (options.both)
+                boths = measure_all<BidirectionalTiming>(
+                    transfers, plan.samples,
+                    [&](GpuTransfer &transfer, SampleBarrier &barrier) { return transfer.measure_both(plan, barrier); });
             for (std::size_t g = 0; g < gpus.size(); ++g) {
                 std::string fractions = buffers[g]->page_fractions(size);
                 std::string read_ms = latency_ms(options.read, reads[g]);
                 std::string read_bw = bandwidth_gib_s(options.read, reads[g], size);
                 std::string write_ms = latency_ms(options.write, writes[g]);
                 std::string write_bw = bandwidth_gib_s(options.write, writes[g], size);
-                ns_text_printf(&csv, "%zu,%s,%s,%" PRIu64 ",%s,%s,%s,%s,%d,%d,%d,%s,%s,%s\n", gpus.size(),
+                std::string both_read_bw = bandwidth_gib_s(options.both, boths[g].read, size);
+                std::string both_write_bw = bandwidth_gib_s(options.both, boths[g].write, size);
+                ns_text_printf(&csv, "%zu,%s,%s,%" PRIu64 ",%s,%s,%s,%s,%d,%d,%d,%s,%s,%s,%s,%s\n", gpus.size(),
                                quoted(policy.nodes).c_str(), quoted(policy.weights).c_str(), size, read_ms.c_str(),
                                read_bw.c_str(), write_ms.c_str(), write_bw.c_str(), gpus[g].id, gpus[g].node,
-                               options.pinned ? 1 : 0, policy.policy.c_str(), quoted(fractions).c_str(), host);
+                               options.pinned ? 1 : 0, policy.policy.c_str(), quoted(fractions).c_str(), host,
+                               both_read_bw.c_str(), both_write_bw.c_str());
                 if (!common.quiet) {
                     char size_text[32];
                     ns_format_size(size, size_text, sizeof size_text);
-                    std::printf("%4d %12s %12s %12s %12s %12s  %s\n", gpus[g].id, size_text,
-                                read_ms.empty() ? "-" : read_ms.c_str(), read_bw.empty() ? "-" : read_bw.c_str(),
-                                write_ms.empty() ? "-" : write_ms.c_str(), write_bw.empty() ? "-" : write_bw.c_str(),
+                    std::printf("%4d %12s %12s %12s %12s %12s %12s %12s  %s\n", gpus[g].id, size_text, dash(read_ms), dash(read_bw),
+                                dash(write_ms), dash(write_bw), dash(both_read_bw), dash(both_write_bw),
                                 fractions.c_str());
                     std::fflush(stdout);
                 }

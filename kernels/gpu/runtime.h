@@ -54,3 +54,4 @@ typedef GPU_API(MemcpyKind) gpuMemcpyKind;
 #define gpuStreamCreateWithFlags GPU_API(StreamCreateWithFlags)
 #define gpuStreamDestroy GPU_API(StreamDestroy)
 #define gpuStreamSynchronize GPU_API(StreamSynchronize)
+#define gpuStreamWaitEvent GPU_API(StreamWaitEvent)

@@ -352,3 +352,29 @@ def test_workflow_builds_hip_gpu_xfer_for_amd_gpus(repo: Path, tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (work / "build" / "bin" / "gpu_xfer_hip").is_file()
     assert not (work / "build" / "bin" / "gpu_xfer").exists()
+
+
+@needs_nvcc
+@needs_gpu
+def test_real_gpu_bidirectional_copies(gpu_xfer: Path, repo: Path, tmp_path: Path) -> None:
+    """B: both directions at once on each GPU; each is verified, and each alone is no slower
+    than when sharing the link with the other (within the samples' spread)."""
+    out = tmp_path / "gpu.csv"
+    proc = run(gpu_xfer, "--sizes=64M", "--iterations_per_bench=10", "--samples=5", "--operation_type=R,W,B",
+               f"--csv={out}")
+    assert proc.returncode == 0, proc.stderr
+    assert "verification: the data of every timed copy matched" in proc.stdout
+    columns, rows = read_rows(out)
+    assert columns == contract_columns(repo)
+    for row in rows:
+        both_read, both_write = float(row["bidir_read_bw(gib/s)"]), float(row["bidir_write_bw(gib/s)"])
+        assert both_read > 0 and both_write > 0
+        assert both_read <= float(row["read_bw(gib/s)"]) * 1.1
+        assert both_write <= float(row["write_bw(gib/s)"]) * 1.1
+
+
+@needs_nvcc
+def test_bidirectional_option_refusals(gpu_xfer: Path) -> None:
+    proc = run(gpu_xfer, "--operation_type=R,B,X")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert "'R,B,X' is not a list of R, W and B" in proc.stderr
