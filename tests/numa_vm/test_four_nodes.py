@@ -42,7 +42,7 @@ exit $rc
 # The planner's own launch line, run as printed: one rank per CPU node, memory on node 3.
 PLAN = f"""
 python -m numasweep plan --arch "$OUT/topology.json" --sequential 0,1,2 --ranks-per-domain 1 \\
-    --launcher mpirun --memory node:3 --wrapper "$WRAPPER" -- {KERNEL_ARGS} --csv="$OUT/plan.csv" \\
+    --launcher mpirun --memory node:3 --wrapper "$WRAPPER" -- "$BIN/numa_latency" {KERNEL_ARGS} --csv="$OUT/plan.csv" \\
     > "$OUT/plan.txt" || exit
 line=$(grep '^mpirun ' "$OUT/plan.txt") || {{ echo "no mpirun line in the plan"; exit 5; }}
 echo "$line"
