@@ -842,7 +842,9 @@ def copy_matrix(copy: pd.DataFrame | None, topology: Any = None) -> list[Finding
     )]
 
 
-GPU_DIRECTIONS = {"read": "read_bw(gib/s)", "write": "write_bw(gib/s)"}
+# Each direction's bandwidth column; the bidirectional ones are measured with both at once.
+GPU_DIRECTIONS = {"read": "read_bw(gib/s)", "write": "write_bw(gib/s)",
+                  "bidirectional read": "bidir_read_bw(gib/s)", "bidirectional write": "bidir_write_bw(gib/s)"}
 GPU_SIZE = "access_size(bytes)"
 
 
@@ -1011,6 +1013,9 @@ def analyse(results_dir: str | Path) -> dict:
     findings += bandwidth_locality(frames["bandwidth"], topo)
     findings += copy_matrix(frames["copy"], topo)
     findings += gpu_transfers(frames["gpu_xfer"], topo)
+    from numasweep import gpu_analysis  # it builds on this module
+
+    findings += gpu_analysis.findings(frames["gpu_xfer"], topo)
     findings += placement_verification(frames, topo)
     return {"system": topo.get("system") or results_dir.name, "findings": [f.to_dict() for f in findings]}
 
