@@ -61,10 +61,17 @@ def test_copy_threads_move_off_a_memory_only_node() -> None:
 
 def test_gpu_sweep_is_skipped_with_a_reason_without_gpus_unless_forced() -> None:
     config = {"latency": {"sweeps": [{"domains": [[0]]}]}, "gpu_xfer": {"sweeps": [{"ngpus": [1]}]}}
-    plan = grid.expand(config, _arch("lumi-g"))
+    plan = grid.expand(config, _arch("ulisse"))
     assert not plan.by_bench("gpu_xfer") and "no GPU" in plan.skipped["gpu_xfer"]
-    forced = grid.expand({**config, "gpu_xfer": {"force": True, "sweeps": [{"ngpus": [1]}]}}, _arch("lumi-g"))
+    forced = grid.expand({**config, "gpu_xfer": {"force": True, "sweeps": [{"ngpus": [1]}]}}, _arch("ulisse"))
     assert len(forced.by_bench("gpu_xfer")) == 1 and not forced.skipped
+
+
+def test_lumi_g_gpu_sweep_runs_the_hip_build_on_its_eight_gcds() -> None:
+    config = {"latency": {"sweeps": []}, "gpu_xfer": {"sweeps": [{"ngpus": [1, 8]}]}}
+    jobs = grid.expand(config, _arch("lumi-g")).by_bench("gpu_xfer")
+    assert sorted(j.gpus for j in jobs) == [1, 8]
+    assert {j.kernel for j in jobs} == {"gpu_xfer_hip"}
 
 
 @pytest.mark.parametrize(

@@ -54,7 +54,7 @@ class Cache:
 class Gpu:
     id: int
     name: str
-    pci: str
+    pci: str | None  # None: not recorded (an arch file written from documentation, not the node)
     node: int | None
     vendor: str = "nvidia"  # nvidia (CUDA build of gpu_xfer) or amd (HIP build)
 
@@ -109,7 +109,7 @@ class Topology:
                 l3_groups=[[int(x) for x in g] for g in d.get("l3_groups", [])],
                 smt_siblings=[[int(x) for x in s] for s in d.get("smt_siblings", [])],
                 reserved_cpus=[int(x) for x in d.get("reserved_cpus", [])],
-                gpus=[Gpu(int(g["id"]), str(g["name"]), str(g["pci"]),
+                gpus=[Gpu(int(g["id"]), str(g["name"]), None if g.get("pci") is None else str(g["pci"]),
                           None if g.get("node") is None else int(g["node"]),
                           str(g.get("vendor", "nvidia"))) for g in d.get("gpus", [])],
             )
@@ -297,7 +297,7 @@ def validate(topo: Topology, where: str) -> None:
                 f"{where}: gpus[id={g.id}].node: NUMA node {g.node} does not exist "
                 f"(nodes: {format_cpulist(ids)}); fix the GPU's node"
             )
-        if not PCI_RE.match(g.pci):
+        if g.pci is not None and not PCI_RE.match(g.pci):
             raise NumasweepError(f"{where}: gpus[id={g.id}].pci: '{g.pci}' is not a PCI address like 0000:c1:00.0")
 
 
@@ -391,7 +391,8 @@ def arch_to_topology(data: dict, path: str) -> Topology:
             raise NumasweepError(f"{path}: caches/{k}/size: {exc}") from None
         caches.append(Cache(int(c["level"]), str(c["type"]), size, instances))
 
-    gpus = [Gpu(int(g.get("id", k)), str(g["name"]), str(g["pci"]).lower(), g.get("node"),
+    gpus = [Gpu(int(g.get("id", k)), str(g["name"]), None if g.get("pci") is None else str(g["pci"]).lower(),
+                g.get("node"),
                 str(g.get("vendor", "nvidia")))
             for k, g in enumerate(data.get("gpus", []))]
     n_nodes = len(nodes)
