@@ -119,6 +119,7 @@ typedef struct {
     int cpu_a_seen, cpu_b_seen;
     char fractions[1024];
     int line_node;
+    ns_observed_policy policy; /* of the line's page, as the kernel reports it */
 } pair_result;
 
 static void measure_pair(const options *o, int a, int b, pair_result *r)
@@ -133,6 +134,7 @@ static void measure_pair(const options *o, int a, int b, pair_result *r)
     ns_placement_clear(&pl);
     ns_placement_query(&pl, buf.addr, 4096, 4096);
     ns_placement_format(&pl, r->fractions, sizeof r->fractions);
+    ns_policy_observe(buf.addr, &r->policy);
     int placed[NS_MAX_NODES];
     r->line_node = ns_placement_nodes(&pl, placed, NS_MAX_NODES) == 1 ? placed[0] : -1;
 
@@ -207,8 +209,6 @@ int main(int argc, char **argv)
         npairs = kept;
     }
     ns_policy_apply_weights(&o.common.policy);
-    ns_observed_policy seen;
-    ns_policy_observe(NULL, &seen);
     char host[64], policy_nodes[256];
     ns_hostname(host, sizeof host);
     if (!o.common.quiet) {
@@ -229,12 +229,11 @@ int main(int argc, char **argv)
             ns_warn("pair %d-%d: a thread moved CPU while measuring: its CPU column says -1", pairs[i][0],
                     pairs[i][1]);
         int a = r.cpu_a_seen, b = r.cpu_b_seen;
-        ns_policy_observe(NULL, &seen);
-        ns_format_int_list(seen.nodes, seen.nnodes, policy_nodes, sizeof policy_nodes);
+        ns_format_int_list(r.policy.nodes, r.policy.nnodes, policy_nodes, sizeof policy_nodes);
         ns_text_printf(&csv, "%d,%d,%d,%d,%d,%d,%s,\"%s\",%d,\"%s\",%.2f,%.2f,%.2f,%.2f,%d,%llu,%s\n", a, b,
                        a < 0 ? -1 : ns_node_of_cpu(a), b < 0 ? -1 : ns_node_of_cpu(b),
                        a < 0 ? -1 : ns_l3_group_of_cpu(a), b < 0 ? -1 : ns_l3_group_of_cpu(b),
-                       ns_policy_kind_name(o.common.policy.kind), policy_nodes, r.line_node, r.fractions,
+                       r.policy.name, policy_nodes, r.line_node, r.fractions,
                        r.median_ns, r.min_ns, r.max_ns, r.median_ns / 2, o.sampling.samples, (unsigned long long)r.round_trips, host);
         if (o.common.csv)
             ns_csv_write(o.common.csv, &csv);
