@@ -6,44 +6,9 @@ from __future__ import annotations
 import itertools
 import os
 
-from kernel_helpers import contract_columns, fractions, read_rows, run, run_ok
+from kernel_helpers import contract_columns, fractions, l3_group, node_of, read_rows, run, run_ok
 
 FAST = ["--samples=3", "--min-time=0.002", "--round-trips=200"]
-
-
-def l3_group(cpu: int) -> int:
-    """The numbering of ns_topo.h: distinct level-3 shared_cpu_list values sorted by lowest CPU."""
-    groups = set()
-    mine = None
-    for entry in os.listdir("/sys/devices/system/cpu"):
-        if not (entry.startswith("cpu") and entry[3:].isdigit()):
-            continue
-        cache = f"/sys/devices/system/cpu/{entry}/cache"
-        for index in os.listdir(cache) if os.path.isdir(cache) else []:
-            try:
-                with open(f"{cache}/{index}/level") as f:
-                    if f.read().strip() != "3":
-                        continue
-                with open(f"{cache}/{index}/shared_cpu_list") as f:
-                    shared = f.read().strip()
-            except OSError:
-                continue
-            groups.add(shared)
-            if entry == f"cpu{cpu}":
-                mine = shared
-    if mine is None:
-        return -1
-
-    def lowest(text: str) -> int:
-        return int(text.split(",")[0].split("-")[0])
-    return sorted(groups, key=lowest).index(mine)
-
-
-def node_of(cpu: int) -> int:
-    for entry in os.listdir(f"/sys/devices/system/cpu/cpu{cpu}"):
-        if entry.startswith("node") and entry[4:].isdigit():
-            return int(entry[4:])
-    return 0
 
 
 def test_a_row_for_each_pair_with_placement(kernels_bin, tmp_path):

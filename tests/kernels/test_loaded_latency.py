@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from kernel_helpers import contract_columns, fractions, read_rows, run, run_ok
+from kernel_helpers import contract_columns, fractions, node_of, read_rows, run, run_ok
 
 KINDS = ["read", "r3w1", "r2w1", "r1w1", "triad"]
 # Above this machine's last-level cache (and most others'), so the chase measures memory.
@@ -24,13 +24,6 @@ def two_cpus():
     if len(cpus) < 2:
         pytest.fail("loaded latency needs two CPUs: one for the chase, one for the load")
     return cpus[0], cpus[1]
-
-
-def node_of(cpu: int) -> int:
-    for entry in os.listdir(f"/sys/devices/system/cpu/cpu{cpu}"):
-        if entry.startswith("node") and entry[4:].isdigit():
-            return int(entry[4:])
-    return 0
 
 
 def loaded(kernels_bin, tmp_path, *args: str, name: str = "ll.csv") -> list[dict[str, str]]:
