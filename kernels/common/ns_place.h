@@ -4,9 +4,9 @@
  * numactl, srun or taskset allow), else the program ends with one line. A strategy orders the
  * candidate CPUs so that the first N are the threads' CPUs:
  *   sequential  ascending CPU ids (fills one L3 group, then the next, on most machines)
- *   l3          one CPU per L3 group in turn (group order, then the next CPU of each group)
+ *   interleaved one CPU per L3 group in turn (group order, then the next CPU of each group)
  *   nodes       one CPU per NUMA node in turn (across nodes)
- * (the strategies of the workflow's latency sweeps, docs/INTERFACES.md). */
+ * (sequential and interleaved are the workflow's placement strategies, numasweep.placement). */
 #ifndef NS_PLACE_H
 #define NS_PLACE_H
 
@@ -14,9 +14,9 @@
 extern "C" {
 #endif
 
-typedef enum { NS_PLACE_SEQUENTIAL = 0, NS_PLACE_L3, NS_PLACE_NODES, NS_NPLACE } ns_place_strategy;
+typedef enum { NS_PLACE_SEQUENTIAL = 0, NS_PLACE_INTERLEAVED, NS_PLACE_NODES, NS_NPLACE } ns_place_strategy;
 
-/* "sequential", "l3", "nodes"; ends the program (one line naming option and the choices) otherwise. */
+/* "sequential", "interleaved", "nodes"; ends the program (one line naming option and the choices) otherwise. */
 ns_place_strategy ns_place_strategy_arg(const char *option, const char *text);
 const char *ns_place_strategy_name(ns_place_strategy strategy);
 

@@ -8,14 +8,14 @@
 #include "ns_size.h"
 #include "ns_topo.h"
 
-static const char *strategy_names[NS_NPLACE] = {"sequential", "l3", "nodes"};
+static const char *strategy_names[NS_NPLACE] = {"sequential", "interleaved", "nodes"};
 
 ns_place_strategy ns_place_strategy_arg(const char *option, const char *text)
 {
     for (int i = 0; i < NS_NPLACE; i++)
         if (!strcmp(text, strategy_names[i]))
             return (ns_place_strategy)i;
-    ns_die("%s: unknown strategy '%s': use sequential, l3 (one CPU per L3 group in turn) or nodes (one CPU "
+    ns_die("%s: unknown strategy '%s': use sequential, interleaved (one CPU per L3 group in turn) or nodes (one CPU "
            "per node in turn)", option, text);
 }
 
@@ -78,7 +78,7 @@ void ns_place_order(ns_place_strategy strategy, int *cpus, int n)
         ns_die("out of memory");
     for (int i = 0; i < n; i++) {
         k[i].cpu = cpus[i];
-        k[i].key = strategy == NS_PLACE_L3 ? ns_l3_group_of_cpu(cpus[i])
+        k[i].key = strategy == NS_PLACE_INTERLEAVED ? ns_l3_group_of_cpu(cpus[i])
                    : strategy == NS_PLACE_NODES ? ns_node_of_cpu(cpus[i])
                                                 : 0;
     }

@@ -55,7 +55,7 @@ def test_one_row_per_kind_and_delay_with_placement(kernels_bin, tmp_path, two_cp
 
 def test_strategy_picks_the_cpus_but_the_chase(kernels_bin, tmp_path, two_cpus):
     chase, load = two_cpus
-    for strategy in ("sequential", "l3", "nodes"):
+    for strategy in ("sequential", "interleaved", "nodes"):
         rows = loaded(kernels_bin, tmp_path, "--size=256K", "--load-size=256K", f"--chase-cpu={chase}",
                       f"--strategy={strategy}", "--load-threads=1", "--delay=0", "--samples=1", "--min-time=0.005")
         (r,) = rows
