@@ -122,7 +122,8 @@ KERNEL_OPTION_CASES = {
     "numa_c2c": [("--cpus=0-4095", "outside the CPUs this process may use")],
     "numa_mix_bandwidth": [("--traffic=copy", "unknown traffic 'copy'"),
                            ("--cpus=0-4095", "outside the CPUs this process may use"),
-                           ("--cpu-nodes=200", "node 200 is not an online node")],
+                           ("--cpu-nodes=200", "node 200 is not an online node"),
+                           ("--matrix --local-memory", "--matrix chooses the CPUs by node")],
 }
 for _kernel, _bad in KERNEL_ARGS.items():
     for _arg in _bad:
@@ -134,7 +135,8 @@ for _kernel, _bad in KERNEL_ARGS.items():
 for _kernel, _cases in KERNEL_OPTION_CASES.items():
     for _arg, _says in _cases:
         case("kernel CLI", f"{_kernel} {_arg}",
-             (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), a, f"--csv={tmp / 'k.csv'}"])(_kernel, _arg),
+             (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), *a.split(),
+                                        f"--csv={tmp / 'k.csv'}"])(_kernel, _arg),
              f"{_kernel}: error:", _says)
 
 # ------------------------------------------------------------------ numasweep CLI

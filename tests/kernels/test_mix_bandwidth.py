@@ -4,8 +4,9 @@ per row."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from kernel_helpers import contract_columns, fractions, read_rows, run, run_ok
+from kernel_helpers import contract_columns, fractions, online_nodes, read_rows, run, run_ok
 
 KINDS = ["read", "r3w1", "r2w1", "r1w1", "triad"]
 FAST = ["--size=4M", "--samples=3", "--min-time=0.02"]
@@ -43,8 +44,26 @@ def test_bad_inputs_answer_in_one_line(kernels_bin, tmp_path):
     for args, says in ((["--traffic=copy"], "unknown traffic 'copy'"),
                        (["--cpus=0-4095"], "outside the CPUs this process may use"),
                        (["--cpu-nodes=200"], "node 200"),
-                       (["--local-memory", "--policy=bind", "--mem-nodes=0"], "give one of them")):
+                       (["--local-memory", "--policy=bind", "--mem-nodes=0"], "give one of them"),
+                       (["--matrix", "--cpus=0"], "--matrix chooses the CPUs by node")):
         proc = run([kernels_bin / "numa_mix_bandwidth", *args, f"--csv={tmp_path / 'x.csv'}"])
         lines = proc.stderr.splitlines()
         assert proc.returncode == 2 and len(lines) == 1, proc.stderr
         assert lines[0].startswith("numa_mix_bandwidth: error:") and says in lines[0], lines
+
+
+def test_matrix_has_a_cell_per_cpu_node_and_memory_node(kernels_bin, tmp_path):
+    """One row per (CPU node with CPUs, memory node, kind); the CPU and page columns show each
+    cell's threads on its node and its pages on the memory node."""
+    nodes = online_nodes()
+    cpu_nodes = [n for n in nodes if Path(f"/sys/devices/system/node/node{n}/cpulist").read_text().strip()]
+    csv_path = tmp_path / "mix.csv"
+    run_ok([kernels_bin / "numa_mix_bandwidth", *FAST, "--matrix", "--traffic=read,r1w1", f"--csv={csv_path}",
+            "--quiet"])
+    rows = read_rows(csv_path)[1]
+    cells = [(c, m, k) for c in cpu_nodes for m in nodes for k in ("read", "r1w1")]
+    assert len(rows) == len(cells)
+    for r, (c, m, kind) in zip(rows, cells):
+        assert r["traffic"] == kind and r["memory"] == "bind" and r["mem_nodes"] == str(m)
+        assert {int(n) for n in r["cpu_nodes"].split(",")} == {c}
+        assert fractions(r["page_fractions"])[m] == 1.0
