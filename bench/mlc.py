@@ -12,7 +12,8 @@ how busy it was):
    per thread, 64-byte stride, TLB locality = the whole buffer); and the idle point against
    `multiload -c simple`. Compared: the chase's best sample (multiload reports its best by
    default; ours latency_ns_min) and the load's bandwidth (multiload LdAvgMibs, MiB/s, against
-   our load_gb_s).
+   our load_gb_s) at full load (our delay 0), and the latency at multiload's bandwidth, read off
+   our delay sweep of the same round (the two loads push differently hard).
 2. core-to-core: numa_c2c over every pair of the allowed CPUs (up to --c2c-cpus of them)
    against bench/ref_pingpong.c (the same definition, written apart, built under --ref-dir) and
    multichase's `pingpong -u` (its best sample of the one-way time, against half our best round
@@ -47,13 +48,28 @@ def allowed_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def ours_loaded(workdir: Path, size: int, chase: int, loads: list[int], delay: str) -> dict[str, float]:
+SWEEP = "idle,5000,2000,1000,500,200,100,50,20,0"
+
+
+def ours_sweep(workdir: Path, size: int, chase: int, loads: list[int]) -> list[dict]:
+    """numa_loaded_latency over SWEEP: one row per delay (-1 = idle)."""
     csv_path = workdir / "loaded.csv"
     run([BIN / "numa_loaded_latency", f"--size={size // 1024}K", f"--load-size={size // 1024}K", f"--chase-cpu={chase}",
-         f"--load-cpus={','.join(map(str, loads))}", "--traffic=read", f"--delay={delay}", "--samples=5",
-         "--min-time=0.5", f"--csv={csv_path}", "--quiet"])
-    (row,) = read_csv(csv_path).to_dict("records")
-    return {"ns": float(row["latency_ns_min"]), "gb_s": float(row["load_gb_s"])}
+         f"--load-cpus={','.join(map(str, loads))}", "--traffic=read", f"--delay={SWEEP}", "--samples=5",
+         "--min-time=0.2", f"--csv={csv_path}", "--quiet"])
+    return read_csv(csv_path).to_dict("records")
+
+
+def at_bandwidth(curve: list[tuple[float, float]], gb_s: float) -> float:
+    """Latency of our curve (GB/s, ns) at a bandwidth, linear between the two nearest points
+    (the nearest end point outside the range)."""
+    curve = sorted(curve)
+    if gb_s <= curve[0][0]:
+        return curve[0][1]
+    for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+        if x0 <= gb_s <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (gb_s - x0) / (x1 - x0)
+    return curve[-1][1]
 
 
 def multiload(binary: Path, size: int, threads: int, chase: str) -> dict[str, float]:
@@ -83,20 +99,38 @@ def loaded_section(rounds: int, size: int, multichase: Path | None, why_not: str
     if multichase:
         multiload_binary = multichase_binary(multichase, "multiload")
     record = Rounds()
-    tools = [("ours", lambda: [record.add(p, "ours " + k, v)
-                               for p, d in (("idle", "idle"), ("loaded", "0"))
-                               for k, v in ours_loaded(workdir, size, chase, loads, d).items()])]
+    curves: list[list[tuple[float, float]]] = []
+
+    def ours() -> None:
+        rows = ours_sweep(workdir, size, chase, loads)
+        idle = next(r for r in rows if int(r["delay"]) < 0)
+        full = next(r for r in rows if int(r["delay"]) == 0)
+        record.add("idle", "ours ns", float(idle["latency_ns_min"]))
+        record.add("loaded", "ours ns", float(full["latency_ns_min"]))
+        record.add("loaded", "ours gb_s", float(full["load_gb_s"]))
+        curves.append([(float(r["load_gb_s"]), float(r["latency_ns_min"])) for r in rows])
+
+    tools = [("ours", ours)]
     if multiload_binary:
         ml = multiload_binary
         tools.append(("multiload", lambda: [record.add(p, "multiload " + k, v)
                                             for p, c, t in (("idle", "simple", 1), ("loaded", "chaseload", len(cpus)))
                                             for k, v in multiload(ml, size, t, c).items()]))
     interleave(rounds, tools, record)
+    # The loads differ in how hard they push (multiload's stream-sum is a scalar loop): compare
+    # the latencies also at the same bandwidth, ours read off our delay sweep of that round.
+    if record.has("loaded", "multiload gb_s"):
+        for curve, gb_s, ns in zip(curves, record.values[("loaded", "multiload gb_s")],
+                                   record.values[("loaded", "multiload ns")]):
+            record.add("same GB/s", "ours ns", at_bandwidth(curve, gb_s))
+            record.add("same GB/s", "multiload ns", ns)
     out = []
     print(f"  {'point':8} {'figure':8} {'ours':>10} {'multiload':>10} {'ratio [range]':>24}")
-    for point in ("idle", "loaded"):
+    for point in ("idle", "loaded", "same GB/s"):
         for figure in ("ns", "gb_s"):
-            if point == "idle" and figure == "gb_s":
+            if point != "loaded" and figure == "gb_s":
+                continue
+            if not record.has(point, "ours " + figure):
                 continue
             mine = record.median(point, "ours " + figure)
             if not record.has(point, "multiload " + figure):

@@ -173,7 +173,7 @@ static void *worker_main(void *arg)
 ns_load_team *ns_load_start(const int *cpus, int n, size_t bytes, ns_pages pages, const ns_policy *policy, int local)
 {
     if (bytes < 3 * BLOCK_LINES * 64)
-        ns_die("load buffer of %zu bytes is below %d: give each load thread at least 16K", bytes, 3 * BLOCK_LINES * 64);
+        ns_die("load buffer of %zu bytes is below %d: give each load thread at least 12K", bytes, 3 * BLOCK_LINES * 64);
     struct ns_load_team *t = calloc(1, sizeof *t);
     worker *w = aligned_alloc(64, ((size_t)n * sizeof *w + 63) / 64 * 64);
     if (!t || !w)
