@@ -232,7 +232,7 @@ static void measure_cell(const options *o, const cell *c, ns_text *csv)
         if (o->common.csv)
             ns_csv_write(o->common.csv, csv); /* after every kind: nothing measured is lost */
         if (!o->common.quiet) {
-            char where[64];
+            char where[300];
             snprintf(where, sizeof where, "%s %s", memory, mem_nodes);
             printf("| %-16.16s | %-14.14s | %-7s | %11.3f | %8.3f | %8.3f |\n", cpu_list, where,
                    ns_traffic_name(o->kinds[k]), median, min, max);
