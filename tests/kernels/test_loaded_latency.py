@@ -117,17 +117,14 @@ def test_latency_rises_with_achieved_bandwidth(kernels_bin, tmp_path, two_cpus):
     pytest.fail(f"latency did not rise with bandwidth: {seen}")
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--delay=-1"], "--delay: -1 is outside 0..100000000"),
-    (["--delay=100000001"], "outside 0..100000000"),
-    (["--traffic=write"], "unknown traffic 'write'"),
-    (["--load-cpus=0-4095"], "outside the CPUs this process may use"),
-    (["--chase-cpu=4095"], "outside the CPUs this process may use"),
-    (["--strategy=random"], "unknown strategy 'random'"),
-])
-def test_bad_inputs_answer_in_one_line(kernels_bin, tmp_path, args, says):
-    proc = run([kernels_bin / "numa_loaded_latency", *args, f"--csv={tmp_path / 'x.csv'}"])
-    assert proc.returncode == 2 and proc.stdout == ""
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("numa_loaded_latency: error:") and says in lines[0], proc.stderr
-    assert not (tmp_path / "x.csv").exists()
+def test_placement_conflicts_answer_in_one_line(kernels_bin, tmp_path, two_cpus):
+    """Bad values of each option are in the catalogue of bad inputs; here the combinations."""
+    chase, load = two_cpus
+    for args, says in (([f"--chase-cpu={chase}", f"--load-cpus={chase}"], "taken by the measuring thread"),
+                       ([f"--load-cpus={load}", "--load-threads=1"], "leave out the thread count"),
+                       ([f"--chase-cpu={chase}", "--load-threads=4096"], "4096 threads asked for")):
+        proc = run([kernels_bin / "numa_loaded_latency", *args, f"--csv={tmp_path / 'x.csv'}"])
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 2 and proc.stdout == "" and len(lines) == 1, proc.stderr
+        assert lines[0].startswith("numa_loaded_latency: error:") and says in lines[0], lines
+        assert not (tmp_path / "x.csv").exists()
