@@ -70,6 +70,24 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
+def build_kernels() -> None:
+    """make -C kernels cpu, with the default flags; a failure ends the script in one line."""
+    build = subprocess.run(["make", "-C", str(REPO / "kernels"), "cpu"], capture_output=True, text=True)
+    if build.returncode != 0:
+        fail(f"make -C kernels cpu failed: {(build.stderr.strip() or build.stdout.strip()).splitlines()[-1]}")
+
+
+def print_targets(verdicts: list[str]) -> None:
+    print(f"\n== targets (load average {load():.2f} at the end) ==")
+    for line in verdicts:
+        print(line)
+
+
+def say_error(script: str, exc: NumasweepError) -> int:
+    print(f"{script}: error: {exc}", file=sys.stderr)
+    return 2
+
+
 # ---------------------------------------------------------------- references
 
 
@@ -270,12 +288,12 @@ def build_ref_chase(ref_dir: Path) -> Path:
     return out
 
 
-def multichase_binary(path: Path) -> Path:
-    """A built multichase, or its source folder (a clone of github.com/google/multichase), built
-    there with its own Makefile."""
+def multichase_binary(path: Path, program: str = "multichase") -> Path:
+    """A built multichase (or its multiload, pingpong), or its source folder (a clone of
+    github.com/google/multichase), built there with its own Makefile."""
     if path.is_dir():
-        run(["make", "-C", path, "multichase"])
-        path = path / "multichase"
+        run(["make", "-C", path, program])
+        path = path / program
     if not os.access(path, os.X_OK):
         fail(f"--multichase: '{path}' is not an executable; give the binary or its source folder")
     return path
@@ -420,9 +438,7 @@ def main(argv: list[str]) -> int:
             sizes = [parse_size(s) for s in args.sizes.split(",")]
         except (ValueError, NumasweepError) as exc:
             fail(f"--threads/--sizes: {exc}")
-        build = subprocess.run(["make", "-C", str(REPO / "kernels"), "cpu"], capture_output=True, text=True)
-        if build.returncode != 0:
-            fail(f"make -C kernels cpu failed: {(build.stderr.strip() or build.stdout.strip()).splitlines()[-1]}")
+        build_kernels()
         args.ref_dir.mkdir(parents=True, exist_ok=True)
         workdir = args.keep or Path(tempfile.mkdtemp(prefix="numasweep-bench-"))
         workdir.mkdir(parents=True, exist_ok=True)
@@ -447,14 +463,11 @@ def main(argv: list[str]) -> int:
             verdicts += cycle_section()
         if "sweep" not in args.skip:
             verdicts += sweep_section(workdir)
-        print(f"\n== targets (load average {load():.2f} at the end) ==")
-        for line in verdicts:
-            print(line)
+        print_targets(verdicts)
         if not args.keep:
             shutil.rmtree(workdir)
     except NumasweepError as exc:
-        print(f"kernels.py: error: {exc}", file=sys.stderr)
-        return 2
+        return say_error("kernels.py", exc)
     return 0
 
 

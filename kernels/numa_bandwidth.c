@@ -91,25 +91,6 @@ static void usage(void)
 }
 
 /* "a,b" -> flags for each name found; ends the program on an unknown name. */
-static void name_list(const char *option, const char *text, const char **names, int n, int *flags, const char *hint)
-{
-    memset(flags, 0, (size_t)n * sizeof *flags);
-    char *copy = strdup(text), *save = NULL;
-    int any = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int found = -1;
-        for (int i = 0; i < n; i++)
-            if (!strcmp(t, names[i]))
-                found = i;
-        if (found < 0)
-            ns_die("%s: unknown %s '%s': use %s", option, option + 2, t, hint);
-        flags[found] = any = 1;
-    }
-    free(copy);
-    if (!any)
-        ns_die("%s: empty list: use %s", option, hint);
-}
-
 /* STREAM's rule: each array at least 4x the last-level caches together (rounded up to MiB, at
  * least 64 MiB), so that no kernel runs from cache. Capped so that the three arrays take at most
  * half the free memory of the target nodes, with a warning: the figures may then include cache. */
@@ -159,12 +140,12 @@ static void parse(int argc, char **argv, options *o)
             break;
         case OPT_NTIMES: o->ntimes = (int)ns_int_arg("--ntimes", optarg, 2, 100000); break;
         case OPT_KERNELS:
-            name_list("--kernels", optarg, kernel_names, NKERNELS, o->kernels, "copy, scale, add, triad, read, write");
+            ns_names_arg("--kernels", optarg, kernel_names, NKERNELS, o->kernels, "copy, scale, add, triad, read, write");
             break;
         case OPT_PATTERN:
-            name_list("--pattern", optarg, pattern_names, NPATTERNS, o->patterns, "sequential, strided or random");
+            ns_names_arg("--pattern", optarg, pattern_names, NPATTERNS, o->patterns, "sequential, strided or random");
             break;
-        case OPT_STORES: name_list("--stores", optarg, store_names, NSTORES, o->stores, "regular or nt"); break;
+        case OPT_STORES: ns_names_arg("--stores", optarg, store_names, NSTORES, o->stores, "regular or nt"); break;
         case OPT_STRIDE: o->stride = ns_int_arg("--stride", optarg, 1, 1L << 30); break;
         case OPT_THREADS: o->threads = (int)ns_int_arg("--threads", optarg, 1, NS_MAX_CPUS); break;
         case OPT_SEED: o->seed = (uint64_t)ns_int_arg("--seed", optarg, 0, 1L << 62); break;

@@ -20,17 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "numasweep.h"
 
 #define MAX_TEXT 1024
-#ifdef MADV_POPULATE_WRITE
-#define NS_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
-#else
-#define NS_MADV_POPULATE_WRITE 23 /* Linux >= 5.14; older kernels answer EINVAL */
-#endif
 
 typedef struct {
     uint64_t *sizes;
@@ -103,45 +97,7 @@ static void usage(void)
            ns_common_help());
 }
 
-/* Dependent loads: the next address is the loaded value, so loads cannot overlap. */
-static void *__attribute__((noinline)) chase(void *p, uint64_t loads)
-{
-    void **q = p;
-    for (; loads >= 16; loads -= 16) {
-        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
-        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
-    }
-    while (loads--)
-        q = *q;
-    return q;
-}
-
 static void *volatile chase_sink;
-
-/* CPU time of the calling thread: compared with wall time it shows whether a sample shared
- * its CPU with other work (wall-clock latency is then inflated). */
-static double thread_cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Touch the buffer (first touch by the calling CPU) and link its slots into one random cycle;
- * the wall time of each step goes to *touch_s and *build_s. */
-static void *build_cycle(void *addr, size_t bytes, ns_rng *rng, double *touch_s, double *build_s)
-{
-    /* One system call where the kernel has it (Linux >= 5.14) is much faster than a page fault
-     * per page for GiB buffers; elsewhere the linking pass, which writes every slot in address
-     * order, is the first touch (and its time is then part of the build time). */
-    double t0 = ns_seconds();
-    (void)madvise(addr, bytes, NS_MADV_POPULATE_WRITE);
-    double t1 = ns_seconds();
-    void *start = ns_chase_build(addr, bytes / NS_CHASE_SLOT_BYTES, NS_CHASE_SLOT_BYTES, rng);
-    *touch_s = t1 - t0;
-    *build_s = ns_seconds() - t1;
-    return start;
-}
 
 /* The 1-minute load average from /proc/loadavg as text, "?" when unknown. */
 static const char *load_average(void)
@@ -153,12 +109,6 @@ static const char *load_average(void)
     if (f)
         fclose(f);
     return text;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static int self_test(long nslots, ns_pages pages)
@@ -177,7 +127,7 @@ static int self_test(long nslots, ns_pages pages)
     struct timespec c0, c1;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     double touch, link;
-    void *start = build_cycle(buf, bytes, &rng, &touch, &link);
+    void *start = ns_chase_prepare(buf, bytes, &rng, &touch, &link);
     double build = touch + link;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
@@ -275,7 +225,7 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     ns_rng rng;
     ns_rng_seed(&rng, o->seed * 0x100000001b3ull + (uint64_t)rank * 1000003u + size);
     double first_touch, cycle_build;
-    void *start = build_cycle(buf.addr, size, &rng, &first_touch, &cycle_build);
+    void *start = ns_chase_prepare(buf.addr, size, &rng, &first_touch, &cycle_build);
     ns_buffer_check_thp(&buf);
 
     ns_placement placement;
@@ -301,16 +251,7 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     /* Warm-up: up to one pass over the cycle (at most ~min-time), which also calibrates the
      * load count of a sample. */
     void *p = start;
-    uint64_t warm = 1024, warm_loads = 0;
-    double warm_time = 0;
-    while (warm_loads < nslots && warm_time < o->min_time) {
-        double t0 = ns_seconds();
-        p = chase(p, warm);
-        warm_time += ns_seconds() - t0;
-        warm_loads += warm;
-        warm *= 2;
-    }
-    double per_load = warm_time / (double)warm_loads;
+    double per_load = ns_chase_warm(&p, nslots, o->min_time);
 
     r->cpu = ns_current_cpu();
     double *ns_per_load = malloc((size_t)o->samples * sizeof *ns_per_load);
@@ -327,23 +268,21 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
                 MPI_Barrier(barrier_comm);
             uint64_t batch = (uint64_t)(sample_s / per_load / 4) + 16;
             uint64_t loads = 0;
-            double cpu0 = thread_cpu_seconds();
+            double cpu0 = ns_thread_cpu_seconds();
             double t0 = ns_seconds(), elapsed;
             do {
-                p = chase(p, batch);
+                p = ns_chase(p, batch);
                 loads += batch;
                 elapsed = ns_seconds() - t0;
             } while (elapsed < sample_s);
-            double on_cpu = (thread_cpu_seconds() - cpu0) / elapsed;
+            double on_cpu = (ns_thread_cpu_seconds() - cpu0) / elapsed;
             least_on_cpu = on_cpu < least_on_cpu ? on_cpu : least_on_cpu;
             ns_per_load[s] = elapsed * 1e9 / (double)loads;
             per_load = elapsed / (double)loads;
             r->loads += loads;
         }
-        qsort(ns_per_load, (size_t)o->samples, sizeof *ns_per_load, cmp_double);
-        int n = o->samples;
-        double median = n % 2 ? ns_per_load[n / 2] : 0.5 * (ns_per_load[n / 2 - 1] + ns_per_load[n / 2]);
-        spread = 100 * (ns_per_load[n - 1] - ns_per_load[0]) / median;
+        ns_summarize(ns_per_load, o->samples, &r->median_ns, &r->min_ns, &r->max_ns);
+        spread = 100 * (r->max_ns - r->min_ns) / r->median_ns;
         /* Ranks measuring at once take their samples together: they decide together. */
         double worst = spread;
         if (barrier_comm != MPI_COMM_NULL)
@@ -375,11 +314,7 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
         ns_warn("rank %d moved from CPU %d to CPU %d while measuring %s: bind ranks to one CPU each", rank, r->cpu,
                 cpu_after, s);
     }
-    int n = o->samples;
-    r->median_ns = n % 2 ? ns_per_load[n / 2] : 0.5 * (ns_per_load[n / 2 - 1] + ns_per_load[n / 2]);
-    r->min_ns = ns_per_load[0];
-    r->max_ns = ns_per_load[n - 1];
-    r->samples = n;
+    r->samples = o->samples;
     r->cpu_node = ns_node_of_cpu(r->cpu);
     r->l3_group = ns_l3_group_of_cpu(r->cpu);
     free(ns_per_load);

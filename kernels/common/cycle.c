@@ -1,8 +1,16 @@
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ns_buffer.h"
 #include "ns_cycle.h"
+#include "ns_timing.h"
+
+#ifdef MADV_POPULATE_WRITE
+#define NS_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define NS_MADV_POPULATE_WRITE 23 /* Linux >= 5.14; older kernels answer EINVAL */
+#endif
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
@@ -109,4 +117,58 @@ size_t ns_chase_cycle_length(void *start, size_t max_steps)
         steps++;
     } while (p != start && steps < max_steps);
     return steps;
+}
+
+void *ns_chase_prepare(void *addr, size_t bytes, ns_rng *rng, double *touch_s, double *build_s)
+{
+    /* One system call where the kernel has it (Linux >= 5.14) is much faster than a page fault
+     * per page for GiB buffers; elsewhere the linking pass, which writes every slot in address
+     * order, is the first touch (and its time is then part of the build time). */
+    double t0 = ns_seconds();
+    (void)madvise(addr, bytes, NS_MADV_POPULATE_WRITE);
+    double t1 = ns_seconds();
+    void *start = ns_chase_build(addr, bytes / NS_CHASE_SLOT_BYTES, NS_CHASE_SLOT_BYTES, rng);
+    *touch_s = t1 - t0;
+    *build_s = ns_seconds() - t1;
+    return start;
+}
+
+void *__attribute__((noinline)) ns_chase(void *p, uint64_t loads)
+{
+    void **q = p;
+    for (; loads >= 16; loads -= 16) {
+        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
+        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
+    }
+    while (loads--)
+        q = *q;
+    return q;
+}
+
+double ns_chase_warm(void **p, size_t nslots, double max_time)
+{
+    uint64_t warm = 1024, warm_loads = 0;
+    double warm_time = 0;
+    while (warm_loads < nslots && warm_time < max_time) {
+        double t0 = ns_seconds();
+        *p = ns_chase(*p, warm);
+        warm_time += ns_seconds() - t0;
+        warm_loads += warm;
+        warm *= 2;
+    }
+    return warm_time / (double)warm_loads;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void ns_summarize(double *v, int n, double *median, double *min, double *max)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    *min = v[0];
+    *max = v[n - 1];
 }

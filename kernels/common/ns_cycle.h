@@ -39,6 +39,22 @@ void *ns_chase_build(void *buf, size_t nslots, size_t slot_bytes, ns_rng *rng);
  * steps (= cycle length when <= max_steps). */
 size_t ns_chase_cycle_length(void *start, size_t max_steps);
 
+/* Populate bytes at addr (first touch by the calling CPU: one madvise(MADV_POPULATE_WRITE) on
+ * Linux >= 5.14, else the linking pass touches the pages) and link its 64-byte slots into one
+ * random cycle; returns the start, the wall time of each step in *touch_s and *build_s. */
+void *ns_chase_prepare(void *addr, size_t bytes, ns_rng *rng, double *touch_s, double *build_s);
+
+/* Dependent loads: loads steps along the cycle from p (the next address is the loaded value, so
+ * the loads cannot overlap); returns where it stopped. */
+void *ns_chase(void *p, uint64_t loads);
+
+/* Warm-up: chase from *p up to one pass over nslots slots, at most about max_time seconds;
+ * returns the seconds per load seen (to size the samples) and leaves *p where it stopped. */
+double ns_chase_warm(void **p, size_t nslots, double max_time);
+
+/* Sorts v[0..n) and gives its median, minimum and maximum (n >= 1). */
+void ns_summarize(double *v, int n, double *median, double *min, double *max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #define NS_OPTIONS_H
 
 #include <getopt.h>
+#include <stdint.h>
 
 #include "ns_buffer.h"
 #include "ns_policy.h"
@@ -37,6 +38,30 @@ enum {
     {"help", no_argument, 0, NS_OPT_HELP},                       \
     {"version", no_argument, 0, NS_OPT_VERSION}
 
+/* One kernel option taking a value, and the end of a struct option array. */
+#define NS_ARG(name, code) {name, required_argument, 0, code}
+#define NS_FLAG(name, code) {name, no_argument, 0, code}
+#define NS_OPTIONS_END {0, 0, 0, 0}
+
+/* Sampling options of the kernels that repeat a measurement (numa_loaded_latency, numa_c2c,
+ * numa_mix_bandwidth): --samples=N (1..1000), --min-time=SEC (each sample's least duration),
+ * --seed=N. Put NS_SAMPLING_LONG_OPTIONS after NS_COMMON_LONG_OPTIONS; defaults are the kernel's. */
+enum { NS_OPT_SAMPLES = NS_OPT_KERNEL - 50, NS_OPT_MIN_TIME, NS_OPT_SEED };
+
+#define NS_SAMPLING_LONG_OPTIONS                                 \
+    {"samples", required_argument, 0, NS_OPT_SAMPLES},           \
+    {"min-time", required_argument, 0, NS_OPT_MIN_TIME},         \
+    {"seed", required_argument, 0, NS_OPT_SEED}
+
+typedef struct {
+    int samples;
+    double min_time;
+    uint64_t seed;
+} ns_sampling;
+
+/* Handles a sampling option code; returns 1 if it was one, 0 otherwise. */
+int ns_sampling_option(ns_sampling *sampling, int code, const char *arg);
+
 typedef struct {
     const char *csv;      /* NULL: no CSV */
     ns_policy policy;
@@ -51,6 +76,9 @@ typedef struct {
 void ns_common_defaults(ns_common_options *opts);
 /* Handles a shared option code; returns 1 if it was one, 0 otherwise. */
 int ns_common_option(ns_common_options *opts, int code, const char *arg);
+/* ns_getopt that handles the shared and the sampling options itself: returns the next
+ * kernel-specific option code (its value in optarg), -1 at the end. */
+int ns_kernel_getopt(int argc, char *const argv[], const struct option *longopts, ns_common_options *common, ns_sampling *sampling);
 /* After parsing: checks the combination (policy vs nodes vs weights, CSV folder, weighted
  * interleave support, node existence) and ends the program on a problem. Does not write the
  * weights; call ns_policy_apply_weights when about to allocate. */
@@ -67,6 +95,10 @@ void ns_no_positional(int argc, char *const argv[]);
 void ns_print_version(const char *commit, const char *build_flags);
 /* After parsing: --help prints usage(), --version the provenance; either then exits 0. */
 void ns_common_info(const ns_common_options *opts, void (*usage)(void), const char *commit, const char *build_flags);
+
+/* A comma list of names out of names[0..n): flags[i] = 1 for each one named. Ends the program
+ * on an unknown name or an empty list ("OPTION: unknown KIND 'x': use HINT"). */
+void ns_names_arg(const char *option, const char *text, const char **names, int n, int *flags, const char *hint);
 
 /* Thread count from OMP_NUM_THREADS (its first entry), 0 when unset; ends the program when it
  * is not a positive whole number. */

@@ -10,6 +10,9 @@ extern "C" {
 
 double ns_seconds(void);
 uint64_t ns_nanoseconds(void);
+/* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): compared with wall time it shows
+ * whether a measurement shared its CPU with other work (wall-clock latency is then inflated). */
+double ns_thread_cpu_seconds(void);
 /* Smallest observed non-zero step of ns_seconds(), in seconds (STREAM's granularity check). */
 double ns_timer_resolution(void);
 

@@ -30,6 +30,10 @@ int ns_node_of_cpu(int cpu);
 /* l3_group of a CPU (see above), -1 without L3 information. */
 int ns_l3_group_of_cpu(int cpu);
 
+/* For CPUs as found by threads (-1: unknown, e.g. it moved): "c,c,...", their nodes and their
+ * L3 groups as comma lists (-1 where unknown), each into a buffer of len bytes. */
+void ns_format_cpu_places(const int *cpus, int n, char *cpus_text, char *nodes_text, char *groups_text, size_t len);
+
 /* MemFree of a node in bytes, -1 if unreadable. */
 int64_t ns_node_free_bytes(int node);
 /* Free hugetlb pages of the given size on a node (0 if none reserved, -1 if unreadable). */

@@ -15,6 +15,25 @@ void ns_common_defaults(ns_common_options *opts)
     opts->pages = NS_PAGES_4K;
 }
 
+int ns_sampling_option(ns_sampling *sampling, int code, const char *arg)
+{
+    switch (code) {
+    case NS_OPT_SAMPLES: sampling->samples = (int)ns_int_arg("--samples", arg, 1, 1000); return 1;
+    case NS_OPT_MIN_TIME: sampling->min_time = ns_double_arg("--min-time", arg, 1e-4, 3600); return 1;
+    case NS_OPT_SEED: sampling->seed = (uint64_t)ns_int_arg("--seed", arg, 0, 1L << 62); return 1;
+    default: return 0;
+    }
+}
+
+int ns_kernel_getopt(int argc, char *const argv[], const struct option *longopts, ns_common_options *common, ns_sampling *sampling)
+{
+    int c;
+    while ((c = ns_getopt(argc, argv, longopts)) != -1)
+        if (!ns_common_option(common, c, optarg) && !ns_sampling_option(sampling, c, optarg))
+            return c;
+    return -1;
+}
+
 int ns_common_option(ns_common_options *opts, int code, const char *arg)
 {
     int v;
@@ -132,3 +151,23 @@ int ns_threads_from_env(void)
     snprintf(first, sizeof first, "%.*s", (int)strcspn(env, ","), env);
     return (int)ns_int_arg("OMP_NUM_THREADS", first, 1, NS_MAX_CPUS);
 }
+
+void ns_names_arg(const char *option, const char *text, const char **names, int n, int *flags, const char *hint)
+{
+    memset(flags, 0, (size_t)n * sizeof *flags);
+    char *copy = strdup(text), *save = NULL;
+    int any = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int found = -1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(t, names[i]))
+                found = i;
+        if (found < 0)
+            ns_die("%s: unknown %s '%s': use %s", option, option + 2, t, hint);
+        flags[found] = any = 1;
+    }
+    free(copy);
+    if (!any)
+        ns_die("%s: empty list: use %s", option, hint);
+}
+

@@ -29,3 +29,10 @@ double ns_timer_resolution(void)
     }
     return best;
 }
+
+double ns_thread_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -250,3 +250,20 @@ void ns_hostname(char *buf, size_t len)
     buf[len - 1] = '\0';
     buf[strcspn(buf, ".")] = '\0';
 }
+
+void ns_format_cpu_places(const int *cpus, int n, char *cpus_text, char *nodes_text, char *groups_text, size_t len)
+{
+    size_t u0 = 0, u1 = 0, u2 = 0;
+    cpus_text[0] = nodes_text[0] = groups_text[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        int c = cpus[i];
+        int node = c < 0 ? -1 : ns_node_of_cpu(c), group = c < 0 ? -1 : ns_l3_group_of_cpu(c);
+        const char *sep = i ? "," : "";
+        if (u0 < len)
+            u0 += (size_t)snprintf(cpus_text + u0, len - u0, "%s%d", sep, c);
+        if (u1 < len)
+            u1 += (size_t)snprintf(nodes_text + u1, len - u1, "%s%d", sep, node);
+        if (u2 < len)
+            u2 += (size_t)snprintf(groups_text + u2, len - u2, "%s%d", sep, group);
+    }
+}

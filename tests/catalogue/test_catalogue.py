@@ -107,6 +107,23 @@ KERNEL_ARGS = {
     "numa_latency": ["--bogus", "--size=abc", "--size=", "--size=-1", "--csv=", "--iterations=x"],
     "numa_bandwidth": ["--bogus", "--threads=x", "--threads=0", "--size=abc", "--size=0", "--ntimes=x"],
     "numa_copy": ["--bogus", "--size=abc", "--size=0", "--src=x", "--dst=x", "--threads=x"],
+    "numa_loaded_latency": ["--bogus", "--delay=fast", "--size=abc"],
+    "numa_c2c": ["--bogus", "--cpus=x", "--pairs=0", "--round-trips=x", "--samples=0"],
+    "numa_mix_bandwidth": ["--bogus", "--threads=0", "--size=abc", "--min-time=x"],
+}
+# The options of loaded latency, core-to-core latency and mixed bandwidth: the line names the
+# value and what is allowed.
+KERNEL_OPTION_CASES = {
+    "numa_loaded_latency": [("--delay=-1", "outside 0..100000000"), ("--delay=100000001", "outside 0..100000000"),
+                            ("--traffic=write", "unknown traffic 'write'"),
+                            ("--load-cpus=0-4095", "outside the CPUs this process may use"),
+                            ("--chase-cpu=4095", "outside the CPUs this process may use"),
+                            ("--strategy=random", "unknown strategy 'random'")],
+    "numa_c2c": [("--cpus=0-4095", "outside the CPUs this process may use")],
+    "numa_mix_bandwidth": [("--traffic=copy", "unknown traffic 'copy'"),
+                           ("--cpus=0-4095", "outside the CPUs this process may use"),
+                           ("--cpu-nodes=200", "node 200 is not an online node"),
+                           ("--matrix --local-memory", "--matrix chooses the CPUs by node")],
 }
 for _kernel, _bad in KERNEL_ARGS.items():
     for _arg in _bad:
@@ -114,6 +131,13 @@ for _kernel, _bad in KERNEL_ARGS.items():
              (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), a, f"--csv={tmp / 'k.csv'}"]
               if not a.startswith("--csv") else [str(REPO / "build" / "bin" / k), a])(_kernel, _arg),
              f"{_kernel}: error:")
+
+for _kernel, _cases in KERNEL_OPTION_CASES.items():
+    for _arg, _says in _cases:
+        case("kernel CLI", f"{_kernel} {_arg}",
+             (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), *a.split(),
+                                        f"--csv={tmp / 'k.csv'}"])(_kernel, _arg),
+             f"{_kernel}: error:", _says)
 
 # ------------------------------------------------------------------ numasweep CLI
 case("numasweep CLI", "unknown command", lambda tmp: PY + ["fly"], "unknown command 'fly'")

@@ -60,6 +60,41 @@ def online_nodes() -> list[int]:
     return nodes
 
 
+def l3_group(cpu: int) -> int:
+    """The numbering of ns_topo.h: distinct level-3 shared_cpu_list values sorted by lowest CPU."""
+    groups = set()
+    mine = None
+    for entry in os.listdir("/sys/devices/system/cpu"):
+        if not (entry.startswith("cpu") and entry[3:].isdigit()):
+            continue
+        cache = f"/sys/devices/system/cpu/{entry}/cache"
+        for index in os.listdir(cache) if os.path.isdir(cache) else []:
+            try:
+                with open(f"{cache}/{index}/level") as f:
+                    if f.read().strip() != "3":
+                        continue
+                with open(f"{cache}/{index}/shared_cpu_list") as f:
+                    shared = f.read().strip()
+            except OSError:
+                continue
+            groups.add(shared)
+            if entry == f"cpu{cpu}":
+                mine = shared
+    if mine is None:
+        return -1
+
+    def lowest(text: str) -> int:
+        return int(text.split(",")[0].split("-")[0])
+    return sorted(groups, key=lowest).index(mine)
+
+
+def node_of(cpu: int) -> int:
+    for entry in os.listdir(f"/sys/devices/system/cpu/cpu{cpu}"):
+        if entry.startswith("node") and entry[4:].isdigit():
+            return int(entry[4:])
+    return 0
+
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

@@ -6,13 +6,15 @@ import re
 
 from kernel_helpers import REPO, run, run_ok
 
+CPU_KERNELS = ("numa_latency", "numa_bandwidth", "numa_copy", "numa_loaded_latency", "numa_c2c", "numa_mix_bandwidth")
+
 
 def test_cpu_kernels_build_without_warnings(tmp_path):
     proc = run(["make", "-C", REPO / "kernels", f"BUILD={tmp_path}", "cpu"], timeout=300)
     assert proc.returncode == 0, proc.stderr
     output = proc.stdout + proc.stderr
     assert "warning" not in output.lower(), output
-    for name in ("numa_latency", "numa_bandwidth", "numa_copy"):
+    for name in CPU_KERNELS:
         assert (tmp_path / "bin" / name).is_file()
     assert (tmp_path / "lib" / "libnumasweep_common.a").is_file()
 
@@ -27,14 +29,14 @@ def test_make_reports_gpu_build_or_why_it_is_skipped(kernels_bin):
 
 
 def test_version_names_commit_and_flags(kernels_bin):
-    for name in ("numa_latency", "numa_bandwidth", "numa_copy"):
+    for name in CPU_KERNELS:
         out = run_ok([kernels_bin / name, "--version"]).stdout
         assert re.match(rf"{name} numasweep ([0-9a-f]{{7,}}(-dirty)?|unknown)\n", out), out
         assert "-Wall -Wextra" in out and "-O3 -march=native" in out  # the default KERNEL_CFLAGS
 
 
 def test_help_lists_shared_options(kernels_bin):
-    for name in ("numa_latency", "numa_bandwidth", "numa_copy"):
+    for name in CPU_KERNELS:
         out = run_ok([kernels_bin / name, "--help"]).stdout
         for option in ("--csv=PATH", "--policy=P", "--mem-nodes=LIST", "--weights=LIST", "--pages=4k|thp|2m|1g"):
             assert option in out, (name, option)

@@ -36,8 +36,14 @@ def assert_clean(stderr: str) -> None:
         ["numa_copy", "--src=0", "--dst=0", "--size=1M", "--ntimes=2", "--quiet"],
         ["numa_copy", "--matrix", "--size=1M", "--ntimes=2", "--quiet"],
         ["numa_latency", "--self-test=4099"],
+        ["numa_loaded_latency", "--size=1M", "--load-size=1M", "--delay=idle,100,0", "--traffic=read,r3w1,r2w1,r1w1,triad",
+         "--samples=2", "--min-time=0.005", "--quiet"],
+        ["numa_c2c", "--samples=2", "--min-time=0.002", "--round-trips=100", "--quiet"],
+        ["numa_mix_bandwidth", "--size=1M", "--samples=2", "--min-time=0.01", "--local-memory", "--quiet"],
+        ["numa_mix_bandwidth", "--size=1M", "--samples=1", "--min-time=0.01", "--matrix", "--traffic=triad", "--quiet"],
     ],
-    ids=["bandwidth", "copy", "copy-matrix", "latency-self-test"],
+    ids=["bandwidth", "copy", "copy-matrix", "latency-self-test", "loaded-latency", "c2c", "mix-bandwidth",
+         "mix-bandwidth-matrix"],
 )
 def test_sanitized_kernel_runs_clean(sanitize_bin, tmp_path, cmd):
     proc = run_ok([sanitize_bin / cmd[0], *cmd[1:], f"--csv={tmp_path / 'out.csv'}"] if cmd[0] != "numa_latency"

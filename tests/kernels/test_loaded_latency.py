@@ -1,0 +1,130 @@
+"""numa_loaded_latency: rows per (traffic, delay), placement of the chase, the load threads and
+their memory per row, the idle point against the idle chase, latency against achieved bandwidth."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kernel_helpers import contract_columns, fractions, node_of, read_rows, run, run_ok
+
+KINDS = ["read", "r3w1", "r2w1", "r1w1", "triad"]
+# Above this machine's last-level cache (and most others'), so the chase measures memory.
+SIZE = "64M"
+
+
+def cpus_allowed() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+@pytest.fixture(scope="module")
+def two_cpus():
+    cpus = cpus_allowed()
+    if len(cpus) < 2:
+        pytest.fail("loaded latency needs two CPUs: one for the chase, one for the load")
+    return cpus[0], cpus[1]
+
+
+def loaded(kernels_bin, tmp_path, *args: str, name: str = "ll.csv") -> list[dict[str, str]]:
+    csv_path = tmp_path / name
+    run_ok([kernels_bin / "numa_loaded_latency", *args, f"--csv={csv_path}", "--quiet"], timeout=300)
+    header, rows = read_rows(csv_path)
+    assert header == contract_columns("numa_loaded_latency")
+    return rows
+
+
+def test_one_row_per_kind_and_delay_with_placement(kernels_bin, tmp_path, two_cpus):
+    chase, load = two_cpus
+    rows = loaded(kernels_bin, tmp_path, "--size=1M", "--load-size=1M", f"--chase-cpu={chase}", f"--load-cpus={load}",
+                  f"--traffic={','.join(KINDS)}", "--delay=idle,1000,0", "--samples=2", "--min-time=0.01",
+                  "--policy=bind", "--mem-nodes=0")
+    assert [(r["traffic"], r["delay"]) for r in rows] == [(k, d) for k in KINDS for d in ("-1", "1000", "0")]
+    for r in rows:
+        assert (int(r["chase_cpu"]), int(r["chase_node"])) == (chase, node_of(chase))
+        assert r["load_cpus"] == str(load) and r["load_cpu_nodes"] == str(node_of(load))
+        assert r["load_threads"] == "1" and r["strategy"] == "list"
+        assert r["policy"] == "bind" and r["mem_nodes"] == "0"
+        assert fractions(r["chase_page_fractions"])[0] == 1.0
+        assert fractions(r["load_page_fractions"])[0] == 1.0
+        assert float(r["latency_ns_min"]) <= float(r["latency_ns_median"]) <= float(r["latency_ns_max"])
+        assert 0 < float(r["chase_on_cpu_pct"]) <= 100
+        gb_s = float(r["load_gb_s"])
+        assert gb_s == 0 if r["delay"] == "-1" else gb_s > 0, r
+
+
+def test_strategy_picks_the_cpus_but_the_chase(kernels_bin, tmp_path, two_cpus):
+    chase, load = two_cpus
+    for strategy in ("sequential", "interleaved", "nodes"):
+        rows = loaded(kernels_bin, tmp_path, "--size=256K", "--load-size=256K", f"--chase-cpu={chase}",
+                      f"--strategy={strategy}", "--load-threads=1", "--delay=0", "--samples=1", "--min-time=0.005")
+        (r,) = rows
+        assert r["strategy"] == strategy and r["load_cpus"] == str(load) and int(r["chase_cpu"]) == chase
+
+
+def test_zero_load_agrees_with_the_idle_chase(kernels_bin, tmp_path, two_cpus):
+    """The idle point (load threads asleep) and numa_latency on the same CPU and size overlap
+    within their spread (min..max). The machine is shared: up to three tries."""
+    chase, _ = two_cpus
+    seen = []
+    for attempt in range(3):
+        (idle,) = loaded(kernels_bin, tmp_path, f"--size={SIZE}", "--load-size=16M", f"--chase-cpu={chase}",
+                         "--delay=idle", "--samples=5", "--min-time=0.05")
+        csv_path = tmp_path / "idle.csv"
+        run_ok(["taskset", "-c", str(chase), kernels_bin / "numa_latency", f"--size={SIZE}", "--samples=5",
+                "--min-time=0.05", "--spread=0", f"--csv={csv_path}", "--quiet"])
+        (ref,) = read_rows(csv_path)[1]
+        lo, hi = float(idle["latency_ns_min"]), float(idle["latency_ns_max"])
+        ref_lo, ref_hi = float(ref["latency_ns_min"]), float(ref["latency_ns_max"])
+        seen.append(((lo, hi), (ref_lo, ref_hi)))
+        if lo <= ref_hi and ref_lo <= hi:
+            return
+    pytest.fail(f"idle loaded latency and the idle chase never overlapped: {seen}")
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        for rank, i in enumerate(order):
+            r[i] = float(rank)
+        return r
+    rx, ry = ranks(xs), ranks(ys)
+    n = len(xs)
+    mx, my = sum(rx) / n, sum(ry) / n
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    var = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+    return cov / var if var else 0.0
+
+
+def test_latency_rises_with_achieved_bandwidth(kernels_bin, tmp_path, two_cpus):
+    """Loosely: over the points of the sweep, latency (the least disturbed sample of each) ranks
+    with the bandwidth achieved (positive rank correlation), and the heaviest point is not faster
+    than the idle one. Up to three tries on a shared machine."""
+    chase, load = two_cpus
+    seen = []
+    for attempt in range(3):
+        rows = loaded(kernels_bin, tmp_path, f"--size={SIZE}", "--load-size=64M", f"--chase-cpu={chase}",
+                      f"--load-cpus={load}", "--traffic=r1w1", "--delay=idle,20000,2000,200,0", "--samples=5",
+                      "--min-time=0.03")
+        gb_s = [float(r["load_gb_s"]) for r in rows]
+        lat = [float(r["latency_ns_min"]) for r in rows]
+        heaviest = max(range(len(rows)), key=lambda i: gb_s[i])
+        rho = spearman(gb_s, lat)
+        seen.append((rho, list(zip(gb_s, lat))))
+        if rho > 0 and lat[heaviest] >= lat[0]:
+            return
+    pytest.fail(f"latency did not rise with bandwidth: {seen}")
+
+
+def test_placement_conflicts_answer_in_one_line(kernels_bin, tmp_path, two_cpus):
+    """Bad values of each option are in the catalogue of bad inputs; here the combinations."""
+    chase, load = two_cpus
+    for args, says in (([f"--chase-cpu={chase}", f"--load-cpus={chase}"], "taken by the measuring thread"),
+                       ([f"--load-cpus={load}", "--load-threads=1"], "leave out the thread count"),
+                       ([f"--chase-cpu={chase}", "--load-threads=4096"], "4096 threads asked for")):
+        proc = run([kernels_bin / "numa_loaded_latency", *args, f"--csv={tmp_path / 'x.csv'}"])
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 2 and proc.stdout == "" and len(lines) == 1, proc.stderr
+        assert lines[0].startswith("numa_loaded_latency: error:") and says in lines[0], lines
+        assert not (tmp_path / "x.csv").exists()
