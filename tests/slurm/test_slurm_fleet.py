@@ -5,6 +5,8 @@ The workflow runs tests/slurm/sweep.yaml through profiles/slurm with the plugin'
 mode; sacct's rows for its jobs are checked against what each job recorded, and the two
 benchmark jobs, each taking a node alone, run at once on the two nodes. Then two latency points
 meant to be compared run as one Snakemake job group: one SLURM job, one node, one after another.
+Last, a fleet campaign runs the sweep on every node of the partition while node2's slurmd (and so
+every job it starts) runs under a CPU quota: the report names both hosts and flags node2.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 import yaml
 from slurmtest import (
     BANDWIDTH_COLUMNS,
+    daemon_pids,
     CLUSTER_SH,
     HERE,
     LATENCY_COLUMNS,
@@ -215,3 +218,58 @@ def test_compared_points_run_in_one_allocation_on_one_node_one_after_another(
     assert re.search(rf"submitted with SLURM jobid {job.job_id} \(log: \S*/group_compare", result.output), (
         f"SLURM job {job.job_id} was not submitted as the group job"
     )
+
+
+# node2's slurmd and everything it starts get 1 ms of CPU time per 10 ms period (cgroup v1 CFS
+# quota; the cluster tracks jobs by parentage, so job steps stay in their slurmd's group).
+SLOW_NODE = "node2"
+QUOTA = Path("/sys/fs/cgroup/cpu/numasweep-slow-node")
+QUOTA_US, PERIOD_US = 1000, 10000
+
+
+@pytest.fixture(scope="module")
+def fleet_campaign(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun]:
+    """The sweep on every node of the partition (fleet.partition), node2 slowed by a CPU quota."""
+    workdir = run_dir(slurm_fleet.workdir, "fleet-campaign")
+    config = yaml.safe_load((HERE / "sweep.yaml").read_text())
+    config["fleet"] = {"partition": "debug"}
+    (workdir / "fleet.yaml").write_text(yaml.safe_dump(config))
+    seed_topology(workdir, SYSTEM)
+    slurmd = daemon_pids()[f"slurmd@{SLOW_NODE}"]
+    assert QUOTA.parent.is_dir(), f"no cgroup v1 cpu controller at {QUOTA.parent}: cannot slow {SLOW_NODE}"
+    QUOTA.mkdir(exist_ok=True)
+    try:
+        (QUOTA / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+        (QUOTA / "cpu.cfs_quota_us").write_text(str(QUOTA_US))
+        (QUOTA / "cgroup.procs").write_text(str(slurmd))
+        result = snakemake(workdir, "--configfile", "fleet.yaml", "--slurm-status-command", "sacct")
+    finally:
+        # Every process back to the root group, then the group removed: nothing of ours is left.
+        for pid in (QUOTA / "cgroup.procs").read_text().split():
+            try:
+                (QUOTA.parent / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # ended meanwhile
+        QUOTA.rmdir()
+    return workdir, result
+
+
+def test_fleet_campaign_runs_each_point_on_each_node(fleet_campaign: tuple[Path, SnakemakeRun]) -> None:
+    workdir, result = fleet_campaign
+    result.assert_succeeded()
+    for bench in ("latency", "bandwidth"):
+        csvs = sorted((workdir / "results" / SYSTEM / bench).glob("*.csv"))
+        hosts = {path.stem.rsplit("-on-", 1)[1]: {r["host"] for r in read_rows(path)[1]} for path in csvs}
+        # One copy of the job per node, each measured on the node its id names.
+        assert hosts == {"node1": {"node1"}, "node2": {"node2"}}, f"{bench}: {hosts}"
+
+
+def test_fleet_report_names_each_host_and_flags_the_slowed_node(fleet_campaign: tuple[Path, SnakemakeRun]) -> None:
+    workdir, result = fleet_campaign
+    result.assert_succeeded()
+    report = (workdir / "report" / SYSTEM / "experimentation.md").read_text()
+    section = report.split("## Fleet: the nodes compared", 1)[1].split("\n## ", 1)[0]
+    ranked = re.findall(r"^\| (\d) \| (node\d) \|.*\| (\*\*yes\*\*|no) \|$", section, re.M)
+    assert ranked == [("1", "node2", "**yes**"), ("2", "node1", "no")], section
+    assert re.search(r"^- \*\*node2\*\*, latency \(latency_ns_median\): \d+\.\d\dx \(95% interval", section, re.M), section
+    assert (workdir / "report" / SYSTEM / "figures" / "fleet" / "fleet_nodes--all.png").stat().st_size > 0

@@ -155,7 +155,11 @@ def test_user_mistakes_are_one_line(tmp_path: Path) -> None:
     store.record(now, db)
     proc = compare_cli("--results", str(now), "--store", str(db), "--against", "previous", "-o",
                        str(tmp_path / "c.md"))
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no earlier run" in proc.stderr, proc.stderr
+    # The first run of a campaign has no earlier run: said in the section, not an error.
+    assert proc.returncode == 0 and "No earlier run of model" in (tmp_path / "c.md").read_text(), proc.stderr
+    proc = compare_cli("--results", str(now), "--store", str(db), "--against", "0123abc", "-o", str(tmp_path / "c.md"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no run whose key starts" in proc.stderr, \
+        proc.stderr
     proc = compare_cli("--results", str(now), "-o", str(tmp_path / "c.md"))
     assert proc.returncode == 2 and "nothing to compare with" in proc.stderr, proc.stderr
     (tmp_path / "junk.sqlite").write_text("not a database " * 100)

@@ -210,11 +210,11 @@ def _bound(value: float) -> str:
 
 
 def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: str | None,
-             tolerance: float) -> str:
-    out = ["## Comparison with earlier results", ""]
+             tolerance: float, note: str | None = None) -> str:
+    out = ["## Comparison with earlier results", ""] + ([note, ""] if note else [])
     if refs:
         passed = sum(r["status"] == "pass" for r in refs)
-        out += [f"### References", "",
+        out += ["### References", "",
                 f"{passed} of {len(refs)} reference values pass (ReFrame's (value, lower, upper, unit): "
                 "the measured value must lie in value x (1 + lower) .. value x (1 + upper)).", "",
                 md_table(["reference", "benchmark", "metric", "where", "measured", "reference value",
@@ -257,16 +257,21 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
                              if r["measured"] is not None else "no measured point matches this reference."),
                  "numbers": {k: r[k] for k in ("measured", "reference", "points")}, "evidence": []}
                 for r in ref_rows if r["status"] != "pass"]
-    earlier = None
+    earlier, note = None, None
     if against:
         if store_path is None or not store_path.exists():
             raise NumasweepError(f"compare: no results store{f' {store_path}' if store_path else ''} to find "
                                  f"'{against}' in; give --store (store.path of the config)")
-        earlier = store.find(store_path, against, store.system_of(results_dir), current)
-        rows, run_findings = compare_runs(frames, store.tables(store_path, earlier.run_key), tolerance)
-        findings += run_findings
-    text = markdown(ref_rows, rows, findings, earlier.describe() if earlier else None, tolerance)
-    return {"against": earlier.run_key if earlier else None, "tolerance": tolerance, "references": ref_rows,
+        system = store.system_of(results_dir)
+        if against == "previous" and not [r for r in store.runs(store_path, system) if r.run_key != current]:
+            # The first run of a campaign: nothing to compare with yet, which is no error.
+            note = f"No earlier run of {system} in {store_path}: this run is the first, the next one compares with it."
+        else:
+            earlier = store.find(store_path, against, system, current)
+            rows, run_findings = compare_runs(frames, store.tables(store_path, earlier.run_key), tolerance)
+            findings += run_findings
+    text = markdown(ref_rows, rows, findings, earlier.describe() if earlier else None, tolerance, note)
+    return {"against": earlier.run_key if earlier else None, "note": note, "tolerance": tolerance, "references": ref_rows,
             "series": rows, "findings": findings, "markdown": text}
 
 
@@ -277,16 +282,23 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--against", help="`previous` or a run key (prefix) from `python -m numasweep store list`")
     ap.add_argument("--current", help="the current run's key (to skip it as `previous`); default: the latest")
     ap.add_argument("--config", type=Path, help="a config file whose `references` and `compare` to use")
+    ap.add_argument("--settings", help="the same as JSON ({\"references\": [...], \"compare\": {...}})")
     ap.add_argument("--tolerance", type=float, help=f"regression threshold, a fraction (default {DEFAULT_TOLERANCE})")
     ap.add_argument("-o", "--output", required=True, type=Path, help="the Markdown section to write")
     ap.add_argument("--json", type=Path, help="the table and findings as JSON")
     args = ap.parse_args(argv)
-    config: dict = {}
-    if args.config:
-        from numasweep import grid
+    from numasweep import grid
 
-        config = grid.validate_config(grid.load_config_file(args.config), str(args.config))
-    refs = parse_references(config.get("references") or [], f"{args.config}: references")
+    config, source = {}, "references"
+    if args.config:
+        config, source = grid.load_config_file(args.config), f"{args.config}: references"
+    elif args.settings:
+        try:
+            config, source = json.loads(args.settings), "--settings: references"
+        except json.JSONDecodeError as exc:
+            raise NumasweepError(f"--settings is not JSON ({exc.msg})") from None
+    config = grid.validate_config(config, str(args.config or "--settings")) if config else config
+    refs = parse_references(config.get("references") or [], source)
     tolerance = args.tolerance if args.tolerance is not None else \
         (config.get("compare") or {}).get("tolerance", DEFAULT_TOLERANCE)
     if not 0 <= tolerance < 10:

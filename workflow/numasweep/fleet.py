@@ -229,11 +229,26 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not args.tolerance > 0:
         raise NumasweepError(f"--tolerance {args.tolerance}: give a fraction above 0, e.g. 0.1 for 10%")
-    scores = screen(figures.load_results(args.results), args.tolerance)
-    if not scores:
-        raise NumasweepError(f"{args.results}: no point was measured on two or more hosts; a fleet campaign "
-                             "needs fleet.nodes (or fleet.partition) with two or more nodes")
+    frames = figures.load_results(args.results)
+    scores = screen(frames, args.tolerance)
     figure = None
+    if not scores:
+        hosts = sorted({str(h) for df in frames.values() for col in [host_column(df)] if col for h in df[col]})
+        print(f"numasweep: warning: {args.results}: no point was measured on two or more hosts")
+        atomic_write_text(args.output, "\n".join([
+            "## Fleet: the nodes compared", "",
+            f"No point was measured on two or more hosts (hosts: {', '.join(hosts) or 'not recorded'}), so no "
+            "host is ranked. Fleet jobs run where `--nodelist` puts them under SLURM; without SLURM every "
+            "node's copy of a job runs on this machine.", ""]) + "\n")
+        if args.json:
+            atomic_write_text(args.json, "[]\n")
+        if args.figures:
+            # The rule's declared figure: an empty panel saying the same.
+            fig, (ax,) = figures.new_figure()
+            ax.text(0.5, 0.5, "one host measured: nothing to rank", ha="center", va="center")
+            ax.set_axis_off()
+            figures.save(fig, args.figures, "fleet", "fleet_nodes", "all")
+        return 0
     if args.figures:
         png = next(p for p in plot(scores, args.tolerance, args.figures) if p.suffix == ".png")
         figure = os.path.relpath(png, args.output.parent)

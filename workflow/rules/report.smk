@@ -66,22 +66,32 @@ rule figures:
         ' --results "${{results%/*}}" -o "${{folder%/*}}" > {log:q} 2>&1'
 
 
+# Sections other rules write for the report: the fleet ranking (rule fleet) and the comparison
+# with references or an earlier run (rule compare), when the config asks for them.
+REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
+    f"{REPORT_DIR}/comparison.md"
+] * COMPARE
+
+
 rule report_md:
     input:
         topology=f"{RESULTS_DIR}/topology.json",
         tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
         findings=f"{REPORT_DIR}/findings.json",
         figures=rules.figures.output,
+        sections=REPORT_SECTIONS,
     output:
         f"{REPORT_DIR}/experimentation.md",
     log:
         f"logs/{SYSTEM}/report/report_md.log",
     conda:
         CONDA_ENV
+    params:
+        sections=" ".join(f"--section {shlex.quote(s)}" for s in REPORT_SECTIONS),
     shell:
         "results={input.topology:q}; folder={input.figures[0]:q}; python -m numasweep report"
         ' --results "${{results%/*}}" --findings {input.findings:q} --figures "${{folder%/*}}"'
-        " -o {output:q} > {log:q} 2>&1"
+        " {params.sections} -o {output:q} > {log:q} 2>&1"
 
 
 rule report:
