@@ -113,6 +113,11 @@ REPORT_DIR = f"report/{SYSTEM}"
 FLEET = bool(FLEET_NODES or CONFIG["fleet"]["partition"])
 COMPARE = bool(CONFIG["compare"]["against"] or CONFIG["references"])
 STORE = CONFIG["store"]["path"]
+# Sections other rules write for the report: the fleet ranking (rule fleet) and the comparison
+# with references or an earlier run (rule compare).
+REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
+    f"{REPORT_DIR}/comparison.md"
+] * COMPARE
 
 
 wildcard_constraints:

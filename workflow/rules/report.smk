@@ -3,7 +3,8 @@
 # re-renders a report from cached results alone.
 #
 # Needs from common.smk: RESULTS_DIR, SYSTEM, BENCHES (benches whose <RESULTS_DIR>/<bench>.csv
-# exist or will be produced), REPORT_DIR and CONDA_ENV (used only with --sdm conda; the rules
+# exist or will be produced), REPORT_DIR, REPORT_SECTIONS (Markdown sections other rules write
+# for the report, [] for none) and CONDA_ENV (used only with --sdm conda; the rules
 # need nothing beyond the Python packages). Jobs run `python -m numasweep`: common.smk puts
 # the interpreter that has numasweep first on the PATH.
 
@@ -64,13 +65,6 @@ rule figures:
     shell:
         "results={input.topology:q}; folder={output.folders[0]:q}; python -m numasweep figures"
         ' --results "${{results%/*}}" -o "${{folder%/*}}" > {log:q} 2>&1'
-
-
-# Sections other rules write for the report: the fleet ranking (rule fleet) and the comparison
-# with references or an earlier run (rule compare), when the config asks for them.
-REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
-    f"{REPORT_DIR}/comparison.md"
-] * COMPARE
 
 
 rule report_md:
