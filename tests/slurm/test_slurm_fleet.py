@@ -220,11 +220,11 @@ def test_compared_points_run_in_one_allocation_on_one_node_one_after_another(
     )
 
 
-# node2's slurmd and everything it starts get 1 ms of CPU time per 10 ms period (cgroup v1 CFS
+# node2's slurmd and everything it starts get 1.5 ms of CPU time per 10 ms period (cgroup v1 CFS
 # quota; the cluster tracks jobs by parentage, so job steps stay in their slurmd's group).
 SLOW_NODE = "node2"
 QUOTA = Path("/sys/fs/cgroup/cpu/numasweep-slow-node")
-QUOTA_US, PERIOD_US = 1000, 10000
+QUOTA_US, PERIOD_US = 1500, 10000
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +233,8 @@ def fleet_campaign(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, Snake
     workdir = run_dir(slurm_fleet.workdir, "fleet-campaign")
     config = yaml.safe_load((HERE / "sweep.yaml").read_text())
     config["fleet"] = {"partition": "debug"}
+    # More points than the shared sweep, so each node's interval rests on 14 latency points.
+    config["latency"]["sweeps"][0]["sizes"] = "16K-1M"
     (workdir / "fleet.yaml").write_text(yaml.safe_dump(config))
     seed_topology(workdir, SYSTEM)
     slurmd = daemon_pids()[f"slurmd@{SLOW_NODE}"]
@@ -271,5 +273,6 @@ def test_fleet_report_names_each_host_and_flags_the_slowed_node(fleet_campaign: 
     section = report.split("## Fleet: the nodes compared", 1)[1].split("\n## ", 1)[0]
     ranked = re.findall(r"^\| (\d) \| (node\d) \|.*\| (\*\*yes\*\*|no) \|$", section, re.M)
     assert ranked == [("1", "node2", "**yes**"), ("2", "node1", "no")], section
-    assert re.search(r"^- \*\*node2\*\*, latency \(latency_ns_median\): \d+\.\d\dx \(95% interval", section, re.M), section
+    flagged = re.findall(r"^- \*\*(node\d)\*\*, (?:latency|bandwidth) \(\w+\): \d+\.\d\dx \(95% interval", section, re.M)
+    assert flagged and set(flagged) == {"node2"}, section
     assert (workdir / "report" / SYSTEM / "figures" / "fleet" / "fleet_nodes--all.png").stat().st_size > 0

@@ -88,5 +88,5 @@ def test_spread_gives_each_node_its_own_jobs(repo: Path) -> None:
     spread = fleet.spread(plan, ["nid001", "nid002"])
     assert len(spread.jobs) == 2 * len(plan.jobs)
     assert [j.id for j in spread.jobs[:2]] == [f"{plan.jobs[0].id}-on-nid001", f"{plan.jobs[0].id}-on-nid002"]
-    assert [fleet.slurm_nodelist(j.grid) for j in spread.jobs[:2]] == [" --nodelist=nid001", " --nodelist=nid002"]
+    assert [fleet.slurm_nodelist(j.grid) for j in spread.jobs[:2]] == [" '--nodelist=nid001'", " '--nodelist=nid002'"]
     assert fleet.spread(plan, []) is plan

@@ -81,7 +81,7 @@ def spread(plan, fleet_nodes: list[str]):
 def slurm_nodelist(grid: dict) -> str:
     """sbatch options that pin a fleet job to its node ("" outside fleet mode)."""
     node = grid.get(NODE_COLUMN)
-    return f" --nodelist={node}" if node else ""
+    return f" '--nodelist={node}'" if node else ""
 
 
 # ---------------------------------------------------------------- screening
