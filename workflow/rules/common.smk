@@ -216,7 +216,7 @@ def job_gpus(wildcards):
 def slurm_extra(wildcards):
     # A benchmark takes a node alone; a fleet job also names its node.
     # The plugin puts this text into the sbatch command line as is: one quoted word per option.
-    return "'--exclusive'" + fleet.slurm_nodelist(job_of(wildcards).grid)
+    return f"'--exclusive'{fleet.slurm_nodelist(job_of(wildcards).grid)}"
 
 
 def job_threads(wildcards):
