@@ -8,6 +8,10 @@
 configfile: "config/config.yaml"
 
 
+# The workflow's description on the front page of `snakemake --report`.
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 
 
@@ -24,8 +28,11 @@ if not FROM_CACHE:
         build,
         aggregate,
         skipped,
+        store,
 
 
+include: "workflow/rules/store.smk"
+include: "workflow/rules/fleet.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -35,6 +42,7 @@ rule all:
         job_results(),
         bench_tables(),
         [] if FROM_CACHE else f"{RESULTS_DIR}/skipped.json",
+        [] if FROM_CACHE else f"{RESULTS_DIR}/stored.json",
         f"{REPORT_DIR}/experimentation.md",
 
 

@@ -242,7 +242,6 @@ def _runjob(script: str, *extra: str, seed: bool = True) -> Callable[[Path], lis
     def argv(tmp: Path) -> list[str]:
         bench = tmp / "bench"
         bench.mkdir(exist_ok=True)
-        csv = bench / "j1.csv"
         if seed:  # a finished result from an earlier run, and its archive
             subprocess.run(_argv(tmp, 'printf "size,value\\n1,2.5\\n" > "${0#--csv=}"'), check=True,
                            capture_output=True)

@@ -266,7 +266,7 @@ def test_workflow_builds_gpu_xfer_for_gpu_campaign(repo: Path, tmp_path: Path) -
     work = _copy_for_workflow(repo, tmp_path / "repo")
     args = [sys.executable, "-m", "snakemake", "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1", "kernels"]
     proc = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=600)
-    log = work / "build" / "logs" / "gpu_xfer.log"
+    log = work / "logs" / "build" / "gpu_xfer.log"
     assert proc.returncode == 0, proc.stderr[-3000:] + (log.read_text()[-2000:] if log.exists() else "")
     binary = work / "build" / "bin" / "gpu_xfer"
     assert binary.is_file()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from report_data import MiB, bandwidth_frame, gpu_frame, latency_frame, topology, write_results
+from report_data import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
 from numasweep import analysis, figures, report, series
 
 

@@ -5,12 +5,15 @@ The workflow runs tests/slurm/sweep.yaml through profiles/slurm with the plugin'
 mode; sacct's rows for its jobs are checked against what each job recorded, and the two
 benchmark jobs, each taking a node alone, run at once on the two nodes. Then two latency points
 meant to be compared run as one Snakemake job group: one SLURM job, one node, one after another.
+Last, a fleet campaign runs the sweep on every node of the partition while node2's kernels run
+under a CPU quota: the report names both hosts and flags node2.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -215,3 +218,84 @@ def test_compared_points_run_in_one_allocation_on_one_node_one_after_another(
     assert re.search(rf"submitted with SLURM jobid {job.job_id} \(log: \S*/group_compare", result.output), (
         f"SLURM job {job.job_id} was not submitted as the group job"
     )
+
+
+# On node2 the kernels run under a CPU quota: 1 ms of CPU time per 10 ms period for all of them
+# together (a cgroup v1 CFS quota). The campaign's wrapper joins that group on node2 only, then
+# execs the project's wrapper, so only the measurement is slowed, not snakemake or the job steps.
+SLOW_NODE = "node2"
+QUOTA = Path("/sys/fs/cgroup/cpu/numasweep-slow-node")
+QUOTA_US, PERIOD_US = 1000, 10000
+SLOW_WRAPPER = """#!/bin/sh
+[ "$(hostname)" = {node} ] && echo $$ > {procs}
+exec {wrapper} "$@"
+"""
+
+
+def remove_quota_group() -> None:
+    """Every process still in the group back to the root group, then the group removed."""
+    if not QUOTA.exists():
+        return
+    for _ in range(50):
+        for pid in (QUOTA / "cgroup.procs").read_text().split():
+            try:
+                (QUOTA.parent / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # ended meanwhile
+        try:
+            QUOTA.rmdir()
+            return
+        except OSError:
+            time.sleep(0.2)  # a process that just exited is still counted for a moment
+    QUOTA.rmdir()
+
+
+@pytest.fixture(scope="module")
+def fleet_campaign(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun]:
+    """The sweep on every node of the partition (fleet.partition), node2's kernels slowed."""
+    workdir = run_dir(slurm_fleet.workdir, "fleet-campaign")
+    wrapper = workdir / "slow_on_node2.sh"
+    wrapper.write_text(SLOW_WRAPPER.format(node=SLOW_NODE, procs=QUOTA / "cgroup.procs",
+                                           wrapper=workdir / "kernels" / "wrapper_numa.sh"))
+    wrapper.chmod(0o755)
+    config = yaml.safe_load((HERE / "sweep.yaml").read_text())
+    config["fleet"] = {"partition": "debug"}
+    config["wrapper"] = f"./{wrapper.name}"  # a path, so env finds it without PATH
+    # More points than the shared sweep, so each node's interval rests on 14 latency points.
+    config["latency"]["sweeps"][0]["sizes"] = "16K-1M"
+    (workdir / "fleet.yaml").write_text(yaml.safe_dump(config))
+    seed_topology(workdir, SYSTEM)
+    assert QUOTA.parent.is_dir(), f"no cgroup v1 cpu controller at {QUOTA.parent}: cannot slow {SLOW_NODE}"
+    QUOTA.mkdir(exist_ok=True)
+    try:
+        (QUOTA / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+        (QUOTA / "cpu.cfs_quota_us").write_text(str(QUOTA_US))
+        result = snakemake(workdir, "--configfile", "fleet.yaml", "--slurm-status-command", "sacct")
+    finally:
+        remove_quota_group()
+    return workdir, result
+
+
+def test_fleet_campaign_runs_each_point_on_each_node(fleet_campaign: tuple[Path, SnakemakeRun]) -> None:
+    workdir, result = fleet_campaign
+    result.assert_succeeded()
+    for bench in ("latency", "bandwidth"):
+        csvs = sorted((workdir / "results" / SYSTEM / bench).glob("*.csv"))
+        hosts = {path.stem.rsplit("-on-", 1)[1]: {r["host"] for r in read_rows(path)[1]} for path in csvs}
+        # One copy of the job per node, each measured on the node its id names.
+        assert hosts == {"node1": {"node1"}, "node2": {"node2"}}, f"{bench}: {hosts}"
+
+
+def test_fleet_report_names_each_host_and_flags_the_slowed_node(fleet_campaign: tuple[Path, SnakemakeRun]) -> None:
+    workdir, result = fleet_campaign
+    result.assert_succeeded()
+    report = (workdir / "report" / SYSTEM / "experimentation.md").read_text()
+    section = report.split("## Fleet: the nodes compared", 1)[1].split("\n## ", 1)[0]
+    # The quota slows latency (each sample is >= 10 ms of wall time, so it spans throttled periods);
+    # STREAM's best of N can fit one iteration inside a quota window, and the two nodes share this
+    # machine's CPUs, so bandwidth may rank either way: only latency is asserted.
+    ranked = re.findall(r"^\| (\d) \| (node\d) \| (\d+\.\d\d)x \(95% interval", section, re.M)
+    assert [(rank, host) for rank, host, _ in ranked] == [("1", "node2"), ("2", "node1")], section
+    flagged = re.findall(r"^- \*\*(node\d)\*\*, (\w+) \(\w+\): \d+\.\d\dx \(95% interval", section, re.M)
+    assert ("node2", "latency") in flagged and ("node1", "latency") not in flagged, section
+    assert (workdir / "report" / SYSTEM / "figures" / "fleet" / "fleet_nodes--all.png").stat().st_size > 0

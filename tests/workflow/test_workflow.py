@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-
 from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.workflow
 
@@ -53,6 +53,13 @@ def test_lint_reports_nothing(repo_copy: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "Lints for" not in out, out[-6000:]
+
+
+def test_ruff_reports_nothing(repo: Path) -> None:
+    """The Python linter (ruff, pinned in requirements.txt; rules in pyproject.toml)."""
+    proc = subprocess.run([str(Path(sys.executable).parent / "ruff"), "check", "--no-cache", str(repo)],
+                          capture_output=True, text=True, cwd=repo)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
 
 
 def test_snakefmt_check_passes(repo: Path) -> None:

@@ -21,6 +21,9 @@ COMMANDS = {
     "analyse": ("numasweep.analysis", "compute findings.json from aggregated results"),
     "figures": ("numasweep.figures", "draw the figures from aggregated results"),
     "report": ("numasweep.report", "render the Markdown report"),
+    "store": ("numasweep.store", "record a finished run in the results store; list the runs"),
+    "compare": ("numasweep.compare", "compare results with references or an earlier run of the store"),
+    "fleet": ("numasweep.fleet", "rank the nodes of a fleet campaign and flag those out of line"),
 }
 
 

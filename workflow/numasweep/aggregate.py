@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from numasweep import quality
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text, read_csv
 from numasweep.provenance import COLUMNS as PROVENANCE_COLUMNS
@@ -90,6 +91,9 @@ def read_job(csv: Path, bench: str) -> pd.DataFrame:
         )
     extra = {"job_id": meta.get("job_id", csv.stem), **grid}
     extra.update({f"prov_{c}" if c in df.columns else c: meta.get(c) for c in PROVENANCE_COLUMNS})
+    # The machine state it measured in (sys_* columns), for the report's data-quality notes.
+    if "system" in meta:
+        extra.update(quality.columns(meta["system"]))
     for name, value in extra.items():
         df[name] = value
     return df

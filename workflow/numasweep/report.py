@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from numasweep import figures, series
+from numasweep import figures, quality, series
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text
 from numasweep.units import format_cpulist, format_size
@@ -403,14 +403,22 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "headlines": [f for f in found if f["headline"]],
         "anomalies": sum(1 for f in found if f.get("id") == "anomaly"),
         "cross_figures": [],
+        "data_quality": quality.notes(frames),
+        "sections": [],
     }
 
 
 def render(results_dir: str | os.PathLike, findings: dict | None, figures_dir: str | os.PathLike | None,
-           out_md: str | os.PathLike) -> Path:
-    """Write one system's report to `out_md` and return its path."""
+           out_md: str | os.PathLike, sections: list[str | os.PathLike] = ()) -> Path:
+    """Write one system's report to `out_md` and return its path. `sections` are Markdown files
+    written by other commands (`fleet`, `compare`) in the report's folder, included as they are."""
     out_md = Path(out_md)
     context = system_context(Path(results_dir), findings, Path(figures_dir) if figures_dir else None, out_md)
+    for section in sections:
+        if not Path(section).is_file():
+            raise NumasweepError(f"{section}: no such report section; write it first (python -m numasweep "
+                                 "fleet or compare), or leave out --section")
+        context["sections"].append(Path(section).read_text())
     text = environment().get_template("experimentation.md.j2").render(**context)
     atomic_write_text(out_md, tidy(text))
     return out_md
@@ -525,6 +533,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--findings", action="append", default=[],
                         help="findings.json of each --results, in the same order (computed when absent)")
     parser.add_argument("--figures", help="figure folder written by `python -m numasweep figures`")
+    parser.add_argument("--section", action="append", default=[],
+                        help="a Markdown section to include (fleet.md, comparison.md), in the report's folder")
     parser.add_argument("-o", "--output", required=True, help="Markdown file to write")
     args = parser.parse_args(argv)
     if len(args.results) > 2:
@@ -534,7 +544,7 @@ def main(argv: list[str]) -> int:
     results = [Path(r) for r in args.results]
     findings = [load_findings(f, r) for f, r in zip(args.findings or [None] * len(results), results)]
     if len(results) == 1:
-        path = render(results[0], findings[0], args.figures, args.output)
+        path = render(results[0], findings[0], args.figures, args.output, args.section)
     else:
         path = render_cross(results, findings, Path(args.figures) if args.figures else None, Path(args.output))
     print(path)

@@ -5,7 +5,7 @@ rule aggregate:
     output:
         f"{RESULTS_DIR}/{{bench}}.csv",
     log:
-        f"{RESULTS_DIR}/logs/aggregate-{{bench}}.log",
+        f"logs/{SYSTEM}/aggregate-{{bench}}.log",
     conda:
         CONDA_ENV
     params:
@@ -19,7 +19,7 @@ rule skipped:
     output:
         f"{RESULTS_DIR}/skipped.json",
     log:
-        f"{RESULTS_DIR}/logs/skipped.log",
+        f"logs/{SYSTEM}/skipped.log",
     conda:
         CONDA_ENV
     params:

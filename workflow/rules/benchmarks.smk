@@ -39,7 +39,7 @@ for _bench, _resources in BENCH_RESOURCES.items():
         resources:
             **_resources,
             bench_slot=1,
-            slurm_extra="'--exclusive'",
+            slurm_extra=slurm_extra,
         params:
             launch=launch_line(_bench),
             grid=grid_values,

@@ -8,7 +8,7 @@ rule build_common:
     output:
         "build/lib/libnumasweep_common.a",
     log:
-        "build/logs/common.log",
+        "logs/build/common.log",
     conda:
         CONDA_ENV
     resources:
@@ -26,7 +26,7 @@ rule build:
     output:
         f"{BIN_DIR}/{{kernel}}",
     log:
-        "build/logs/{kernel}.log",
+        "logs/build/{kernel}.log",
     conda:
         CONDA_ENV
     resources:

@@ -5,19 +5,20 @@ import signal
 import sys
 from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
 # The package lives in workflow/; putting it first makes a checkout work without installing it.
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from numasweep import grid, launch, topology  # noqa: E402
+from numasweep import fleet, grid, launch, topology  # noqa: E402
 from numasweep.errors import NumasweepError  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
-# grid.validate_config names the key path of the first problem in one line; the schema
-# check by snakemake then only fills the same defaults into `config`.
+# The config is validated once, here, against workflow/schemas/config.schema.yaml:
+# grid.validate_config names the key path of the first problem in one line and fills every
+# schema default, which `config` then carries for the rules.
 # A value of the user's --configfile that a profile's `config:` (or --config) replaces: say so.
 for _line in grid.overridden(workflow.overwrite_configfiles, config):
     print(f"numasweep: warning: {_line}", file=sys.stderr)
@@ -25,7 +26,7 @@ try:
     CONFIG = grid.validate_config(config, "config")
 except NumasweepError as exc:
     raise WorkflowError(str(exc)) from None
-validate(config, "../schemas/config.schema.yaml")
+config.update(CONFIG)
 
 BIN_DIR = "build/bin"
 # Jobs call `python -m numasweep ...`: the interpreter running Snakemake has the package, so
@@ -84,6 +85,7 @@ if FROM_CACHE:
     BENCHES = [b for b in grid.BENCHES if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
     SKIPPED = {}
+    FLEET_NODES = CONFIG["fleet"]["nodes"]
 else:
     # The topology is needed while the DAG is built, so that `snakemake -n -p` prints the
     # real launch lines; the topology rule writes the same thing for the record.
@@ -94,6 +96,9 @@ else:
             else topology.load(CONFIG["arch"])
         )
         PLAN = grid.expand(config, TOPOLOGY, "config")
+        # Fleet mode: every job once per node, each pinned to its node (slurm_extra below).
+        FLEET_NODES = fleet.nodes(CONFIG["fleet"])
+        PLAN = fleet.spread(PLAN, FLEET_NODES)
     except NumasweepError as exc:
         raise WorkflowError(str(exc)) from None
     SYSTEM = CONFIG["system"] or TOPOLOGY.system
@@ -103,6 +108,16 @@ else:
     SKIPPED = PLAN.skipped
 
 REPORT_DIR = f"report/{SYSTEM}"
+# The report ranks the nodes of a fleet campaign, and compares with references or an earlier run
+# of the results store when the config asks for it.
+FLEET = bool(FLEET_NODES or CONFIG["fleet"]["partition"])
+COMPARE = bool(CONFIG["compare"]["against"] or CONFIG["references"])
+STORE = CONFIG["store"]["path"]
+# Sections other rules write for the report: the fleet ranking (rule fleet) and the comparison
+# with references or an earlier run (rule compare).
+REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
+    f"{REPORT_DIR}/comparison.md"
+] * COMPARE
 
 
 wildcard_constraints:
@@ -196,6 +211,12 @@ def job_tasks(wildcards):
 
 def job_gpus(wildcards):
     return job_of(wildcards).gpus
+
+
+def slurm_extra(wildcards):
+    # A benchmark takes a node alone; a fleet job also names its node.
+    # The plugin puts this text into the sbatch command line as is: one quoted word per option.
+    return f"'--exclusive'{fleet.slurm_nodelist(job_of(wildcards).grid)}"
 
 
 def job_threads(wildcards):

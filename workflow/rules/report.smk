@@ -3,7 +3,8 @@
 # re-renders a report from cached results alone.
 #
 # Needs from common.smk: RESULTS_DIR, SYSTEM, BENCHES (benches whose <RESULTS_DIR>/<bench>.csv
-# exist or will be produced), REPORT_DIR and CONDA_ENV (used only with --sdm conda; the rules
+# exist or will be produced), REPORT_DIR, REPORT_SECTIONS (Markdown sections other rules write
+# for the report, [] for none) and CONDA_ENV (used only with --sdm conda; the rules
 # need nothing beyond the Python packages). Jobs run `python -m numasweep`: common.smk puts
 # the interpreter that has numasweep first on the PATH.
 
@@ -72,16 +73,19 @@ rule report_md:
         tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
         findings=f"{REPORT_DIR}/findings.json",
         figures=rules.figures.output,
+        sections=REPORT_SECTIONS,
     output:
         f"{REPORT_DIR}/experimentation.md",
     log:
         f"logs/{SYSTEM}/report/report_md.log",
     conda:
         CONDA_ENV
+    params:
+        sections=" ".join(f"--section {shlex.quote(s)}" for s in REPORT_SECTIONS),
     shell:
         "results={input.topology:q}; folder={input.figures[0]:q}; python -m numasweep report"
         ' --results "${{results%/*}}" --findings {input.findings:q} --figures "${{folder%/*}}"'
-        " -o {output:q} > {log:q} 2>&1"
+        " {params.sections} -o {output:q} > {log:q} 2>&1"
 
 
 rule report:

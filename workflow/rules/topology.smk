@@ -6,7 +6,7 @@ rule topology:
     output:
         f"{RESULTS_DIR}/topology.json",
     log:
-        f"{RESULTS_DIR}/logs/topology.log",
+        f"logs/{SYSTEM}/topology.log",
     conda:
         CONDA_ENV
     params:

@@ -1,0 +1,168 @@
+"""The results store and `compare`, on runs generated from a stated model.
+
+Model: latency of rank r at size s is 2 ns below 32 KiB, 10 ns to 1 MiB and 90 ns above, times
+(1 + 0.05 r); bandwidth is 10 GB/s per thread. A second run multiplies every value by a
+deterministic factor within +-3 % (well inside the 10 % tolerance); a regressed run multiplies
+the DRAM-sized latencies of rank 1 by 1.30.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numasweep import compare, store
+from numasweep.errors import NumasweepError
+
+SIZES = [2**k for k in range(12, 26, 2)]  # 4 KiB .. 16 MiB
+
+
+def model_latency(size: int, rank: int) -> float:
+    base = 2.0 if size < 32 * 2**10 else 10.0 if size <= 2**20 else 90.0
+    return base * (1 + 0.05 * rank)
+
+
+def write_run(folder: Path, tag: str, scale=lambda bench, row: 1.0, host: str = "node1") -> Path:
+    """A results folder as aggregation leaves it: topology.json and latency/bandwidth tables."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "topology.json").write_text(json.dumps({"system": "model", "nodes": [{"id": 0, "cpus": [0, 1]}]}))
+    lat = []
+    for rep in range(2):
+        for rank in range(2):
+            for size in SIZES:
+                row = {"job_id": f"lat-r2-rep{rep}", "rank": rank, "ranks": 2, "mode": "concurrent",
+                       "host": host, "cpu": rank, "cpu_node": 0, "l3_group": 0, "size_bytes": size,
+                       "label": "", "strategy": "sequential", "memory": "local", "repetition": rep,
+                       "command": f"mpirun -n 2 numa_latency ({tag})", "start": f"{tag}-start",
+                       "end": f"{tag}-end"}
+                row["latency_ns_median"] = model_latency(size, rank) * scale("latency", row)
+                lat.append(row)
+    bw = []
+    for threads in (1, 2):
+        row = {"job_id": f"bw-t{threads}", "kernel": "triad", "threads": threads, "cpu_node": 0,
+               "host": host, "memory": "local", "repetition": 0, "validation": "pass",
+               "command": f"numa_bandwidth ({tag})", "start": f"{tag}-start", "end": f"{tag}-end"}
+        row["best_mb_s"] = 10000.0 * threads * scale("bandwidth", row)
+        bw.append(row)
+    pd.DataFrame(lat).to_csv(folder / "latency.csv", index=False)
+    pd.DataFrame(bw).to_csv(folder / "bandwidth.csv", index=False)
+    return folder
+
+
+def within(bench: str, row: dict) -> float:
+    """+-3 %, varying with the point, never the same factor twice in a row."""
+    key = row.get("size_bytes", row.get("threads", 1)).bit_length() + row.get("rank", 0)
+    return 1 + 0.03 * ((key % 3) - 1)
+
+
+def dram_regression(bench: str, row: dict) -> float:
+    if bench == "latency" and row["rank"] == 1 and row["size_bytes"] > 2**20:
+        return within(bench, row) * 1.30
+    return within(bench, row)
+
+
+def compare_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "numasweep", "compare", *args], capture_output=True, text=True)
+
+
+def test_recording_is_keyed_by_provenance_and_idempotent(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    first = write_run(tmp_path / "one", "a")
+    run, new = store.record(first, db)
+    again, new_again = store.record(first, db)
+    assert new and not new_again and again.run_key == run.run_key
+    assert run.system == "model" and run.hosts == "node1"
+    second = write_run(tmp_path / "two", "b", within)
+    other, _ = store.record(second, db)
+    assert other.run_key != run.run_key
+    assert [r.run_key for r in store.runs(db)] == [run.run_key, other.run_key]
+    # One row per job, each table whole: the earlier run reads back exactly.
+    with sqlite3.connect(db) as con:
+        jobs = con.execute("SELECT bench, job_id FROM jobs WHERE run_key = ? ORDER BY 1, 2", (run.run_key,)).fetchall()
+    assert jobs == [("bandwidth", "bw-t1"), ("bandwidth", "bw-t2"), ("latency", "lat-r2-rep0"),
+                    ("latency", "lat-r2-rep1")]
+    back = store.tables(db, run.run_key)
+    pd.testing.assert_frame_equal(back["latency"], pd.read_csv(first / "latency.csv"))
+    assert store.find(db, "previous", "model", other.run_key).run_key == run.run_key
+    assert store.find(db, run.run_key[:8]).run_key == run.run_key
+
+
+def test_second_run_within_tolerance_passes_with_a_table(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    store.record(write_run(tmp_path / "one", "a"), db)
+    now = write_run(tmp_path / "two", "b", within)
+    store.record(now, db)
+    out = tmp_path / "comparison.md"
+    proc = compare_cli("--results", str(now), "--store", str(db), "--against", "previous", "-o", str(out),
+                       "--json", str(tmp_path / "comparison.json"))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "comparison.json").read_text())
+    # Two ranks of latency and one bandwidth series (the thread count is its axis).
+    assert [(r["bench"], r["series"], r["status"]) for r in result["series"]] == [
+        ("latency", "rank=0, cpu=0", "pass"), ("latency", "rank=1, cpu=1", "pass"), ("bandwidth", "all", "pass")]
+    assert result["findings"] == []
+    text = out.read_text()
+    assert "3 of 3 series pass" in text and "| latency | rank=1, cpu=1 | latency_ns_median | 7 | 0 |" in text
+
+
+def test_planted_regression_beyond_tolerance_is_flagged(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    store.record(write_run(tmp_path / "one", "a"), db)
+    now = write_run(tmp_path / "two", "b", dram_regression)
+    result = compare.compare(now, [], db, "previous", 0.10)
+    status = {r["series"]: (r["status"], r["regressed"]) for r in result["series"]}
+    big = sum(1 for s in SIZES if s > 2**20)
+    assert status == {"rank=0, cpu=0": ("pass", 0), "rank=1, cpu=1": ("fail", big), "all": ("pass", 0)}
+    (finding,) = result["findings"]
+    assert finding["id"] == "regression" and "rank=1" in finding["title"]
+    assert sorted(e["size_bytes"] for e in finding["evidence"]) == [s for s in SIZES if s > 2**20]
+    assert all(1.25 < e["ratio"] < 1.35 for e in finding["evidence"]), finding["evidence"]
+    assert "### Regressions" in result["markdown"] and "FAIL" in result["markdown"]
+    # A tolerance above the planted change passes it.
+    assert all(r["status"] == "pass" for r in compare.compare(now, [], db, "previous", 0.40)["series"])
+
+
+def test_references_pass_within_and_fail_beyond_their_bounds(tmp_path: Path) -> None:
+    now = write_run(tmp_path / "run", "a", within)
+    dram = model_latency(2**24, 1)
+    refs = compare.parse_references([
+        {"name": "DRAM rank 1", "bench": "latency", "where": {"size_bytes": "16M", "rank": 1},
+         "reference": [dram, -0.05, 0.05, "ns"]},
+        {"name": "tight triad", "bench": "bandwidth", "where": {"threads": 2}, "reference": [30000, -0.1, 0.1, "MB/s"]},
+        {"name": "only a floor", "bench": "bandwidth", "reference": [5000, -0.1, None, "MB/s"]},
+        {"name": "copy", "bench": "copy", "reference": [1.0, -0.1, 0.1, "GB/s"]},
+    ])
+    rows = compare.compare(now, refs, None, None, 0.1)["references"]
+    assert [(r["name"], r["status"]) for r in rows] == [
+        ("DRAM rank 1", "pass"), ("tight triad", "fail"), ("only a floor", "pass"), ("copy", "no data")]
+    assert rows[0]["points"] == 1 and abs(rows[0]["measured"] / dram - 1) <= 0.03 + 1e-9
+
+
+def test_user_mistakes_are_one_line(tmp_path: Path) -> None:
+    now = write_run(tmp_path / "run", "a")
+    with pytest.raises(NumasweepError, match="lower must be <= 0"):
+        compare.parse_references([{"bench": "latency", "reference": [1.0, 0.1, 0.2, "ns"]}])
+    with pytest.raises(NumasweepError, match="no column 'sizes'"):
+        compare.check_references(store.load_results(now), compare.parse_references(
+            [{"bench": "latency", "where": {"sizes": 1}, "reference": [1.0, -0.1, 0.1, "ns"]}]))
+    db = tmp_path / "store.sqlite"
+    store.record(now, db)
+    proc = compare_cli("--results", str(now), "--store", str(db), "--against", "previous", "-o",
+                       str(tmp_path / "c.md"))
+    # The first run of a campaign has no earlier run: said in the section, not an error.
+    assert proc.returncode == 0 and "No earlier run of model" in (tmp_path / "c.md").read_text(), proc.stderr
+    proc = compare_cli("--results", str(now), "--store", str(db), "--against", "0123abc", "-o", str(tmp_path / "c.md"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no run whose key starts" in proc.stderr, \
+        proc.stderr
+    proc = compare_cli("--results", str(now), "-o", str(tmp_path / "c.md"))
+    assert proc.returncode == 2 and "nothing to compare with" in proc.stderr, proc.stderr
+    (tmp_path / "junk.sqlite").write_text("not a database " * 100)
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "store", "record", "--results", str(now),
+                           "--store", str(tmp_path / "junk.sqlite")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "not a numasweep results store" in proc.stderr, proc.stderr

@@ -1,0 +1,32 @@
+# Fleet mode (numasweep.fleet): the nodes of a fleet campaign ranked, those out of line flagged,
+# with a figure: report/<system>/fleet.md, a section of the report.
+#
+# Needs from common.smk: RESULTS_DIR, REPORT_DIR, SYSTEM, BENCHES, CONFIG and CONDA_ENV.
+
+
+localrules:
+    fleet,
+
+
+rule fleet:
+    input:
+        topology=f"{RESULTS_DIR}/topology.json",
+        tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
+    output:
+        md=f"{REPORT_DIR}/fleet.md",
+        json=f"{REPORT_DIR}/fleet.json",
+        figure=report(
+            f"{REPORT_DIR}/figures/fleet/fleet_nodes--all.png",
+            caption="../report/fleet.rst",
+            category="Fleet",
+        ),
+    log:
+        f"logs/{SYSTEM}/report/fleet.log",
+    conda:
+        CONDA_ENV
+    params:
+        tolerance=CONFIG["fleet"]["tolerance"],
+    shell:
+        'results={input.topology:q}; figure={output.figure:q}; python -m numasweep fleet --results "${{results%/*}}"'
+        ' --figures "${{figure%/fleet/*}}" --tolerance {params.tolerance} -o {output.md:q}'
+        " --json {output.json:q} > {log:q} 2>&1"

@@ -1,0 +1,55 @@
+# The results store and comparisons (numasweep.store, numasweep.compare).
+#
+# Needs from common.smk: RESULTS_DIR, REPORT_DIR, SYSTEM, BENCHES, STORE (the SQLite file),
+# CONFIG, FROM_CACHE and CONDA_ENV. The store itself is no output of any rule (snakemake deletes
+# outputs before a job runs): `stored.json` is the receipt of this run's record.
+
+
+if not FROM_CACHE:
+
+    # Every finished run: the aggregated tables, keyed by their jobs' provenance.
+    rule store:
+        input:
+            topology=f"{RESULTS_DIR}/topology.json",
+            tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
+        output:
+            f"{RESULTS_DIR}/stored.json",
+        log:
+            f"logs/{SYSTEM}/store.log",
+        conda:
+            CONDA_ENV
+        params:
+            store=STORE,
+        shell:
+            'results={input.topology:q}; python -m numasweep store record --results "${{results%/*}}"'
+            " --store {params.store:q} -o {output:q} > {log:q} 2>&1"
+
+
+localrules:
+    compare,
+
+
+# The current results against the config's references and compare.against (`previous` or a
+# run key): report/<system>/comparison.md, a section of the report.
+rule compare:
+    input:
+        topology=f"{RESULTS_DIR}/topology.json",
+        tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
+        # Recorded first, so that `previous` is the run before this one.
+        stored=[] if FROM_CACHE else f"{RESULTS_DIR}/stored.json",
+    output:
+        md=f"{REPORT_DIR}/comparison.md",
+        json=f"{REPORT_DIR}/comparison.json",
+    log:
+        f"logs/{SYSTEM}/report/compare.log",
+    conda:
+        CONDA_ENV
+    params:
+        store=STORE,
+        settings=json.dumps(
+            {"references": CONFIG["references"], "compare": CONFIG["compare"]}
+        ),
+    shell:
+        'results={input.topology:q}; python -m numasweep compare --results "${{results%/*}}"'
+        " --store {params.store:q} --settings {params.settings:q} -o {output.md:q}"
+        " --json {output.json:q} > {log:q} 2>&1"
