@@ -30,6 +30,9 @@ REQUIRED = {
     "bandwidth": ("kernel", "threads", "best_mb_s", "validation"),
     "copy": ("src_node", "dst_node", "bytes", "best_gb_s"),
     "gpu_xfer": ("ngpus", "access_size(bytes)", "read_bw(gib/s)", "write_bw(gib/s)"),
+    "loaded_latency": ("traffic", "delay", "chase_cpu", "load_gb_s", "latency_ns_median"),
+    "c2c": ("cpu_a", "cpu_b", "round_trip_ns_median"),
+    "mix_bandwidth": ("traffic", "threads", "gb_s_median"),
 }
 # The measured values and sizes of each kernel's CSV: each must be a finite number above zero.
 # A non-numeric, empty, zero, negative or infinite cell stops aggregation (and a cached
@@ -39,6 +42,9 @@ POSITIVE = {
     "bandwidth": ("threads", "best_mb_s"),
     "copy": ("bytes", "best_gb_s"),
     "gpu_xfer": ("ngpus", "access_size(bytes)", "read_bw(gib/s)", "write_bw(gib/s)"),
+    "loaded_latency": ("size_bytes", "latency_ns_median"),
+    "c2c": ("round_trip_ns_median",),
+    "mix_bandwidth": ("threads", "gb_s_median"),
 }
 # The fix for a bad cell, by where the table came from.
 FIX_JOB = "delete {path} and rerun its job (snakemake measures it again)"

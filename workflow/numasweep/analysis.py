@@ -44,7 +44,7 @@ SATURATION = 0.95        # bandwidth saturates at the first thread count reachin
 PLACEMENT_OK = 0.99      # a rank whose pages are less than 99 % on the requested node(s) is flagged
 MAX_ANOMALIES = 10
 
-BENCHES = ("latency", "bandwidth", "copy", "gpu_xfer")
+BENCHES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth")
 
 
 @dataclass
@@ -1016,6 +1016,11 @@ def analyse(results_dir: str | Path) -> dict:
     from numasweep import gpu_analysis  # it builds on this module
 
     findings += gpu_analysis.findings(frames["gpu_xfer"], topo)
+    from numasweep import mlc_analysis
+
+    findings += mlc_analysis.loaded_latency(frames["loaded_latency"])
+    findings += mlc_analysis.core_to_core(frames["c2c"])
+    findings += mlc_analysis.bandwidth_matrix(frames["mix_bandwidth"])
     findings += placement_verification(frames, topo)
     return {"system": topo.get("system") or results_dir.name, "findings": [f.to_dict() for f in findings]}
 

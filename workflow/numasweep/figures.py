@@ -24,7 +24,7 @@ from numasweep.errors import NumasweepError
 from numasweep.io import read_csv
 from numasweep.units import format_size, parse_page_fractions
 
-BENCHES = ("latency", "bandwidth", "copy", "gpu_xfer")
+BENCHES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth")
 
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -61,6 +61,13 @@ CAPTIONS = {
     "and weights, both directions.",
     "cross_latency_vs_size": "Median latency over ranks against buffer size on each system, one "
     "panel per mode.",
+    "loaded_latency": "Pointer-chase latency against the bandwidth the load threads achieved at once, "
+    "one line per traffic kind (reads to writes), the idle chase at zero load; bars span each point's "
+    "fastest and slowest sample.",
+    "c2c_heatmap": "Median round trip of a cache line between two CPUs, CPUs ordered by NUMA node and "
+    "L3 group; lines mark the L3 groups (thin) and nodes (thick) the kernel found the CPUs on.",
+    "mix_bandwidth_matrix": "Bandwidth of threads on a CPU node (rows) to memory on a node (columns), one "
+    "panel per traffic kind.",
 }
 
 
@@ -556,6 +563,12 @@ def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[
         if bench in frames:
             for draw in drawers:
                 paths += draw(frames[bench], topology, figdir)
+    from numasweep import mlc_figures  # it builds on this module
+
+    for bench, draw in mlc_figures.DRAWERS.items():
+        (figdir / bench).mkdir(parents=True, exist_ok=True)
+        if bench in frames:
+            paths += draw(frames[bench], figdir)
     return paths
 
 

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import jsonschema
 import yaml
 
-from numasweep import placement
+from numasweep import grid_mlc, placement
 from numasweep.errors import NumasweepError
 from numasweep.units import format_size, parse_size, parse_sizes
 
@@ -34,6 +34,7 @@ KERNELS = {
     "bandwidth": "numa_bandwidth",
     "copy": "numa_copy",
     "gpu_xfer": "gpu_xfer",
+    **grid_mlc.KERNELS,
 }
 BENCHES = tuple(KERNELS)
 
@@ -422,6 +423,9 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
     jobs += _latency(topo, config["latency"]["sweeps"])
     jobs += _bandwidth(topo, config["bandwidth"]["sweeps"])
     jobs += _copy(topo, config["copy"]["sweeps"])
+    jobs += grid_mlc.loaded_latency(topo, config["loaded_latency"]["sweeps"])
+    jobs += grid_mlc.c2c(topo, config["c2c"]["sweeps"])
+    jobs += grid_mlc.mix_bandwidth(topo, config["mix_bandwidth"]["sweeps"])
     skipped: dict[str, str] = {}
     gpu = config["gpu_xfer"]
     if gpu["sweeps"]:
@@ -433,8 +437,8 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
             )
     if not jobs:
         raise NumasweepError(
-            f"{source}: the sweep is empty: latency.sweeps, bandwidth.sweeps, copy.sweeps and gpu_xfer.sweeps "
-            "give no job; add a sweep (see config/config.yaml)"
+            f"{source}: the sweep is empty: the sweeps of {', '.join(BENCHES)} give no job; add a sweep "
+            "(see config/config.yaml)"
         )
     seen: dict[str, Job] = {}
     for job in jobs:

@@ -11,14 +11,10 @@ import pandas as pd
 
 from numasweep.figures import LINESTYLES, PALETTE, heatmap, new_figure, save
 
-CAPTIONS = {
-    "loaded_latency": "Pointer-chase latency against the bandwidth the load threads achieved at once, "
-    "one line per traffic kind (reads to writes), the idle chase at zero load; bars span each point's "
-    "fastest and slowest sample.",
-    "c2c_heatmap": "Median round trip of a cache line between two CPUs, CPUs ordered by NUMA node and "
-    "L3 group; lines mark the L3 groups (thin) and nodes (thick) the kernel found the CPUs on.",
-    "mix_bandwidth_matrix": "Bandwidth of threads on a CPU node (rows) to memory on a node (columns), one "
-    "panel per traffic kind.",
+TITLES = {
+    "loaded_latency": "Loaded latency",
+    "c2c": "Core-to-core latency",
+    "mix_bandwidth": "Peak and mixed bandwidth",
 }
 
 
@@ -107,3 +103,54 @@ def plot_mix_matrix(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
         ax.set_title(str(kind))
         drawn += 1
     return save(fig, figdir, "mix_bandwidth", "mix_bandwidth_matrix", "all") if drawn else []
+
+
+# ---------------------------------------------------------------- raw tables of the report
+
+def _md(header: list[str], rows: list[list[object]]) -> str:
+    from numasweep.report import md_table  # report imports this module
+
+    return md_table(header, rows)
+
+
+def loaded_latency_tables(table: pd.DataFrame) -> list[dict]:
+    tables = []
+    df = table.assign(chase_node=_text(table["chase_node"]), mem_nodes=_text(table["mem_nodes"]))
+    for (chase, mem), part in df.groupby(["chase_node", "mem_nodes"]):
+        med = part.groupby(["traffic", "delay"], sort=False).agg(
+            load=("load_gb_s", "median"), ns=("latency_ns_median", "median"), cpus=("load_cpus", "first")).reset_index()
+        rows = [[r.traffic, "idle" if r.delay < 0 else int(r.delay), r.cpus, float(r.load), float(r.ns)]
+                for r in med.itertuples()]
+        tables.append({"title": f"Chase on node {chase}, memory on node(s) {mem or 'default'}",
+                       "table": _md(["traffic", "delay", "load CPUs", "load GB/s", "latency (ns)"], rows)})
+    return tables
+
+
+def c2c_tables(table: pd.DataFrame) -> list[dict]:
+    from numasweep.mlc_analysis import pair_class
+
+    df = table[(pd.to_numeric(table["cpu_a"]) >= 0) & (pd.to_numeric(table["cpu_b"]) >= 0)]
+    df = df.assign(pair_class=df.apply(pair_class, axis=1))
+    by_nodes = df.pivot_table(index="node_a", columns="node_b", values="round_trip_ns_median", aggfunc="median")
+    classes = df.groupby("pair_class")["round_trip_ns_median"].agg(["count", "median", "min", "max"])
+    return [
+        {"title": "Round trip (ns) by pair class",
+         "table": _md(["pair class", "pairs", "median", "min", "max"],
+                      [[c, int(r["count"]), float(r["median"]), float(r["min"]), float(r["max"])]
+                       for c, r in classes.iterrows()])},
+        {"title": "Median round trip (ns) by the nodes of the two CPUs",
+         "table": _md(["node"] + [str(c) for c in by_nodes.columns],
+                      [[int(n)] + [float(v) for v in row] for n, row in by_nodes.iterrows()])},
+    ]
+
+
+def mix_bandwidth_tables(table: pd.DataFrame) -> list[dict]:
+    df = table.assign(cpu_nodes=_text(table["cpu_nodes"]), mem_nodes=_text(table["mem_nodes"]))
+    med = df.groupby(["traffic", "threads", "cpu_nodes", "memory", "mem_nodes"], sort=False)["gb_s_median"].median()
+    rows = [[t, int(n), c, m, mn, float(v)] for (t, n, c, m, mn), v in med.items()]
+    return [{"title": "Bandwidth (GB/s) by traffic kind and placement",
+             "table": _md(["traffic", "threads", "CPU nodes", "memory", "memory nodes", "GB/s"], rows)}]
+
+
+RAW_TABLES = {"loaded_latency": loaded_latency_tables, "c2c": c2c_tables, "mix_bandwidth": mix_bandwidth_tables}
+DRAWERS = {"loaded_latency": plot_loaded_latency, "c2c": plot_c2c, "mix_bandwidth": plot_mix_matrix}

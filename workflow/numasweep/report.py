@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from numasweep import figures, quality, series
+from numasweep import figures, mlc_figures, quality, series
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text
 from numasweep.units import format_cpulist, format_size
@@ -26,6 +26,7 @@ BENCH_TITLES = {
     "bandwidth": "Memory bandwidth (STREAM)",
     "copy": "Node-to-node copy",
     "gpu_xfer": "Host-device transfers",
+    **mlc_figures.TITLES,
 }
 # The aggregated tables carry the launch line as `command` (from provenance); imported legacy
 # tables may name it otherwise.
@@ -188,6 +189,7 @@ RAW_TABLES = {
     "bandwidth": bandwidth_raw_tables,
     "copy": copy_raw_tables,
     "gpu_xfer": gpu_raw_tables,
+    **mlc_figures.RAW_TABLES,
 }
 
 

@@ -33,6 +33,12 @@ SERIES: dict[str, tuple[str, ...]] = {
                             "mem_nodes", "weights", "array_bytes", "cpus"),
     "copy": _COMMON + ("cpu_node", "src_node", "dst_node", "threads", "bytes"),
     "gpu_xfer": _COMMON + ("ngpus", "gpu", "gpu_node", "pinned", "policy", "numa_nodes", "numa_weight"),
+    "loaded_latency": _COMMON + ("chase_cpu", "chase_node", "load_nodes", "load_threads", "load_cpus", "strategy",
+                                 "traffic", "policy", "mem_nodes", "page_size", "size_bytes", "load_bytes"),
+    "c2c": _COMMON + ("cpu_set", "cpu_a", "cpu_b", "node_a", "node_b", "l3_group_a", "l3_group_b", "policy",
+                      "mem_nodes"),
+    "mix_bandwidth": _COMMON + ("memory_spec", "traffic", "threads", "cpus", "cpu_nodes", "strategy", "mem_nodes", "weights",
+                                "page_size", "size_bytes"),
 }
 
 # The x-axis of a series (None: a series is a single point).
@@ -41,6 +47,9 @@ AXIS: dict[str, str | None] = {
     "bandwidth": "threads",
     "copy": None,
     "gpu_xfer": "access_size(bytes)",
+    "loaded_latency": "delay",
+    "c2c": None,
+    "mix_bandwidth": None,
 }
 
 # Series columns that tell the lines of one figure apart; the rest name the figure.
@@ -49,6 +58,9 @@ WITHIN: dict[str, tuple[str, ...]] = {
     "bandwidth": ("host", "cpu_node", "cpu_nodes", "cpus", "memory", "policy", "mem_nodes", "weights"),
     "copy": ("host", "src_node", "dst_node", "cpu_node"),
     "gpu_xfer": ("host", "gpu", "gpu_node", "ngpus", "memory", "policy", "numa_nodes", "numa_weight"),
+    "loaded_latency": ("host", "traffic"),
+    "c2c": ("host", "cpu_a", "cpu_b"),
+    "mix_bandwidth": ("host", "traffic", "cpu_nodes", "mem_nodes"),
 }
 
 # Identity columns read as numbers; every other identity column is compared as text.

@@ -17,6 +17,10 @@ BENCH_RESOURCES = {
     "copy": {"mpi": ""},
     # Host-device transfers, planned only where the topology lists GPUs (or gpu_xfer.force).
     "gpu_xfer": {"mpi": "", "gpu": job_gpus},
+    # Loaded latency, core-to-core, mixed bandwidth: one process that pins its own threads.
+    "loaded_latency": {"mpi": ""},
+    "c2c": {"mpi": ""},
+    "mix_bandwidth": {"mpi": ""},
 }
 
 for _bench, _resources in BENCH_RESOURCES.items():

@@ -14,6 +14,9 @@ FIGURE_CATEGORIES = {
     "bandwidth": ("Memory bandwidth", "kernel"),
     "copy": ("Node-to-node copy", "threads on"),
     "gpu_xfer": ("Host-device transfers", "host memory"),
+    "loaded_latency": ("Loaded latency", "chase and memory"),
+    "c2c": ("Core-to-core latency", "line home"),
+    "mix_bandwidth": ("Peak and mixed bandwidth", "panels"),
 }
 
 
