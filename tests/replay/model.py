@@ -17,6 +17,12 @@ The model (the planted effects):
 - copy: COPY_GB_S x 10/distance(src, dst), threads add linearly up to 4.
 - gpu_xfer: the GPUs of one run share LINK_GIB_S: each reaches LINK_GIB_S/ngpus x
   size/(size + HALF_SIZE), times 10/distance from the host memory node to the GPU's node.
+- loaded latency: the load moves min(threads x THREAD_MB_S, NODE_MB_S) / (1 + delay/1000) MB/s
+  to the memory node; the chase costs its idle latency (as above) x (1 + 3 u^4), u the load
+  over NODE_MB_S: flat, then a knee near the node's peak.
+- core to core: C2C_L3_NS inside an L3 group, C2C_NODE_NS across groups of a node, and
+  C2C_NODE_NS x distance/10 across nodes.
+- mixed bandwidth: like bandwidth, per thread and memory node, for every traffic kind.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ CONTENTION = 0.3
 THREAD_MB_S, NODE_MB_S = 12000.0, 40000.0
 COPY_GB_S = 10.0
 LINK_GIB_S, HALF_SIZE = 24.0, 64 * 1024
+C2C_L3_NS, C2C_NODE_NS = 40.0, 90.0
 JITTER = 0.002
 HOST = "model"
 
@@ -169,11 +176,91 @@ def _gpu_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
     return rows
 
 
-ROWS = {"latency": _latency_rows, "bandwidth": _bandwidth_rows, "copy": _copy_rows, "gpu_xfer": _gpu_rows}
+def _documented(kernel: str) -> str:
+    """A kernel's columns as docs/INTERFACES.md gives them."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "INTERFACES.md").read_text()
+    return re.search(rf"^- {kernel}: `([^`]+)`", text, re.M).group(1)
+
+
+def _loaded_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
+    chase, mem = int(_arg(job, "chase-cpu")), int(_arg(job, "mem-nodes"))
+    threads = int(_arg(job, "load-threads"))
+    load_cpus = [c for c in job.cpus if c != chase][:threads]
+    size = parse_size(_arg(job, "size").replace("iB", ""))
+    idle = latency_ns(topo, chase, [mem], size, 1)
+    rows = []
+    for traffic in _arg(job, "traffic").split(","):
+        for delay in _arg(job, "delay").split(","):
+            d = -1 if delay == "idle" else int(delay)
+            mb_s = 0.0 if d < 0 else min(threads * THREAD_MB_S, NODE_MB_S) / (1 + d / 1000)
+            v = idle * (1 + 3 * (mb_s / NODE_MB_S) ** 4) * _jitter(rng)
+            rows.append({"traffic": traffic, "delay": d, "chase_cpu": chase, "chase_node": _node_of(topo, chase),
+                         "chase_l3_group": _l3_group(topo, chase), "load_threads": threads,
+                         "load_cpus": ",".join(map(str, load_cpus)),
+                         "load_cpu_nodes": ",".join(str(_node_of(topo, c)) for c in load_cpus),
+                         "load_l3_groups": ",".join(str(_l3_group(topo, c)) for c in load_cpus),
+                         "strategy": _arg(job, "strategy"), "policy": "bind", "mem_nodes": str(mem), "weights": "",
+                         "page_size": "4k", "size_bytes": size, "load_bytes": size, "latency_ns_median": round(v, 3),
+                         "latency_ns_min": round(v * 0.99, 3), "latency_ns_max": round(v * 1.01, 3), "spread_pct": 2.0,
+                         "samples": 5, "loads": 1000000, "load_gb_s": round(mb_s / 1000, 3), "elapsed_s": 0.5,
+                         "chase_on_cpu_pct": 100.0, "chase_page_fractions": _fractions(topo, [mem]),
+                         "load_page_fractions": _fractions(topo, [mem]), "host": HOST})
+    return rows
+
+
+def _c2c_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
+    line = int(_arg(job, "mem-nodes"))
+    rows = []
+    cpus = sorted(job.cpus)
+    for i, a in enumerate(cpus):
+        for b in cpus[i + 1:]:
+            na, nb = _node_of(topo, a), _node_of(topo, b)
+            if na != nb:
+                ns = C2C_NODE_NS * _distance(topo, na, nb) / 10
+            else:
+                ns = C2C_L3_NS if _l3_group(topo, a) == _l3_group(topo, b) else C2C_NODE_NS
+            ns *= _jitter(rng)
+            rows.append({"cpu_a": a, "cpu_b": b, "node_a": na, "node_b": nb, "l3_group_a": _l3_group(topo, a),
+                         "l3_group_b": _l3_group(topo, b), "policy": "bind", "mem_nodes": str(line),
+                         "line_node": line, "line_page_fractions": _fractions(topo, [line]),
+                         "round_trip_ns_median": round(ns, 3), "round_trip_ns_min": round(ns * 0.98, 3),
+                         "round_trip_ns_max": round(ns * 1.02, 3), "one_way_ns": round(ns / 2, 3), "samples": 5,
+                         "round_trips": int(_arg(job, "round-trips")), "host": HOST})
+    return rows
+
+
+def _mix_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
+    nodes = [int(n) for n in _arg(job, "cpu-nodes").split(",")]
+    threads = int(_arg(job, "threads"))
+    size = parse_size((_arg(job, "size") or "64MiB").replace("iB", ""))
+    if "--matrix" in job.kernel_args:
+        cells = [([n], m, "bind") for n in nodes for m in topo.node_ids()]
+    else:
+        spec = job.grid["memory_spec"]
+        policy, mem, _ = _mem_nodes(topo, spec, nodes[0])
+        cells = [(nodes, mem[0], "local" if spec == "local" else policy)]
+    rows = []
+    for cpu_nodes, mem, memory in cells:
+        cpus = [c for n in cpu_nodes for c in topo.free_cores(n)][:threads]
+        dist = sum(_distance(topo, n, mem) for n in cpu_nodes) / len(cpu_nodes)
+        for traffic in _arg(job, "traffic").split(","):
+            gb = min(threads * THREAD_MB_S, NODE_MB_S) / 1000 * 10 / dist * _jitter(rng)
+            rows.append({"traffic": traffic, "threads": threads, "cpus": ",".join(map(str, cpus)),
+                         "cpu_nodes": ",".join(str(_node_of(topo, c)) for c in cpus),
+                         "l3_groups": ",".join(str(_l3_group(topo, c)) for c in cpus), "strategy": _arg(job, "strategy"),
+                         "memory": memory, "mem_nodes": str(mem), "weights": "", "page_size": "4k",
+                         "size_bytes": size, "gb_s_median": round(gb, 3), "gb_s_min": round(gb * 0.97, 3),
+                         "gb_s_max": round(gb * 1.01, 3), "samples": 5, "sample_s": 0.2,
+                         "page_fractions": _fractions(topo, [mem]), "host": HOST})
+    return rows
+
+
+ROWS = {"latency": _latency_rows, "bandwidth": _bandwidth_rows, "copy": _copy_rows, "gpu_xfer": _gpu_rows,
+        "loaded_latency": _loaded_rows, "c2c": _c2c_rows, "mix_bandwidth": _mix_rows}
 
 
 def _csv(rows: list[dict], bench: str) -> str:
-    cols = COLUMNS[bench].split(",")
+    cols = (COLUMNS.get(bench) or _documented(grid.KERNELS[bench])).split(",")
     def cell(v: object) -> str:
         text = f"{v:.6g}" if isinstance(v, float) else str(v)
         return f'"{text}"' if re.search(r'[,"]', text) else text

@@ -29,7 +29,7 @@ from numasweep import grid, series, topology  # noqa: E402
 # two L3 groups per node so that every benchmark and every effect is planned.
 DEFAULT_ARCH = "config/arch/cxl-example.yaml"
 CAMPAIGNS = ["config/config.yaml"] + sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "campaigns").glob("*.yaml"))
-RULES = ("aggregate", "skipped", "analyse", "figures", "report_md")
+RULES = ("aggregate", "skipped", "store", "analyse", "figures", "report_md")
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +126,20 @@ def test_planted_effects_are_found(replay):
             j.memory not in ("local",) for j in plan.by_bench("bandwidth")):
         ratios = [f["numbers"]["peak_ratio"] for f in replay["findings"] if f["id"] == "bandwidth_locality"]
         assert ratios and min(ratios) < 1
+
+
+def test_planted_mlc_effects_are_found(replay):
+    plan, topo = replay["plan"], replay["topo"]
+    by_id: dict[str, list[dict]] = {}
+    for f in replay["findings"]:
+        by_id.setdefault(f["id"], []).append(f["numbers"])
+    loaded = plan.by_bench("loaded_latency")
+    if loaded:
+        # the model's knee sits near the node's peak load: every curve rises and bends
+        assert len(by_id.get("loaded_latency", [])) >= len(loaded)
+        assert all(n["rise"]["low"] > 1 and "knee_gb_s" in n for n in by_id["loaded_latency"])
+    if plan.by_bench("c2c"):
+        (c2c,) = by_id["core_to_core"]
+        assert c2c["pairs_ordered"]["faster"] == c2c["pairs_ordered"]["of"]
+    if any("--matrix" in j.kernel_args for j in plan.by_bench("mix_bandwidth")) and len(topo.nodes) > 1:
+        assert all(n["remote_to_local"]["high"] < 1 for n in by_id["bandwidth_matrix"])

@@ -47,6 +47,14 @@ def bootstrap(groups: list[np.ndarray], statistic: Callable[..., float], what: s
                           f"percentile bootstrap over {min(len(g) for g in groups)}+ {what} ({DRAWS} draws)")
 
 
+def node_set(column: pd.Series) -> pd.Series:
+    """A per-thread node list ("0,0,1,1") as the set of nodes ("0,1"); empty stays empty."""
+    def one(text: object) -> str:
+        nodes = {int(float(x)) for x in str(text).split(",") if x.strip() not in ("", "nan")}
+        return ",".join(str(n) for n in sorted(nodes))
+    return column.map(one)
+
+
 def _num(df: pd.DataFrame, col: str) -> np.ndarray:
     return pd.to_numeric(df[col], errors="coerce").to_numpy(float)
 
@@ -94,7 +102,10 @@ def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
         x = np.concatenate([[0.0], _num(loaded, "load_gb_s")])
         y = np.concatenate([[float(idle.iloc[0]["latency_ns_median"])], _num(loaded, "latency_ns_median")])
         memory = f"memory on node(s) {row['mem_nodes']}" if row.get("mem_nodes") else "memory by the default policy"
-        where = f"chase on node {row.get('chase_node', '?')}, {memory}, {row.get('traffic', '?')} traffic"
+        load = f"{row['load_threads']} load threads" + (f" ({row['strategy']})" if row.get("strategy") else "") \
+            if row.get("load_threads") else "load threads"
+        where = (f"chase on node {row.get('chase_node', '?')}, {memory}, {load}, {row.get('traffic', '?')} traffic"
+                 + (f", {row['label']}" if row.get("label") else ""))
         summary = (f"With {where}, latency goes from {y[0]:.0f} ns idle to {float(heaviest['latency_ns_median']):.0f} ns "
                    f"at {float(heaviest['load_gb_s']):.1f} GB/s of load: {rise.text('{:.2f}x')}.")
         numbers: dict[str, Any] = {"idle_ns": y[0], "peak_load_gb_s": float(heaviest["load_gb_s"]),
@@ -187,9 +198,7 @@ def core_to_core(table: pd.DataFrame | None) -> list[Finding]:
 def bandwidth_matrix(table: pd.DataFrame | None) -> list[Finding]:
     if table is None or table.empty or "gb_s_median" not in table:
         return []
-    df = table.copy()
-    for col in ("cpu_nodes", "mem_nodes"):
-        df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
+    df = table.assign(cpu_nodes=node_set(table["cpu_nodes"]), mem_nodes=node_set(table["mem_nodes"]))
     cells = df[~df["cpu_nodes"].str.contains(",") & ~df["mem_nodes"].str.contains(",") & (df["mem_nodes"] != "")]
     keys = [c for c in ("system", "host", "label", "traffic", "threads", "size_bytes") if c in cells]
     findings = []

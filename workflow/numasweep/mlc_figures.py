@@ -86,7 +86,9 @@ def plot_c2c(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
 def plot_mix_matrix(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
     if table is None or table.empty or "gb_s_median" not in table:
         return []
-    df = table.assign(cpu_nodes=_text(table["cpu_nodes"]), mem_nodes=_text(table["mem_nodes"]))
+    from numasweep.mlc_analysis import node_set
+
+    df = table.assign(cpu_nodes=node_set(table["cpu_nodes"]), mem_nodes=node_set(table["mem_nodes"]))
     df = df[~df["cpu_nodes"].str.contains(",") & ~df["mem_nodes"].str.contains(",") & (df["mem_nodes"] != "")]
     kinds = list(dict.fromkeys(df["traffic"])) if "traffic" in df else []
     if not kinds:
@@ -145,7 +147,9 @@ def c2c_tables(table: pd.DataFrame) -> list[dict]:
 
 
 def mix_bandwidth_tables(table: pd.DataFrame) -> list[dict]:
-    df = table.assign(cpu_nodes=_text(table["cpu_nodes"]), mem_nodes=_text(table["mem_nodes"]))
+    from numasweep.mlc_analysis import node_set
+
+    df = table.assign(cpu_nodes=node_set(table["cpu_nodes"]), mem_nodes=node_set(table["mem_nodes"]))
     med = df.groupby(["traffic", "threads", "cpu_nodes", "memory", "mem_nodes"], sort=False)["gb_s_median"].median()
     rows = [[t, int(n), c, m, mn, float(v)] for (t, n, c, m, mn), v in med.items()]
     return [{"title": "Bandwidth (GB/s) by traffic kind and placement",
