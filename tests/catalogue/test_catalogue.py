@@ -78,6 +78,61 @@ CONFIGS = {
 }
 for _name, (_config, _says) in CONFIGS.items():
     case("config", _name, _grid(_config), _says)
+# Checked against the topology at plan time (numasweep/checks.py); LUMI-G nodes hold 128G each.
+PLAN_TIME = {
+    "latency size over node memory": ({"latency": {"sweeps": [{"domains": [[0]], "sizes": "2048G"}]}},
+                                      "latency.sweeps[0].sizes", "2048GiB", "128GiB", "node 0"),
+    "latency size over interleaved memory": (
+        {"latency": {"sweeps": [{"domains": [[0, 1]], "memory": ["interleave:0,1"], "sizes": "300G"}]}},
+        "latency.sweeps[0].sizes", "256GiB", "nodes 0,1"),
+    "bandwidth arrays over node memory": (
+        {"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [1], "array_size": "100G"}]}},
+        "bandwidth.sweeps[0].array_size", "3 arrays", "128GiB"),
+    "copy size over node memory": ({"copy": {"sweeps": [{"pairs": [[0, 1]], "size": "1024G"}]}},
+                                   "copy.sweeps[0].size", "1024GiB", "128GiB"),
+    "gpu_xfer size over node memory": ({"gpu_xfer": {"sweeps": [{"ngpus": [1], "sizes": "2048G"}]}},
+                                       "gpu_xfer.sweeps[0].sizes", "128GiB"),
+    "latency extra_args unknown option": ({"latency": {"sweeps": [{"domains": [[0]], "extra_args": ["--bogus"]}]}},
+                                          "latency.sweeps[0].extra_args", "numa_latency: error: unknown option"),
+    "bandwidth extra_args out of range": (
+        {"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [1], "extra_args": ["--ntimes=1"]}]}},
+        "bandwidth.sweeps[0].extra_args", "--ntimes"),
+    "copy extra_args stray word": ({"copy": {"sweeps": [{"pairs": [[0, 1]], "extra_args": ["fast"]}]}},
+                                   "copy.sweeps[0].extra_args", "unexpected argument 'fast'"),
+    "latency extra_args bad page size": (
+        {"latency": {"sweeps": [{"domains": [[0]], "extra_args": ["--pages=3m"]}]}},
+        "latency.sweeps[0].extra_args", "--pages=3m"),
+    "more GPUs than the topology has": ({"gpu_xfer": {"sweeps": [{"ngpus": [9]}]}},
+                                        "gpu_xfer.sweeps[0].ngpus", "9 GPUs", "has 8 GPUs"),
+}
+for _name, (_config, *_says) in PLAN_TIME.items():
+    case("config", _name, _grid(_config), *_says)
+
+
+def _few_cores(tmp: Path) -> list[str]:
+    """Four GPUs on a node with two cores: one host thread per GPU does not fit."""
+    (tmp / "arch.yaml").write_text(
+        "system: small\nnodes:\n  - {id: 0, cpus: \"0-1\", memory: 8G}\ndistances: [[10]]\n"
+        "gpus:\n" + "".join(f"  - {{id: {i}, name: G, pci: null, node: 0}}\n" for i in range(4)))
+    (tmp / "bad.yaml").write_text(yaml.safe_dump({"gpu_xfer": {"sweeps": [{"ngpus": [4]}]}}))
+    return PY + ["grid", "--config", str(tmp / "bad.yaml"), "--arch", str(tmp / "arch.yaml")]
+
+
+case("config", "more GPUs than host cores to drive them", _few_cores,
+     "gpu_xfer.sweeps[0].ngpus", "4 GPUs need 4 host cores", "cpu_node 0 has 2 free")
+
+SLURM_CONF = "ClusterName=x\nSlurmctldHost=localhost\nNodeName=localhost CPUs=1\nPartitionName=p Nodes=localhost\n"
+
+
+def _srun_mpi(tmp: Path) -> list[str]:
+    """srun answers --mpi=list from its configuration alone (no controller needed)."""
+    (tmp / "slurm.conf").write_text(SLURM_CONF)
+    argv = _grid({"launcher": "srun", "srun_mpi": "pmi9", "latency": {"sweeps": [{"domains": [[0, 1]]}]}})(tmp)
+    return ["env", f"SLURM_CONF={tmp / 'slurm.conf'}", *argv]
+
+
+if shutil.which("srun"):
+    case("config", "srun_mpi not a plugin of srun", _srun_mpi, "srun_mpi: 'pmi9'", "srun --mpi=list", "pmix")
 case("config", "config file missing", lambda tmp: PY + ["grid", "--config", str(tmp / "none.yaml"), "--arch", str(LUMI)],
      "none.yaml")
 

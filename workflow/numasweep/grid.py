@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import jsonschema
 import yaml
 
-from numasweep import placement
+from numasweep import checks, placement
 from numasweep.errors import NumasweepError
 from numasweep.units import format_size, parse_size, parse_sizes
 
@@ -372,12 +372,6 @@ def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
         where = f"gpu_xfer.sweeps[{i}]"
         for m, spec in enumerate(sw["memory"]):
             _check_memory(topo, spec, f"{where}.memory[{m}]")
-        wanted = max(sw["ngpus"])
-        if wanted > len(gpus) and not section["force"]:
-            raise NumasweepError(
-                f"{where}.ngpus: {wanted} GPUs asked, the topology '{topo.system}' has {len(gpus)}; "
-                "lower ngpus or set gpu_xfer.force: true for a dry run"
-            )
         cpu_node = sw["cpu_node"]
         if cpu_node is None:
             cpu_node = gpus[0].node if gpus else topo.nodes[0].id
@@ -418,6 +412,7 @@ def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
 def expand(config: dict, topo: Any, source: str = "config") -> Plan:
     """Every job the config asks for on this topology, or a NumasweepError naming the key path."""
     config = validate_config(config, source)
+    checks.warn(checks.against_topology(config, topo, source))
     jobs: list[Job] = []
     jobs += _latency(topo, config["latency"]["sweeps"])
     jobs += _bandwidth(topo, config["bandwidth"]["sweeps"])
