@@ -105,6 +105,19 @@ PLAN_TIME = {
     "more GPUs than the topology has": ({"gpu_xfer": {"sweeps": [{"ngpus": [9]}]}},
                                         "gpu_xfer.sweeps[0].ngpus", "9 GPUs", "has 8 GPUs"),
 }
+# YAML syntax errors name file, line and column; names state the characters they may use.
+PLAN_TIME.update({
+    "yaml syntax error names the line": ("latency:\n  sweeps: [\n    - a: 1\n", "bad.yaml:3:5", "YAML syntax error"),
+    "yaml tab indentation": ("latency:\n\tsweeps: []\n", "bad.yaml:2:1", "'\\t'"),
+    "yaml mapping in a value": ("system: a: b\n", "bad.yaml:1:10", "mapping values are not allowed"),
+    "label with a space": ({"latency": {"sweeps": [{"domains": [[0]], "label": "a b"}]}},
+                           "latency.sweeps[0].label: 'a b'", "lower-case letters a-z, digits 0-9 and _"),
+    "label in capitals": ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [1], "label": "Big"}]}},
+                          "bandwidth.sweeps[0].label: 'Big'", "use only lower-case letters"),
+    "system with a slash": ({"system": "lumi/g"}, "system: 'lumi/g'", "letters, digits, '_', '.' and '-'"),
+    "system starting with a dot": ({"system": ".hidden"}, "system: '.hidden'", "starting with a letter or digit"),
+    "fleet node with a space": ({"fleet": {"nodes": ["nid 1"]}}, "fleet.nodes[0]: 'nid 1'", "use only letters"),
+})
 for _name, (_config, *_says) in PLAN_TIME.items():
     case("config", _name, _grid(_config), *_says)
 
@@ -153,6 +166,10 @@ ARCHES = {
 }
 for _name, (_text, _says) in ARCHES.items():
     case("arch", _name, _topology(_text), _says)
+case("arch", "yaml syntax error names the line", _topology("system: x\nnodes: [\n  - {id: 0\n"), "bad.yaml:3:3",
+     "YAML syntax error in the arch file")
+case("arch", "system name with a space", _topology("system: my box\nnodes:\n  - {id: 0, cpus: '0', memory: 1G}\n"),
+     "system: 'my box'", "letters, digits, '_', '.' and '-'")
 case("arch", "arch file missing", lambda tmp: PY + ["topology", "--arch", str(tmp / "none.yaml"), "-o", str(tmp / "t.json")],
      "none.yaml")
 case("arch", "corrupt topology.json", _topology("{not json", "topology.json"), "topology.json")

@@ -24,6 +24,7 @@ import yaml
 
 from numasweep import checks, placement
 from numasweep.errors import NumasweepError
+from numasweep.io import load_yaml, pattern_problem
 from numasweep.units import format_size, parse_size, parse_sizes
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
@@ -113,6 +114,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"{where}: empty list; give at least one value"
     if error.validator in ("type", "oneOf"):
         return f"{where}: wrong type ({error.instance!r}); expected {_expected(error.schema)}"
+    if error.validator == "pattern" and pattern_problem(error):
+        return f"{where}: {pattern_problem(error)}"
     if error.validator == "pattern":
         return f"{where}: {error.instance!r} is malformed; {error.schema.get('description', 'see config/README.md').strip()}"
     return f"{where}: {error.message}"
@@ -157,10 +160,7 @@ def load_config_file(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise NumasweepError(f"{path}: no such config file")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise NumasweepError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+    data = load_yaml(path, "config") or {}
     if not isinstance(data, dict):
         raise NumasweepError(f"{path}: the config must be a mapping of keys")
     return data
