@@ -25,8 +25,9 @@ rule fleet:
     conda:
         CONDA_ENV
     params:
+        results=RESULTS_DIR,
+        figures=f"{REPORT_DIR}/figures",
         tolerance=CONFIG["fleet"]["tolerance"],
     shell:
-        'results={input.topology:q}; figure={output.figure:q}; python -m numasweep fleet --results "${{results%/*}}"'
-        ' --figures "${{figure%/fleet/*}}" --tolerance {params.tolerance} -o {output.md:q}'
-        " --json {output.json:q} > {log:q} 2>&1"
+        "python -m numasweep fleet --results {params.results:q} --figures {params.figures:q}"
+        " --tolerance {params.tolerance} -o {output.md:q} --json {output.json:q} > {log:q} 2>&1"

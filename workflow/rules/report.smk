@@ -34,11 +34,11 @@ rule analyse:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
         CONDA_ENV
+    params:
+        # The folder the inputs are read from (topology.json and the tables lie in it).
+        results=RESULTS_DIR,
     shell:
-        # The results folder is the one holding topology.json; the shell derives it so that
-        # the rule names files only through input and output.
-        'results={input.topology:q}; python -m numasweep analyse --results "${{results%/*}}"'
-        " -o {output:q} > {log:q} 2>&1"
+        "python -m numasweep analyse --results {params.results:q} -o {output:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -62,9 +62,12 @@ rule figures:
         f"logs/{SYSTEM}/report/figures.log",
     conda:
         CONDA_ENV
+    params:
+        results=RESULTS_DIR,
+        # The parent of the per-benchmark folders the rule outputs.
+        figures=f"{REPORT_DIR}/figures",
     shell:
-        "results={input.topology:q}; folder={output.folders[0]:q}; python -m numasweep figures"
-        ' --results "${{results%/*}}" -o "${{folder%/*}}" > {log:q} 2>&1'
+        "python -m numasweep figures --results {params.results:q} -o {params.figures:q} > {log:q} 2>&1"
 
 
 rule report_md:
@@ -81,11 +84,12 @@ rule report_md:
     conda:
         CONDA_ENV
     params:
+        results=RESULTS_DIR,
+        figures=rules.figures.params.figures,
         sections=" ".join(f"--section {shlex.quote(s)}" for s in REPORT_SECTIONS),
     shell:
-        "results={input.topology:q}; folder={input.figures[0]:q}; python -m numasweep report"
-        ' --results "${{results%/*}}" --findings {input.findings:q} --figures "${{folder%/*}}"'
-        " {params.sections} -o {output:q} > {log:q} 2>&1"
+        "python -m numasweep report --results {params.results:q} --findings {input.findings:q}"
+        " --figures {params.figures:q} {params.sections} -o {output:q} > {log:q} 2>&1"
 
 
 rule report:
