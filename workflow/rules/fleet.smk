@@ -25,8 +25,11 @@ rule fleet:
     conda:
         CONDA_ENV
     params:
-        results=RESULTS_DIR,
-        figures=f"{REPORT_DIR}/figures",
+        results=results_folder,
+        # report/<system>/figures: the parent of the figure's own folder.
+        figures=lambda wildcards, output: os.path.dirname(
+            os.path.dirname(output.figure)
+        ),
         tolerance=CONFIG["fleet"]["tolerance"],
     shell:
         "python -m numasweep fleet --results {params.results:q} --figures {params.figures:q}"

@@ -35,8 +35,7 @@ rule analyse:
     conda:
         CONDA_ENV
     params:
-        # The folder the inputs are read from (topology.json and the tables lie in it).
-        results=RESULTS_DIR,
+        results=results_folder,
     shell:
         "python -m numasweep analyse --results {params.results:q} -o {output:q} > {log:q} 2>&1"
 
@@ -63,9 +62,9 @@ rule figures:
     conda:
         CONDA_ENV
     params:
-        results=RESULTS_DIR,
+        results=results_folder,
         # The parent of the per-benchmark folders the rule outputs.
-        figures=f"{REPORT_DIR}/figures",
+        figures=lambda wildcards, output: os.path.dirname(output.folders[0]),
     shell:
         "python -m numasweep figures --results {params.results:q} -o {params.figures:q} > {log:q} 2>&1"
 
@@ -84,8 +83,9 @@ rule report_md:
     conda:
         CONDA_ENV
     params:
-        results=RESULTS_DIR,
-        figures=rules.figures.params.figures,
+        results=results_folder,
+        # The parent of the per-benchmark figure folders.
+        figures=lambda wildcards, input: os.path.dirname(input.figures[0]),
         sections=" ".join(f"--section {shlex.quote(s)}" for s in REPORT_SECTIONS),
     shell:
         "python -m numasweep report --results {params.results:q} --findings {input.findings:q}"

@@ -19,7 +19,7 @@ if not FROM_CACHE:
         conda:
             CONDA_ENV
         params:
-            results=RESULTS_DIR,
+            results=results_folder,
             store=STORE,
         shell:
             "python -m numasweep store record --results {params.results:q}"
@@ -46,7 +46,7 @@ rule compare:
     conda:
         CONDA_ENV
     params:
-        results=RESULTS_DIR,
+        results=results_folder,
         store=STORE,
         settings=json.dumps(
             {"references": CONFIG["references"], "compare": CONFIG["compare"]}
