@@ -98,7 +98,8 @@ void ns_no_positional(int argc, char *const argv[]);
 
 /* "PROGRAM numasweep COMMIT\n  built with: FLAGS" (provenance for the workflow). */
 void ns_print_version(const char *commit, const char *build_flags);
-/* After parsing: --help prints usage(), --version the provenance; either then exits 0. */
+/* After parsing: --help prints usage(), --version the provenance; either then exits 0, as
+ * --check-args does. */
 void ns_common_info(const ns_common_options *opts, void (*usage)(void), const char *commit, const char *build_flags);
 
 /* A comma list of names out of names[0..n): flags[i] = 1 for each one named. Ends the program

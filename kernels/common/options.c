@@ -143,6 +143,10 @@ void ns_print_version(const char *commit, const char *build_flags)
 
 void ns_common_info(const ns_common_options *opts, void (*usage)(void), const char *commit, const char *build_flags)
 {
+    /* Kernels that call this before their checks of the machine (allowed CPUs, online nodes)
+     * stop here with --check-args; the others stop in ns_common_finish. */
+    if (opts->check_args)
+        exit(0);
     if (opts->help)
         usage();
     else if (opts->version)

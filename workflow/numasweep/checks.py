@@ -1,13 +1,14 @@
 """Plan-time checks of a config against the topology it will run on: what the schema cannot
 know and a kernel would refuse (or, worse, accept) only once its job runs.
 
-`against_topology(config, topo, source)` takes the validated config (defaults filled) and
+`against_topology(config, topo)` takes the validated config (defaults filled) and
 raises a NumasweepError naming the key, the value and the fix for:
 
 - a size larger than the memory of the node(s) it is placed on (latency and gpu_xfer
   `sizes`, copy `size`, bandwidth `array_size` times its three arrays);
 - `extra_args` the kernel's own parser refuses (`KERNEL --check-args ...`, which parses and
-  exits before looking at the machine), when the kernel is built;
+  exits before looking at the machine), when the kernel is built: `extra_args(config, jobs)`,
+  called once the jobs are expanded, with one job's whole option list per sweep;
 - an `srun_mpi` plugin that `srun --mpi=list` does not list, where srun answers;
 - more GPUs than the topology has, or than host CPUs to drive them (one thread per GPU).
 
@@ -34,12 +35,11 @@ BIN_DIR = Path(__file__).resolve().parents[2] / "build" / "bin"
 LLC_FACTOR = 4
 
 
-def against_topology(config: dict, topo: Any, source: str = "config", bin_dir: Path = BIN_DIR) -> list[str]:
+def against_topology(config: dict, topo: Any) -> list[str]:
     """Raise on the first problem (one line); return the warnings."""
     _sizes_fit(config, topo)
     _gpu_counts(config, topo)
     _srun_mpi(config)
-    _extra_args(config, topo, bin_dir)
     return list(_small_arrays(config, topo))
 
 
@@ -230,19 +230,19 @@ def _srun_mpi(config: dict) -> None:
 # ---------------------------------------------------------------- kernel options
 
 
-def _extra_args(config: dict, topo: Any, bin_dir: Path) -> None:
-    from numasweep.grid import KERNELS
-
-    for bench, kernel in KERNELS.items():
-        if bench == "gpu_xfer":
-            kernel = topo.gpu_kernel()
+def extra_args(config: dict, jobs: list, bin_dir: Path = BIN_DIR) -> None:
+    """Each sweep's `extra_args`, with the options of one of its jobs, through the kernel's own
+    parser (`--check-args`): refused at plan time rather than when that job runs."""
+    for bench in {job.bench for job in jobs}:
         for where, sw in _sweeps(config, bench):
-            args = [str(a) for a in sw.get("extra_args") or []]
-            if args:
-                _kernel_accepts(bin_dir / kernel, args, f"{where}.extra_args")
+            args = tuple(str(a) for a in sw.get("extra_args") or [])
+            job = next((j for j in jobs if j.bench == bench and j.kernel_args[len(j.kernel_args) - len(args):] == args),
+                       None)
+            if args and job is not None:
+                _kernel_accepts(bin_dir / job.kernel, list(job.kernel_args), args, f"{where}.extra_args")
 
 
-def _kernel_accepts(binary: Path, args: list[str], where: str) -> None:
+def _kernel_accepts(binary: Path, args: list[str], extra: tuple[str, ...], where: str) -> None:
     """The kernel's own parser on the arguments; a kernel not built yet is asked at run time."""
     if not binary.exists():
         return
@@ -253,4 +253,4 @@ def _kernel_accepts(binary: Path, args: list[str], where: str) -> None:
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         said = lines[-1] if lines else f"exit status {proc.returncode}"
-        raise NumasweepError(f"{where}: {' '.join(args)} refused by the kernel: {said}; fix or drop them")
+        raise NumasweepError(f"{where}: {' '.join(extra)} refused by the kernel: {said}; fix or drop them")

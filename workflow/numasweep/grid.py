@@ -412,7 +412,7 @@ def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
 def expand(config: dict, topo: Any, source: str = "config") -> Plan:
     """Every job the config asks for on this topology, or a NumasweepError naming the key path."""
     config = validate_config(config, source)
-    checks.warn(checks.against_topology(config, topo, source))
+    checks.warn(checks.against_topology(config, topo))
     jobs: list[Job] = []
     jobs += _latency(topo, config["latency"]["sweeps"])
     jobs += _bandwidth(topo, config["bandwidth"]["sweeps"])
@@ -431,6 +431,7 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
             f"{source}: the sweep is empty: latency.sweeps, bandwidth.sweeps, copy.sweeps and gpu_xfer.sweeps "
             "give no job; add a sweep (see config/config.yaml)"
         )
+    checks.extra_args(config, jobs)
     seen: dict[str, Job] = {}
     for job in jobs:
         other = seen.get(job.id)
