@@ -51,10 +51,12 @@ static void usage(void)
            ns_common_help());
 }
 
-static int node_arg(const char *option, const char *text)
+/* A node id; whether it is online is left out with --check-args (given before it), which must
+ * not look at this machine. */
+static int node_arg(const char *option, const char *text, int check_only)
 {
     int node = (int)ns_int_arg(option, text, 0, NS_MAX_NODES - 1);
-    if (!ns_node_online(node)) {
+    if (!check_only && !ns_node_online(node)) {
         int nodes[NS_MAX_NODES];
         char list[1024];
         ns_format_cpulist(nodes, ns_online_nodes(nodes, NS_MAX_NODES), list, sizeof list);
@@ -75,9 +77,9 @@ static void parse(int argc, char **argv, options *o)
         if (ns_common_option(&o->common, c, optarg))
             continue;
         switch (c) {
-        case OPT_SRC: o->src = node_arg("--src", optarg); break;
-        case OPT_DST: o->dst = node_arg("--dst", optarg); break;
-        case OPT_CPU_NODE: o->cpu_node = node_arg("--cpu-node", optarg); break;
+        case OPT_SRC: o->src = node_arg("--src", optarg, o->common.check_args); break;
+        case OPT_DST: o->dst = node_arg("--dst", optarg, o->common.check_args); break;
+        case OPT_CPU_NODE: o->cpu_node = node_arg("--cpu-node", optarg, o->common.check_args); break;
         case OPT_MATRIX: o->matrix = 1; break;
         case OPT_SIZE: o->bytes = ns_size_arg("--size", optarg); break;
         case OPT_NTIMES: o->ntimes = (int)ns_int_arg("--ntimes", optarg, 2, 100000); break;
@@ -96,7 +98,7 @@ static void parse(int argc, char **argv, options *o)
         ns_die("give --src=A and --dst=B, or --matrix");
     if (!o->threads)
         o->threads = ns_threads_from_env();
-    if (o->cpu_node >= 0) {
+    if (o->cpu_node >= 0 && !o->common.check_args) { /* a node of this machine */
         int cpus[NS_MAX_CPUS];
         if (!ns_node_cpus(o->cpu_node, cpus, NS_MAX_CPUS))
             ns_die("--cpu-node=%d: node %d has no CPUs: choose a node with CPUs", o->cpu_node, o->cpu_node);

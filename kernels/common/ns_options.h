@@ -1,6 +1,6 @@
 /* Options every kernel shares (docs/INTERFACES.md): --csv, --policy, --mem-nodes, --weights,
- * --pages, --quiet, --help, --version. Parsing is strict: unknown options, missing values and
- * stray arguments end the program with one line (exit 2). */
+ * --pages, --quiet, --help, --version, --check-args. Parsing is strict: unknown options,
+ * missing values and stray arguments end the program with one line (exit 2). */
 #ifndef NS_OPTIONS_H
 #define NS_OPTIONS_H
 
@@ -24,6 +24,7 @@ enum {
     NS_OPT_QUIET,
     NS_OPT_HELP,
     NS_OPT_VERSION,
+    NS_OPT_CHECK_ARGS,
     NS_OPT_KERNEL = 1100
 };
 
@@ -36,7 +37,8 @@ enum {
     {"pages", required_argument, 0, NS_OPT_PAGES},               \
     {"quiet", no_argument, 0, NS_OPT_QUIET},                     \
     {"help", no_argument, 0, NS_OPT_HELP},                       \
-    {"version", no_argument, 0, NS_OPT_VERSION}
+    {"version", no_argument, 0, NS_OPT_VERSION},                 \
+    {"check-args", no_argument, 0, NS_OPT_CHECK_ARGS}
 
 /* One kernel option taking a value, and the end of a struct option array. */
 #define NS_ARG(name, code) {name, required_argument, 0, code}
@@ -69,6 +71,7 @@ typedef struct {
     int quiet;
     int help;
     int version;
+    int check_args; /* --check-args: parse, check what needs no system, exit 0 */
     int mem_nodes_given;
     int weights_given;
 } ns_common_options;
@@ -79,9 +82,11 @@ int ns_common_option(ns_common_options *opts, int code, const char *arg);
 /* ns_getopt that handles the shared and the sampling options itself: returns the next
  * kernel-specific option code (its value in optarg), -1 at the end. */
 int ns_kernel_getopt(int argc, char *const argv[], const struct option *longopts, ns_common_options *common, ns_sampling *sampling);
-/* After parsing: checks the combination (policy vs nodes vs weights, CSV folder, weighted
- * interleave support, node existence) and ends the program on a problem. Does not write the
- * weights; call ns_policy_apply_weights when about to allocate. */
+/* After parsing: with --check-args, exits 0 here (the options parsed and their values are in
+ * range; nothing that depends on this machine is looked at). Otherwise checks the combination
+ * (policy vs nodes vs weights, CSV folder, weighted interleave support, node existence) and
+ * ends the program on a problem. Does not write the weights; call ns_policy_apply_weights when
+ * about to allocate. */
 void ns_common_finish(ns_common_options *opts);
 /* Help lines for the shared options. */
 const char *ns_common_help(void);
@@ -93,7 +98,8 @@ void ns_no_positional(int argc, char *const argv[]);
 
 /* "PROGRAM numasweep COMMIT\n  built with: FLAGS" (provenance for the workflow). */
 void ns_print_version(const char *commit, const char *build_flags);
-/* After parsing: --help prints usage(), --version the provenance; either then exits 0. */
+/* After parsing: --help prints usage(), --version the provenance; either then exits 0, as
+ * --check-args does. */
 void ns_common_info(const ns_common_options *opts, void (*usage)(void), const char *commit, const char *build_flags);
 
 /* A comma list of names out of names[0..n): flags[i] = 1 for each one named. Ends the program

@@ -68,6 +68,9 @@ int ns_common_option(ns_common_options *opts, int code, const char *arg)
     case NS_OPT_VERSION:
         opts->version = 1;
         return 1;
+    case NS_OPT_CHECK_ARGS:
+        opts->check_args = 1;
+        return 1;
     default:
         return 0;
     }
@@ -75,6 +78,11 @@ int ns_common_option(ns_common_options *opts, int code, const char *arg)
 
 void ns_common_finish(ns_common_options *opts)
 {
+    /* The workflow asks each kernel to parse a sweep's arguments before any job runs, often on
+     * another machine (a login node) than the one measured: stop before the checks that look
+     * at this machine's nodes, weights and files. */
+    if (opts->check_args)
+        exit(0);
     ns_policy_validate(&opts->policy);
     if (opts->csv)
         ns_csv_check_path(opts->csv);
@@ -95,6 +103,8 @@ const char *ns_common_help(void)
            "                        2m or 1g (hugetlbfs pages reserved beforehand)\n"
            "  --quiet               only errors on stderr and the CSV; no table\n"
            "  --version             commit and build flags\n"
+           "  --check-args          parse the options and exit 0 (2 with the usual one line on a bad\n"
+           "                        one); nothing is measured and this machine is not looked at\n"
            "  --help                this text\n"
            "Sizes: a plain number is MiB; K, M, G suffixes are binary; A-B is every power of two\n"
            "from A to B MiB. A bad invocation prints one line and exits 2.\n";
@@ -133,6 +143,10 @@ void ns_print_version(const char *commit, const char *build_flags)
 
 void ns_common_info(const ns_common_options *opts, void (*usage)(void), const char *commit, const char *build_flags)
 {
+    /* Kernels that call this before their checks of the machine (allowed CPUs, online nodes)
+     * stop here with --check-args; the others stop in ns_common_finish. */
+    if (opts->check_args)
+        exit(0);
     if (opts->help)
         usage();
     else if (opts->version)

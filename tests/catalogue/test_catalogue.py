@@ -78,6 +78,74 @@ CONFIGS = {
 }
 for _name, (_config, _says) in CONFIGS.items():
     case("config", _name, _grid(_config), _says)
+# Checked against the topology at plan time (numasweep/checks.py); LUMI-G nodes hold 128G each.
+PLAN_TIME = {
+    "latency size over node memory": ({"latency": {"sweeps": [{"domains": [[0]], "sizes": "2048G"}]}},
+                                      "latency.sweeps[0].sizes", "2048GiB", "128GiB", "node 0"),
+    "latency size over interleaved memory": (
+        {"latency": {"sweeps": [{"domains": [[0, 1]], "memory": ["interleave:0,1"], "sizes": "300G"}]}},
+        "latency.sweeps[0].sizes", "256GiB", "nodes 0,1"),
+    "bandwidth arrays over node memory": (
+        {"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [1], "array_size": "100G"}]}},
+        "bandwidth.sweeps[0].array_size", "3 arrays", "128GiB"),
+    "copy size over node memory": ({"copy": {"sweeps": [{"pairs": [[0, 1]], "size": "1024G"}]}},
+                                   "copy.sweeps[0].size", "1024GiB", "128GiB"),
+    "gpu_xfer size over node memory": ({"gpu_xfer": {"sweeps": [{"ngpus": [1], "sizes": "2048G"}]}},
+                                       "gpu_xfer.sweeps[0].sizes", "128GiB"),
+    "latency extra_args unknown option": ({"latency": {"sweeps": [{"domains": [[0]], "extra_args": ["--bogus"]}]}},
+                                          "latency.sweeps[0].extra_args", "numa_latency: error: unknown option"),
+    "bandwidth extra_args out of range": (
+        {"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [1], "extra_args": ["--ntimes=1"]}]}},
+        "bandwidth.sweeps[0].extra_args", "--ntimes"),
+    "copy extra_args stray word": ({"copy": {"sweeps": [{"pairs": [[0, 1]], "extra_args": ["fast"]}]}},
+                                   "copy.sweeps[0].extra_args", "unexpected argument 'fast'"),
+    "latency extra_args bad page size": (
+        {"latency": {"sweeps": [{"domains": [[0]], "extra_args": ["--pages=3m"]}]}},
+        "latency.sweeps[0].extra_args", "--pages=3m"),
+    "more GPUs than the topology has": ({"gpu_xfer": {"sweeps": [{"ngpus": [9]}]}},
+                                        "gpu_xfer.sweeps[0].ngpus", "9 GPUs", "has 8 GPUs"),
+}
+# YAML syntax errors name file, line and column; names state the characters they may use.
+PLAN_TIME.update({
+    "yaml syntax error names the line": ("latency:\n  sweeps: [\n    - a: 1\n", "bad.yaml:3:5", "YAML syntax error"),
+    "yaml tab indentation": ("latency:\n\tsweeps: []\n", "bad.yaml:2:1", "'\\t'"),
+    "yaml mapping in a value": ("system: a: b\n", "bad.yaml:1:10", "mapping values are not allowed"),
+    "label with a space": ({"latency": {"sweeps": [{"domains": [[0]], "label": "a b"}]}},
+                           "latency.sweeps[0].label: 'a b'", "lower-case letters a-z, digits 0-9 and _"),
+    "label in capitals": ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [1], "label": "Big"}]}},
+                          "bandwidth.sweeps[0].label: 'Big'", "use only lower-case letters"),
+    "system with a slash": ({"system": "lumi/g"}, "system: 'lumi/g'", "letters, digits, '_', '.' and '-'"),
+    "system starting with a dot": ({"system": ".hidden"}, "system: '.hidden'", "starting with a letter or digit"),
+    "fleet node with a space": ({"fleet": {"nodes": ["nid 1"]}}, "fleet.nodes[0]: 'nid 1'", "use only letters"),
+})
+for _name, (_config, *_says) in PLAN_TIME.items():
+    case("config", _name, _grid(_config), *_says)
+
+
+def _few_cores(tmp: Path) -> list[str]:
+    """Four GPUs on a node with two cores: one host thread per GPU does not fit."""
+    (tmp / "arch.yaml").write_text(
+        "system: small\nnodes:\n  - {id: 0, cpus: \"0-1\", memory: 8G}\ndistances: [[10]]\n"
+        "gpus:\n" + "".join(f"  - {{id: {i}, name: G, pci: null, node: 0}}\n" for i in range(4)))
+    (tmp / "bad.yaml").write_text(yaml.safe_dump({"gpu_xfer": {"sweeps": [{"ngpus": [4]}]}}))
+    return PY + ["grid", "--config", str(tmp / "bad.yaml"), "--arch", str(tmp / "arch.yaml")]
+
+
+case("config", "more GPUs than host cores to drive them", _few_cores,
+     "gpu_xfer.sweeps[0].ngpus", "4 GPUs need 4 host cores", "cpu_node 0 has 2 free")
+
+SLURM_CONF = "ClusterName=x\nSlurmctldHost=localhost\nNodeName=localhost CPUs=1\nPartitionName=p Nodes=localhost\n"
+
+
+def _srun_mpi(tmp: Path) -> list[str]:
+    """srun answers --mpi=list from its configuration alone (no controller needed)."""
+    (tmp / "slurm.conf").write_text(SLURM_CONF)
+    argv = _grid({"launcher": "srun", "srun_mpi": "pmi9", "latency": {"sweeps": [{"domains": [[0, 1]]}]}})(tmp)
+    return ["env", f"SLURM_CONF={tmp / 'slurm.conf'}", *argv]
+
+
+if shutil.which("srun"):
+    case("config", "srun_mpi not a plugin of srun", _srun_mpi, "srun_mpi: 'pmi9'", "srun --mpi=list", "pmix")
 case("config", "config file missing", lambda tmp: PY + ["grid", "--config", str(tmp / "none.yaml"), "--arch", str(LUMI)],
      "none.yaml")
 
@@ -98,6 +166,10 @@ ARCHES = {
 }
 for _name, (_text, _says) in ARCHES.items():
     case("arch", _name, _topology(_text), _says)
+case("arch", "yaml syntax error names the line", _topology("system: x\nnodes: [\n  - {id: 0\n"), "bad.yaml:3:3",
+     "YAML syntax error in the arch file")
+case("arch", "system name with a space", _topology("system: my box\nnodes:\n  - {id: 0, cpus: '0', memory: 1G}\n"),
+     "system: 'my box'", "letters, digits, '_', '.' and '-'")
 case("arch", "arch file missing", lambda tmp: PY + ["topology", "--arch", str(tmp / "none.yaml"), "-o", str(tmp / "t.json")],
      "none.yaml")
 case("arch", "corrupt topology.json", _topology("{not json", "topology.json"), "topology.json")

@@ -101,3 +101,25 @@ def test_direct_line_pins_the_process_here():
     assert proc.returncode == 0, proc.stderr
     assert f"places={env['OMP_PLACES']}" in proc.stdout
     assert _allowed(proc.stdout) == [argv[1].split("=", 1)[1]]
+
+
+def test_plan_command_shows_the_workflow_launch_line():
+    """`python -m numasweep plan` and the workflow build a latency job's line with one function."""
+    import shlex
+    import sys
+
+    from numasweep import grid
+    from numasweep.launch import job_argv
+
+    for domains, rpd in (("0", 1), ("0,1", 2)):
+        config = {"latency": {"sweeps": [{"domains": [[int(d) for d in domains.split(",")]],
+                                          "strategy": ["interleaved"], "ranks_per_domain": [rpd], "sizes": 16}]}}
+        job = grid.expand(config, LUMI).jobs[0]
+        for launcher in ("srun", "mpirun"):
+            proc = subprocess.run([sys.executable, "-m", "numasweep", "plan", "--arch", "config/arch/lumi-g.yaml",
+                                   "--interleaved", domains, "--ranks-per-domain", str(rpd), "--launcher", launcher,
+                                   "--", *job.kernel_args], capture_output=True, text=True, cwd=REPO)
+            assert proc.returncode == 0, proc.stderr
+            line = shlex.join(job_argv(job, None, launcher=launcher))
+            assert proc.stdout.splitlines()[1] == line
+            assert ("srun" in line) == (launcher == "srun" and job.tasks > 1)

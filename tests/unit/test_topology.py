@@ -186,7 +186,7 @@ def test_bad_arch_file_is_refused_in_one_line(tmp_path, label, edit, expected):
 def test_bad_yaml_and_missing_file(tmp_path):
     p = tmp_path / "x.yaml"
     p.write_text("nodes: [\n")
-    with pytest.raises(NumasweepError, match="not valid YAML"):
+    with pytest.raises(NumasweepError, match=r"x.yaml:2:1: YAML syntax error in the arch file"):
         load_arch(p)
     with pytest.raises(NumasweepError, match="no such arch file"):
         load_arch(tmp_path / "missing.yaml")

@@ -22,8 +22,9 @@ from typing import Any, Iterator
 import jsonschema
 import yaml
 
-from numasweep import grid_mlc, placement
+from numasweep import checks, grid_mlc, placement
 from numasweep.errors import NumasweepError
+from numasweep.io import load_yaml, pattern_problem
 from numasweep.units import format_size, parse_size, parse_sizes
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
@@ -114,6 +115,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"{where}: empty list; give at least one value"
     if error.validator in ("type", "oneOf"):
         return f"{where}: wrong type ({error.instance!r}); expected {_expected(error.schema)}"
+    if error.validator == "pattern" and pattern_problem(error):
+        return f"{where}: {pattern_problem(error)}"
     if error.validator == "pattern":
         return f"{where}: {error.instance!r} is malformed; {error.schema.get('description', 'see config/README.md').strip()}"
     return f"{where}: {error.message}"
@@ -158,10 +161,7 @@ def load_config_file(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise NumasweepError(f"{path}: no such config file")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise NumasweepError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+    data = load_yaml(path, "config") or {}
     if not isinstance(data, dict):
         raise NumasweepError(f"{path}: the config must be a mapping of keys")
     return data
@@ -373,12 +373,6 @@ def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
         where = f"gpu_xfer.sweeps[{i}]"
         for m, spec in enumerate(sw["memory"]):
             _check_memory(topo, spec, f"{where}.memory[{m}]")
-        wanted = max(sw["ngpus"])
-        if wanted > len(gpus) and not section["force"]:
-            raise NumasweepError(
-                f"{where}.ngpus: {wanted} GPUs asked, the topology '{topo.system}' has {len(gpus)}; "
-                "lower ngpus or set gpu_xfer.force: true for a dry run"
-            )
         cpu_node = sw["cpu_node"]
         if cpu_node is None:
             cpu_node = gpus[0].node if gpus else topo.nodes[0].id
@@ -419,6 +413,7 @@ def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
 def expand(config: dict, topo: Any, source: str = "config") -> Plan:
     """Every job the config asks for on this topology, or a NumasweepError naming the key path."""
     config = validate_config(config, source)
+    checks.warn(checks.against_topology(config, topo))
     jobs: list[Job] = []
     jobs += _latency(topo, config["latency"]["sweeps"])
     jobs += _bandwidth(topo, config["bandwidth"]["sweeps"])
@@ -440,6 +435,7 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
             f"{source}: the sweep is empty: the sweeps of {', '.join(BENCHES)} give no job; add a sweep "
             "(see config/config.yaml)"
         )
+    checks.extra_args(config, jobs)
     seen: dict[str, Job] = {}
     for job in jobs:
         other = seen.get(job.id)

@@ -41,6 +41,36 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         raise
 
 
+def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
+    """A YAML file's content; a syntax error is one NumasweepError naming the file, line and column."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NumasweepError(f"{path}: cannot read the {what} ({getattr(exc, 'strerror', None) or exc}); "
+                             "give a readable YAML file") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+        context = getattr(exc, "context", None)
+        said = f"{context}, {problem}" if context else problem
+        raise NumasweepError(f"{where}: YAML syntax error in the {what} ({said}); correct that line") from None
+
+
+def pattern_problem(error: object) -> str | None:
+    """A schema `pattern` error in words, from the schema's `allowed` note (jsonschema ignores the
+    key): "'a b' has characters outside lower-case letters, ...; use only those". None without it."""
+    allowed = getattr(error, "schema", {}).get("allowed")
+    if getattr(error, "validator", None) != "pattern" or not allowed:
+        return None
+    return f"{getattr(error, 'instance', '')!r} is not allowed: use only {allowed.strip()}"
+
+
 def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
     """A result CSV with the columns it must have, or a one-line error naming the file and the fix."""
     # pandas is imported here, not at the top: the per-job provenance step imports this module

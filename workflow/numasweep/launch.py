@@ -116,12 +116,14 @@ def direct_argv(cpus: list[int], memory: str | MemorySpec | RankPlacement, kerne
     return env, argv
 
 
-def job_argv(job, csv: str, launcher: str = "mpirun", wrapper: str = WRAPPER, bin_dir: str = "build/bin",
+def job_argv(job, csv: str | None, launcher: str = "mpirun", wrapper: str = WRAPPER, bin_dir: str = "build/bin",
              srun_mpi: str | None = "pmix") -> list[str]:
     """The command that runs one planned job (grid.Job): MPI launcher + wrapper for ranks,
     the wrapper alone otherwise, with OpenMP's environment as an `env` prefix. The workflow's
-    rules and `python -m numasweep run-job` both show and run exactly this line."""
-    kernel_argv = [f"{bin_dir}/{job.kernel}", *job.kernel_args, f"--csv={csv}"]
+    rules, `python -m numasweep run-job` and `python -m numasweep plan` all show and run exactly
+    this line (plan gives no CSV, and an empty bin_dir for a kernel named without a folder)."""
+    kernel = f"{bin_dir}/{job.kernel}" if bin_dir else job.kernel
+    kernel_argv = [kernel, *job.kernel_args, *([f"--csv={csv}"] if csv is not None else [])]
     if job.bench == "latency" and job.tasks > 1:
         if launcher == "srun":
             return srun_argv(job.placements, kernel_argv, wrapper=wrapper, mpi=srun_mpi)

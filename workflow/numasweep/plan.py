@@ -4,7 +4,8 @@
     python -m numasweep plan --arch config/arch/lumi-g.yaml --sequential 0,1 --scaling -- --size=16
 
 prints the launch line(s) and a table of rank, CPU, CPU node, L3 group and memory node(s):
-the answer the seed's `run_numa_benchmarks.sh --arch ... --dry-run` gave. With --scaling it
+the line is the one the workflow runs for such a latency job (launch.job_argv, so one rank runs
+without a launcher), the answer the seed's `run_numa_benchmarks.sh --arch ... --dry-run` gave. With --scaling it
 walks 1..N ranks per domain and names each run's CSV the way the seed did
 (sequential_domain0_8ranks_16MB.csv); the workflow's job ids replace those names in results/.
 """
@@ -12,10 +13,12 @@ walks 1..N ranks per domain and names each run's CSV the way the seed did
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 
 from numasweep.errors import NumasweepError
-from numasweep.launch import WRAPPER, mpirun_argv, srun_argv
+from numasweep.grid import Job
+from numasweep.launch import WRAPPER, job_argv
 from numasweep.placement import RankPlacement, plan, rank_scaling, scaling_name
 from numasweep.topology import load
 from numasweep.units import parse_sizes
@@ -80,10 +83,13 @@ def main(argv: list[str]) -> int:
         kernel_argv = [DEFAULT_KERNEL] + kernel_argv
 
     def line(placements: list[RankPlacement]) -> str:
-        if args.launcher == "srun":
-            return shlex.join(srun_argv(placements, kernel_argv, args.wrapper,
-                                        mpi=None if args.mpi == "none" else args.mpi))
-        return shlex.join(mpirun_argv(placements, kernel_argv, args.wrapper))
+        # The workflow's own launch line for a latency job of these ranks (one rank runs
+        # without a launcher there, and so here).
+        job = Job(bench="latency", id="plan", kernel=os.path.basename(kernel_argv[0]), grid={},
+                  kernel_args=tuple(kernel_argv[1:]), tasks=len(placements), placements=tuple(placements))
+        return shlex.join(job_argv(job, None, launcher=args.launcher, wrapper=args.wrapper,
+                                   bin_dir=os.path.dirname(kernel_argv[0]),
+                                   srun_mpi=None if args.mpi == "none" else args.mpi))
 
     if not args.scaling:
         if args.ranks_per_domain is None:

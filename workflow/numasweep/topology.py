@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from numasweep.errors import NumasweepError
+from numasweep.io import load_yaml, pattern_problem
 from numasweep.units import format_cpulist, parse_cpulist, parse_size
 
 SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "arch.schema.yaml"
@@ -330,7 +331,7 @@ def _schema_check(data: object, path: str) -> None:
     if errors:
         err = jsonschema.exceptions.best_match(errors)
         key = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise NumasweepError(f"{path}: {key}: {err.message.splitlines()[0]}")
+        raise NumasweepError(f"{path}: {key}: {pattern_problem(err) or err.message.splitlines()[0]}")
 
 
 def _cpus(value: object, where: str) -> list[int]:
@@ -421,16 +422,10 @@ def arch_to_topology(data: dict, path: str) -> Topology:
 
 def load_arch(path: str | os.PathLike) -> Topology:
     """An arch YAML file, schema-checked (errors name the key path and the file) and validated."""
-    import yaml
-
     p = Path(path)
     if not p.is_file():
         raise NumasweepError(f"{p}: no such arch file; see config/arch/ for examples")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise NumasweepError(f"{p}: not valid YAML ({first})") from None
+    data = load_yaml(p, "arch file")
     _schema_check(data, str(p))
     return arch_to_topology(data, str(p))
 

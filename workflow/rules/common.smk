@@ -162,6 +162,13 @@ def job_results():
     ]
 
 
+def results_folder(wildcards, input):
+    """A params function: the results folder is the one holding the topology.json the rule
+    reads (derived from the input, so the rule names files only through input and output).
+    """
+    return os.path.dirname(input.topology)
+
+
 def bench_tables():
     return [f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES]
 

@@ -25,8 +25,12 @@ rule fleet:
     conda:
         CONDA_ENV
     params:
+        results=results_folder,
+        # report/<system>/figures: the parent of the figure's own folder.
+        figures=lambda wildcards, output: os.path.dirname(
+            os.path.dirname(output.figure)
+        ),
         tolerance=CONFIG["fleet"]["tolerance"],
     shell:
-        'results={input.topology:q}; figure={output.figure:q}; python -m numasweep fleet --results "${{results%/*}}"'
-        ' --figures "${{figure%/fleet/*}}" --tolerance {params.tolerance} -o {output.md:q}'
-        " --json {output.json:q} > {log:q} 2>&1"
+        "python -m numasweep fleet --results {params.results:q} --figures {params.figures:q}"
+        " --tolerance {params.tolerance} -o {output.md:q} --json {output.json:q} > {log:q} 2>&1"

@@ -37,11 +37,10 @@ rule analyse:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
         CONDA_ENV
+    params:
+        results=results_folder,
     shell:
-        # The results folder is the one holding topology.json; the shell derives it so that
-        # the rule names files only through input and output.
-        'results={input.topology:q}; python -m numasweep analyse --results "${{results%/*}}"'
-        " -o {output:q} > {log:q} 2>&1"
+        "python -m numasweep analyse --results {params.results:q} -o {output:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -65,9 +64,12 @@ rule figures:
         f"logs/{SYSTEM}/report/figures.log",
     conda:
         CONDA_ENV
+    params:
+        results=results_folder,
+        # The parent of the per-benchmark folders the rule outputs.
+        figures=lambda wildcards, output: os.path.dirname(output.folders[0]),
     shell:
-        "results={input.topology:q}; folder={output.folders[0]:q}; python -m numasweep figures"
-        ' --results "${{results%/*}}" -o "${{folder%/*}}" > {log:q} 2>&1'
+        "python -m numasweep figures --results {params.results:q} -o {params.figures:q} > {log:q} 2>&1"
 
 
 rule report_md:
@@ -84,11 +86,13 @@ rule report_md:
     conda:
         CONDA_ENV
     params:
+        results=results_folder,
+        # The parent of the per-benchmark figure folders.
+        figures=lambda wildcards, input: os.path.dirname(input.figures[0]),
         sections=" ".join(f"--section {shlex.quote(s)}" for s in REPORT_SECTIONS),
     shell:
-        "results={input.topology:q}; folder={input.figures[0]:q}; python -m numasweep report"
-        ' --results "${{results%/*}}" --findings {input.findings:q} --figures "${{folder%/*}}"'
-        " {params.sections} -o {output:q} > {log:q} 2>&1"
+        "python -m numasweep report --results {params.results:q} --findings {input.findings:q}"
+        " --figures {params.figures:q} {params.sections} -o {output:q} > {log:q} 2>&1"
 
 
 rule report:

@@ -19,9 +19,10 @@ if not FROM_CACHE:
         conda:
             CONDA_ENV
         params:
+            results=results_folder,
             store=STORE,
         shell:
-            'results={input.topology:q}; python -m numasweep store record --results "${{results%/*}}"'
+            "python -m numasweep store record --results {params.results:q}"
             " --store {params.store:q} -o {output:q} > {log:q} 2>&1"
 
 
@@ -45,11 +46,12 @@ rule compare:
     conda:
         CONDA_ENV
     params:
+        results=results_folder,
         store=STORE,
         settings=json.dumps(
             {"references": CONFIG["references"], "compare": CONFIG["compare"]}
         ),
     shell:
-        'results={input.topology:q}; python -m numasweep compare --results "${{results%/*}}"'
+        "python -m numasweep compare --results {params.results:q}"
         " --store {params.store:q} --settings {params.settings:q} -o {output.md:q}"
         " --json {output.json:q} > {log:q} 2>&1"
