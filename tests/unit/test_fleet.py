@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep import fleet, grid, topology
+from numasweep import figures, fleet, grid, topology
 
 SIZES = [2**k for k in range(12, 26)]
 
@@ -45,7 +45,7 @@ def flagged(scores: list[fleet.NodeScore]) -> set[tuple[str, str]]:
 
 
 def test_a_slow_node_among_three_is_flagged_and_ranked_first(tmp_path: Path) -> None:
-    frames = fleet.figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.02, "node3": 1.5}))
+    frames = figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.02, "node3": 1.5}))
     scores = fleet.screen(frames)
     assert flagged(scores) == {("node3", "latency"), ("node3", "bandwidth")}
     assert fleet.ranking(scores)[0] == "node3"
@@ -54,12 +54,12 @@ def test_a_slow_node_among_three_is_flagged_and_ranked_first(tmp_path: Path) -> 
 
 
 def test_two_nodes_flag_only_the_slower_one(tmp_path: Path) -> None:
-    frames = fleet.figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.4}))
+    frames = figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.4}))
     assert flagged(fleet.screen(frames)) == {("node2", "latency"), ("node2", "bandwidth")}
 
 
 def test_nodes_alike_within_tolerance_pass(tmp_path: Path) -> None:
-    frames = fleet.figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.03, "node3": 0.98}))
+    frames = figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.03, "node3": 0.98}))
     assert flagged(fleet.screen(frames)) == set()
 
 

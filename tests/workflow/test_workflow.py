@@ -337,3 +337,33 @@ def test_kill_mid_job_leaves_no_partial_csv_and_resumes(repo: Path, tmp_path: Pa
     csvs = list(results.glob("*/latency/*.csv"))
     assert len(csvs) == 3 and all(c.with_suffix(".json").exists() for c in csvs)
     assert {c: (c.stat().st_mtime_ns, _sha(c)) for c in finished} == finished
+
+
+def _job_intervals(work: Path) -> list[tuple[str, float, float]]:
+    """(rule, start, end) of every job of the run, from snakemake's record of each output: the
+    start it noted when the job began, the output's modification time as its end."""
+    jobs: dict[tuple, list[float]] = {}
+    for path in (work / ".snakemake" / "metadata").rglob("*"):
+        if not path.is_file():
+            continue
+        record = json.loads(path.read_text())
+        if record.get("starttime") is None or record.get("endtime") is None:
+            continue
+        key = (record["rule"], record.get("job_hash"))
+        span = jobs.setdefault(key, [record["starttime"], record["endtime"]])
+        span[0], span[1] = min(span[0], record["starttime"]), max(span[1], record["endtime"])
+    return [(rule, start, end) for (rule, _), (start, end) in jobs.items()]
+
+
+def test_no_other_job_runs_beside_a_benchmark(swept: Path) -> None:
+    """Under the local profile every job takes the benchmark slot: no build, aggregate or report
+    job overlaps a benchmark job in time (nor two benchmarks each other)."""
+    jobs = _job_intervals(swept)
+    benches = [j for j in jobs if j[0] in ("latency", "bandwidth", "copy", "gpu_xfer")]
+    assert len(benches) == 4 and len(jobs) > len(benches), jobs
+    for bench in benches:
+        for other in jobs:
+            if other is bench:
+                continue
+            overlap = min(bench[2], other[2]) - max(bench[1], other[1])
+            assert overlap <= 0, f"{other[0]} ran {overlap:.2f} s beside the benchmark {bench[0]}: {jobs}"

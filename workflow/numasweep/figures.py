@@ -125,15 +125,22 @@ def with_memory_node(df: pd.DataFrame, fractions_col: str = "page_fractions") ->
     df = df.copy()
     fractions = df[fractions_col] if fractions_col in df else pd.Series([None] * len(df), index=df.index)
     asked = df["mem_nodes"] if "mem_nodes" in df else pd.Series([None] * len(df), index=df.index)
-    df["memory_node"] = pd.array(
-        [memory_node(f, m) for f, m in zip(fractions, asked)], dtype="Int64"
-    )
+    # Parsed once per distinct (placement, nodes asked): a large table repeats a few of them.
+    # (A NaN never equals itself, so its pairs miss the cache and are parsed each time.)
+    nodes: dict = {}
+    found = []
+    for pair in zip(fractions, asked):
+        node = nodes.get(pair, ...)
+        if node is ...:
+            node = nodes[pair] = memory_node(*pair)
+        found.append(node)
+    df["memory_node"] = pd.array(found, dtype="Int64")
     return df
 
 
 def as_label(values: pd.Series) -> pd.Series:
     """Text labels from a column pandas may have read as float: 0.0 -> "0", NaN -> ""."""
-    return values.map(series.label).astype(object)
+    return series.labels(values)
 
 
 def slug(value: object) -> str:

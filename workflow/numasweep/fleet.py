@@ -30,15 +30,19 @@ import os
 import subprocess
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
-from numasweep import figures, series, stats
-from numasweep.compare import METRICS
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text
-from numasweep.report import md_table
+
+# Snakefile reads this module for planning (nodes, spread, slurm_nodelist) while it builds the
+# DAG: numpy, pandas and matplotlib (figures, stats, compare, report) cost seconds to import
+# there, so the screening functions import them where they run.
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from numasweep import stats
 
 DEFAULT_TOLERANCE = 0.10
 DRAWS = 2000
@@ -105,6 +109,11 @@ def host_column(df: pd.DataFrame) -> str | None:
 
 def slowdowns(df: pd.DataFrame, bench: str, metric: str, higher_better: bool) -> pd.DataFrame:
     """Points x hosts: each host's log slowdown against the median of the other hosts."""
+    import numpy as np
+    import pandas as pd
+
+    from numasweep import series
+
     host = host_column(df)
     if host is None or metric not in df.columns:
         return pd.DataFrame()
@@ -127,6 +136,10 @@ def slowdowns(df: pd.DataFrame, bench: str, metric: str, higher_better: bool) ->
 
 
 def score(values: np.ndarray, tolerance: float) -> tuple[stats.Interval, bool]:
+    import numpy as np
+
+    from numasweep import stats
+
     values = values[np.isfinite(values)]
     est = float(np.median(values))
     if len(values) < 2:
@@ -140,6 +153,10 @@ def score(values: np.ndarray, tolerance: float) -> tuple[stats.Interval, bool]:
 
 
 def screen(frames: dict[str, pd.DataFrame], tolerance: float = DEFAULT_TOLERANCE) -> list[NodeScore]:
+    import numpy as np
+
+    from numasweep.compare import METRICS
+
     scores = []
     for bench, df in frames.items():
         for metric, higher_better in METRICS.get(bench, {}).items():
@@ -162,6 +179,11 @@ def ranking(scores: list[NodeScore]) -> list[str]:
 
 
 def plot(scores: list[NodeScore], tolerance: float, figdir: Path) -> list[Path]:
+    import numpy as np
+
+    from numasweep import figures
+    from numasweep.compare import METRICS
+
     columns = sorted({(s.bench, s.metric) for s in scores}, key=lambda bm: (list(METRICS).index(bm[0]), bm[1]))
     order = ranking(scores)
     fig, axes = figures.new_figure(ncols=len(columns), width=max(6.0, 4.5 * len(columns)))
@@ -185,6 +207,9 @@ def plot(scores: list[NodeScore], tolerance: float, figdir: Path) -> list[Path]:
 
 
 def markdown(scores: list[NodeScore], tolerance: float, figure: str | None) -> str:
+    from numasweep.compare import METRICS
+    from numasweep.report import md_table
+
     order = ranking(scores)
     columns = sorted({(s.bench, s.metric) for s in scores}, key=lambda bm: (list(METRICS).index(bm[0]), bm[1]))
     cell = {(s.host, s.bench, s.metric): s for s in scores}
@@ -220,6 +245,8 @@ def markdown(scores: list[NodeScore], tolerance: float, figure: str | None) -> s
 
 
 def main(argv: list[str]) -> int:
+    from numasweep import figures
+
     ap = argparse.ArgumentParser(prog="python -m numasweep fleet", description=__doc__.splitlines()[0])
     ap.add_argument("--results", required=True, type=Path, help="results/<system> of a fleet campaign")
     ap.add_argument("-o", "--output", required=True, type=Path, help="the Markdown section to write")

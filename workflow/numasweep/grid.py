@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import itertools
 import sys
 from dataclasses import dataclass, field
@@ -139,13 +140,20 @@ def _expected(schema: dict) -> str:
 
 
 def load_schema() -> dict:
+    return copy.deepcopy(_schema())
+
+
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict:
+    # Read once per process: Snakefile validates the config and then expands it, and YAML
+    # parsing of the schema is a noticeable part of a dry run's start-up.
     return yaml.safe_load(SCHEMA_PATH.read_text())
 
 
 def validate_config(config: dict, source: str = "config") -> dict:
     """The config with defaults filled in, or a NumasweepError naming the key path."""
     config = copy.deepcopy(dict(config))
-    validator = _Validator(load_schema())
+    validator = _Validator(_schema())  # the validator only reads the schema
     errors = sorted(
         validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path)))
     )
@@ -220,6 +228,8 @@ def _latency(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
         for m, spec in enumerate(sw["memory"]):
             _check_memory(topo, spec, f"{where}.memory[{m}]")
         sizes = _sizes(sw["sizes"], f"{where}.sizes")
+        # Modes, page sizes and repetitions share a placement: plan each one once.
+        placements: dict[tuple, tuple] = {}
         for strategy, domains, rpd, memory, mode, pages, rep in itertools.product(
             sw["strategy"],
             sw["domains"],
@@ -229,10 +239,13 @@ def _latency(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
             sw["pages"],
             range(sw["repetitions"]),
         ):
-            try:
-                ranks = placement.plan(topo, strategy, list(domains), rpd, memory=memory)
-            except NumasweepError as exc:
-                raise NumasweepError(f"{where}: {exc}") from None
+            key = (strategy, tuple(domains), rpd, memory)
+            if key not in placements:
+                try:
+                    placements[key] = tuple(placement.plan(topo, strategy, list(domains), rpd, memory=memory))
+                except NumasweepError as exc:
+                    raise NumasweepError(f"{where}: {exc}") from None
+            ranks = placements[key]
             page_word = "" if pages == "4k" else f"-{pages}"
             job_id = (
                 f"{_prefix('lat', sw['label'])}-{strategy}-d{_nodes_word(domains)}-r{rpd}-"
@@ -257,7 +270,7 @@ def _latency(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
                 kernel_args=tuple(args + list(sw["extra_args"])),
                 tasks=len(ranks),
                 threads=1,
-                placements=tuple(ranks),
+                placements=ranks,
             )
 
 

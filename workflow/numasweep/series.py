@@ -97,8 +97,19 @@ def normalise(df: pd.DataFrame, bench: str) -> pd.DataFrame:
         if col in NUMERIC:
             df[col] = pd.to_numeric(df[col], errors="coerce").fillna(-1).astype("int64")
         else:
-            df[col] = df[col].map(label).astype(object)
+            df[col] = labels(df[col])
     return df
+
+
+def labels(values: pd.Series) -> pd.Series:
+    """`label` of every value, computed once per distinct value (a table of a million rows has a
+    few hundred distinct identities)."""
+    import numpy as np
+
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    # The sentinel -1 (NaN, None) picks the last entry: "".
+    names = np.array([label(u) for u in uniques] + [""], dtype=object)
+    return pd.Series(names[codes], index=values.index, dtype=object)
 
 
 def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = ()) -> pd.DataFrame:
