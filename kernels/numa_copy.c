@@ -17,6 +17,7 @@ typedef struct {
     int src, dst, cpu_node; /* -1: not given */
     int matrix;
     uint64_t bytes;
+    char size_note[160]; /* ns_size_unit_note of --size: "" unless a plain number looked like bytes */
     int ntimes;
     int threads;
     ns_common_options common;
@@ -81,7 +82,10 @@ static void parse(int argc, char **argv, options *o)
         case OPT_DST: o->dst = node_arg("--dst", optarg, o->common.check_args); break;
         case OPT_CPU_NODE: o->cpu_node = node_arg("--cpu-node", optarg, o->common.check_args); break;
         case OPT_MATRIX: o->matrix = 1; break;
-        case OPT_SIZE: o->bytes = ns_size_arg("--size", optarg); break;
+        case OPT_SIZE:
+            o->bytes = ns_size_arg("--size", optarg);
+            ns_size_unit_note(optarg, o->size_note, sizeof o->size_note);
+            break;
         case OPT_NTIMES: o->ntimes = (int)ns_int_arg("--ntimes", optarg, 2, 100000); break;
         case OPT_THREADS: o->threads = (int)ns_int_arg("--threads", optarg, 1, NS_MAX_CPUS); break;
         default: ns_die("unhandled option; see --help");
@@ -130,16 +134,35 @@ static void run_team_on(int node)
         ns_die("cannot run threads on node %d: %s", node, strerror(errno));
 }
 
-static void measure_cell(const options *o, int src, int dst, int cpu_node, cell_result *r)
+/* The free-memory check of one buffer set, naming --size's unit when a plain number looked
+ * like bytes (--size=67108864 is 64 TiB, not 64 MiB). */
+static void check_size_fits(const options *o, const ns_policy *policy, uint64_t bytes)
+{
+    char what[64], want[32], msg[1024];
+    ns_format_size(bytes, want, sizeof want);
+    snprintf(what, sizeof what, "--size: %s", want);
+    if (ns_free_memory_problem(policy, o->common.pages, bytes, what, msg, sizeof msg))
+        ns_die("%s%s", msg, o->size_note);
+}
+
+/* Source and destination buffers of one cell fit their nodes' free memory. */
+static void check_cell_fits(const options *o, int src, int dst)
 {
     ns_policy bind_src = {.kind = NS_POLICY_BIND, .nnodes = 1, .nodes = {src}};
     ns_policy bind_dst = {.kind = NS_POLICY_BIND, .nnodes = 1, .nodes = {dst}};
     if (src == dst) {
-        ns_check_free_memory(&bind_src, o->common.pages, 2 * o->bytes);
+        check_size_fits(o, &bind_src, 2 * o->bytes);
     } else {
-        ns_check_free_memory(&bind_src, o->common.pages, o->bytes);
-        ns_check_free_memory(&bind_dst, o->common.pages, o->bytes);
+        check_size_fits(o, &bind_src, o->bytes);
+        check_size_fits(o, &bind_dst, o->bytes);
     }
+}
+
+static void measure_cell(const options *o, int src, int dst, int cpu_node, cell_result *r)
+{
+    check_cell_fits(o, src, dst);
+    ns_policy bind_src = {.kind = NS_POLICY_BIND, .nnodes = 1, .nodes = {src}};
+    ns_policy bind_dst = {.kind = NS_POLICY_BIND, .nnodes = 1, .nodes = {dst}};
     run_team_on(cpu_node);
     r->cpu_node = cpu_node;
     ns_buffer sbuf, dbuf;
@@ -208,6 +231,9 @@ int main(int argc, char **argv)
             if (ns_node_free_bytes(online[i]) > 0) /* nodes with memory */
                 nodes[nnodes++] = online[i];
     }
+    /* A size too big for a node is refused before the first line of output. */
+    for (int cell = 0; cell < (o.matrix ? nnodes * nnodes : 1); cell++)
+        check_cell_fits(&o, o.matrix ? nodes[cell / nnodes] : o.src, o.matrix ? nodes[cell % nnodes] : o.dst);
     char host[64];
     ns_hostname(host, sizeof host);
     int threads = 0;

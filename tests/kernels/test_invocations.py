@@ -49,6 +49,8 @@ BAD = [
     (B, ["--array-size=67108864"], {},
      "(a plain number is MiB: 67108864 is read as 65536G; for 67108864 bytes write 64M)"),
     (L, ["--size=16K,1073741824"], {}, "(a plain number is MiB: 1073741824 is read as 1048576G; for 1073741824 bytes write 1G)"),
+    (C, ["--src=0", "--dst=0", "--size=67108864"], {},
+     "(a plain number is MiB: 67108864 is read as 65536G; for 67108864 bytes write 64M)"),
     (L, ["--spread=-1"], {}, "--spread: -1 is out of range"),
     (L, ["--max-time=never"], {}, "--max-time: 'never' is not a number"),
 ]
