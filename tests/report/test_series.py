@@ -25,6 +25,16 @@ def titles_unique(findings: dict) -> None:
     assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
 
 
+def render_bandwidth(tmp_path: Path, frames: list[pd.DataFrame]) -> tuple[str, dict, list[Path]]:
+    """Render a results folder whose bandwidth.csv holds `frames`; every finding title unique."""
+    folder = tmp_path / "results" / "twin"
+    write_results(folder, benches=())
+    pd.concat(frames).to_csv(folder / "bandwidth.csv", index=False)
+    out = render(folder, tmp_path / "out")
+    titles_unique(out[1])
+    return out
+
+
 def latency_tables(text: str) -> list[list[list[str]]]:
     """Each 'Latency (ns per load)' raw table of the report, as rows of cells."""
     tables = []
@@ -99,11 +109,7 @@ def test_bandwidth_array_sizes_stay_apart(tmp_path):
     big = bandwidth_frame()
     big["array_bytes"] = 256 * MiB
     big["best_mb_s"] *= 0.5
-    folder = tmp_path / "results" / "twin"
-    write_results(folder, benches=())
-    pd.concat([small, big]).to_csv(folder / "bandwidth.csv", index=False)
-    text, findings, paths = render(folder, tmp_path / "out")
-    titles_unique(findings)
+    text, findings, paths = render_bandwidth(tmp_path, [small, big])
     table = figures.bandwidth_table(pd.concat([small, big]))
     assert len(table) == len(small) + len(big)
     peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
@@ -136,3 +142,17 @@ def test_point_table_pools_repetitions_only():
     assert len(table) == 2 * len(df)
     assert "repetition" not in series.SERIES["latency"]
     assert series.REPETITION not in series.point_columns(table, "latency")
+
+
+def test_bandwidth_store_variants_stay_apart_and_are_named(tmp_path):
+    """Regular and non-temporal stores of one kernel are two series: two figures, two findings,
+    both named in the report."""
+    regular = bandwidth_frame().assign(stores="regular")
+    nt = bandwidth_frame().assign(stores="nt")
+    nt["best_mb_s"] *= 1.4
+    text, findings, paths = render_bandwidth(tmp_path, [regular, nt])
+    assert len(figures.bandwidth_table(pd.concat([regular, nt]))) == len(regular) + len(nt)
+    peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
+    assert peaks == sorted(p * s for p in (8000.0 * 3, 10000.0 * 3) for s in (1.0, 1.4))
+    assert len([p for p in paths if p.name.startswith("bandwidth_vs_threads") and p.suffix == ".png"]) == 2
+    assert re.search(r"\bnt\b", text) and "regular" in text

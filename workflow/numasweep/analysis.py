@@ -703,10 +703,11 @@ def _series_name(r: Any) -> str:
     extra = []
     if str(r.get("array_bytes", "")).strip():
         extra.append(f"{_sz(float(r['array_bytes']))} arrays")
-    for col, word in (("pattern", "pattern"), ("stride", "stride"), ("page_size", "pages"), ("weights", "weights"),
-                      ("memory", "memory"), ("label", "sweep")):
+    for col, word in (("stores", "stores"), ("pattern", "pattern"), ("stride", "stride"), ("page_size", "pages"),
+                      ("weights", "weights"), ("memory", "memory"), ("label", "sweep")):
         value = str(r.get(col, "")).strip()
-        if value and not (col == "pattern" and value == "sequential") and not (col == "stride" and value in ("0", "1")):
+        if value and (col, value) not in (("stores", "regular"), ("pattern", "sequential")) \
+                and not (col == "stride" and value in ("0", "1")):
             extra.append(f"{word} {value}")
     return text + (f" ({', '.join(extra)})" if extra else "")
 

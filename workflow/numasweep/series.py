@@ -29,7 +29,7 @@ _COMMON = ("system", "host", "label", "memory", "pages")
 SERIES: dict[str, tuple[str, ...]] = {
     "latency": _COMMON + ("strategy", "domains", "ranks_per_domain", "ranks", "mode", "policy",
                           "mem_nodes", "weights", "page_size", "rank", "cpu", "cpu_node", "l3_group"),
-    "bandwidth": _COMMON + ("kernel", "pattern", "stride", "page_size", "policy", "cpu_node", "cpu_nodes",
+    "bandwidth": _COMMON + ("kernel", "stores", "pattern", "stride", "page_size", "policy", "cpu_node", "cpu_nodes",
                             "mem_nodes", "weights", "array_bytes", "cpus"),
     "copy": _COMMON + ("cpu_node", "src_node", "dst_node", "threads", "bytes"),
     "gpu_xfer": _COMMON + ("ngpus", "gpu", "gpu_node", "pinned", "policy", "numa_nodes", "numa_weight"),
