@@ -46,13 +46,18 @@ def test_exact_cache_sizes_and_a_rise_one_step_late_are_still_attributed():
         assert all(r["found"] for r in kt.planted_transitions(p, lv)), family.name
 
 
-def test_intervals_cover_the_planted_values_at_about_their_rate(planted):
-    results = [r for p, lv, cs, _ in planted for r in kt.coverage(p, lv, cs)]
+def assert_coverage(results: list[tuple[str, bool]]) -> None:
+    """95 % intervals cover at about their rate: per kind and all together."""
     for kind in {k for k, _ in results}:
         hits = [h for k, h in results if k == kind]
         assert len(hits) >= 20 and 0.85 <= np.mean(hits) <= 1.0, kind
     hits = [h for _, h in results]
     assert len(hits) > 200 and 0.90 <= np.mean(hits) <= 0.995
+
+
+def test_intervals_cover_the_planted_values_at_about_their_rate(planted):
+    results = [r for p, lv, cs, _ in planted for r in kt.coverage(p, lv, cs)]
+    assert_coverage(results)
 
 
 def test_planted_ccd_contention_is_found_with_an_interval_covering_it(planted):
@@ -101,11 +106,7 @@ def test_analyse_finds_and_attributes_every_planted_transition(written):
 
 def test_analyse_intervals_cover_the_planted_values_at_about_their_rate(written):
     results = [r for p, found in written for r in kt.entry_coverage(p, found)]
-    for kind in {k for k, _ in results}:
-        hits = [h for k, h in results if k == kind]
-        assert len(hits) >= 20 and 0.85 <= np.mean(hits) <= 1.0, kind
-    hits = [h for _, h in results]
-    assert len(hits) > 200 and 0.90 <= np.mean(hits) <= 0.995
+    assert_coverage(results)
 
 
 def test_analyse_reports_planted_ccd_contention_with_its_interval(written):

@@ -404,6 +404,8 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "anomalies": sum(1 for f in found if f.get("id") == "anomaly"),
         "cross_figures": [],
         "data_quality": quality.notes(frames),
+        "run_quality": [{**q, "table": md_table(q["header"], q["rows"], right=q["numeric"])}
+                        for q in quality.series_quality(frames)],
         "sections": [],
     }
 
