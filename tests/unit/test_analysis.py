@@ -288,6 +288,7 @@ def test_lumi_g_remote_node3_memory(repo: Path) -> None:
     n = f["numbers"]
     assert (n["mem_node"], n["fastest_cpu_node"], n["slowest_cpu_node"]) == (3, 3, 0)
     assert 1.1 < n["ratio_slowest_fastest"] < 1.25
+    assert 1.05 < n["geomean_ratio_low"] <= n["geomean_ratio"] <= n["geomean_ratio_high"] < 1.3
     assert f"{n['ratio_slowest_fastest']:.2f}x" in f["summary"]
 
 

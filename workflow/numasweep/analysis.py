@@ -204,6 +204,18 @@ def _in(name: str) -> str:
     return f" ({name})" if name else ""
 
 
+def _two_sample_ratio(a: pd.Series, b: pd.Series) -> Interval:
+    """Ratio of the geometric means of two groups of ranks, with a Welch t interval on the log
+    difference (each rank one replicate); no interval with fewer than two ranks a side."""
+    la, lb = np.log(a.to_numpy(float)), np.log(b.to_numpy(float))
+    d = float(la.mean() - lb.mean())
+    if len(la) < 2 or len(lb) < 2:
+        return Interval.unknown(math.exp(d), "one rank a side: no interval")
+    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
+    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1)) if va + vb > 0 else math.inf
+    return stats.t_interval(d, math.sqrt(va + vb), dof, method="Welch t interval over ranks on the log ratio")
+
+
 def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
     """Latency to one node's memory from each node's CPUs, normalised, next to the distances.
 
@@ -222,6 +234,9 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
             continue
         size = max(sizes)
         h = g[g["size_bytes"] == size]
+        by_node = h.groupby("cpu_node")["latency_ns"]
+        spread = _two_sample_ratio(by_node.get_group(by_node.median().idxmax()),
+                                   by_node.get_group(by_node.median().idxmin()))
         per_node = h.groupby("cpu_node")["latency_ns"].agg(["median", "min", "max", "count"])
         fast, slow = int(per_node["median"].idxmin()), int(per_node["median"].idxmax())
         best = per_node["median"].min()
@@ -251,11 +266,13 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
             id="latency_locality", bench="latency", title=f"Latency to node {mem_node}'s memory by CPU node",
             summary=(f"With memory on node {mem_node} ({_sz(size)}, {mode} mode), latency is lowest from node "
                      f"{fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
-                     f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x)"
+                     f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
+                     f"geometric means {spread.text()}x)"
                      + (f"; {others}" if others else "") + f"; {dist_text}."),
             numbers={"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size,
                      "fastest_cpu_node": fast, "slowest_cpu_node": slow, "fastest_ns": best,
                      "slowest_ns": per_node.loc[slow, "median"], "ratio_slowest_fastest": ratios[slow],
+                     **_iv("geomean_ratio", spread),
                      "ratio_to_fastest": ratios, "latency_ns": per_node["median"].to_dict(),
                      "distances": dist, "distance_order_agrees": agrees,
                      "same_distance_spread": {d: {"nodes": sorted(tied[d]), "ratio": r}

@@ -44,7 +44,8 @@ GPU_DIRECTIONS = (
 # One sentence per figure kind, shown under each figure in the Markdown report.
 CAPTIONS = {
     "latency_vs_size": "Load-to-use latency of a random pointer chase against buffer size, "
-    "one line per rank coloured by L3 group, with the cache sizes marked.",
+    "one line per rank coloured by L3 group, with the cache sizes marked; the band around a line "
+    "spans its runs' fastest to slowest sample where the kernel recorded them.",
     "concurrent_vs_serial": "Latency measured with all ranks running at once divided by the latency "
     "of the same rank running alone, against buffer size.",
     "latency_matrix": "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
