@@ -1,6 +1,7 @@
-"""levels and contrasts against datasets with planted truth (tests/analysis/truth.py): every
-planted cache and TLB transition found and attributed, noise-only datasets quiet, intervals
-covering the planted values at about their stated rate."""
+"""levels and contrasts, and the findings analysis.analyse writes from them, against datasets
+with planted truth (tests/analysis/truth.py): every planted cache and TLB transition found and
+attributed, noise-only datasets quiet, intervals covering the planted values at about their
+stated rate."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from numasweep import contrasts, levels
+from numasweep import analysis, contrasts, levels
 
 import known_truth as kt
 import truth
@@ -45,13 +46,18 @@ def test_exact_cache_sizes_and_a_rise_one_step_late_are_still_attributed():
         assert all(r["found"] for r in kt.planted_transitions(p, lv)), family.name
 
 
-def test_intervals_cover_the_planted_values_at_about_their_rate(planted):
-    results = [r for p, lv, cs, _ in planted for r in kt.coverage(p, lv, cs)]
+def assert_coverage(results: list[tuple[str, bool]]) -> None:
+    """95 % intervals cover at about their rate: per kind and all together."""
     for kind in {k for k, _ in results}:
         hits = [h for k, h in results if k == kind]
         assert len(hits) >= 20 and 0.85 <= np.mean(hits) <= 1.0, kind
     hits = [h for _, h in results]
     assert len(hits) > 200 and 0.90 <= np.mean(hits) <= 0.995
+
+
+def test_intervals_cover_the_planted_values_at_about_their_rate(planted):
+    results = [r for p, lv, cs, _ in planted for r in kt.coverage(p, lv, cs)]
+    assert_coverage(results)
 
 
 def test_planted_ccd_contention_is_found_with_an_interval_covering_it(planted):
@@ -68,12 +74,62 @@ def test_planted_ccd_contention_is_found_with_an_interval_covering_it(planted):
 
 
 def test_noise_only_datasets_give_no_finding_in_at_least_95_percent():
+    """Through analysis.analyse: no claim of any latency finding (transition, TLB, gate, mode or
+    L3-group difference, inversion, outlier) on at least 95 % of noise-only datasets."""
     rng = np.random.default_rng(7)
     quiet = 0
     for _ in range(NOISE_ONLY):
         p = truth.plant(rng, flat=True, max_bytes=1 << 18)
-        quiet += kt.findings(*kt.analyse(p)) == 0
+        quiet += kt.entry_claims(kt.entry(p)) == 0
     assert quiet >= 0.95 * NOISE_ONLY
+
+
+@pytest.fixture(scope="module")
+def written(planted):
+    """The findings analysis.analyse writes for each planted dataset's results folder."""
+    return [(p, kt.entry(p)) for p, *_ in planted]
+
+
+def test_analyse_finds_and_attributes_every_planted_transition(written):
+    for p, found in written:
+        results = kt.entry_transitions(p, found)
+        assert {r["what"] for r in results} >= {"L2", "L3", "TLB"}, p.family.name
+        missed = [(r["what"], r["series"]) for r in results if not r["found"]]
+        assert not missed, (p.family.name, missed)
+        steps = [f["numbers"] for f in found if f["id"] == "cache_threshold"]
+        for n in steps:
+            assert n["step_ratio_low"] <= n["step_ratio"] <= n["step_ratio_high"]
+            assert n["location_bytes_low"] <= n["location_bytes"] <= n["location_bytes_high"]
+        per_curve = [(n["mode"], n["page_size"], n["cache_bytes"]) for n in steps if n["cache_bytes"]]
+        assert len(per_curve) == len(set(per_curve))                    # one capacity, one transition
+
+
+def test_analyse_intervals_cover_the_planted_values_at_about_their_rate(written):
+    results = [r for p, found in written for r in kt.entry_coverage(p, found)]
+    assert_coverage(results)
+
+
+def test_analyse_reports_planted_ccd_contention_with_its_interval(written):
+    for p, found in written:
+        conc = [f["numbers"] for f in found if f["id"] == "domain_asymmetry" and f["numbers"]["mode"] == "concurrent"]
+        if p.contention == 0:
+            assert not any(n["claim"] for n in conc)
+            continue
+        assert conc
+        for n in conc:
+            a = p.curves[("concurrent", n["page_size"], 0)]
+            b = p.curves[("concurrent", n["page_size"], 1)]
+            assert n["claim"] and 1 < n["plateau_ratio_low"] < np.max(a / b)
+
+
+def test_analyse_refuses_a_prefetch_dominated_curve(tmp_path):
+    topo, table = truth.prefetch_curve(np.random.default_rng(3), truth.FAMILIES[1])
+    table.to_csv(tmp_path / "latency.csv", index=False)
+    (tmp_path / "topology.json").write_text(topo.to_json())
+    found = analysis.analyse(tmp_path)["findings"]
+    (gate,) = [f for f in found if f["id"] == "not_latency"]
+    assert gate["numbers"]["claim"] and "prefetch" in gate["summary"]
+    assert [f["id"] for f in found if f["bench"] == "latency"] == ["not_latency"]
 
 
 def test_prefetch_dominated_curve_is_not_analysed_as_latency():

@@ -111,3 +111,23 @@ def test_bandwidth_without_kernel_name_still_plots(tmp_path: Path) -> None:
     paths = figures.plot_bandwidth_vs_threads(df, None, tmp_path)
     assert [p.name for p in paths] == ["bandwidth_vs_threads--kernel-not-recorded.png",
                                        "bandwidth_vs_threads--kernel-not-recorded.svg"]
+
+
+def test_latency_curves_carry_a_band_from_the_sample_range() -> None:
+    import matplotlib.pyplot as plt
+
+    df = latency_frame()
+    df["latency_ns_min"] = df["latency_ns_median"] * 0.9
+    df["latency_ns_max"] = df["latency_ns_median"] * 1.2
+    table = figures.with_spread(figures.latency_table(df), df)
+    assert (table["latency_ns_max"] / table["latency_ns_median"]).round(6).eq(1.2).all()
+    (_, part), *_ = figures.latency_configs(table)
+    fig, ax = plt.subplots()
+    figures.plot_rank_curves(ax, part, "latency_ns_median", None)
+    assert len(ax.collections) == part["rank"].nunique()           # one band per rank's line
+    fig2, ax2 = plt.subplots()
+    figures.plot_rank_curves(ax2, figures.latency_table(df.drop(columns=list(figures.SPREAD))), "latency_ns_median",
+                             None)
+    assert not ax2.collections
+    plt.close(fig)
+    plt.close(fig2)

@@ -66,8 +66,8 @@ def test_full_report_has_every_section(full_report) -> None:
     for heading in ("## Test configuration", "### Commands run", "### System", "### CPU lists per node",
                     "### Cache hierarchy", "### Node distances", "## Memory latency",
                     "## Memory bandwidth (STREAM)", "## Node-to-node copy", "## Host-device transfers",
-                    "### Analysis: concurrent mode", "### Analysis: serial mode",
-                    "## Comparative analysis", "## Placement verification", "## Conclusion"):
+                    "### Caches and TLB", "## Summary",
+                    "## Comparative analysis", "## Placement verification"):
         assert heading in text, heading
     # the memory-only node is marked in the configuration
     assert "| 2 | none (memory only) |" in text and "memory only, no CPUs: node 2" in text
@@ -110,7 +110,7 @@ def test_raw_latency_table_matches_the_csv(full_report) -> None:
 
 def test_placement_pages_per_node_for_every_rank(full_report) -> None:
     _, text, _, _ = full_report
-    section = text.split("## Placement verification")[1].split("## Conclusion")[0]
+    section = text.split("## Placement verification")[1].split("\n## ")[0]
     assert "**concurrent, 256MiB per rank**" in section and "**serial, 256MiB per rank**" in section
     # rank 2 runs on CPU 5 (node 1): all 256 MiB on node 1, none on nodes 0 and 2
     assert "| 2 | 5 | 1 | bind 1 | 0.00 | 256.00 | 0.00 |" in section
@@ -125,8 +125,8 @@ def test_absent_data_leaves_sections_out(tmp_path: Path) -> None:
     text = out.read_text()
     assert "## Memory latency" in text and "### Raw results" in text
     for absent in ("## Memory bandwidth", "## Node-to-node copy", "## Host-device transfers",
-                   "### Commands run", "### Figures", "### Analysis", "## Comparative analysis",
-                   "## Placement verification", "## Conclusion", "concurrent"):
+                   "### Commands run", "### Figures", "### Caches and TLB", "## Comparative analysis",
+                   "## Placement verification", "## Summary", "concurrent"):
         assert absent not in text, absent
     assert "\n\n\n" not in text
 
@@ -194,9 +194,9 @@ def test_lumi_g_example_report_carries_its_findings(repo: Path, tmp_path: Path) 
     matched = [f for f in findings["findings"] if f["id"] == "cache_threshold"
                and (f["numbers"].get("cache_bytes") in (32 * MiB, 64 * MiB))]
     assert matched, "no cache step matched to the 32 MiB or 64 MiB L3"
-    conclusion = text.split("## Conclusion")[1]
+    summary = text.split("## Summary")[1].split("\n## ")[0]
     for f in matched:
-        assert f["summary"] in conclusion
+        assert f["summary"] in summary
 
 
 def test_cli_errors_are_one_line(full_results: Path, tmp_path: Path, capsys) -> None:

@@ -82,7 +82,7 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
     findings = json.loads((out / "findings.json").read_text())
     assert findings["findings"]
     text = (out / "experimentation.md").read_text()
-    assert "## Conclusion" in text
+    assert "## Summary" in text
     for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text):
         assert (out / link).is_file(), link
     assert sorted(p.name for p in (out / "figures" / "latency").glob("*.png")) == [

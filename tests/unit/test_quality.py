@@ -44,3 +44,31 @@ def test_a_clean_machine_or_a_cached_table_gives_no_note(tmp_path: Path) -> None
     table, _ = aggregate.aggregate([job(tmp_path, "a", "node1", CLEAN)], "latency")
     assert quality.notes({"latency": table}) == []
     assert quality.notes({"latency": table.drop(columns=[c for c in table if c.startswith("sys_")])}) == []
+
+
+def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_path: Path) -> None:
+    """spread_pct, sample_s, first_touch_s and cycle_build_s of numa_latency and stores and
+    first_touch_s of numa_bandwidth, per series, in the report's data-quality part."""
+    rows = []
+    for rank, spreads in ((0, (9.0, 1.0, 1.5)), (1, (0.5, 0.8, 3.5))):   # rank 1 spreads at 512 MiB
+        for size, spread in zip((1 << 20, 256 << 20, 512 << 20), spreads):
+            rows.append({"rank": rank, "ranks": 2, "mode": "concurrent", "cpu": rank, "cpu_node": 0, "l3_group": 0,
+                         "size_bytes": size, "latency_ns_median": 90.0, "spread_pct": spread, "sample_s": 0.05,
+                         "first_touch_s": 0.2, "cycle_build_s": 0.4 + rank})
+    pd.DataFrame(rows).to_csv(tmp_path / "latency.csv", index=False)
+    pd.DataFrame([{"kernel": "triad", "threads": t, "cpus": "0", "cpu_nodes": "0", "policy": "bind",
+                   "mem_nodes": "0", "best_mb_s": 1000.0 * t, "avg_mb_s": 900.0 * t, "validation": "pass",
+                   "stores": "nontemporal", "first_touch_s": 0.3} for t in (1, 2)]).to_csv(
+        tmp_path / "bandwidth.csv", index=False)
+    frames = {"latency": pd.read_csv(tmp_path / "latency.csv"), "bandwidth": pd.read_csv(tmp_path / "bandwidth.csv")}
+    lat, bw = quality.series_quality(frames)
+    assert [r[0] for r in lat["rows"]] == ["rank 0, cpu 0", "rank 1, cpu 1"]
+    assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-2] for r in lat["rows"]] == [0.4, 1.4]
+    (flag,) = lat["flagged"]                      # the 9 % at 1 MiB is below 256 MiB: not flagged
+    assert flag.startswith("rank 1, cpu 1: samples spread 3.5% at 512MiB")
+    assert [r[1:] for r in bw["rows"]] == [["nontemporal", 0.3]]
+    text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
+    part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
+    assert flag in part and "nontemporal" in part and "cycle build s" in part
+    assert quality.series_quality({"latency": frames["latency"].drop(columns=list(quality.RUN_COLUMNS["latency"]))}) \
+        == []

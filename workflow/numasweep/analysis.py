@@ -4,18 +4,13 @@ Each analysis is a pure function over tidy DataFrames (the aggregated `<bench>.c
 docs/INTERFACES.md) and the topology (a `Topology` or its dict), returning `list[Finding]`, and
 `[]` when the data it needs is absent. A finding's `summary` is written from its own `numbers`.
 
-Noise rule (used by every "beyond noise" decision):
-- when the rows carry the kernel's sample spread (`latency_ns_min`/`latency_ns_max`), the noise of
-  a point is half its min-max range relative to its median, and the dataset's noise is the
-  median of that over all points;
-- otherwise the noise is the spread across comparable ranks: ranks of the same mode, page size,
-  memory locality and L3 position in their node, measured at the same size; their relative
-  deviations from the group median, median-absolute-deviation scaled to a standard deviation;
-- with neither (a single curve without sample spread) it is DEFAULT_NOISE.
-A difference between two points counts when it exceeds max(MIN_EFFECT, NOISE_FACTOR x the
-noise of a ratio of two points); a latency step counts when it exceeds max(MIN_STEP, the same).
-MIN_EFFECT and MIN_STEP are floors of practical relevance, so that a very quiet dataset does not
-turn a 2 % wobble into a finding.
+Latency findings (`latency_findings`) come from the statistical model of docs/STATISTICS.md:
+`levels` finds each curve's transitions and their causes (a cache level one core can use, the TLB
+where 4 KiB and huge-page curves part, or nothing, said once), refuses curves that are not latency,
+and `contrasts` compares modes and L3 groups size by size; every ratio, onset and location carries
+its interval and method, decisions hold the false-finding rate over every point tested, and a
+floor of practical effect stays. A finding's `numbers["claim"]` says whether it claims an effect.
+Bandwidth, copy and GPU findings are plateaus and ratios of medians over repetitions.
 """
 
 from __future__ import annotations
@@ -31,15 +26,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numasweep import series
+from numasweep import contrasts, levels, series, stats
 from numasweep.errors import NumasweepError
+from numasweep.stats import Interval
+from numasweep.topology import Topology
 from numasweep.io import atomic_write_text, read_csv
 from numasweep.units import format_size, parse_page_fractions
 
-MIN_STEP = 0.20          # a latency step: at least 20 % more latency between consecutive sizes
-MIN_EFFECT = 0.10        # a difference between modes, L3 groups or page sizes: at least 10 %
-NOISE_FACTOR = 3.0       # ... and at least 3 standard deviations of the ratio
-DEFAULT_NOISE = 0.02     # relative noise assumed when the data cannot tell
+MIN_EFFECT = contrasts.MIN_EFFECT   # a difference between nodes' latencies: at least 10 %
 SATURATION = 0.95        # bandwidth saturates at the first thread count reaching 95 % of the peak
 PLACEMENT_OK = 0.99      # a rank whose pages are less than 99 % on the requested node(s) is flagged
 MAX_ANOMALIES = 10
@@ -191,185 +185,35 @@ def _configs(points: pd.DataFrame, without: tuple[str, ...] = ()) -> None:
             and c not in without]
     varying = [c for c in cols if points[c].astype(str).nunique() > 1]
     points["config"] = points[cols].astype(str).agg("|".join, axis=1) if cols else ""
-    names = {"ranks": lambda v: f"{v} rank" + ("s" if str(v) != "1" else ""),
-             "ranks_per_domain": lambda v: f"{v} per domain", "domains": lambda v: f"domains {v}"}
-    points["config_name"] = [", ".join(names.get(c, str)(r[c]) for c in varying if str(r[c]) != "")
+    points["config_name"] = [", ".join(_config_value(c, r[c]) for c in varying if str(r[c]) != "")
                              for _, r in points[varying].iterrows()] if varying else ""
+
+
+def _config_value(column: str, value: Any) -> str:
+    """A configuration column's value as a title says it: "2 ranks", "4 per domain"."""
+    if column == "ranks":
+        return f"{value} rank" + ("s" if str(value) != "1" else "")
+    if column == "ranks_per_domain":
+        return f"{value} per domain"
+    if column == "domains":
+        return f"domains {value}"
+    return str(value)
 
 
 def _in(name: str) -> str:
     return f" ({name})" if name else ""
 
 
-def relative_noise(points: pd.DataFrame) -> tuple[float, str]:
-    """The dataset's relative noise of one point and the rule that gave it (see module docstring)."""
-    if points.empty:
-        return DEFAULT_NOISE, "default"
-    spread = ((points["hi"] - points["lo"]) / 2 / points["latency_ns"]).dropna()
-    if len(spread) >= max(1, len(points) // 2):
-        return float(spread.median()), "sample spread"
-    devs: list[float] = []
-    for _, g in points.groupby(["comparable", "size_bytes"]):
-        if len(g) >= 2:
-            med = g["latency_ns"].median()
-            devs.extend((g["latency_ns"] / med - 1).abs().tolist())
-    if devs:
-        return float(1.4826 * np.median(devs)), "spread across comparable ranks"
-    return DEFAULT_NOISE, "default"
-
-
-def _threshold(noise: float, floor: float) -> float:
-    """Relative difference between two points that counts: the floor, or 3 sigma of a ratio."""
-    return max(floor, NOISE_FACTOR * math.sqrt(2) * noise)
-
-
-def _cache_candidates(topo: dict) -> list[tuple[str, int]]:
-    """(label, bytes) for each cache size a working set can outgrow: per instance, and L3 per node."""
-    out: list[tuple[str, int]] = []
-    siblings = [set(s) for s in topo.get("smt_siblings") or []]
-    for cache in topo.get("caches") or []:
-        if str(cache.get("type", "")).lower().startswith("instr"):
-            continue
-        inst = [set(i) for i in cache.get("instances") or []]
-        per_core = bool(inst) and all(any(i == s for s in siblings) or len(i) == 1 for i in inst)
-        level = cache["level"]
-        if per_core:
-            label = f"L{level}{'d' if level == 1 else ''} per core"
-        else:
-            label = f"L{level} per {'L3 group' if level == 3 else 'instance'}"
-        out.append((label, int(cache["size_bytes"])))
-        if level == 3 and inst:
-            per_node = set()
-            for node in topo.get("nodes", []):
-                cpus = set(node.get("cpus", []))
-                n = sum(1 for i in inst if i & cpus)
-                if n > 1:
-                    per_node.add(n)
-            for n in sorted(per_node):
-                out.append((f"L3 per node, {n} L3 groups", n * int(cache["size_bytes"])))
-    return out
-
-
-# ---------------------------------------------------------------- latency vs size
-
-def _step_table(points: pd.DataFrame) -> pd.DataFrame:
-    """Ratio of each curve's latency between consecutive tested sizes."""
-    rows = []
-    for curve, g in points.groupby("curve"):
-        g = g.sort_values("size_bytes")
-        sizes, lat = g["size_bytes"].to_numpy(), g["latency_ns"].to_numpy()
-        first = g.iloc[0]
-        for i in range(1, len(g)):
-            rows.append({"curve": curve, "mode": first["mode"], "page_size": first["page_size"],
-                         "rank": first["rank"], "cpu": first["cpu"], "from": sizes[i - 1], "to": sizes[i],
-                         "before": lat[i - 1], "after": lat[i], "ratio": lat[i] / lat[i - 1]})
-    return pd.DataFrame(rows)
-
-
-def cache_thresholds(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Latency steps between consecutive sizes, matched to the cache sizes of the topology.
-
-    A step from size A to size B (median ratio over the ranks of one mode and page size) counts
-    when it exceeds max(MIN_STEP, 3 sigma of a ratio). It is matched to a cache of size C with
-    A < C <= B: the working set outgrows C at the first tested size not below C. Caches outside
-    the tested range are reported once, as not measurable.
-    """
-    topo = _topology(topology)
-    points = _latency_points(latency, topo)
-    if points.empty or points["size_bytes"].nunique() < 2:
-        return []
-    noise, rule = relative_noise(points)
-    limit = _threshold(noise, MIN_STEP)
-    steps = _step_table(points)
-    caches = _cache_candidates(topo)
-    findings: list[Finding] = []
-    steps = steps.merge(points[["curve", "config", "config_name"]].drop_duplicates(), on="curve")
-    for (mode, page, _, name), g in steps.groupby(["mode", "page_size", "config", "config_name"]):
-        for (lo, hi), s in g.groupby(["from", "to"]):
-            ratio = float(s["ratio"].median())
-            if ratio - 1 < limit:
-                continue
-            match = [(label, size) for label, size in caches if lo < size <= hi]
-            label, cache = match[-1] if match else (None, None)
-            where = f"in {mode} mode" + (f" with {page} pages" if page else "")
-            before, after = float(s["before"].median()), float(s["after"].median())
-            cause = (f"matching the {label} ({_sz(cache)})" if label
-                     else "no cache size of the topology lies between these sizes")
-            findings.append(Finding(
-                id="cache_threshold", bench="latency",
-                title=f"Latency step at {_sz(hi)} ({mode})" + _in(name),
-                summary=(f"{where.capitalize()}, latency rises {ratio:.2f}x from {_sz(lo)} to {_sz(hi)} "
-                         f"({before:.1f} to {after:.1f} ns, median of {len(s)} rank curves); {cause}."),
-                numbers={"mode": mode, "page_size": page, "config": name, "from_size_bytes": lo, "size_bytes": hi,
-                         "step_ratio": ratio, "latency_before_ns": before, "latency_after_ns": after,
-                         "matched_cache": label, "cache_bytes": cache, "ranks": len(s),
-                         "threshold_ratio": 1 + limit, "noise": noise, "noise_rule": rule},
-                evidence=[{"rank": r["rank"], "cpu": r["cpu"], "size_bytes": hi, "latency_ns": r["after"],
-                           "step_ratio": r["ratio"]} for _, r in s.sort_values("rank").iterrows()],
-            ))
-    smallest, largest = points["size_bytes"].min(), points["size_bytes"].max()
-    outside = [(label, size) for label, size in caches if size < smallest or size >= largest]
-    if outside and findings:
-        names = ", ".join(f"{label} ({_sz(size)})" for label, size in outside)
-        findings.append(Finding(
-            id="cache_untested", bench="latency", title="Caches outside the tested sizes",
-            summary=f"The tested sizes {_sz(smallest)} to {_sz(largest)} cannot show {names}.",
-            numbers={"min_size_bytes": smallest, "max_size_bytes": largest,
-                     "caches": [{"cache": label, "cache_bytes": size} for label, size in outside]},
-        ))
-    return findings
-
-
-def tlb_cost(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Extra latency of 4 KiB pages over huge pages at the same size, rank and mode.
-
-    Where both page sizes were run, the difference is TLB cost (the cache misses are the same);
-    reported from the smallest size from which the 4 KiB run stays slower beyond the noise.
-    """
-    topo = _topology(topology)
-    points = _latency_points(latency, topo)
-    if points.empty or "4k" not in set(points["page_size"]):
-        return []
-    noise, _ = relative_noise(points)
-    limit = _threshold(noise, MIN_EFFECT)
-    _configs(points, without=("page_size", "pages"))
-    key = ["mode", "policy", "locality", "rank", "cpu", "size_bytes"]
-    findings = []
-    for (mode, _, name), m in points.groupby(["mode", "config", "config_name"]):
-        small = m[m["page_size"] == "4k"].groupby(key)["latency_ns"].median()
-        for page in sorted(set(m["page_size"]) - {"4k", ""}):
-            huge = m[m["page_size"] == page].groupby(key)["latency_ns"].median()
-            both = pd.concat([small.rename("small"), huge.rename("huge")], axis=1).dropna().reset_index()
-            if both.empty:
-                continue
-            both["ratio"] = both["small"] / both["huge"]
-            per_size = both.groupby("size_bytes")["ratio"].median().sort_index()
-            onset = _sustained_onset(per_size, limit)
-            peak_size = per_size.idxmax()
-            findings.append(Finding(
-                id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {page} pages ({mode})" + _in(name),
-                summary=(f"In {mode} mode, 4k pages are {_pct(per_size.max())} slower than {page} pages at "
-                         f"{_sz(peak_size)}" + (f", beyond the noise from {_sz(onset)} on." if onset is not None
-                                                else "; the difference does not persist beyond the noise.")),
-                numbers={"mode": mode, "config": name, "huge_page": page, "onset_size_bytes": onset,
-                         "max_ratio": float(per_size.max()), "max_size_bytes": peak_size,
-                         "threshold_ratio": 1 + limit},
-                evidence=[{"size_bytes": s, "ratio_4k_to_huge": r} for s, r in per_size.items()],
-            ))
-    return findings
-
-
-def _sustained_onset(per_size: pd.Series, limit: float) -> int | None:
-    """Smallest size from which every larger size differs by more than `limit`, in one direction."""
-    onset = None
-    sign = None
-    for size in sorted(per_size.index, reverse=True):
-        dev = per_size[size] - 1
-        s = 1 if dev > 0 else -1
-        if abs(dev) <= limit or (sign is not None and s != sign):
-            break
-        sign, onset = s, size
-    return onset
+def _two_sample_ratio(a: pd.Series, b: pd.Series) -> Interval:
+    """Ratio of the geometric means of two groups of ranks, with a Welch t interval on the log
+    difference (each rank one replicate); no interval with fewer than two ranks a side."""
+    la, lb = np.log(a.to_numpy(float)), np.log(b.to_numpy(float))
+    d = float(la.mean() - lb.mean())
+    if len(la) < 2 or len(lb) < 2:
+        return Interval.unknown(math.exp(d), "one rank a side: no interval")
+    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
+    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1)) if va + vb > 0 else math.inf
+    return stats.t_interval(d, math.sqrt(va + vb), dof, method="Welch t interval over ranks on the log ratio")
 
 
 def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
@@ -390,6 +234,9 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
             continue
         size = max(sizes)
         h = g[g["size_bytes"] == size]
+        by_node = h.groupby("cpu_node")["latency_ns"]
+        spread = _two_sample_ratio(by_node.get_group(by_node.median().idxmax()),
+                                   by_node.get_group(by_node.median().idxmin()))
         per_node = h.groupby("cpu_node")["latency_ns"].agg(["median", "min", "max", "count"])
         fast, slow = int(per_node["median"].idxmin()), int(per_node["median"].idxmax())
         best = per_node["median"].min()
@@ -419,11 +266,13 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
             id="latency_locality", bench="latency", title=f"Latency to node {mem_node}'s memory by CPU node",
             summary=(f"With memory on node {mem_node} ({_sz(size)}, {mode} mode), latency is lowest from node "
                      f"{fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
-                     f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x)"
+                     f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
+                     f"geometric means {spread.text()}x)"
                      + (f"; {others}" if others else "") + f"; {dist_text}."),
             numbers={"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size,
                      "fastest_cpu_node": fast, "slowest_cpu_node": slow, "fastest_ns": best,
                      "slowest_ns": per_node.loc[slow, "median"], "ratio_slowest_fastest": ratios[slow],
+                     **_iv("geomean_ratio", spread),
                      "ratio_to_fastest": ratios, "latency_ns": per_node["median"].to_dict(),
                      "distances": dist, "distance_order_agrees": agrees,
                      "same_distance_spread": {d: {"nodes": sorted(tied[d]), "ratio": r}
@@ -435,241 +284,342 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
     return findings
 
 
-# ---------------------------------------------------------------- modes and L3 groups
+# ---------------------------------------------------------------- latency: levels, TLB, contrasts
 
-def mode_divergence(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Smallest size from which concurrent and serial runs differ beyond the noise, per rank group.
+# Columns whose values are repetitions of one curve: job repetitions and the ranks of a run (ranks
+# that should measure alike; the series keys keep apart those that should not).
+REPLICATES = (series.REPETITION, "rank", "cpu", "cpu_node", "l3_group", "mem_nodes")
+RANK_UNITS = (series.REPETITION, "rank", "cpu", "cpu_node")      # one rank of one run, in both modes
+NODE_UNITS = ("cpu_node", series.REPETITION)                     # one node's L3 groups, in one run
 
-    Rank groups are the L3 position in the node (first L3 group of each node, second, ...). At
-    each size the concurrent/serial ratio of each rank is taken, then the median over the group;
-    the onset is the smallest size from which that median stays beyond the threshold.
-    """
-    topo = _topology(topology)
-    points = _latency_points(latency, topo)
-    if points.empty or not {"concurrent", "serial"} <= set(points["mode"]):
-        return []
-    noise, rule = relative_noise(points)
-    limit = _threshold(noise, MIN_EFFECT)
-    _configs(points, without=("mode",))
-    key = ["config", "config_name", "page_size", "locality", "l3_pos", "rank", "cpu", "size_bytes"]
-    conc = points[points["mode"] == "concurrent"].groupby(key)["latency_ns"].median().rename("concurrent")
-    ser = points[points["mode"] == "serial"].groupby(key)["latency_ns"].median().rename("serial")
-    both = pd.concat([conc, ser], axis=1).dropna().reset_index()
-    if both.empty:
-        return []
-    both["ratio"] = both["concurrent"] / both["serial"]
-    findings = []
-    onsets = []
-    for (_, name, page, loc, pos), g in both.groupby(["config", "config_name", "page_size", "locality", "l3_pos"]):
-        per_size = g.groupby("size_bytes")["ratio"].median().sort_index()
-        onset = _sustained_onset(per_size, limit)
-        cpus = sorted(g["cpu"].unique().tolist())
-        group = _position_label(pos) if topo.get("l3_groups") else "all ranks"
-        who = f"ranks on the {group} ({_cpus(cpus)})"
-        peak = per_size.sub(1).abs().idxmax()
-        if onset is not None:
-            tail = per_size[per_size.index >= onset]
-            onsets.append(onset)
-            text = (f"For {who}, concurrent and serial runs diverge from {_sz(onset)} on: concurrent is "
-                    f"{_pct(tail.median())} {'slower' if tail.median() > 1 else 'faster'} (median over those sizes, "
-                    f"up to {_pct(per_size[peak])} at {_sz(peak)}).")
-        else:
-            text = (f"For {who}, concurrent and serial runs show no divergence beyond the noise that lasts to the "
-                    f"largest size; "
-                    f"the largest difference is {_pct(per_size[peak])} at {_sz(peak)} "
-                    f"(threshold {limit * 100:.0f}%).")
+
+@dataclass
+class _Latency:
+    """A latency table prepared for levels and contrasts: identity columns normalised, with
+    `locality` ("local" or "<cpu node>-><memory nodes>") and `l3_position` (index of the rank's
+    L3 group among its node's), and the series keys of one curve."""
+    table: pd.DataFrame
+    topology: Topology | None
+    keys: list[str]
+    varying: list[str]
+
+
+def _topology_object(topo: dict) -> Topology | None:
+    """The topology as levels needs it, or None where the dict is not a whole topology.json."""
+    if not topo:
+        return None
+    try:
+        return Topology.from_dict(topo, "topology.json")
+    except NumasweepError:
+        return None
+
+
+def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
+    need = {"size_bytes", "latency_ns_median"}
+    if latency is None or latency.empty or not need <= set(latency.columns):
+        return None
+    stats.check_values(latency, "latency.csv")
+    df = series.normalise(latency, "latency")
+    for col in ("mode", "page_size", "mem_nodes"):
+        if col not in df:
+            df[col] = ""
+    for col in ("cpu_node", "l3_group"):
+        if col not in df:
+            df[col] = -1
+    mem = [",".join(map(str, _nodes(v))) for v in df["mem_nodes"]]
+    node = df["cpu_node"].astype(str)
+    df["locality"] = np.where((pd.Series(mem, index=df.index) == node) | (pd.Series(mem, index=df.index) == ""),
+                              "local", node + "->" + pd.Series(mem, index=df.index))
+    position = _l3_position(topo)
+    df["l3_position"] = [position.get(int(g), 0) for g in df["l3_group"]]
+    keys = [c for c in series.series_columns(df, "latency") if c not in series.WITHIN["latency"]]
+    keys = keys + ["host", "locality"] if "host" in df else keys + ["locality"]
+    varying = [c for c in keys if df[c].astype(str).nunique() > 1]
+    return _Latency(df, _topology_object(topo), keys, varying)
+
+
+def _iv(name: str, interval: Interval | None) -> dict:
+    """An interval as numbers: name, name_low, name_high, name_method."""
+    if interval is None:
+        return {name: None, f"{name}_low": None, f"{name}_high": None, f"{name}_method": None}
+    return {name: interval.estimate, f"{name}_low": interval.low, f"{name}_high": interval.high,
+            f"{name}_method": interval.method}
+
+
+def _size_iv(interval: Interval) -> str:
+    if not np.isfinite(interval.low):
+        return f"{levels.approx_size(interval.estimate)} (no interval)"
+    return (f"{levels.approx_size(interval.estimate)} ({interval.level * 100:.0f}% interval "
+            f"{levels.approx_size(interval.low)} to {levels.approx_size(interval.high)})")
+
+
+def _where(key: dict, varying: list[str], skip: tuple[str, ...] = ()) -> tuple[str, str, dict]:
+    """(sentence opening such as "in concurrent mode with 4k pages", or "" when nothing names the
+    series; title suffix; numbers) naming one series."""
+    mode, page = str(key.get("mode", "")), str(key.get("page_size", ""))
+    locality = str(key.get("locality", "local"))
+    parts = [f"in {mode} mode" if mode and "mode" not in skip else "",
+             f"with {page} pages" if page and "page_size" not in skip else "",
+             f"memory {locality}" if locality not in ("local", "") else ""]
+    others = [c for c in varying if c not in ("mode", "page_size", "locality") + skip and c in key]
+    name = ", ".join(_config_value(c, key[c]) for c in others if str(key[c]) != "")
+    text = " ".join(p for p in parts + [f"({name})" if name else ""] if p)
+    title = ", ".join(x for x in (mode if "mode" not in skip else "", page if "page_size" not in skip else "",
+                                  locality if locality not in ("local", "") else "", name) if x)
+    numbers = {"mode": mode, "page_size": page, "locality": locality, "config": name}
+    return text, f" ({title})" if title else "", numbers
+
+
+def _opening(text: str, rest: str) -> str:
+    """A sentence from an optional opening and the rest: "In serial mode, rest." or "Rest."."""
+    return f"{text[0].upper()}{text[1:]}, {rest}." if text else f"{rest[0].upper()}{rest[1:]}."
+
+
+UNIT_NAMES = {"cpu_node": "node", "l3_group": "L3 group", "mem_nodes": "memory on node", "cpu": "CPU",
+              "rank": "rank", series.REPETITION: "repetition"}
+
+
+def _unit(unit: dict) -> str:
+    """'rank 5, CPU 41, node 2' from a unit's key columns."""
+    return ", ".join(f"{UNIT_NAMES.get(k, k)} {v}" for k, v in unit.items() if str(v) not in ("", "-1"))
+
+
+def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
+    findings: list[Finding] = []
+    for curve in lv.curves:
+        text, title, base = _where(curve.series, study.varying)
+        if not curve.measured:
+            findings.append(Finding(
+                id="not_latency", bench="latency", title="Not a latency curve" + title,
+                summary=_opening(text, curve.gate_reason),
+                numbers={**base, "claim": True, "reason": curve.gate_reason},
+                evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)]))
+            continue
+        for t in curve.transitions:
+            findings.append(Finding(
+                id="cache_threshold", bench="latency",
+                title=(f"Latency step {_sz(t.from_size_bytes)} to {_sz(t.to_size_bytes)}: "
+                       f"{t.label or 'unexplained'}" + title),
+                summary=_opening(text, t.describe()),
+                numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
+                         "size_bytes": t.to_size_bytes, **_iv("step_ratio", t.ratio),
+                         **_iv("location_bytes", t.location_bytes), "latency_before_ns": t.latency_before_ns,
+                         "latency_after_ns": t.latency_after_ns, "matched_cache": t.label,
+                         "cache_bytes": t.capacity_bytes, "caveats": t.caveats, "p_value": t.p_value,
+                         "noise_rule": curve.noise_rule},
+                evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)
+                          if t.from_size_bytes <= s <= t.to_size_bytes]))
+        if curve.unseen:
+            names = ", ".join(f"{c.label} ({_sz(c.size_bytes)})" for c in curve.unseen)
+            findings.append(Finding(
+                id="cache_unseen", bench="latency", title="Cache levels without a visible transition" + title,
+                summary=_opening(text, f"the tested sizes span {names} but latency shows no transition beyond the "
+                                       f"noise for {'it' if len(curve.unseen) == 1 else 'them'}"),
+                numbers={**base, "claim": False, "caches": [{"cache": c.label, "cache_bytes": c.size_bytes}
+                                                            for c in curve.unseen]}))
+    seen = {t.capacity_bytes for curve in lv.curves for t in curve.transitions}
+    untested = {c.size_bytes: c for curve in lv.curves if curve.measured for c in curve.untested
+                if c.size_bytes not in seen}
+    tested = [s for curve in lv.curves for s in curve.sizes]
+    if untested and tested:
+        names = ", ".join(f"{c.label} ({_sz(c.size_bytes)})" for c in sorted(untested.values(),
+                                                                            key=lambda c: c.size_bytes))
         findings.append(Finding(
-            id="mode_divergence", bench="latency", title=f"Concurrent vs serial: {group}" + _in(name),
-            summary=text,
-            numbers={"page_size": page, "config": name, "locality": loc, "l3_position": pos, "cpus": cpus,
-                     "onset_size_bytes": onset,
-                     "median_ratio_from_onset": float(per_size[per_size.index >= onset].median())
-                     if onset is not None else None,
-                     "max_ratio": float(per_size[peak]), "max_size_bytes": peak,
-                     "threshold_ratio": 1 + limit, "noise": noise, "noise_rule": rule},
-            evidence=[{"rank": r["rank"], "cpu": r["cpu"], "size_bytes": r["size_bytes"],
-                       "latency_ns_concurrent": r["concurrent"], "latency_ns_serial": r["serial"],
-                       "ratio": r["ratio"]} for _, r in g.iterrows()
-                      if onset is not None and r["size_bytes"] >= onset],
-        ))
+            id="cache_untested", bench="latency", title="Caches outside the tested sizes",
+            summary=(f"The tested sizes {_sz(min(tested))} to {_sz(max(tested))} need two sizes either side of a "
+                     f"cache to show it, so they cannot show {names}."),
+            numbers={"claim": False, "min_size_bytes": min(tested), "max_size_bytes": max(tested),
+                     "caches": [{"cache": c.label, "cache_bytes": c.size_bytes} for c in untested.values()]}))
+    for t in lv.tlb:
+        text, title, base = _where(t.series, study.varying, skip=("page_size",))
+        peak = f"{t.max_ratio.text()}x at {_sz(t.max_size_bytes)}"
+        if t.onset_bytes is not None:
+            summary = _opening(text, f"4 KiB pages are slower than {t.huge_page} pages beyond the noise and the "
+                                     f"{levels.TLB_FLOOR * 100:.0f}% floor from {_sz(t.onset_bytes)} on (onset "
+                                     f"{_size_iv(t.onset)}; the cost is half its largest at "
+                                     f"{_size_iv(t.location_bytes)}); 4 KiB / {t.huge_page} latency peaks at {peak}: "
+                                     "the TLB reach, not a cache")
+        else:
+            summary = _opening(text, f"4 KiB and {t.huge_page} pages do not part beyond the noise and the "
+                                     f"{levels.TLB_FLOOR * 100:.0f}% floor at any size tested (largest ratio {peak})")
+        findings.append(Finding(
+            id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {t.huge_page} pages" + title, summary=summary,
+            numbers={**base, "page_size": "4k", "claim": t.onset_bytes is not None, "huge_page": t.huge_page,
+                     "onset_size_bytes": t.onset_bytes, **_iv("onset_bytes", t.onset),
+                     **_iv("location_bytes", t.location_bytes), **_iv("max_ratio", t.max_ratio),
+                     "max_size_bytes": t.max_size_bytes, "floor": levels.TLB_FLOOR},
+            evidence=t.per_size))
+    return findings
+
+
+def _per_size(c: contrasts.Contrast) -> list[dict]:
+    return [{"size_bytes": s.size_bytes, "ratio": s.ratio.estimate, "ratio_low": s.ratio.low,
+             "ratio_high": s.ratio.high, "units": s.units, "differs": s.differs} for s in c.per_size]
+
+
+def _contrast_numbers(c: contrasts.Contrast) -> dict:
+    peak = max(c.per_size, key=lambda s: abs(math.log(s.ratio.estimate)))
+    return {**_iv("max_ratio", peak.ratio), "max_size_bytes": peak.size_bytes,"claim": c.differs, "differs": c.differs, "equivalent": c.equivalent, "floor": c.floor,
+            "onset_size_bytes": c.onset_bytes, **_iv("onset_bytes", c.onset),
+            "plateau_from_size_bytes": c.plateau_from_bytes, "plateau_to_size_bytes": c.plateau_to_bytes,
+            **_iv("plateau_ratio", c.plateau_ratio), **_iv("overall_ratio", c.overall_ratio),
+            "units": len(c.ratios.replicates) if c.ratios is not None else 0, "noise_rule": c.noise_rule}
+
+
+def _slower(ratio: float, a: str, b: str) -> str:
+    return f"{a} are {_pct(ratio)} {'slower' if ratio > 1 else 'faster'} than {b}"
+
+
+def _contrast_text(c: contrasts.Contrast, a: str, b: str) -> str:
+    """What a contrast shows, with its numbers and intervals."""
+    floor = f"{c.floor * 100:.0f}%"
+    if c.differs and c.plateau_ratio is not None:
+        text = (f"{_slower(c.plateau_ratio.estimate, a, b)} from {_sz(c.plateau_from_bytes)} to "
+                f"{_sz(c.plateau_to_bytes)} (ratio {c.plateau_ratio.text()}, geometric mean over those sizes)")
+        if c.onset_bytes is not None:
+            text += f"; beyond the noise and the {floor} floor from {_sz(c.onset_bytes)} on (onset {_size_iv(c.onset)})"
+        else:
+            text += "; the difference does not last to the largest size"
+        return text
+    overall = c.overall_ratio.text() if c.overall_ratio is not None else "unknown"
+    if c.equivalent:
+        return f"{a} and {b} are alike: overall ratio {overall}, inside the {floor} margin (equivalent)"
+    return (f"no size differs beyond the noise and the {floor} floor, but the data cannot show them alike "
+            f"either (overall ratio {overall})")
+
+
+def _divergence_findings(study: _Latency, div: list[contrasts.Contrast]) -> list[Finding]:
+    findings = []
+    for c in div:
+        text, title, base = _where(c.series, study.varying, skip=("mode",))
+        pos = int(c.series.get("l3_position", 0))
+        rows = study.table[(study.table["l3_position"] == pos)]
+        cpus = sorted(set(rows["cpu"].astype(int))) if "cpu" in rows else []
+        group = _position_label(pos) if study.topology is not None and study.topology.l3_groups else "all ranks"
+        who = f"ranks on the {group}" + (f" ({_cpus(cpus)})" if cpus and cpus != [-1] else "")
+        findings.append(Finding(
+            id="mode_divergence", bench="latency", title=f"Concurrent vs serial: {group}" + title,
+            summary=f"For {who}{' ' + text if text else ''}: {_contrast_text(c, 'concurrent runs', 'serial runs')}.",
+            numbers={**base, "l3_position": pos, "cpus": cpus, **_contrast_numbers(c)}, evidence=_per_size(c)))
+    onsets = [f.numbers["onset_size_bytes"] for f in findings if f.numbers["onset_size_bytes"] is not None]
     if onsets and len(findings) > 1:
-        first = min(onsets)
         findings.insert(0, Finding(
             id="mode_divergence", bench="latency", title="Concurrent vs serial: onset",
-            summary=(f"Concurrent and serial runs diverge beyond the noise from {_sz(first)} on, in "
+            summary=(f"Concurrent and serial runs diverge beyond the noise from {_sz(min(onsets))} on, in "
                      f"{len(onsets)} of {len(findings)} rank groups."),
-            numbers={"onset_size_bytes": first, "groups_diverging": len(onsets), "groups": len(findings),
-                     "threshold_ratio": 1 + limit},
-        ))
+            numbers={"claim": False, "onset_size_bytes": min(onsets), "groups_diverging": len(onsets),
+                     "groups": len(findings)}))
     return findings
 
 
-def _asymmetry(points: pd.DataFrame) -> pd.DataFrame:
-    """Per mode, page size, node, memory target and size: latency of each L3 position (median of its
-    ranks) and the ratio of position 0 to position 1 (or of the slowest to the fastest position)."""
-    rows = []
-    for (config, name, mode, page, node, mem, size), g in points.groupby(
-            ["config", "config_name", "mode", "page_size", "cpu_node", "mem_nodes", "size_bytes"]):
-        per_pos = g.groupby("l3_pos")["latency_ns"].median()
-        if len(per_pos) < 2:
+def _asymmetry_findings(study: _Latency, ccd: list[tuple[int, int, contrasts.Contrast]]) -> list[Finding]:
+    findings = []
+    for a, b, c in ccd:
+        text, title, base = _where(c.series, study.varying)
+        rows = study.table
+        cpus = {p: sorted(set(rows[rows["l3_position"] == p]["cpu"].astype(int))) if "cpu" in rows else []
+                for p in (a, b)}
+        name_a = f"ranks on the {_position_label(a)} ({_cpus(cpus[a])})"
+        name_b = f"those on the {_position_label(b)} ({_cpus(cpus[b])})"
+        findings.append(Finding(
+            id="domain_asymmetry", bench="latency",
+            title=f"L3 groups inside a node: {_position_label(a).split(' ')[0]} vs {_position_label(b).split(' ')[0]}"
+                  + title,
+            summary=_opening(text, f"{_contrast_text(c, name_a, name_b)} (ratio per node, then over nodes)"),
+            numbers={**base, "l3_position_a": a, "l3_position_b": b, "cpus_a": cpus[a], "cpus_b": cpus[b],
+                     "asymmetric": c.differs, **_contrast_numbers(c)},
+            evidence=_per_size(c)))
+    return findings
+
+
+def _deviation_findings(study: _Latency, devs: list[contrasts.Deviation]) -> list[Finding]:
+    findings = []
+    for d in devs:
+        # mode contrasts are split by L3 position, L3-group contrasts by mode
+        ratio_name = "concurrent / serial ratio" if "mode" not in d.series else "L3-group latency ratio"
+        text, title, base = _where(d.series, study.varying, skip=("mode",) if "mode" not in d.series else ())
+        unit = _unit(d.unit)
+        kind = "inversion" if d.inversion else "deviation"
+        summary = _opening(" ".join(x for x in (text, f"at {_sz(d.size_bytes)}") if x),
+                           f"{unit} has a {ratio_name} of {d.ratio:.2f} while the others' median is "
+                           f"{d.others_ratio:.2f}: {d.relative.text()}x theirs"
+                           + (", inverting the pattern" if d.inversion else ""))
+        findings.append(Finding(
+            id="anomaly", bench="latency", title=f"{kind.capitalize()}: {unit} at {_sz(d.size_bytes)}" + title,
+            summary=summary,
+            numbers={**base, **{k: int(v) if str(v).lstrip("-").isdigit() else v for k, v in d.unit.items()},
+                     "claim": True, "kind": kind,
+                     "size_bytes": d.size_bytes, "ratio": d.ratio, "others_ratio": d.others_ratio,
+                     **_iv("relative", d.relative), "p_value": d.p_value, "what": ratio_name}))
+    return findings
+
+
+def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
+    """Runs (a rank of one repetition) off the others of their curve at one size (`stats.deviations`)."""
+    keys = study.keys + ["l3_position"]
+    reps = [c for c in REPLICATES if c in table]
+    curves = stats.series_table(table, keys, reps)
+    found = stats.deviations(curves, [contrasts.MIN_EFFECT] * len(curves))
+    findings = []
+    for n, u, j, diff, ref, interval, p in found:
+        s = curves[n]
+        run = s.replicates[u] if isinstance(s.replicates[u], tuple) else (s.replicates[u],)
+        who = dict(zip(reps, run))
+        text, title, base = _where(s.key, study.varying)
+        unit = _unit(who)
+        size = int(s.sizes[j])
+        findings.append(Finding(
+            id="anomaly", bench="latency", title=f"Outlier: {unit} at {_sz(size)}" + title,
+            summary=_opening(" ".join(x for x in (text, f"at {_sz(size)}") if x),
+                             f"{unit} measures {math.exp(diff + ref):.1f} ns against the {math.exp(ref):.1f} ns "
+                             f"median of the other runs: {interval.text()}x theirs (Holm over every run and size)"),
+            numbers={**base, **who, "claim": True, "kind": "outlier", "size_bytes": size,
+                     "latency_ns": math.exp(diff + ref), "reference_ns": math.exp(ref), **_iv("relative", interval),
+                     "p_value": p}))
+    return findings
+
+
+def _refused(study: _Latency, lv: levels.Levels) -> pd.DataFrame:
+    """The table without the curves the plausibility gate refused."""
+    table = study.table
+    for curve in lv.curves:
+        if curve.measured:
             continue
-        cpus = {p: sorted(g[g["l3_pos"] == p]["cpu"].tolist()) for p in per_pos.index}
-        rows.append({"config": config, "config_name": name, "mode": mode, "page_size": page, "cpu_node": node, "mem_nodes": mem, "size_bytes": size,
-                     "per_pos": per_pos.to_dict(), "cpus": cpus})
-    return pd.DataFrame(rows)
+        mask = np.ones(len(table), bool)
+        for k, v in curve.series.items():
+            mask &= (table[k].astype(str) == str(v)).to_numpy()
+        table = table[~mask]
+    return table
 
 
-def _asymmetry_runs(points: pd.DataFrame, limit: float) -> list[dict]:
-    """For each mode and page size: the slow and fast L3 positions, the per-size median ratio over
-    nodes, and which nodes invert it."""
-    table = _asymmetry(points)
+def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+    """Every latency finding but locality, from `levels` (transitions and their causes, the TLB, the
+    plausibility gate) and `contrasts` (concurrent vs serial, L3 groups inside a node, units that
+    deviate), each number with its interval (docs/STATISTICS.md). `claim` in a finding's numbers
+    says whether it claims an effect (False: a symmetry, a level with no transition, an untested one)."""
+    topo = _topology(topology)
+    study = _prepare(latency, topo)
+    if study is None or study.table["size_bytes"].nunique() < 2:
+        return []
+    lv = levels.latency_levels(study.table, study.topology, study.keys, REPLICATES, where="latency.csv")
+    findings = _levels_findings(study, lv)
+    table = _refused(study, lv)
     if table.empty:
-        return []
-    out = []
-    for (_, name, mode, page), g in table.groupby(["config", "config_name", "mode", "page_size"]):
-        positions = sorted({p for d in g["per_pos"] for p in d})
-        mean_log = {p: np.mean([math.log(d[p]) for d in g["per_pos"] if p in d]) for p in positions}
-        slow, fast = max(mean_log, key=mean_log.get), min(mean_log, key=mean_log.get)
-        g = g[[slow in d and fast in d for d in g["per_pos"]]].copy()
-        g["ratio"] = [d[slow] / d[fast] for d in g["per_pos"]]
-        per_size = g.groupby("size_bytes")["ratio"].median().sort_index()
-        inversions = [{"cpu_node": int(r["cpu_node"]), "size_bytes": int(r["size_bytes"]), "ratio": r["ratio"],
-                       "slow_cpus": r["cpus"][slow], "fast_cpus": r["cpus"][fast]}
-                      for _, r in g.iterrows()
-                      if per_size[r["size_bytes"]] - 1 > limit and r["ratio"] < 1 - limit]
-        slow_cpus = sorted({c for d in g["cpus"] for c in d.get(slow, [])})
-        fast_cpus = sorted({c for d in g["cpus"] for c in d.get(fast, [])})
-        out.append({"mode": mode, "config_name": name, "page_size": page, "slow": slow, "fast": fast, "per_size": per_size,
-                    "table": g, "inversions": inversions, "slow_cpus": slow_cpus, "fast_cpus": fast_cpus})
-    return out
-
-
-def domain_asymmetry(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Latency difference between the L3 groups (CCDs) inside one NUMA node.
-
-    Ranks are grouped by the L3 group they run on (its position in the node), never by rank
-    parity. Per size, the slow/fast ratio is the median over nodes. Reported: the onset (smallest
-    size from which it stays beyond the threshold), the plateau (contiguous sizes around the
-    maximum where the excess is at least half the maximum) and nodes that invert it.
-    """
-    topo = _topology(topology)
-    points = _latency_points(latency, topo)
-    if points.empty or not topo.get("l3_groups"):
-        return []
-    noise, rule = relative_noise(points)
-    limit = _threshold(noise, MIN_EFFECT)
-    findings = []
-    for run in _asymmetry_runs(points, limit):
-        per_size, mode = run["per_size"], run["mode"]
-        peak = per_size.sub(1).abs().idxmax()
-        onset = _sustained_onset(per_size, limit)
-        slow_name, fast_name = _position_label(run["slow"]), _position_label(run["fast"])
-        base = {"mode": mode, "config": run["config_name"], "page_size": run["page_size"], "slow_l3_position": run["slow"],
-                "fast_l3_position": run["fast"], "slow_cpus": run["slow_cpus"], "fast_cpus": run["fast_cpus"],
-                "max_ratio": float(per_size[peak]), "max_size_bytes": peak, "threshold_ratio": 1 + limit,
-                "noise": noise, "noise_rule": rule}
-        evidence = [{"cpu_node": int(r["cpu_node"]), "size_bytes": int(r["size_bytes"]), "ratio": r["ratio"],
-                     "latency_ns_slow": r["per_pos"][run["slow"]], "latency_ns_fast": r["per_pos"][run["fast"]]}
-                    for _, r in run["table"].iterrows()]
-        if per_size[peak] - 1 <= limit:
-            findings.append(Finding(
-                id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode}): no asymmetry" + _in(run["config_name"]),
-                summary=(f"In {mode} mode, ranks on different L3 groups of the same node differ by at most "
-                         f"{_pct(per_size[peak])} (at {_sz(peak)}, median over nodes), within the "
-                         f"{limit * 100:.0f}% threshold: no asymmetry."),
-                numbers={**base, "asymmetric": False}, evidence=evidence))
-            continue
-        half = 1 + (per_size[peak] - 1) / 2
-        sizes = list(per_size.index)
-        i = j = sizes.index(peak)
-        while i > 0 and per_size[sizes[i - 1]] >= half:
-            i -= 1
-        while j + 1 < len(sizes) and per_size[sizes[j + 1]] >= half:
-            j += 1
-        plateau = per_size.loc[sizes[i]:sizes[j]]
-        inv = run["inversions"]
-        inv_text = "".join(f"; node {x['cpu_node']} inverts at {_sz(x['size_bytes'])} ({x['ratio']:.2f}x)"
-                           for x in inv)
-        onset_text = (f"; the gap exceeds the noise from {_sz(onset)} on" if onset is not None
-                      else "; the gap does not persist to the largest size")
-        findings.append(Finding(
-            id="domain_asymmetry", bench="latency", title=f"L3 groups inside a node ({mode})" + _in(run["config_name"]),
-            summary=(f"In {mode} mode, ranks on the {slow_name} ({_cpus(run['slow_cpus'])}) are "
-                     f"{_pct(plateau.median())} slower than those on the {fast_name} "
-                     f"({_cpus(run['fast_cpus'])}) from {_sz(sizes[i])} to {_sz(sizes[j])} "
-                     f"(median over nodes and sizes; up to {_pct(per_size[peak])} at {_sz(peak)})"
-                     f"{onset_text}{inv_text}."),
-            numbers={**base, "asymmetric": True, "onset_size_bytes": onset,
-                     "plateau_from_size_bytes": sizes[i], "plateau_to_size_bytes": sizes[j],
-                     "plateau_median_ratio": float(plateau.median()), "inversions": inv},
-            evidence=evidence))
-    return findings
-
-
-def anomalies(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Points off their curve by more than the noise, with rank and size.
-
-    A point is compared with the same size on its comparable ranks (same mode, pages, locality and
-    L3 position; at least two others): it is off when it deviates from their median by more than
-    the threshold and by more than 3 times their own spread (so a group split in two is not
-    flagged point by point). Without comparable ranks, a latency that falls by more than the
-    threshold as the size grows is off its own curve. Nodes where the L3-group asymmetry inverts
-    are reported too.
-    """
-    topo = _topology(topology)
-    points = _latency_points(latency, topo)
-    if points.empty:
-        return []
-    noise, rule = relative_noise(points)
-    limit = _threshold(noise, MIN_EFFECT)
-    found = []
-    for (_, size), g in points.groupby(["comparable", "size_bytes"]):
-        if len(g) < 3:
-            continue
-        for idx, r in g.iterrows():
-            others = g.drop(index=idx)["latency_ns"]
-            med = others.median()
-            spread = (others.max() - others.min()) / 2 / med
-            dev = r["latency_ns"] / med - 1
-            if abs(dev) > limit and abs(dev) > NOISE_FACTOR * spread:
-                found.append((abs(dev), r, dev, med, "comparable ranks"))
-    lonely = points.groupby(["comparable", "size_bytes"])["curve"].transform("count") < 3
-    for curve, g in points[lonely].groupby("curve"):
-        g = g.sort_values("size_bytes")
-        lat = g["latency_ns"].to_numpy()
-        for k in range(1, len(g)):
-            dev = lat[k] / lat[k - 1] - 1
-            if dev < -limit:
-                found.append((abs(dev), g.iloc[k], dev, lat[k - 1], "previous size of the same rank"))
-    found.sort(key=lambda x: -x[0])
-    findings = []
-    for _, r, dev, ref, against in found[:MAX_ANOMALIES]:
-        findings.append(Finding(
-            id="anomaly", bench="latency", title=f"Rank {r['rank']} at {_sz(r['size_bytes'])} ({r['mode']})",
-            summary=(f"In {r['mode']} mode, rank {r['rank']} (CPU {r['cpu']}, node {r['cpu_node']}) measures "
-                     f"{r['latency_ns']:.1f} ns at {_sz(r['size_bytes'])}, {_pct(1 + dev)} "
-                     f"{'above' if dev > 0 else 'below'} the {ref:.1f} ns of its {against}."),
-            numbers={"mode": r["mode"], "rank": r["rank"], "cpu": r["cpu"], "cpu_node": r["cpu_node"],
-                     "size_bytes": r["size_bytes"], "latency_ns": r["latency_ns"], "reference_ns": ref,
-                     "deviation": dev, "reference": against, "threshold_ratio": 1 + limit, "noise_rule": rule},
-            evidence=[{"rank": r["rank"], "cpu": r["cpu"], "size_bytes": r["size_bytes"],
-                       "latency_ns": r["latency_ns"]}],
-        ))
-    if topo.get("l3_groups"):
-        for run in _asymmetry_runs(points, limit):
-            for inv in run["inversions"]:
-                findings.append(Finding(
-                    id="anomaly", bench="latency",
-                    title=f"Inversion on node {inv['cpu_node']} at {_sz(inv['size_bytes'])} ({run['mode']})",
-                    summary=(f"In {run['mode']} mode at {_sz(inv['size_bytes'])}, node {inv['cpu_node']} inverts "
-                             f"the L3-group pattern: {_cpus(inv['slow_cpus'])} ran {_pct(1 / inv['ratio'])} "
-                             f"faster than {_cpus(inv['fast_cpus'])}, while the median over all nodes has the "
-                             f"first {_pct(run['per_size'][inv['size_bytes']])} slower."),
-                    numbers={"mode": run["mode"], "cpu_node": inv["cpu_node"], "size_bytes": inv["size_bytes"],
-                             "ratio": inv["ratio"], "median_ratio_all_nodes": run["per_size"][inv["size_bytes"]],
-                             "kind": "inversion"},
-                    evidence=[{"cpu": c, "size_bytes": inv["size_bytes"]} for c in inv["slow_cpus"] + inv["fast_cpus"]],
-                ))
+        return findings
+    div: list[contrasts.Contrast] = []
+    if {"concurrent", "serial"} <= set(table["mode"]):
+        div_keys = [k for k in study.keys if k != "mode"] + ["l3_position"]
+        div = contrasts.contrast(table, "mode", "concurrent", "serial", RANK_UNITS, div_keys, where="latency.csv")
+    ccd: list[tuple[int, int, contrasts.Contrast]] = []
+    positions = sorted(set(table["l3_position"]))
+    if study.topology is not None and study.topology.l3_groups and len(positions) > 1:
+        for p in positions[1:]:
+            ccd += [(positions[0], p, c) for c in contrasts.contrast(
+                table, "l3_position", positions[0], p, NODE_UNITS, study.keys, where="latency.csv")]
+    findings += _divergence_findings(study, div)
+    findings += _asymmetry_findings(study, ccd)
+    findings += _deviation_findings(study, contrasts.deviations([c for _, _, c in ccd] + div))
+    findings += _outlier_findings(study, table)
     return findings
 
 
@@ -987,7 +937,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
 
 # ---------------------------------------------------------------- entry points
 
-LATENCY_ANALYSES = (cache_thresholds, tlb_cost, latency_locality, mode_divergence, domain_asymmetry, anomalies)
+LATENCY_ANALYSES = (latency_findings, latency_locality)
 
 
 def analyse(results_dir: str | Path) -> dict:

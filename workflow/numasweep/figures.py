@@ -44,7 +44,8 @@ GPU_DIRECTIONS = (
 # One sentence per figure kind, shown under each figure in the Markdown report.
 CAPTIONS = {
     "latency_vs_size": "Load-to-use latency of a random pointer chase against buffer size, "
-    "one line per rank coloured by L3 group, with the cache sizes marked.",
+    "one line per rank coloured by L3 group, with the cache sizes marked; the band around a line "
+    "spans its runs' fastest to slowest sample where the kernel recorded them.",
     "concurrent_vs_serial": "Latency measured with all ranks running at once divided by the latency "
     "of the same rank running alone, against buffer size.",
     "latency_matrix": "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
@@ -291,8 +292,24 @@ def latency_lines(part: pd.DataFrame):
     return part.groupby(cols, sort=True, dropna=False)
 
 
+SPREAD = ("latency_ns_min", "latency_ns_max")
+
+
+def with_spread(table: pd.DataFrame, latency: pd.DataFrame) -> pd.DataFrame:
+    """`table` (latency_table) with each point's sample range: the fastest and slowest sample of
+    its runs (median over repetitions), where the kernel recorded them."""
+    if not set(SPREAD) <= set(latency.columns):
+        return table
+    band = series.point_table(latency, "latency", list(SPREAD))
+    if "ranks" in band:
+        band["ranks"] = band["ranks"].map(rank_label)
+    keys = series.point_columns(table, "latency")
+    return table.merge(band[keys + list(SPREAD)], on=keys, how="left")
+
+
 def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) -> None:
-    """One line per rank against size, coloured by L3 group, styled by its place in the node."""
+    """One line per rank against size, coloured by L3 group, styled by its place in the node;
+    a band from each point's sample range where the table has one (`with_spread`)."""
     styles = l3_styles(topology, part)
     for _, rows in latency_lines(part):
         rows = rows.sort_values("size_bytes")
@@ -301,12 +318,15 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) 
         colour, style = styles.get(group, (PALETTE[0], "-"))
         ax.plot(rows["size_bytes"], rows[value], marker="o", markersize=3, color=colour,
                 linestyle=style, label=f"rank {rank} (CPU {rows['cpu'].iloc[0]}, L3 group {group})")
+        if value == "latency_ns_median" and set(SPREAD) <= set(rows.columns) and rows[SPREAD[0]].notna().any():
+            ax.fill_between(rows["size_bytes"], rows[SPREAD[0]], rows[SPREAD[1]], color=colour, alpha=0.15,
+                            linewidth=0)
     ax.legend(fontsize=7, ncol=2 if part["rank"].nunique() > 8 else 1, loc="upper left")
 
 
 def plot_latency_vs_size(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
-    table = latency_table(latency)
+    table = with_spread(latency_table(latency), latency)
     for variant, part in latency_configs(table):
         sizes = sorted(part["size_bytes"].unique())
         if len(sizes) < 2:

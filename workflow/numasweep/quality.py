@@ -4,7 +4,8 @@ Aggregation copies each job's provenance `system{}` (numasweep.system_state) int
 aggregated table as `sys_<field>` columns; `notes(frames)` gives, per distinct state, the
 data-quality sentences of `system_state.quality_notes` with the hosts (and benchmarks) that
 measured in it, for the report's data-quality part. A table without those columns (cached
-examples, imported legacy tables) gives no note.
+examples, imported legacy tables) gives no note. `series_quality(frames)` adds, per series, what
+the kernels measured about their own runs (within-run spread, sample length, setup times).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Any
 
 import pandas as pd
 
+from numasweep import series
 from numasweep.system_state import SystemState, quality_notes
+from numasweep.units import format_size
 
 PREFIX = "sys_"
 FIELDS = tuple(SystemState.__dataclass_fields__)
@@ -61,3 +64,70 @@ def notes(frames: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
                 if bench not in entry["benches"]:
                     entry["benches"].append(bench)
     return list(found.values())
+
+
+# ---------------------------------------------------------------- per series, from the kernels' columns
+
+SPREAD_LIMIT_PCT = 2.0            # numa_latency's default --spread target
+SPREAD_FROM_BYTES = 256 << 20     # sizes where a chase runs long enough for its spread to mean noise
+RUN_COLUMNS = {
+    "latency": ("spread_pct", "sample_s", "first_touch_s", "cycle_build_s"),
+    "bandwidth": ("stores", "first_touch_s"),
+}
+
+
+def _series_name(row: pd.Series, columns: list[str]) -> str:
+    return ", ".join(f"{c} {series.label(row[c])}" for c in columns if series.label(row[c]) not in ("", "-1"))
+
+
+def series_quality(frames: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
+    """Per benchmark with the kernels' run columns (docs/INTERFACES.md): one row per series with
+    the within-run spread (median and largest at SPREAD_FROM_BYTES and above), sample length and
+    setup times of numa_latency, or the store kind and first-touch time of numa_bandwidth; and a
+    sentence per latency series whose spread exceeds SPREAD_LIMIT_PCT at those sizes.
+    [{"bench", "header", "rows", "numeric": column indexes, "flagged": [sentence, ...]}]; tables
+    without the columns give none."""
+    out = []
+    for bench, columns in RUN_COLUMNS.items():
+        df = frames.get(bench)
+        if df is None or df.empty or not any(c in df for c in columns):
+            continue
+        df = series.normalise(df, bench)
+        keys = series.series_columns(df, bench)
+        varying = [c for c in keys if df[c].astype(str).nunique() > 1] or keys[:1]
+        have = [c for c in columns if c in df]
+        for c in have:
+            if c != "stores":
+                df[c] = pd.to_numeric(df[c], errors="coerce")
+        rows, flagged = [], []
+        for _, g in df.groupby(keys, sort=True, dropna=False) if keys else [((), df)]:
+            name = _series_name(g.iloc[0], varying) or "all"
+            if bench == "latency":
+                large = g[g["size_bytes"] >= SPREAD_FROM_BYTES] if "size_bytes" in g else g.iloc[0:0]
+                spread = large["spread_pct"].dropna() if "spread_pct" in large else pd.Series(dtype=float)
+                worst = float(spread.max()) if len(spread) else None
+                at = int(large.loc[spread.idxmax(), "size_bytes"]) if len(spread) else None
+                row = [name, float(spread.median()) if len(spread) else None, worst,
+                       format_size(at) if at else ""]
+                row += [float(g[c].median()) if c in g and g[c].notna().any() else None
+                        for c in ("sample_s",)]
+                row += [float(g[c].max()) if c in g and g[c].notna().any() else None
+                        for c in ("first_touch_s", "cycle_build_s")]
+                row.append("over" if worst is not None and worst > SPREAD_LIMIT_PCT else "")
+                if worst is not None and worst > SPREAD_LIMIT_PCT:
+                    flagged.append(f"{name}: samples spread {worst:.1f}% at {format_size(at)} (over "
+                                   f"{SPREAD_LIMIT_PCT:.0f}% at {format_size(SPREAD_FROM_BYTES)} and above): the "
+                                   "machine disturbed the run, or it needs more --samples or --min-time")
+            else:
+                stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
+                row = [name, ", ".join(stores),
+                       float(g["first_touch_s"].max()) if "first_touch_s" in g and g["first_touch_s"].notna().any()
+                       else None]
+            rows.append(row)
+        header = (["series", f"spread % (median, >= {format_size(SPREAD_FROM_BYTES)})", "spread % (largest)",
+                   "at", "sample s (median)", "first touch s (max)", "cycle build s (max)",
+                   f"spread > {SPREAD_LIMIT_PCT:.0f}%"]
+                  if bench == "latency" else ["series", "stores", "first touch s (max)"])
+        numeric = {i for i in range(1, len(header)) if any(isinstance(r[i], float) for r in rows)}
+        out.append({"bench": bench, "header": header, "rows": rows, "numeric": numeric, "flagged": flagged})
+    return out

@@ -34,6 +34,14 @@ COMMAND_KEYS = ("command", "launch", "command_line", "cmdline")
 # Findings that compare runs (modes, L3 groups, nodes) rather than describe one curve: they go
 # to the comparative section; placement findings go next to the placement tables.
 COMPARATIVE_IDS = ("mode_divergence", "domain_asymmetry", "latency_locality", "bandwidth_locality")
+# The subject a finding's analysis is read under, in report order; other ids: "Analysis".
+SUBJECTS = {
+    "cache_threshold": "Caches and TLB", "cache_unseen": "Caches and TLB", "cache_untested": "Caches and TLB",
+    "tlb_cost": "Caches and TLB", "not_latency": "Caches and TLB",
+    "anomaly": "Runs off their curve",
+    "bandwidth_saturation": "Saturation", "bandwidth_weights": "Interleave weights",
+}
+SUMMARY_MAX = 8   # the summary names the few findings that matter
 PLACEMENT_PREFIX = "placement"
 
 
@@ -275,9 +283,12 @@ def section_of(finding: dict) -> str:
 
 
 def is_headline(finding: dict) -> bool:
-    """Whether the conclusion repeats a finding: not the unmatched steps, single-point
-    anomalies or the list of untested caches, which stay in their sections."""
+    """Whether the summary names a finding: not one that claims nothing (a symmetry, a level
+    without a transition), unmatched steps, single-point anomalies or the list of untested
+    caches, which stay in their sections."""
     numbers = finding.get("numbers") or {}
+    if numbers.get("claim") is False:
+        return False
     if finding.get("id") == "cache_threshold":
         return bool(numbers.get("matched_cache"))
     if finding.get("id") == "anomaly":
@@ -293,13 +304,14 @@ def prepared_findings(findings: dict) -> list[dict]:
     return out
 
 
-def by_mode(findings: list[dict]) -> list[dict]:
-    """Findings grouped by the mode they describe (concurrent, serial), in order of appearance;
-    findings without a mode form a group with an empty name."""
+def by_subject(findings: list[dict]) -> list[dict]:
+    """Findings grouped by subject (SUBJECTS: caches and TLB, runs off their curve, ...), in the
+    order of SUBJECTS, then the others under "Analysis"."""
     groups: dict[str, list[dict]] = {}
     for f in findings:
-        groups.setdefault(str((f.get("numbers") or {}).get("mode") or ""), []).append(f)
-    return [{"mode": mode, "findings": items} for mode, items in groups.items()]
+        groups.setdefault(SUBJECTS.get(str(f.get("id")), "Analysis"), []).append(f)
+    order = list(dict.fromkeys(SUBJECTS.values())) + ["Analysis"]
+    return [{"subject": name, "findings": groups[name]} for name in order if name in groups]
 
 
 def mode_comparison(latency: pd.DataFrame | None) -> str | None:
@@ -377,7 +389,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
             "rows": len(df),
             "raw_tables": RAW_TABLES[bench](df),
             "figures": figure_entries(figures_dir, bench, out_md),
-            "analysis": by_mode([f for f in found if f.get("bench") == bench and f["section"] == "experiment"]),
+            "analysis": by_subject([f for f in found if f.get("bench") == bench and f["section"] == "experiment"]),
         })
     comparative = [f for f in found if f["section"] == "comparative"]
     system = (topology or {}).get("system") or (findings or {}).get("system") or results_dir.name
@@ -402,10 +414,13 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "placement": placement_tables(frames, topology),
         "placement_findings": [f for f in found if f["section"] == "placement"],
         "findings": found,
-        "headlines": [f for f in found if f["headline"]],
+        "headlines": [f for f in found if f["headline"]][:SUMMARY_MAX],
+        "more_headlines": max(0, sum(f["headline"] for f in found) - SUMMARY_MAX),
         "anomalies": sum(1 for f in found if f.get("id") == "anomaly"),
         "cross_figures": [],
         "data_quality": quality.notes(frames),
+        "run_quality": [{**q, "table": md_table(q["header"], q["rows"], right=q["numeric"])}
+                        for q in quality.series_quality(frames)],
         "sections": [],
     }
 
