@@ -58,9 +58,11 @@ def replay(request, repo_copy: Path) -> dict:
     args = [a for f in files for a in ("--configfile", f)] + (["--config", *sets] if sets else [])
     dry = snakemake(repo_copy, "-n", *args, "--forceall")
     assert dry.returncode == 0, dry.stderr[-3000:]
-    run = snakemake(repo_copy, *args, "--cores", "2", "--allowed-rules", *RULES,
+    # The targets before --allowed-rules, which would take them as more rule names.
+    run = snakemake(repo_copy, *args, "--cores", "2",
                     str(report.relative_to(repo_copy) / "experimentation.md"),
-                    *[str((results / f"{b}.csv").relative_to(repo_copy)) for b in plan.benches()])
+                    *[str((results / f"{b}.csv").relative_to(repo_copy)) for b in plan.benches()],
+                    "--allowed-rules", *RULES)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     return {"plan": plan, "topo": topo, "results": results, "report": report, "dry": dry.stdout + dry.stderr,
             "findings": json.loads((report / "findings.json").read_text())["findings"],

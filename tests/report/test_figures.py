@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from report_data import latency_frame, topology, write_results
-from numasweep import figures
+from numasweep import benches, figures, tables
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -31,7 +31,7 @@ def test_every_kind_is_drawn_as_png_and_svg(full_results: Path, tmp_path: Path) 
         assert svg in paths and b"<svg" in svg.read_bytes()[:1000]
     # each figure is filed under its benchmark
     assert {p.parent.name for p in paths} == {"latency", "bandwidth", "copy", "gpu_xfer"}
-    assert sorted(kind for kind in kinds if kind not in figures.CAPTIONS) == []
+    assert sorted(kind for kind in kinds if kind not in benches.CAPTIONS) == []
 
 
 def test_absent_benchmarks_draw_nothing(tmp_path: Path) -> None:
@@ -65,10 +65,10 @@ def test_cache_markers_come_from_the_topology() -> None:
 
 
 def test_memory_node_from_pages_then_request() -> None:
-    assert figures.memory_node("0:0.0000,3:1.0000") == 3
-    assert figures.memory_node("0:0.5000,3:0.5000", "0,3") is None
-    assert figures.memory_node("", "2") == 2
-    assert figures.memory_node(float("nan"), 1.0) == 1
+    assert tables.memory_node("0:0.0000,3:1.0000") == 3
+    assert tables.memory_node("0:0.5000,3:0.5000", "0,3") is None
+    assert tables.memory_node("", "2") == 2
+    assert tables.memory_node(float("nan"), 1.0) == 1
 
 
 def test_lumi_g_example_curves_and_cache_lines(repo: Path, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from report_data import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
-from numasweep import analysis, figures, report, series
+from numasweep import analysis, figures, report, series, tables
 
 
 def render(results: Path, out: Path) -> tuple[str, dict, list[Path]]:
@@ -104,7 +104,7 @@ def test_bandwidth_array_sizes_stay_apart(tmp_path):
     pd.concat([small, big]).to_csv(folder / "bandwidth.csv", index=False)
     text, findings, paths = render(folder, tmp_path / "out")
     titles_unique(findings)
-    table = figures.bandwidth_table(pd.concat([small, big]))
+    table = tables.bandwidth_table(pd.concat([small, big]))
     assert len(table) == len(small) + len(big)
     peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
     assert peaks == sorted([8000.0 * 3, 10000.0 * 3, 4000.0 * 3, 5000.0 * 3])

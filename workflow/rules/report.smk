@@ -2,20 +2,13 @@
 # anywhere (no numactl, MPI, SLURM or compiler) and `snakemake report --config results=DIR`
 # re-renders a report from cached results alone.
 #
-# Needs from common.smk: RESULTS_DIR, SYSTEM, BENCHES (benches whose <RESULTS_DIR>/<bench>.csv
-# exist or will be produced), REPORT_DIR, REPORT_SECTIONS (Markdown sections other rules write
-# for the report, [] for none) and CONDA_ENV (used only with --sdm conda; the rules
-# need nothing beyond the Python packages). Jobs run `python -m numasweep`: common.smk puts
-# the interpreter that has numasweep first on the PATH.
-
-# Report categories and the label naming each figure's variant, per benchmark.
-FIGURE_CATEGORIES = {
-    "latency": ("Memory latency", "mode"),
-    "bandwidth": ("Memory bandwidth", "kernel"),
-    "copy": ("Node-to-node copy", "threads on"),
-    "gpu_xfer": ("Host-device transfers", "host memory"),
-}
-
+# Needs from common.smk: the module numasweep.benches as `benches` (each figure's category,
+# variant label and caption come from its benchmark's entry), RESULTS_DIR, SYSTEM, BENCHES
+# (benches whose <RESULTS_DIR>/<bench>.csv exist or will be produced), REPORT_DIR,
+# REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none) and
+# CONDA_ENV (used only with --sdm conda; the rules need nothing beyond the Python packages).
+# Jobs run `python -m numasweep`: common.smk puts the interpreter that has numasweep first on
+# the PATH.
 
 localrules:
     analyse,
@@ -51,10 +44,10 @@ rule figures:
             report(
                 directory(f"{REPORT_DIR}/figures/{bench}"),
                 patterns=["{kind}--{variant}.png"],
-                caption=f"../report/{bench}.rst",
-                category=FIGURE_CATEGORIES[bench][0],
+                caption="../report/figure.rst",
+                category=benches.BENCHES[bench].category,
                 subcategory="{kind}",
-                labels={"figure": "{kind}", FIGURE_CATEGORIES[bench][1]: "{variant}"},
+                labels={"figure": "{kind}", benches.BENCHES[bench].variant: "{variant}"},
             )
             for bench in BENCHES
         ],
@@ -62,6 +55,9 @@ rule figures:
         f"logs/{SYSTEM}/report/figures.log",
     conda:
         CONDA_ENV
+    params:
+        # read by figure.rst: one caption sentence per figure kind
+        captions=benches.CAPTIONS,
     shell:
         "results={input.topology:q}; folder={output.folders[0]:q}; python -m numasweep figures"
         ' --results "${{results%/*}}" -o "${{folder%/*}}" > {log:q} 2>&1'
