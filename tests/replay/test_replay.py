@@ -116,6 +116,16 @@ def test_planted_effects_are_found(replay):
     modes = {j.grid.get("label", "") for j in latency if "--serial" in j.kernel_args}
     if modes and any(j.tasks > 1 for j in latency if "--serial" in j.kernel_args):
         assert "mode_divergence" in found
+    # rank scaling: concurrent ranks sharing an L3 group share its capacity and memory path, so
+    # latency grows with the ranks per domain, and sooner for sequential than interleaved ranks
+    concurrent = [j for j in latency if "--serial" not in j.kernel_args]
+    counts = {j.grid.get("ranks_per_domain") for j in concurrent}
+    if {"sequential", "interleaved"} <= {j.grid.get("strategy") for j in concurrent} and max(counts) >= 4:
+        scaling = [f["numbers"] for f in replay["findings"] if f["id"] == "rank_scaling"]
+        assert scaling and max(n["low"] for n in scaling) > 1 + model.CONTENTION, scaling
+        placed = [f["numbers"] for f in replay["findings"] if f["id"] == "placement_scaling"]
+        assert placed and all(n["low"] > 1 for n in placed), placed
+        assert list((replay["report"] / "figures" / "latency").glob("rank_scaling--*.png"))
     gpu = plan.by_bench("gpu_xfer")
     if {1, 2} <= {j.gpus for j in gpu}:
         plateaus = [f["numbers"] for f in replay["findings"] if f["id"] == "gpu_plateau"]

@@ -912,6 +912,9 @@ def analyse(results_dir: str | Path) -> dict:
     from numasweep import gpu_analysis  # it builds on this module
 
     findings += gpu_analysis.findings(frames["gpu_xfer"], topo)
+    from numasweep import scaling  # it builds on this module
+
+    findings += scaling.rank_scaling(frames["latency"], topo)
     findings += placement_verification(frames, topo)
     return {"system": topo.get("system") or results_dir.name, "findings": [f.to_dict() for f in findings]}
 

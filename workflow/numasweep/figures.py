@@ -262,6 +262,40 @@ def plot_latency_matrix(latency: pd.DataFrame, topology: dict | None, figdir: Pa
     return paths
 
 
+def plot_rank_scaling(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+    """Median latency over a run's ranks against ranks per domain (numasweep.scaling): one figure
+    per configuration other than placement and domain set, one panel per size."""
+    from numasweep import scaling
+
+    points = scaling.scaling_points(latency)
+    if points.empty:
+        return []
+    lines = [c for c in ("strategy", "domains") if c in points]
+    paths: list[Path] = []
+    for variant, part in series.configurations(points, "latency", without=(*lines, "ranks_per_domain", "ranks")):
+        sizes = sorted(part["size_bytes"].unique())
+        fig, axes = new_figure(ncols=len(sizes), width=max(8.0, 4.5 * len(sizes)))
+        for ax, size in zip(axes, sizes):
+            rows = part[part["size_bytes"] == size]
+            for i, (key, g) in enumerate(rows.groupby(lines, sort=True)):
+                key = key if isinstance(key, tuple) else (key,)
+                name = dict(zip(lines, key))
+                curve = g.groupby("ranks_per_domain")["latency_ns_median"].median()
+                ax.plot(curve.index, curve.values, marker="o", markersize=3,
+                        color=PALETTE[i % len(PALETTE)],
+                        linestyle="--" if name.get("strategy") == "interleaved" else "-",
+                        label=f"{name.get('strategy', '')}, domains {name.get('domains', '')}")
+            ax.set_xlabel("ranks per domain")
+            ax.set_ylabel("median latency over ranks (ns per load)")
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            ax.set_title(f"{format_size(int(size))} buffers")
+            ax.legend(fontsize=7, loc="upper left")
+        fig.suptitle(f"Latency against ranks per domain, {variant}")
+        paths += save(fig, figdir, "latency", "rank_scaling", variant)
+    return paths
+
+
 def full_node_matrix(matrix: pd.DataFrame, topology: dict | None) -> pd.DataFrame:
     """Every node of the system as a row and column, so a missing cell shows as blank."""
     if not topology or not topology.get("nodes"):
@@ -374,7 +408,7 @@ def plot_gpu(gpu: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Pat
 # Entry points
 
 DRAWERS = {
-    "latency": (plot_latency_vs_size, plot_concurrent_vs_serial, plot_latency_matrix),
+    "latency": (plot_latency_vs_size, plot_concurrent_vs_serial, plot_latency_matrix, plot_rank_scaling),
     "bandwidth": (plot_bandwidth_vs_threads, plot_bandwidth_matrix),
     "copy": (plot_copy_matrix,),
     "gpu_xfer": (plot_gpu,),
