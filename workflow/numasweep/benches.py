@@ -66,8 +66,9 @@ LATENCY = Bench(
          "latency of the same rank running alone, against buffer size."),
         ("latency_matrix", "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
          "memory (columns) at the largest size measured."),
-        ("rank_scaling", "Median latency over the ranks of a run against ranks per domain, one line "
-         "per placement and domain set (sequential solid, interleaved dashed), one panel per size."),
+        ("rank_scaling", "Median latency over the ranks of a run against ranks per domain at the "
+         "largest buffer size, one line per placement and domain set (sequential solid, interleaved "
+         "dashed)."),
         ("cross_latency_vs_size", "Median latency over ranks against buffer size on each system, one "
          "panel per mode."),
     ),

@@ -2,7 +2,8 @@
 per domain set (what the seed's run_numa_benchmarks.sh sweeps).
 
 A scaling curve is one latency configuration (`numasweep.series`: strategy, domains, mode,
-memory, pages, label, ...) at one buffer size, measured at several ranks per domain. Its units
+memory, pages, label, ...) measured at several ranks per domain, taken at its largest buffer
+size (where every rank is beyond its caches). Its units
 are the ranks of a run: each rank's latency is the median over repetitions.
 - `rank_scaling`: the latency of the ranks at the most ranks per domain against the median at
   the fewest, as the geometric mean over those ranks of their ratio, with a t interval over the
@@ -31,8 +32,9 @@ CURVE = tuple(c for c in series.SERIES["latency"]
 
 
 def scaling_points(latency: pd.DataFrame | None) -> pd.DataFrame:
-    """One row per rank and size of every run (median over repetitions), for the curves that
-    were measured at two or more rank counts per domain; empty when there are none."""
+    """One row per rank of every run at its configuration's largest size (median over
+    repetitions), for the configurations measured at two or more rank counts per domain; empty
+    when there are none."""
     if latency is None or latency.empty or RPD not in latency or "size_bytes" not in latency:
         return pd.DataFrame()
     points = series.point_table(latency, "latency", ["latency_ns_median"])
@@ -41,7 +43,10 @@ def scaling_points(latency: pd.DataFrame | None) -> pd.DataFrame:
         return pd.DataFrame()
     curve = [c for c in CURVE if c in points]
     counts = points.groupby(curve + ["size_bytes"], dropna=False)[RPD].transform("nunique")
-    return points[counts >= 2].reset_index(drop=True)
+    points = points[counts >= 2]
+    # a size sweep is judged at its largest size, where every rank is beyond its caches
+    largest = points.groupby(curve, dropna=False)["size_bytes"].transform("max")
+    return points[points["size_bytes"] == largest].reset_index(drop=True)
 
 
 def curve_columns(points: pd.DataFrame, without: tuple[str, ...] = ()) -> list[str]:
