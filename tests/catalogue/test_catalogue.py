@@ -273,7 +273,7 @@ def _bad_job(bench: str, column: str, cell: str) -> Callable[[Path], list[str]]:
     return argv
 
 
-from numasweep.aggregate import POSITIVE  # noqa: E402
+from numasweep.benches import BENCHES  # noqa: E402
 
 
 def _bad_job_ok(tmp: Path) -> None:
@@ -282,8 +282,8 @@ def _bad_job_ok(tmp: Path) -> None:
     job.write_text(GOOD["latency"])
     job.with_suffix(".json").write_text(json.dumps({"job_id": "j1", "grid": {"repetition": 0}}))
 
-for _bench, _columns in POSITIVE.items():
-    for _column in _columns:
+for _bench, _spec in BENCHES.items():
+    for _column in _spec.positive:
         for _kind, (_cell, _word) in BAD_CELLS.items():
             case("cached results", f"job {_bench} {_column} {_kind}", _bad_job(_bench, _column, _cell),
                  "line 3", f"'{_column}'", "rerun its job", *((_word,) if _word else ()))
@@ -303,7 +303,7 @@ def _bad_table(column: str, cell: str) -> Callable[[Path], list[str]]:
     return argv
 
 
-for _column in POSITIVE["latency"]:
+for _column in BENCHES["latency"].positive:
     for _kind, (_cell, _word) in BAD_CELLS.items():
         case("cached results", f"cached latency table {_column} {_kind}", _bad_table(_column, _cell),
              "line 3", "correct that cell")

@@ -11,8 +11,10 @@ The model (the planted effects):
 - latency: a random pointer chase costs L1_NS, L2_NS, L3_NS inside the smallest cache level
   of the rank's CPU that holds the buffer, and DRAM_NS x distance/10 beyond the last level
   (firmware distance from the CPU's node to the memory's node). In concurrent mode the
-  ranks sharing an L3 group share its memory path: beyond the L3 each costs
-  CONTENTION x (ranks in its group - 1) more.
+  ranks sharing an L3 group share its capacity (a buffer stays in the L3 while the buffers of
+  all of them fit) and its memory path: beyond the L3 each costs CONTENTION x (ranks in its
+  group - 1) more. So sequential ranks, which fill one L3 group first, slow down with fewer
+  ranks per domain than interleaved ones.
 - bandwidth: per thread THREAD_MB_S, capped at NODE_MB_S per memory node, x 10/distance.
 - copy: COPY_GB_S x 10/distance(src, dst), threads add linearly up to 4.
 - gpu_xfer: the GPUs of one run share LINK_GIB_S: each reaches LINK_GIB_S/ngpus x
@@ -23,6 +25,11 @@ The model (the planted effects):
 - core to core: C2C_L3_NS inside an L3 group, C2C_NODE_NS across groups of a node, and
   C2C_NODE_NS x distance/10 across nodes.
 - mixed bandwidth: like bandwidth, per thread and memory node, for every traffic kind.
+  size/(size + HALF_SIZE), times 10/distance from the host memory node to the GPU's node;
+  device to host 0.9 of that; with both directions at once each direction gets BIDIR of it.
+- the columns that describe the run rather than the effects (sample time, spread, first touch
+  and cycle build times, store kind, element size) have fixed or size-proportional values:
+  first touch at FIRST_TOUCH_B_S, building the chase's cycle at CYCLE_BUILD_B_S.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import random
 import re
 from pathlib import Path
 
-from numasweep import grid, placement
+from numasweep import benches, grid, placement
 from numasweep.topology import Topology
 from numasweep.units import parse_size, parse_sizes  # noqa: F401 (parse_sizes: also for tests)
 
@@ -42,19 +49,23 @@ THREAD_MB_S, NODE_MB_S = 12000.0, 40000.0
 COPY_GB_S = 10.0
 LINK_GIB_S, HALF_SIZE = 24.0, 64 * 1024
 C2C_L3_NS, C2C_NODE_NS = 40.0, 90.0
+BIDIR = 0.8
+FIRST_TOUCH_B_S, CYCLE_BUILD_B_S = 2e9, 1e9
 JITTER = 0.002
 HOST = "model"
 
-COLUMNS = {
-    "latency": "rank,ranks,mode,host,cpu,cpu_node,l3_group,policy,mem_nodes,weights,page_size,size_bytes,"
-               "latency_ns_median,latency_ns_min,latency_ns_max,samples,loads,page_fractions",
-    "bandwidth": "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,array_bytes,"
-                 "bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,host",
-    "copy": "src_node,dst_node,cpu_node,threads,bytes,best_gb_s,avg_gb_s,min_gb_s,ntimes,validation,"
-            "src_page_fractions,dst_page_fractions,host",
-    "gpu_xfer": "ngpus,numa_nodes,numa_weight,access_size(bytes),read_latency(ms),read_bw(gib/s),"
-                "write_latency(ms),write_bw(gib/s),gpu,gpu_node,pinned,policy,page_fractions,host",
-}
+INTERFACES = Path(__file__).resolve().parents[2] / "docs" / "INTERFACES.md"
+
+
+def documented_columns(kernel: str) -> str:
+    """The CSV header docs/INTERFACES.md gives for a kernel (`- numa_latency: `rank,...``)."""
+    match = re.search(rf"^- {re.escape(kernel)}: `([^`]+)`", INTERFACES.read_text(), re.M)
+    assert match, f"docs/INTERFACES.md documents no columns for {kernel}"
+    return match.group(1)
+
+
+# The columns each benchmark's kernel writes, as documented.
+COLUMNS = {name: documented_columns(b.kernel) for name, b in benches.BENCHES.items()}
 
 
 def _arg(job: grid.Job, name: str, default: str | None = None) -> str | None:
@@ -103,7 +114,8 @@ def _jitter(rng: random.Random) -> float:
 def latency_ns(topo: Topology, cpu: int, mem_nodes: list[int], size: int, sharing: int) -> float:
     for name, ns in ((1, L1_NS), (2, L2_NS), (3, L3_NS)):
         cache = next((c for c in topo.caches if c.level == name and c.type in ("Data", "Unified")), None)
-        if cache and size <= cache.size_bytes:
+        # the ranks sharing an L3 group share its capacity too
+        if cache and size * (sharing if name == 3 else 1) <= cache.size_bytes:
             return ns
     dist = sum(_distance(topo, _node_of(topo, cpu), m) for m in mem_nodes) / len(mem_nodes)
     return DRAM_NS * dist / 10 * (1 + CONTENTION * (sharing - 1))
@@ -124,7 +136,9 @@ def _latency_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dic
                          "weights": ",".join(map(str, p.weights or [])), "page_size": _arg(job, "pages", "4k"),
                          "size_bytes": size, "latency_ns_median": round(v, 3), "latency_ns_min": round(v * 0.99, 3),
                          "latency_ns_max": round(v * 1.01, 3), "samples": 5, "loads": 1000000,
-                         "page_fractions": _fractions(topo, p.mem_nodes, p.weights)})
+                         "page_fractions": _fractions(topo, p.mem_nodes, p.weights),
+                         "sample_s": 0.05, "spread_pct": 2.0, "first_touch_s": round(size / FIRST_TOUCH_B_S, 6),
+                         "cycle_build_s": round(size / CYCLE_BUILD_B_S, 6)})
     return rows
 
 
@@ -144,7 +158,9 @@ def _bandwidth_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[d
                      "weights": ",".join(map(str, weights or [])), "page_size": _arg(job, "pages", "4k"),
                      "array_bytes": array, "bytes_per_iter": arrays * array, "best_mb_s": round(b, 1),
                      "avg_mb_s": round(b * 0.97, 1), "min_mb_s": round(b * 0.95, 1), "ntimes": 10,
-                     "validation": "pass", "page_fractions": _fractions(topo, nodes, weights), "host": HOST})
+                     "validation": "pass", "page_fractions": _fractions(topo, nodes, weights), "host": HOST,
+                     "stores": "regular", "bytes_per_element": 8,
+                     "first_touch_s": round(arrays * array / FIRST_TOUCH_B_S, 6)})
     return rows
 
 
@@ -172,14 +188,9 @@ def _gpu_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
                          "read_latency(ms)": size / (bw * 2**30) * 1000, "read_bw(gib/s)": bw,
                          "write_latency(ms)": size / (0.9 * bw * 2**30) * 1000, "write_bw(gib/s)": 0.9 * bw,
                          "gpu": gpu.id, "gpu_node": gpu_node, "pinned": int(_arg(job, "pin_memory", "1")),
-                         "policy": policy, "page_fractions": _fractions(topo, nodes, weights), "host": HOST})
+                         "policy": policy, "page_fractions": _fractions(topo, nodes, weights), "host": HOST,
+                         "bidir_read_bw(gib/s)": BIDIR * bw, "bidir_write_bw(gib/s)": BIDIR * 0.9 * bw})
     return rows
-
-
-def _documented(kernel: str) -> str:
-    """A kernel's columns as docs/INTERFACES.md gives them."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "INTERFACES.md").read_text()
-    return re.search(rf"^- {kernel}: `([^`]+)`", text, re.M).group(1)
 
 
 def _loaded_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
@@ -260,7 +271,7 @@ ROWS = {"latency": _latency_rows, "bandwidth": _bandwidth_rows, "copy": _copy_ro
 
 
 def _csv(rows: list[dict], bench: str) -> str:
-    cols = (COLUMNS.get(bench) or _documented(grid.KERNELS[bench])).split(",")
+    cols = COLUMNS[bench].split(",")
     def cell(v: object) -> str:
         text = f"{v:.6g}" if isinstance(v, float) else str(v)
         return f'"{text}"' if re.search(r'[,"]', text) else text

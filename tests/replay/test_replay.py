@@ -58,9 +58,11 @@ def replay(request, repo_copy: Path) -> dict:
     args = [a for f in files for a in ("--configfile", f)] + (["--config", *sets] if sets else [])
     dry = snakemake(repo_copy, "-n", *args, "--forceall")
     assert dry.returncode == 0, dry.stderr[-3000:]
-    run = snakemake(repo_copy, *args, "--cores", "2", "--allowed-rules", *RULES,
+    # The targets before --allowed-rules, which would take them as more rule names.
+    run = snakemake(repo_copy, *args, "--cores", "2",
                     str(report.relative_to(repo_copy) / "experimentation.md"),
-                    *[str((results / f"{b}.csv").relative_to(repo_copy)) for b in plan.benches()])
+                    *[str((results / f"{b}.csv").relative_to(repo_copy)) for b in plan.benches()],
+                    "--allowed-rules", *RULES)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     return {"plan": plan, "topo": topo, "results": results, "report": report, "dry": dry.stdout + dry.stderr,
             "findings": json.loads((report / "findings.json").read_text())["findings"],
@@ -114,6 +116,16 @@ def test_planted_effects_are_found(replay):
     modes = {j.grid.get("label", "") for j in latency if "--serial" in j.kernel_args}
     if modes and any(j.tasks > 1 for j in latency if "--serial" in j.kernel_args):
         assert "mode_divergence" in found
+    # rank scaling: concurrent ranks sharing an L3 group share its capacity and memory path, so
+    # latency grows with the ranks per domain, and sooner for sequential than interleaved ranks
+    concurrent = [j for j in latency if "--serial" not in j.kernel_args]
+    counts = {j.grid.get("ranks_per_domain") for j in concurrent}
+    if {"sequential", "interleaved"} <= {j.grid.get("strategy") for j in concurrent} and max(counts) >= 4:
+        scaling = [f["numbers"] for f in replay["findings"] if f["id"] == "rank_scaling"]
+        assert scaling and max(n["low"] for n in scaling) > 1 + model.CONTENTION, scaling
+        placed = [f["numbers"] for f in replay["findings"] if f["id"] == "placement_scaling"]
+        assert placed and all(n["low"] > 1 for n in placed), placed
+        assert list((replay["report"] / "figures" / "latency").glob("rank_scaling--*.png"))
     gpu = plan.by_bench("gpu_xfer")
     if {1, 2} <= {j.gpus for j in gpu}:
         plateaus = [f["numbers"] for f in replay["findings"] if f["id"] == "gpu_plateau"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from report_data import latency_frame, topology, write_results
-from numasweep import figures
+from numasweep import benches, figures, tables
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -31,7 +31,7 @@ def test_every_kind_is_drawn_as_png_and_svg(full_results: Path, tmp_path: Path) 
         assert svg in paths and b"<svg" in svg.read_bytes()[:1000]
     # each figure is filed under its benchmark
     assert {p.parent.name for p in paths} == {"latency", "bandwidth", "copy", "gpu_xfer"}
-    assert sorted(kind for kind in kinds if kind not in figures.CAPTIONS) == []
+    assert sorted(kind for kind in kinds if kind not in benches.CAPTIONS) == []
 
 
 def test_absent_benchmarks_draw_nothing(tmp_path: Path) -> None:
@@ -65,10 +65,10 @@ def test_cache_markers_come_from_the_topology() -> None:
 
 
 def test_memory_node_from_pages_then_request() -> None:
-    assert figures.memory_node("0:0.0000,3:1.0000") == 3
-    assert figures.memory_node("0:0.5000,3:0.5000", "0,3") is None
-    assert figures.memory_node("", "2") == 2
-    assert figures.memory_node(float("nan"), 1.0) == 1
+    assert tables.memory_node("0:0.0000,3:1.0000") == 3
+    assert tables.memory_node("0:0.5000,3:0.5000", "0,3") is None
+    assert tables.memory_node("", "2") == 2
+    assert tables.memory_node(float("nan"), 1.0) == 1
 
 
 def test_lumi_g_example_curves_and_cache_lines(repo: Path, tmp_path: Path) -> None:
@@ -119,14 +119,14 @@ def test_latency_curves_carry_a_band_from_the_sample_range() -> None:
     df = latency_frame()
     df["latency_ns_min"] = df["latency_ns_median"] * 0.9
     df["latency_ns_max"] = df["latency_ns_median"] * 1.2
-    table = figures.with_spread(figures.latency_table(df), df)
+    table = figures.with_spread(tables.latency_table(df), df)
     assert (table["latency_ns_max"] / table["latency_ns_median"]).round(6).eq(1.2).all()
     (_, part), *_ = figures.latency_configs(table)
     fig, ax = plt.subplots()
     figures.plot_rank_curves(ax, part, "latency_ns_median", None)
     assert len(ax.collections) == part["rank"].nunique()           # one band per rank's line
     fig2, ax2 = plt.subplots()
-    figures.plot_rank_curves(ax2, figures.latency_table(df.drop(columns=list(figures.SPREAD))), "latency_ns_median",
+    figures.plot_rank_curves(ax2, tables.latency_table(df.drop(columns=list(figures.SPREAD))), "latency_ns_median",
                              None)
     assert not ax2.collections
     plt.close(fig)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from report_data import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
-from numasweep import analysis, figures, report, series
+from numasweep import analysis, figures, report, series, tables
 
 
 def render(results: Path, out: Path) -> tuple[str, dict, list[Path]]:
@@ -110,7 +110,7 @@ def test_bandwidth_array_sizes_stay_apart(tmp_path):
     big["array_bytes"] = 256 * MiB
     big["best_mb_s"] *= 0.5
     text, findings, paths = render_bandwidth(tmp_path, [small, big])
-    table = figures.bandwidth_table(pd.concat([small, big]))
+    table = tables.bandwidth_table(pd.concat([small, big]))
     assert len(table) == len(small) + len(big)
     peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
     assert peaks == sorted([8000.0 * 3, 10000.0 * 3, 4000.0 * 3, 5000.0 * 3])
@@ -151,7 +151,7 @@ def test_bandwidth_store_variants_stay_apart_and_are_named(tmp_path):
     nt = bandwidth_frame().assign(stores="nt")
     nt["best_mb_s"] *= 1.4
     text, findings, paths = render_bandwidth(tmp_path, [regular, nt])
-    assert len(figures.bandwidth_table(pd.concat([regular, nt]))) == len(regular) + len(nt)
+    assert len(tables.bandwidth_table(pd.concat([regular, nt]))) == len(regular) + len(nt)
     peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
     assert peaks == sorted(p * s for p in (8000.0 * 3, 10000.0 * 3) for s in (1.0, 1.4))
     assert len([p for p in paths if p.name.startswith("bandwidth_vs_threads") and p.suffix == ".png"]) == 2

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from numasweep import aggregate, grid, topology
+from numasweep import aggregate, benches, grid, topology
 from numasweep.errors import NumasweepError
 from numasweep.provenance import parse_version
 
@@ -90,7 +90,7 @@ def test_lumi_g_gpu_sweep_runs_the_hip_build_on_its_eight_gcds() -> None:
             {"latency": {"sweeps": [{"domains": [[0]], "memory": ["interleave:0,7"]}]}},
             "latency.sweeps[0].memory[0]",
         ),
-        ({b: {"sweeps": []} for b in grid.BENCHES}, "the sweep is empty"),
+        ({b: {"sweeps": []} for b in benches.NAMES}, "the sweep is empty"),
     ],
 )
 def test_config_errors_name_the_key_path(config: dict, message: str) -> None:

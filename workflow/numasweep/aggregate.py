@@ -19,33 +19,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep import quality
+from numasweep import benches, quality
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text, read_csv
 from numasweep.provenance import COLUMNS as PROVENANCE_COLUMNS
 
-# The columns each kernel's CSV must have (docs/INTERFACES.md); a file without them is malformed.
-REQUIRED = {
-    "latency": ("rank", "cpu", "size_bytes", "latency_ns_median"),
-    "bandwidth": ("kernel", "threads", "best_mb_s", "validation"),
-    "copy": ("src_node", "dst_node", "bytes", "best_gb_s"),
-    "gpu_xfer": ("ngpus", "access_size(bytes)", "read_bw(gib/s)", "write_bw(gib/s)"),
-    "loaded_latency": ("traffic", "delay", "chase_cpu", "load_gb_s", "latency_ns_median"),
-    "c2c": ("cpu_a", "cpu_b", "round_trip_ns_median"),
-    "mix_bandwidth": ("traffic", "threads", "gb_s_median"),
-}
-# The measured values and sizes of each kernel's CSV: each must be a finite number above zero.
-# A non-numeric, empty, zero, negative or infinite cell stops aggregation (and a cached
-# report) naming the file, line and column, instead of failing later inside a plot.
-POSITIVE = {
-    "latency": ("size_bytes", "latency_ns_median"),
-    "bandwidth": ("threads", "best_mb_s"),
-    "copy": ("bytes", "best_gb_s"),
-    "gpu_xfer": ("ngpus", "access_size(bytes)", "read_bw(gib/s)", "write_bw(gib/s)"),
-    "loaded_latency": ("size_bytes", "latency_ns_median"),
-    "c2c": ("round_trip_ns_median",),
-    "mix_bandwidth": ("threads", "gb_s_median"),
-}
+# A kernel CSV without its benchmark's `required` columns (numasweep.benches) is malformed; each
+# `positive` column must hold finite numbers above zero: a non-numeric, empty, zero, negative or
+# infinite cell stops aggregation (and a cached report) naming the file, line and column,
+# instead of failing later inside a plot.
 # The fix for a bad cell, by where the table came from.
 FIX_JOB = "delete {path} and rerun its job (snakemake measures it again)"
 FIX_TABLE = ("correct that cell or delete the row; for a measured sweep delete {path} and rerun "
@@ -53,10 +35,10 @@ FIX_TABLE = ("correct that cell or delete the row; for a measured sweep delete {
 
 
 def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
-    """Refuse the first cell of a POSITIVE column that is not a finite number above zero."""
+    """Refuse the first cell of a `positive` column that is not a finite number above zero."""
     import numpy as np
 
-    for column in POSITIVE.get(bench, ()):
+    for column in benches.BENCHES[bench].positive if bench in benches.BENCHES else ():
         if column not in df.columns:
             continue
         raw = df[column]
@@ -78,7 +60,7 @@ def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
 
 def read_job(csv: Path, bench: str) -> pd.DataFrame:
     """One job's rows with job_id, grid and provenance columns, or a NumasweepError naming the file."""
-    df = read_csv(csv, REQUIRED.get(bench, ()))
+    df = read_csv(csv, benches.BENCHES[bench].required if bench in benches.BENCHES else ())
     if df.empty:
         raise NumasweepError(f"{csv}: no rows; delete it and rerun its job")
     check_values(df, csv, bench, FIX_JOB)

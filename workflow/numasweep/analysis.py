@@ -26,19 +26,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numasweep import contrasts, levels, series, stats
+from numasweep import benches, contrasts, levels, series, stats
 from numasweep.errors import NumasweepError
 from numasweep.stats import Interval
 from numasweep.topology import Topology
 from numasweep.io import atomic_write_text, read_csv
+from numasweep.tables import as_text as _text
+from numasweep.tables import bandwidth_points as _bandwidth_points
+from numasweep.tables import latency_points as _latency_points
+from numasweep.tables import l3_position as _l3_position
+from numasweep.tables import nodes as _nodes
 from numasweep.units import format_size, parse_page_fractions
 
 MIN_EFFECT = contrasts.MIN_EFFECT   # a difference between nodes' latencies: at least 10 %
 SATURATION = 0.95        # bandwidth saturates at the first thread count reaching 95 % of the peak
 PLACEMENT_OK = 0.99      # a rank whose pages are less than 99 % on the requested node(s) is flagged
 MAX_ANOMALIES = 10
-
-BENCHES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth")
 
 
 @dataclass
@@ -82,16 +85,6 @@ def _topology(topology: Any) -> dict:
     raise TypeError(f"topology must be a dict or Topology, not {type(topology).__name__}")
 
 
-def _nodes(value: Any) -> tuple[int, ...]:
-    """'0,3', 3, 3.0 or NaN as a tuple of node ids."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ()
-    if isinstance(value, (int, np.integer, float, np.floating)):
-        return (int(value),)
-    text = str(value).strip()
-    return tuple(int(float(x)) for x in text.split(",") if x.strip()) if text else ()
-
-
 def _sz(nbytes: float) -> str:
     return format_size(int(nbytes))
 
@@ -107,21 +100,6 @@ def _cpus(cpus: list[int]) -> str:
     return ("CPU " if len(cpus) == 1 else "CPUs ") + ", ".join(str(c) for c in cpus)
 
 
-def _text(series: pd.Series) -> pd.Series:
-    return series.astype(object).where(series.notna(), "").astype(str).str.replace(r"\.0$", "", regex=True)
-
-
-def _l3_position(topo: dict) -> dict[int, int]:
-    """Index of each L3 group among the L3 groups of its node (0 = the one with the lowest CPU)."""
-    pos: dict[int, int] = {}
-    for node in topo.get("nodes", []):
-        cpus = set(node.get("cpus", []))
-        inside = [i for i, g in enumerate(topo.get("l3_groups") or []) if set(g) & cpus]
-        for p, group in enumerate(inside):
-            pos[group] = p
-    return pos
-
-
 def _position_label(position: int) -> str:
     names = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"]
     word = names[position] if position < len(names) else f"#{position + 1}"
@@ -134,59 +112,6 @@ def _distance(topo: dict, cpu_node: int, mem_node: int) -> int | None:
     if not dist or cpu_node not in ids or mem_node not in ids:
         return None
     return dist[ids.index(cpu_node)][ids.index(mem_node)]
-
-
-def _latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
-    """One row per (rank configuration, size): median latency over repetitions, with the keys the
-    analyses group by (`locality`, `l3_pos`, `series`)."""
-    need = {"size_bytes", "latency_ns_median"}
-    if latency is None or latency.empty or not need <= set(latency.columns):
-        return pd.DataFrame()
-    df = latency.copy()
-    for col in ("mode", "page_size", "policy", "weights", "strategy", "domains", "memory"):
-        df[col] = _text(df[col]) if col in df else ""
-    for col, default in (("rank", 0), ("cpu", -1), ("cpu_node", -1), ("l3_group", -1), ("ranks", 1),
-                         ("ranks_per_domain", 0)):
-        df[col] = pd.to_numeric(df[col], errors="coerce").fillna(default).astype(int) if col in df else default
-    df["mem_nodes"] = [",".join(map(str, _nodes(v))) for v in df.get("mem_nodes", pd.Series([""] * len(df)))]
-    # remote ranks are comparable only with ranks of the same CPU node reaching the same memory
-    df["locality"] = np.where(df["mem_nodes"] == df["cpu_node"].astype(str), "local",
-                              df["cpu_node"].astype(str) + "->" + df["mem_nodes"])
-    pos = _l3_position(topo)
-    df["l3_pos"] = [pos.get(g, 0) for g in df["l3_group"]]
-    for col in ("latency_ns_min", "latency_ns_max"):
-        df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else np.nan
-    keys = ["mode", "page_size", "policy", "weights", "strategy", "domains", "ranks_per_domain", "memory",
-            "ranks", "rank", "cpu", "cpu_node", "l3_group", "l3_pos", "mem_nodes", "locality"]
-    # every other column of the series identity (label, host, system, pages) keeps series apart
-    other = [c for c in series.series_columns(df, "latency") if c not in keys]
-    for col in other:
-        df[col] = _text(df[col])
-    keys += other + ["size_bytes"]
-    out = df.groupby(keys, as_index=False).agg(
-        latency_ns=("latency_ns_median", "median"),
-        lo=("latency_ns_min", "min"),
-        hi=("latency_ns_max", "max"),
-    )
-    out["curve"] = out[keys[:-1]].astype(str).agg("|".join, axis=1)
-    # the configuration a curve belongs to (series columns outside one figure's lines)
-    _configs(out)
-    # ranks that should measure alike: same mode, pages, memory locality and L3 position in the node
-    out["comparable"] = out[["mode", "page_size", "policy", "weights", "locality", "l3_pos"]].astype(str).agg(
-        "|".join, axis=1)
-    return out
-
-
-def _configs(points: pd.DataFrame, without: tuple[str, ...] = ()) -> None:
-    """Add `config` (and `config_name`, the varying values joined): the series columns that name a
-    figure (series.WITHIN aside), less `without`; rows of different configurations are never
-    pooled into one finding."""
-    cols = [c for c in series.SERIES["latency"] if c in points and c not in series.WITHIN["latency"]
-            and c not in without]
-    varying = [c for c in cols if points[c].astype(str).nunique() > 1]
-    points["config"] = points[cols].astype(str).agg("|".join, axis=1) if cols else ""
-    points["config_name"] = [", ".join(_config_value(c, r[c]) for c in varying if str(r[c]) != "")
-                             for _, r in points[varying].iterrows()] if varying else ""
 
 
 def _config_value(column: str, value: Any) -> str:
@@ -625,27 +550,6 @@ def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list
 
 # ---------------------------------------------------------------- bandwidth, copy, GPU
 
-def _bandwidth_points(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame, str]:
-    if bandwidth is None or bandwidth.empty or "threads" not in bandwidth:
-        return pd.DataFrame(), ""
-    metric = next((c for c in ("best_mb_s", "avg_mb_s") if c in bandwidth and bandwidth[c].notna().any()), None)
-    if metric is None:
-        return pd.DataFrame(), ""
-    df = bandwidth.copy()
-    for col in ("kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes"):
-        df[col] = _text(df[col]) if col in df else ""
-    for col in ("cpu_nodes", "mem_nodes"):
-        df[col] = [",".join(map(str, _nodes(v))) for v in df[col]] if col in df else ""
-    keys = ["kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes", "cpu_nodes",
-            "mem_nodes"]
-    other = [c for c in series.series_columns(df, "bandwidth") if c not in keys]
-    for col in other:
-        df[col] = _text(df[col])
-    keys += other + ["threads"]
-    out = df.groupby(keys, as_index=False)[metric].median().rename(columns={metric: "mb_s"})
-    return out, metric
-
-
 def _series_name(r: Any) -> str:
     """Names every series column that can tell two bandwidth series apart."""
     kernel = f"{r['kernel']} " if r["kernel"] else ""
@@ -793,12 +697,6 @@ def copy_matrix(copy: pd.DataFrame | None, topology: Any = None) -> list[Finding
     )]
 
 
-# Each direction's bandwidth column; the bidirectional ones are measured with both at once.
-GPU_DIRECTIONS = {"read": "read_bw(gib/s)", "write": "write_bw(gib/s)",
-                  "bidirectional read": "bidir_read_bw(gib/s)", "bidirectional write": "bidir_write_bw(gib/s)"}
-GPU_SIZE = "access_size(bytes)"
-
-
 def _plateau(curve: pd.Series) -> tuple[float, int]:
     """Median bandwidth over the sizes reaching SATURATION of the maximum, and the first such size."""
     top = curve[curve >= SATURATION * curve.max()]
@@ -807,20 +705,20 @@ def _plateau(curve: pd.Series) -> tuple[float, int]:
 
 def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
     """GPU transfer bandwidth plateau per direction and policy, pinned vs pageable, best weights."""
-    if gpu is None or gpu.empty or GPU_SIZE not in gpu:
+    if gpu is None or gpu.empty or benches.GPU_SIZE not in gpu:
         return []
     df = gpu.copy()
     for col in ("policy", "numa_nodes", "numa_weight", "pinned", "gpu", "ngpus", "label", "memory", "host"):
         df[col] = _text(df[col]) if col in df else ""
     findings = []
     plateaus = []
-    for direction, column in GPU_DIRECTIONS.items():
+    for direction, column in benches.GPU_BANDWIDTH.items():
         if column not in df or df[column].isna().all():
             continue
         # one series per GPU of a run and per GPU count: 2 GPUs sharing a link are not 1 GPU
         for (policy, nodes, weight, pinned, ngpus, gpu_id, label, host), g in df.groupby(
                 ["policy", "numa_nodes", "numa_weight", "pinned", "ngpus", "gpu", "label", "host"]):
-            curve = g.groupby(GPU_SIZE)[column].median().dropna().sort_index()
+            curve = g.groupby(benches.GPU_SIZE)[column].median().dropna().sort_index()
             if len(curve) < 2:
                 continue
             value, start = _plateau(curve)
@@ -954,7 +852,7 @@ def analyse(results_dir: str | Path) -> dict:
             raise NumasweepError(f"{topo_path}: not valid JSON ({exc.msg}); regenerate it with "
                                  f"`python -m numasweep topology`") from None
     frames = {b: read_csv(results_dir / f"{b}.csv") if (results_dir / f"{b}.csv").exists() else None
-              for b in BENCHES}
+              for b in benches.NAMES}
     if all(f is None for f in frames.values()):
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")
     findings: list[Finding] = []
@@ -972,6 +870,9 @@ def analyse(results_dir: str | Path) -> dict:
     findings += mlc_analysis.loaded_latency(frames["loaded_latency"])
     findings += mlc_analysis.core_to_core(frames["c2c"])
     findings += mlc_analysis.bandwidth_matrix(frames["mix_bandwidth"])
+    from numasweep import scaling  # it builds on this module
+
+    findings += scaling.rank_scaling(frames["latency"], topo)
     findings += placement_verification(frames, topo)
     return {"system": topo.get("system") or results_dir.name, "findings": [f.to_dict() for f in findings]}
 

@@ -19,12 +19,10 @@ import pandas as pd
 # Figure objects without pyplot: no global figure state, no GUI backend, files only (Agg).
 from matplotlib.figure import Figure
 
-from numasweep import series
+from numasweep import benches, series, tables
 from numasweep.errors import NumasweepError
 from numasweep.io import read_csv
-from numasweep.units import format_size, parse_page_fractions
-
-BENCHES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth")
+from numasweep.units import format_size
 
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -34,43 +32,6 @@ HEATMAP = "cividis"  # perceptually uniform and readable without red/green visio
 # Report width is about 800 px; 8 x 4.5 in at 100 dpi keeps labels legible without zooming.
 FIGSIZE = (8.0, 4.5)
 DPI = 100
-
-GPU_SIZE = "access_size(bytes)"
-GPU_DIRECTIONS = (
-    ("read", "host to device"),
-    ("write", "device to host"),
-)
-
-# One sentence per figure kind, shown under each figure in the Markdown report.
-CAPTIONS = {
-    "latency_vs_size": "Load-to-use latency of a random pointer chase against buffer size, "
-    "one line per rank coloured by L3 group, with the cache sizes marked; the band around a line "
-    "spans its runs' fastest to slowest sample where the kernel recorded them.",
-    "concurrent_vs_serial": "Latency measured with all ranks running at once divided by the latency "
-    "of the same rank running alone, against buffer size.",
-    "latency_matrix": "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
-    "memory (columns) at the largest size measured.",
-    "bandwidth_vs_threads": "Best STREAM bandwidth against thread count, one line per CPU node and "
-    "memory node, local and remote.",
-    "bandwidth_matrix": "Best STREAM bandwidth at the highest thread count by CPU node (rows) and "
-    "memory node (columns).",
-    "copy_matrix": "Copy bandwidth from a source node (rows) to a destination node (columns), one "
-    "panel per node running the copying threads.",
-    "gpu_bandwidth": "Host-device transfer bandwidth against transfer size for each host memory "
-    "policy and weights, both directions.",
-    "gpu_latency": "Host-device transfer time against transfer size for each host memory policy "
-    "and weights, both directions.",
-    "cross_latency_vs_size": "Median latency over ranks against buffer size on each system, one "
-    "panel per mode.",
-    "loaded_latency": "Pointer-chase latency against the bandwidth the load threads achieved at once, "
-    "one line per traffic kind (reads to writes), the idle chase at zero load; bars span each point's "
-    "fastest and slowest sample.",
-    "c2c_heatmap": "Median round trip of a cache line between two CPUs, CPUs ordered by NUMA node and "
-    "L3 group; lines mark the L3 groups (thin) and nodes (thick) the kernel found the CPUs on.",
-    "mix_bandwidth_matrix": "Bandwidth of threads on a CPU node (rows) to memory on a node (columns), one "
-    "panel per traffic kind.",
-}
-
 
 # ---------------------------------------------------------------------------------------------
 # Loading
@@ -95,53 +56,13 @@ def load_results(results_dir: str | os.PathLike) -> dict[str, pd.DataFrame]:
         raise NumasweepError(f"{results_dir}: no such results folder; give the folder that holds "
                              "topology.json and the aggregated <bench>.csv files")
     frames = {}
-    for bench in BENCHES:
+    for bench in benches.NAMES:
         path = results_dir / f"{bench}.csv"
         if path.exists():
             df = read_csv(path)
             if len(df):
                 frames[bench] = df
     return frames
-
-
-def memory_node(page_fractions: object, mem_nodes: object = None) -> int | None:
-    """The node holding the buffer: the one with at least 90% of its pages, else the single
-    node asked for, else None (spread over nodes)."""
-    fractions = parse_page_fractions(page_fractions)
-    if fractions:
-        node, frac = max(fractions.items(), key=lambda kv: kv[1])
-        if frac >= 0.9:
-            return node
-        return None
-    text = str(mem_nodes).strip() if mem_nodes is not None else ""
-    if re.fullmatch(r"\d+", text):
-        return int(text)
-    if re.fullmatch(r"\d+\.0", text):
-        return int(float(text))
-    return None
-
-
-def with_memory_node(df: pd.DataFrame, fractions_col: str = "page_fractions") -> pd.DataFrame:
-    """A copy with a `memory_node` column (nullable int) derived from page placement."""
-    df = df.copy()
-    fractions = df[fractions_col] if fractions_col in df else pd.Series([None] * len(df), index=df.index)
-    asked = df["mem_nodes"] if "mem_nodes" in df else pd.Series([None] * len(df), index=df.index)
-    # Parsed once per distinct (placement, nodes asked): a large table repeats a few of them.
-    # (A NaN never equals itself, so its pairs miss the cache and are parsed each time.)
-    nodes: dict = {}
-    found = []
-    for pair in zip(fractions, asked):
-        node = nodes.get(pair, ...)
-        if node is ...:
-            node = nodes[pair] = memory_node(*pair)
-        found.append(node)
-    df["memory_node"] = pd.array(found, dtype="Int64")
-    return df
-
-
-def as_label(values: pd.Series) -> pd.Series:
-    """Text labels from a column pandas may have read as float: 0.0 -> "0", NaN -> ""."""
-    return series.labels(values)
 
 
 def slug(value: object) -> str:
@@ -266,43 +187,17 @@ def l3_styles(topology: dict | None, df: pd.DataFrame) -> dict[int, tuple[str, s
 # Latency
 
 
-def rank_label(n: object) -> str:
-    n = int(n)
-    return "" if n < 0 else (f"{n} rank" if n == 1 else f"{n} ranks")
-
-
-def latency_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions: one row per point of a series (`numasweep.series`)."""
-    out = series.point_table(df, "latency", ["latency_ns_median"], first=("page_fractions",))
-    if "ranks" in out:
-        # Rank 0 of a 1-rank run and rank 0 of an 8-rank run are different measurements: the
-        # rank count names the configuration (`concurrent-8 ranks`), it is never averaged over.
-        out["ranks"] = out["ranks"].map(rank_label)
-    return out
-
-
-def latency_configs(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """Per mode, then per every other configuration column that varies (`numasweep.series`)."""
-    return series.configurations(df, "latency", first="mode")
-
-
-def latency_lines(part: pd.DataFrame):
-    """(key, rows) per line of one latency configuration: one per rank (and host, CPU)."""
-    cols = [c for c in series.WITHIN["latency"] if c in part]
-    return part.groupby(cols, sort=True, dropna=False)
-
-
 SPREAD = ("latency_ns_min", "latency_ns_max")
 
 
 def with_spread(table: pd.DataFrame, latency: pd.DataFrame) -> pd.DataFrame:
-    """`table` (latency_table) with each point's sample range: the fastest and slowest sample of
-    its runs (median over repetitions), where the kernel recorded them."""
+    """`table` (tables.latency_table) with each point's sample range: the fastest and slowest
+    sample of its runs (median over repetitions), where the kernel recorded them."""
     if not set(SPREAD) <= set(latency.columns):
         return table
     band = series.point_table(latency, "latency", list(SPREAD))
     if "ranks" in band:
-        band["ranks"] = band["ranks"].map(rank_label)
+        band["ranks"] = band["ranks"].map(tables.rank_label)
     keys = series.point_columns(table, "latency")
     return table.merge(band[keys + list(SPREAD)], on=keys, how="left")
 
@@ -311,7 +206,7 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) 
     """One line per rank against size, coloured by L3 group, styled by its place in the node;
     a band from each point's sample range where the table has one (`with_spread`)."""
     styles = l3_styles(topology, part)
-    for _, rows in latency_lines(part):
+    for _, rows in tables.latency_lines(part):
         rows = rows.sort_values("size_bytes")
         rank = rows["rank"].iloc[0]
         group = int(rows["l3_group"].iloc[0])
@@ -326,8 +221,8 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) 
 
 def plot_latency_vs_size(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
-    table = with_spread(latency_table(latency), latency)
-    for variant, part in latency_configs(table):
+    table = with_spread(tables.latency_table(latency), latency)
+    for variant, part in tables.latency_configs(table):
         sizes = sorted(part["size_bytes"].unique())
         if len(sizes) < 2:
             continue
@@ -343,7 +238,7 @@ def plot_latency_vs_size(latency: pd.DataFrame, topology: dict | None, figdir: P
 
 
 def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
-    table = latency_table(latency)
+    table = tables.latency_table(latency)
     if set(table["mode"]) < {"concurrent", "serial"}:
         return []
     # the same point of the same series, once with all ranks at once and once alone
@@ -367,7 +262,7 @@ def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: dict | None, figd
 
 def latency_matrix(part: pd.DataFrame) -> pd.DataFrame | None:
     """Median latency by (cpu node, memory node) at the largest size; None with a single cell."""
-    rows = with_memory_node(part[part["size_bytes"] == part["size_bytes"].max()])
+    rows = tables.with_memory_node(part[part["size_bytes"] == part["size_bytes"].max()])
     rows = rows.dropna(subset=["memory_node"])
     if rows.empty:
         return None
@@ -378,7 +273,7 @@ def latency_matrix(part: pd.DataFrame) -> pd.DataFrame | None:
 
 def plot_latency_matrix(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
-    for variant, part in latency_configs(latency_table(latency)):
+    for variant, part in tables.latency_configs(tables.latency_table(latency)):
         matrix = latency_matrix(part)
         if matrix is None:
             continue
@@ -387,6 +282,40 @@ def plot_latency_matrix(latency: pd.DataFrame, topology: dict | None, figdir: Pa
         heatmap(ax, matrix, "latency (ns per load)", ".1f", "CPU node", "memory node")
         ax.set_title(f"Latency at {format_size(int(part['size_bytes'].max()))}, {variant}")
         paths += save(fig, figdir, "latency", "latency_matrix", variant)
+    return paths
+
+
+def plot_rank_scaling(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+    """Median latency over a run's ranks against ranks per domain (numasweep.scaling): one figure
+    per configuration other than placement and domain set, one panel per size."""
+    from numasweep import scaling
+
+    points = scaling.scaling_points(latency)
+    if points.empty:
+        return []
+    lines = [c for c in ("strategy", "domains") if c in points]
+    paths: list[Path] = []
+    for variant, part in series.configurations(points, "latency", without=(*lines, "ranks_per_domain", "ranks")):
+        sizes = sorted(part["size_bytes"].unique())
+        fig, axes = new_figure(ncols=len(sizes), width=max(8.0, 4.5 * len(sizes)))
+        for ax, size in zip(axes, sizes):
+            rows = part[part["size_bytes"] == size]
+            for i, (key, g) in enumerate(rows.groupby(lines, sort=True)):
+                key = key if isinstance(key, tuple) else (key,)
+                name = dict(zip(lines, key))
+                curve = g.groupby("ranks_per_domain")["latency_ns_median"].median()
+                ax.plot(curve.index, curve.values, marker="o", markersize=3,
+                        color=PALETTE[i % len(PALETTE)],
+                        linestyle="--" if name.get("strategy") == "interleaved" else "-",
+                        label=f"{name.get('strategy', '')}, domains {name.get('domains', '')}")
+            ax.set_xlabel("ranks per domain")
+            ax.set_ylabel("median latency over ranks (ns per load)")
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            ax.set_title(f"{format_size(int(size))} buffers")
+            ax.legend(fontsize=7, loc="upper left")
+        fig.suptitle(f"Latency against ranks per domain, {variant}")
+        paths += save(fig, figdir, "latency", "rank_scaling", variant)
     return paths
 
 
@@ -403,57 +332,19 @@ def full_node_matrix(matrix: pd.DataFrame, topology: dict | None) -> pd.DataFram
 # Bandwidth and copy
 
 
-def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions of the best bandwidth per point of a series, with the memory
-    node of each row."""
-    df = df.copy()
-    if "kernel" not in df:
-        df["kernel"] = "kernel not recorded"
-    df["kernel"] = as_label(df["kernel"]).replace("", "kernel not recorded")
-    out = series.point_table(df, "bandwidth", ["best_mb_s"], first=("page_fractions",))
-    return with_memory_node(out)
-
-
-def bandwidth_series_label(cpu_nodes: str, row: pd.Series) -> str:
-    """A line's name; lines of one figure differ in what it names (series.WITHIN)."""
-    mem = row["memory_node"]
-    if pd.isna(mem):
-        where = f"memory {row.get('policy', '')} {row.get('mem_nodes', '')}".strip()
-        text = f"CPUs on node {cpu_nodes}, {where}"
-    else:
-        kind = "local" if str(int(mem)) == cpu_nodes else "remote"
-        text = f"CPUs on node {cpu_nodes}, memory on node {int(mem)} ({kind})"
-    if str(row.get("weights", "")).strip():
-        text += f", weights {row['weights']}"
-    if str(row.get("host", "")).strip() and str(row.get("memory", "")).strip() not in ("", "local"):
-        text += f" [{row['memory']}]"
-    return text
-
-
-def bandwidth_variants(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """Per kernel, then per every other configuration column that varies (`numasweep.series`)."""
-    return series.configurations(table, "bandwidth", first="kernel")
-
-
-def bandwidth_lines(part: pd.DataFrame):
-    """(key, rows) per line of one bandwidth configuration: CPU and memory nodes, policy."""
-    cols = [c for c in series.WITHIN["bandwidth"] if c in part] + ["memory_node"]
-    return part.groupby(cols, sort=True, dropna=False)
-
-
 def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
-    for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
+    for variant, part in tables.bandwidth_variants(tables.bandwidth_table(bandwidth)):
         if part["threads"].nunique() < 2:
             continue
         fig, (ax,) = new_figure()
-        for i, (_, rows) in enumerate(bandwidth_lines(part)):
+        for i, (_, rows) in enumerate(tables.bandwidth_lines(part)):
             rows = rows.sort_values("threads")
             first = rows.iloc[0]
             remote = not pd.isna(first["memory_node"]) and str(int(first["memory_node"])) != first["cpu_nodes"]
             ax.plot(rows["threads"], rows["best_mb_s"] / 1000, marker="o", markersize=3,
                     color=PALETTE[i % len(PALETTE)], linestyle="--" if remote else "-",
-                    label=bandwidth_series_label(first["cpu_nodes"], first))
+                    label=tables.bandwidth_series_label(first["cpu_nodes"], first))
         ax.set_xlabel("threads")
         ax.set_ylabel("bandwidth (GB/s, 10^9 bytes/s)")
         ax.set_ylim(bottom=0)
@@ -466,7 +357,7 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, fi
 
 def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
-    for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
+    for variant, part in tables.bandwidth_variants(tables.bandwidth_table(bandwidth)):
         part = part.dropna(subset=["memory_node"])
         part = part[part["threads"] == part["threads"].max()] if len(part) else part
         if part.empty:
@@ -505,64 +396,32 @@ def plot_copy_matrix(copy: pd.DataFrame, topology: dict | None, figdir: Path) ->
 # GPU transfers
 
 
-def gpu_label(row: pd.Series) -> str:
-    parts = [str(row.get("policy", "")), f"nodes {row['numa_nodes']}"]
-    if isinstance(row.get("numa_weight"), str) and row["numa_weight"].strip():
-        parts.append(f"weights {row['numa_weight']}")
-    parts.append(f"{int(row['ngpus'])} GPU{'s' if int(row['ngpus']) > 1 else ''}")
-    if int(row.get("gpu", -1)) >= 0:
-        parts.append(f"GPU {int(row['gpu'])}")
-    return ", ".join(p for p in parts if p)
-
-
-def gpu_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions per point of a series; each GPU of a run is its own series and
-    runs with different GPU counts never share one (`numasweep.series`)."""
-    df = df.copy()
-    if "pinned" not in df:
-        df["pinned"] = 1
-    values = ["read_latency(ms)", "read_bw(gib/s)", "write_latency(ms)", "write_bw(gib/s)"]
-    return series.point_table(df, "gpu_xfer", values)
-
-
-def gpu_lines(part: pd.DataFrame):
-    cols = [c for c in series.WITHIN["gpu_xfer"] if c in part]
-    return part.groupby(cols, sort=True, dropna=False)
-
-
-def gpu_configurations(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """Pinned and pageable host memory apart, then every other configuration that varies."""
-    table = table.copy()
-    table["pinned"] = ["pinned" if str(p) in ("1", "true", "True") else "pageable" for p in table["pinned"]]
-    return series.configurations(table, "gpu_xfer", first="pinned")
-
-
 def plot_gpu(gpu: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
-    table = gpu_table(gpu)
+    table = tables.gpu_table(gpu)
     paths: list[Path] = []
-    for variant, part in gpu_configurations(table):
-        sizes = sorted(part[GPU_SIZE].unique())
+    for variant, part in tables.gpu_configurations(table):
+        sizes = sorted(part[benches.GPU_SIZE].unique())
         if len(sizes) < 2:
             continue
         for kind, column, unit, log_y in (
-            ("gpu_bandwidth", "bw(gib/s)", "bandwidth (GiB/s)", False),
-            ("gpu_latency", "latency(ms)", "transfer time (ms)", True),
+            ("gpu_bandwidth", "bandwidth", "bandwidth (GiB/s)", False),
+            ("gpu_latency", "latency", "transfer time (ms)", True),
         ):
-            fig, axes = new_figure(ncols=2, width=11)
-            for ax, (direction, words) in zip(axes, GPU_DIRECTIONS):
-                for i, (_, rows) in enumerate(gpu_lines(part)):
-                    rows = rows.sort_values(GPU_SIZE)
-                    ax.plot(rows[GPU_SIZE], rows[f"{direction}_{column}"], marker="o", markersize=3,
+            fig, axes = new_figure(ncols=len(tables.TIMED_DIRECTIONS), width=11)
+            for ax, direction in zip(axes, tables.TIMED_DIRECTIONS):
+                for i, (_, rows) in enumerate(tables.gpu_lines(part)):
+                    rows = rows.sort_values(benches.GPU_SIZE)
+                    ax.plot(rows[benches.GPU_SIZE], rows[getattr(direction, column)], marker="o", markersize=3,
                             color=PALETTE[i % len(PALETTE)],
                             linestyle=LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)],
-                            label=gpu_label(rows.iloc[0]))
+                            label=tables.gpu_label(rows.iloc[0]))
                 size_axis(ax, sizes, "transfer size")
                 if log_y:
                     ax.set_yscale("log")
                 else:
                     ax.set_ylim(bottom=0)
                 ax.set_ylabel(unit)
-                ax.set_title(f"{words} ({variant} host memory)".replace("(pinned-", "(pinned, ").replace("(pageable-", "(pageable, "))
+                ax.set_title(f"{direction.words} ({variant} host memory)".replace("(pinned-", "(pinned, ").replace("(pageable-", "(pageable, "))
             axes[-1].legend(fontsize=7, loc="best")
             paths += save(fig, figdir, "gpu_xfer", kind, variant)
     return paths
@@ -572,7 +431,7 @@ def plot_gpu(gpu: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Pat
 # Entry points
 
 DRAWERS = {
-    "latency": (plot_latency_vs_size, plot_concurrent_vs_serial, plot_latency_matrix),
+    "latency": (plot_latency_vs_size, plot_concurrent_vs_serial, plot_latency_matrix, plot_rank_scaling),
     "bandwidth": (plot_bandwidth_vs_threads, plot_bandwidth_matrix),
     "copy": (plot_copy_matrix,),
     "gpu_xfer": (plot_gpu,),

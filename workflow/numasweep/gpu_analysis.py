@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numasweep import analysis, stats
+from numasweep import analysis, benches, stats, tables
 from numasweep import series as ser
 from numasweep.analysis import Finding
 
-SIZE = analysis.GPU_SIZE
-DIRECTIONS = analysis.GPU_DIRECTIONS
+SIZE = benches.GPU_SIZE
+DIRECTIONS = benches.GPU_BANDWIDTH
 # What makes two runs the same but for the GPU: the series identity less the GPU's own columns.
 RUN = tuple(c for c in ser.SERIES["gpu_xfer"] if c not in ("gpu", "gpu_node"))
 # Host memory and transfer settings that must agree between two runs compared by GPU count.
@@ -33,7 +33,7 @@ SETTINGS = tuple(c for c in RUN if c != "ngpus")
 def _prepare(gpu: pd.DataFrame) -> pd.DataFrame:
     df = gpu.copy()
     for col in RUN + ("gpu", "gpu_node", "numa_nodes", "policy", ser.REPETITION):
-        df[col] = analysis._text(df[col]) if col in df else ""
+        df[col] = tables.as_text(df[col]) if col in df else ""
     df[SIZE] = pd.to_numeric(df[SIZE], errors="coerce")
     return df
 

@@ -23,22 +23,13 @@ from typing import Any, Iterator
 import jsonschema
 import yaml
 
-from numasweep import checks, grid_mlc, placement
+from numasweep import benches, checks, grid_mlc, placement
 from numasweep.errors import NumasweepError
 from numasweep.io import load_yaml, pattern_problem
 from numasweep.units import format_size, parse_size, parse_sizes
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
 
-# Bench name (results folder, aggregated CSV) -> kernel binary.
-KERNELS = {
-    "latency": "numa_latency",
-    "bandwidth": "numa_bandwidth",
-    "copy": "numa_copy",
-    "gpu_xfer": "gpu_xfer",
-    **grid_mlc.KERNELS,
-}
-BENCHES = tuple(KERNELS)
 
 
 @dataclass(frozen=True)
@@ -69,7 +60,7 @@ class Plan:
         return [j for j in self.jobs if j.bench == bench]
 
     def benches(self) -> list[str]:
-        return [b for b in BENCHES if self.by_bench(b)]
+        return [b for b in benches.NAMES if self.by_bench(b)]
 
 
 # ---------------------------------------------------------------- config validation
@@ -257,7 +248,7 @@ def _latency(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
             yield Job(
                 bench="latency",
                 id=job_id,
-                kernel=KERNELS["latency"],
+                kernel=benches.LATENCY.kernel,
                 grid={
                     "label": sw["label"] or "",
                     "strategy": strategy,
@@ -302,7 +293,7 @@ def _bandwidth(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
             yield Job(
                 bench="bandwidth",
                 id=f"{_prefix('bw', sw['label'])}-c{node}-{memory_word(memory)}-t{threads}{pat}-rep{rep}",
-                kernel=KERNELS["bandwidth"],
+                kernel=benches.BANDWIDTH.kernel,
                 grid={
                     "label": sw["label"] or "",
                     "cpu_node": node,
@@ -350,7 +341,7 @@ def _copy(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
             yield Job(
                 bench="copy",
                 id=f"{_prefix('copy', sw['label'])}-s{src}-d{dst}-c{cpu_node}-t{threads}-{format_size(size)}-rep{rep}",
-                kernel=KERNELS["copy"],
+                kernel=benches.COPY.kernel,
                 grid={"label": sw["label"] or "", "repetition": rep},
                 kernel_args=tuple(
                     [
@@ -445,7 +436,7 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
             )
     if not jobs:
         raise NumasweepError(
-            f"{source}: the sweep is empty: the sweeps of {', '.join(BENCHES)} give no job; add a sweep "
+            f"{source}: the sweep is empty: the sweeps of {', '.join(benches.NAMES)} give no job; add a sweep "
             "(see config/config.yaml)"
         )
     checks.extra_args(config, jobs)
@@ -486,7 +477,7 @@ def main(argv: list[str]) -> int:
     topo = topology.detect() if arch == "auto" else topology.load(arch)
     plan = expand(config, topo, ",".join(args.config))
     if args.count:
-        for bench in BENCHES:
+        for bench in benches.NAMES:
             print(f"{bench}\t{len(plan.by_bench(bench))}")
     else:
         for job in plan.jobs:

@@ -10,11 +10,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterator
 
-from numasweep import placement
+from numasweep import benches, placement
 from numasweep.errors import NumasweepError
 from numasweep.units import format_cpulist, format_size, parse_size
-
-KERNELS = {"loaded_latency": "numa_loaded_latency", "c2c": "numa_c2c", "mix_bandwidth": "numa_mix_bandwidth"}
 
 
 def _grid():  # grid imports this module; the reverse import happens at call time
@@ -78,7 +76,7 @@ def loaded_latency(topo: Any, sweeps: list[dict]) -> Iterator:
                 bench="loaded_latency",
                 id=(f"{grid._prefix('ll', sw['label'])}-c{chase_node}-m{mem_node}-l{grid._nodes_word(load_nodes)}"
                     f"-t{threads}-{sw['strategy']}-rep{rep}"),
-                kernel=KERNELS["loaded_latency"],
+                kernel=benches.LOADED_LATENCY.kernel,
                 grid={"label": sw["label"] or "", "memory": f"node:{mem_node}",
                       "load_nodes": grid._nodes_word(load_nodes), "repetition": rep},
                 kernel_args=tuple([f"--size={size}", f"--chase-cpu={chase}", f"--strategy={sw['strategy']}",
@@ -125,7 +123,7 @@ def c2c(topo: Any, sweeps: list[dict]) -> Iterator:
             yield grid.Job(
                 bench="c2c",
                 id=f"{grid._prefix('c2c', sw['label'])}-{sw['cpus']}-line{line_node}-rep{rep}".replace(",", "."),
-                kernel=KERNELS["c2c"],
+                kernel=benches.C2C.kernel,
                 grid={"label": sw["label"] or "", "memory": f"node:{line_node}", "cpu_set": str(sw["cpus"]),
                       "repetition": rep},
                 kernel_args=tuple([f"--cpus={format_cpulist(cpus)}", f"--pairs={sw['pairs']}",
@@ -157,7 +155,7 @@ def mix_bandwidth(topo: Any, sweeps: list[dict]) -> Iterator:
                 bench="mix_bandwidth",
                 id=(f"{grid._prefix('mix', sw['label'])}-c{grid._nodes_word(nodes)}-t{threads}-"
                     f"{grid.memory_word(memory)}-rep{rep}"),
-                kernel=KERNELS["mix_bandwidth"],
+                kernel=benches.MIX_BANDWIDTH.kernel,
                 # the kernel writes its own `memory` column (local, bind, ...): the spec goes apart
                 grid={"label": sw["label"] or "", "memory_spec": memory, "repetition": rep},
                 kernel_args=tuple([f"--cpu-nodes={','.join(map(str, nodes))}", f"--strategy={sw['strategy']}",

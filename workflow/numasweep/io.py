@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from numasweep import benches
 from numasweep.errors import NumasweepError
 
 if TYPE_CHECKING:
@@ -93,8 +94,8 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
             f"{path}: missing column(s) {', '.join(missing)}; delete it and rerun its job"
         )
     # An aggregated table (<bench>.csv), as analysis, figures and a cached report read it.
-    from numasweep.aggregate import FIX_TABLE, POSITIVE, check_values
+    from numasweep.aggregate import FIX_TABLE, check_values
 
-    if path.stem in POSITIVE:
+    if path.stem in benches.BENCHES:
         check_values(df, path, path.stem, FIX_TABLE)
     return df

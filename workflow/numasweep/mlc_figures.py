@@ -10,16 +10,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep.figures import LINESTYLES, PALETTE, heatmap, new_figure, save
-
-TITLES = {
-    "loaded_latency": "Loaded latency",
-    "c2c": "Core-to-core latency",
-    "mix_bandwidth": "Peak and mixed bandwidth",
-}
-
-
-def _text(col: pd.Series) -> pd.Series:
-    return col.astype(object).where(col.notna(), "").astype(str)
+from numasweep.tables import as_text as _text
 
 
 def plot_loaded_latency(table: pd.DataFrame | None, figdir: Path) -> list[Path]:

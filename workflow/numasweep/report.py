@@ -15,19 +15,12 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from numasweep import figures, mlc_figures, quality, series
+from numasweep import benches, figures, mlc_figures, quality, series, tables
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text
-from numasweep.units import format_cpulist, format_size
+from numasweep.units import format_cpulist, format_size, parse_page_fractions
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "report"
-BENCH_TITLES = {
-    "latency": "Memory latency",
-    "bandwidth": "Memory bandwidth (STREAM)",
-    "copy": "Node-to-node copy",
-    "gpu_xfer": "Host-device transfers",
-    **mlc_figures.TITLES,
-}
 # The aggregated tables carry the launch line as `command` (from provenance); imported legacy
 # tables may name it otherwise.
 COMMAND_KEYS = ("command", "launch", "command_line", "cmdline")
@@ -132,64 +125,64 @@ def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
 
 def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
     """Per configuration, the seed's layout: one row per rank, one column per size."""
-    tables = []
-    for variant, part in figures.latency_configs(figures.latency_table(latency)):
-        part = figures.with_memory_node(part)
+    out = []
+    for variant, part in tables.latency_configs(tables.latency_table(latency)):
+        part = tables.with_memory_node(part)
         sizes = sorted(part["size_bytes"].unique())
         header = ["rank", "CPU", "CPU node", "memory node"] + [format_size(int(s)) for s in sizes]
         rows = []
-        for _, r in figures.latency_lines(part):
+        for _, r in tables.latency_lines(part):
             rank = r["rank"].iloc[0]
             values = r.set_index("size_bytes")["latency_ns_median"]
             mem = r["memory_node"].dropna()
             rows.append([int(rank), int(r["cpu"].iloc[0]), int(r["cpu_node"].iloc[0]),
                          int(mem.iloc[0]) if len(mem) and mem.nunique() == 1 else "mixed"]
                         + [float(values.get(s, float("nan"))) for s in sizes])
-        tables.append({"title": f"Latency (ns per load), {variant}",
-                       "table": md_table(header, rows)})
-    return tables
+        out.append({"title": f"Latency (ns per load), {variant}",
+                    "table": md_table(header, rows)})
+    return out
 
 
 def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
     """Per kernel: threads down, one column per (CPU node, memory node), like the STREAM table."""
-    tables = []
-    for variant, part in figures.bandwidth_variants(figures.bandwidth_table(bandwidth)):
+    out = []
+    for variant, part in tables.bandwidth_variants(tables.bandwidth_table(bandwidth)):
         part = part.copy()
-        part["series"] = [figures.bandwidth_series_label(r["cpu_nodes"], r) for _, r in part.iterrows()]
+        part["series"] = [tables.bandwidth_series_label(r["cpu_nodes"], r) for _, r in part.iterrows()]
         wide = part.pivot_table(index="threads", columns="series", values="best_mb_s", aggfunc="median")
         rows = [[int(t)] + [float(v) for v in row] for t, row in wide.iterrows()]
-        tables.append({"title": f"Best bandwidth (MB/s), {variant}",
-                       "table": md_table(["threads"] + list(wide.columns), rows)})
-    return tables
+        out.append({"title": f"Best bandwidth (MB/s), {variant}",
+                    "table": md_table(["threads"] + list(wide.columns), rows)})
+    return out
 
 
 def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
-    tables = []
+    out = []
     for (node, threads, nbytes), part in copy.groupby(["cpu_node", "threads", "bytes"], sort=True):
         wide = part.pivot_table(index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
         rows = [[int(s)] + [float(v) for v in row] for s, row in wide.iterrows()]
-        tables.append({
+        out.append({
             "title": f"Copy bandwidth (GB/s), threads on node {node}, {threads} threads, {format_size(int(nbytes))}",
             "table": md_table(["source \\ destination"] + [str(c) for c in wide.columns], rows),
         })
-    return tables
+    return out
 
 
 def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
-    table = figures.gpu_table(gpu)
-    tables = []
-    for variant, part in figures.gpu_configurations(table):
+    table = tables.gpu_table(gpu)
+    out = []
+    for variant, part in tables.gpu_configurations(table):
         part = part.copy()
-        part["series"] = [figures.gpu_label(r) for _, r in part.iterrows()]
-        for direction, words in figures.GPU_DIRECTIONS:
-            wide = part.pivot_table(index=figures.GPU_SIZE, columns="series",
-                                    values=f"{direction}_bw(gib/s)", aggfunc="median")
+        part["series"] = [tables.gpu_label(r) for _, r in part.iterrows()]
+        for direction in tables.TIMED_DIRECTIONS:
+            wide = part.pivot_table(index=benches.GPU_SIZE, columns="series",
+                                    values=direction.bandwidth, aggfunc="median")
             rows = [[format_size(int(s))] + [float(v) for v in row] for s, row in wide.iterrows()]
-            tables.append({
-                "title": f"Bandwidth (GiB/s) {words}, {variant} host memory",
+            out.append({
+                "title": f"Bandwidth (GiB/s) {direction.words}, {variant} host memory",
                 "table": md_table(["size"] + list(wide.columns), rows),
             })
-    return tables
+    return out
 
 
 RAW_TABLES = {
@@ -212,10 +205,10 @@ def placement_tables(frames: dict[str, pd.DataFrame], topology: dict | None) -> 
     if latency is None or "page_fractions" not in latency:
         return []
     node_ids = [n["id"] for n in (topology or {}).get("nodes", [])]
-    tables = []
-    for variant, part in figures.latency_configs(figures.latency_table(latency)):
+    out = []
+    for variant, part in tables.latency_configs(tables.latency_table(latency)):
         part = part[part["size_bytes"] == part["size_bytes"].max()]
-        parsed = [figures.parse_page_fractions(f) for f in part["page_fractions"]]
+        parsed = [parse_page_fractions(f) for f in part["page_fractions"]]
         if not any(parsed):
             continue
         ids = node_ids or sorted({n for p in parsed for n in p})
@@ -227,9 +220,9 @@ def placement_tables(frames: dict[str, pd.DataFrame], topology: dict | None) -> 
                          f"{r.get('policy', '')} {'' if pd.isna(asked) else asked}".strip()]
                         + [fractions.get(n, 0.0) * size / 2**20 for n in ids])
         header = ["rank", "CPU", "CPU node", "policy"] + [f"node {n} (MiB)" for n in ids]
-        tables.append({"title": f"{variant}, {format_size(size)} per rank",
-                       "table": md_table(header, rows, right=set(range(4, len(header))) | {0, 1, 2})})
-    return tables
+        out.append({"title": f"{variant}, {format_size(size)} per rank",
+                    "table": md_table(header, rows, right=set(range(4, len(header))) | {0, 1, 2})})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,7 +312,7 @@ def mode_comparison(latency: pd.DataFrame | None) -> str | None:
     table per configuration (rank count, strategy, domains, ...), never pooled over them."""
     if latency is None or set(latency["mode"]) < {"concurrent", "serial"}:
         return None
-    table = figures.latency_table(latency)
+    table = tables.latency_table(latency)
     parts = []
     for variant, part in series.configurations(table, "latency", without=("mode",)):
         if set(part["mode"]) < {"concurrent", "serial"}:
@@ -357,7 +350,7 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
     if figures_dir is None or not (figures_dir / bench).is_dir():
         return []
     entries = []
-    order = list(figures.CAPTIONS)
+    order = list(benches.CAPTIONS)
     pngs = sorted((figures_dir / bench).glob("*.png"),
                   key=lambda p: (order.index(figures.figure_kind(p)) if figures.figure_kind(p) in order
                                  else len(order), p.name))
@@ -365,7 +358,7 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
         kind = figures.figure_kind(png)
         entries.append({
             "path": os.path.relpath(png, out_md.parent),
-            "caption": figures.CAPTIONS.get(kind, kind.replace("_", " ")),
+            "caption": benches.CAPTIONS.get(kind, kind.replace("_", " ")),
             "alt": png.stem.replace("--", ", ").replace("_", " "),
         })
     return entries
@@ -378,14 +371,14 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         raise NumasweepError(f"{results_dir}: neither topology.json nor any <bench>.csv; give the "
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
     found = prepared_findings(findings or {})
-    benches = []
-    for bench in figures.BENCHES:
+    sections = []
+    for bench in benches.NAMES:
         if bench not in frames:
             continue
         df = frames[bench]
-        benches.append({
+        sections.append({
             "name": bench,
-            "title": BENCH_TITLES[bench],
+            "title": benches.BENCHES[bench].title,
             "rows": len(df),
             "raw_tables": RAW_TABLES[bench](df),
             "figures": figure_entries(figures_dir, bench, out_md),
@@ -408,7 +401,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "reserved": format_cpulist(topology["reserved_cpus"]) if topology and topology.get("reserved_cpus") else None,
         "gpus": (topology or {}).get("gpus") or [],
         "commands": commands(frames),
-        "benches": benches,
+        "benches": sections,
         "comparative": comparative,
         "mode_comparison": mode_comparison(frames.get("latency")),
         "placement": placement_tables(frames, topology),
@@ -443,11 +436,11 @@ def render(results_dir: str | os.PathLike, findings: dict | None, figures_dir: s
 
 def common_size_table(frames: list[dict[str, pd.DataFrame]], names: list[str]) -> list[dict]:
     """Per mode: median latency over ranks at each size both systems measured, and the ratio."""
-    tables = []
+    out = []
     latencies = [f.get("latency") for f in frames]
     if any(lat is None for lat in latencies):
-        return tables
-    tables_by_system = [figures.latency_table(lat) for lat in latencies]
+        return out
+    tables_by_system = [tables.latency_table(lat) for lat in latencies]
     modes = sorted(set.intersection(*(set(t["mode"]) for t in tables_by_system)))
     for mode in modes:
         medians = [t[t["mode"] == mode].groupby("size_bytes")["latency_ns_median"].median()
@@ -457,21 +450,21 @@ def common_size_table(frames: list[dict[str, pd.DataFrame]], names: list[str]) -
             continue
         rows = [[format_size(int(s)), float(medians[0][s]), float(medians[1][s]),
                  float(medians[1][s] / medians[0][s])] for s in sizes]
-        tables.append({"title": f"Median latency over ranks (ns), {mode}",
-                       "table": md_table(["size", names[0], names[1], f"{names[1]} / {names[0]}"], rows)})
-    return tables
+        out.append({"title": f"Median latency over ranks (ns), {mode}",
+                    "table": md_table(["size", names[0], names[1], f"{names[1]} / {names[0]}"], rows)})
+    return out
 
 
 def plot_cross_latency(frames: list[dict[str, pd.DataFrame]], names: list[str], figdir: Path) -> list[Path]:
     latencies = [(n, f["latency"]) for n, f in zip(names, frames) if "latency" in f]
     if len(latencies) < 2:
         return []
-    tables = [(n, figures.latency_table(lat)) for n, lat in latencies]
-    modes = sorted(set.union(*(set(t["mode"]) for _, t in tables)))
+    per_system = [(n, tables.latency_table(lat)) for n, lat in latencies]
+    modes = sorted(set.union(*(set(t["mode"]) for _, t in per_system)))
     fig, axes = figures.new_figure(ncols=len(modes), width=max(8.0, 5.5 * len(modes)))
     sizes: list[int] = []
     for ax, mode in zip(axes, modes):
-        for i, (name, t) in enumerate(tables):
+        for i, (name, t) in enumerate(per_system):
             med = t[t["mode"] == mode].groupby("size_bytes")["latency_ns_median"].median()
             if med.empty:
                 continue
@@ -519,7 +512,7 @@ def render_cross(results_dirs: list[Path], findings: list[dict | None], figures_
     if figures_dir is not None:
         for png in [p for p in plot_cross_latency(frames, names, Path(figures_dir)) if p.suffix == ".png"]:
             cross_figures.append({"path": os.path.relpath(png, out_md.parent),
-                                  "caption": figures.CAPTIONS["cross_latency_vs_size"],
+                                  "caption": benches.CAPTIONS["cross_latency_vs_size"],
                                   "alt": "median latency vs size on each system"})
     text = environment().get_template("cross.md.j2").render(
         names=names,

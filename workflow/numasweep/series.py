@@ -20,6 +20,8 @@ import math
 
 import pandas as pd
 
+from numasweep import benches
+
 REPETITION = "repetition"
 
 # What every benchmark's run is named by: the campaign, the machine, the sweep's label and the
@@ -42,15 +44,7 @@ SERIES: dict[str, tuple[str, ...]] = {
 }
 
 # The x-axis of a series (None: a series is a single point).
-AXIS: dict[str, str | None] = {
-    "latency": "size_bytes",
-    "bandwidth": "threads",
-    "copy": None,
-    "gpu_xfer": "access_size(bytes)",
-    "loaded_latency": "delay",
-    "c2c": None,
-    "mix_bandwidth": None,
-}
+AXIS: dict[str, str | None] = {b.name: b.axis for b in benches.BENCHES.values()}
 
 # Series columns that tell the lines of one figure apart; the rest name the figure.
 WITHIN: dict[str, tuple[str, ...]] = {

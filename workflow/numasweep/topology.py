@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from numasweep import benches
 from numasweep.errors import NumasweepError
 from numasweep.io import load_yaml, pattern_problem
 from numasweep.units import format_cpulist, parse_cpulist, parse_size
@@ -191,7 +192,8 @@ class Topology:
 
     def gpu_kernel(self) -> str:
         """The gpu_xfer build for this system's GPUs: gpu_xfer_hip (HIP) for AMD, else gpu_xfer (CUDA)."""
-        return "gpu_xfer_hip" if any(g.vendor == "amd" for g in self.gpus) else "gpu_xfer"
+        amd = any(g.vendor == "amd" for g in self.gpus)
+        return benches.GPU_XFER_HIP if amd else benches.GPU_XFER.kernel
 
     def gpu(self, gpu_id: int) -> Gpu:
         for g in self.gpus:

@@ -12,7 +12,7 @@ min_version("9.0")
 # The package lives in workflow/; putting it first makes a checkout work without installing it.
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from numasweep import fleet, grid, launch, topology  # noqa: E402
+from numasweep import benches, fleet, grid, launch, topology  # noqa: E402
 from numasweep.errors import NumasweepError  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
@@ -82,7 +82,7 @@ if FROM_CACHE:
     # Named by its folder, not by the system it measured: two cached folders of one system
     # (examples/lumi-g, examples/lumi-g-remote) render into report/lumi-g and report/lumi-g-remote.
     SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
-    BENCHES = [b for b in grid.BENCHES if Path(RESULTS_DIR, f"{b}.csv").exists()]
+    BENCHES = [b for b in benches.NAMES if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
     SKIPPED = {}
     FLEET_NODES = CONFIG["fleet"]["nodes"]
@@ -122,8 +122,8 @@ REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
 
 wildcard_constraints:
     job=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    bench="|".join(grid.BENCHES),
-    kernel="|".join([*grid.KERNELS.values(), "gpu_xfer_hip"]),
+    bench="|".join(benches.NAMES),
+    kernel="|".join(benches.KERNELS),
 
 
 # ------------------------------------------------------------------ input functions

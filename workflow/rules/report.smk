@@ -2,23 +2,13 @@
 # anywhere (no numactl, MPI, SLURM or compiler) and `snakemake report --config results=DIR`
 # re-renders a report from cached results alone.
 #
-# Needs from common.smk: RESULTS_DIR, SYSTEM, BENCHES (benches whose <RESULTS_DIR>/<bench>.csv
-# exist or will be produced), REPORT_DIR, REPORT_SECTIONS (Markdown sections other rules write
-# for the report, [] for none) and CONDA_ENV (used only with --sdm conda; the rules
-# need nothing beyond the Python packages). Jobs run `python -m numasweep`: common.smk puts
-# the interpreter that has numasweep first on the PATH.
-
-# Report categories and the label naming each figure's variant, per benchmark.
-FIGURE_CATEGORIES = {
-    "latency": ("Memory latency", "mode"),
-    "bandwidth": ("Memory bandwidth", "kernel"),
-    "copy": ("Node-to-node copy", "threads on"),
-    "gpu_xfer": ("Host-device transfers", "host memory"),
-    "loaded_latency": ("Loaded latency", "chase and memory"),
-    "c2c": ("Core-to-core latency", "line home"),
-    "mix_bandwidth": ("Peak and mixed bandwidth", "panels"),
-}
-
+# Needs from common.smk: the module numasweep.benches as `benches` (each figure's category,
+# variant label and caption come from its benchmark's entry), RESULTS_DIR, SYSTEM, BENCHES
+# (benches whose <RESULTS_DIR>/<bench>.csv exist or will be produced), REPORT_DIR,
+# REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none) and
+# CONDA_ENV (used only with --sdm conda; the rules need nothing beyond the Python packages).
+# Jobs run `python -m numasweep`: common.smk puts the interpreter that has numasweep first on
+# the PATH.
 
 localrules:
     analyse,
@@ -53,10 +43,10 @@ rule figures:
             report(
                 directory(f"{REPORT_DIR}/figures/{bench}"),
                 patterns=["{kind}--{variant}.png"],
-                caption=f"../report/{bench}.rst",
-                category=FIGURE_CATEGORIES[bench][0],
+                caption="../report/figure.rst",
+                category=benches.BENCHES[bench].category,
                 subcategory="{kind}",
-                labels={"figure": "{kind}", FIGURE_CATEGORIES[bench][1]: "{variant}"},
+                labels={"figure": "{kind}", benches.BENCHES[bench].variant: "{variant}"},
             )
             for bench in BENCHES
         ],
@@ -68,6 +58,8 @@ rule figures:
         results=results_folder,
         # The parent of the per-benchmark folders the rule outputs.
         figures=lambda wildcards, output: os.path.dirname(output.folders[0]),
+        # read by figure.rst: one caption sentence per figure kind
+        captions=benches.CAPTIONS,
     shell:
         "python -m numasweep figures --results {params.results:q} -o {params.figures:q} > {log:q} 2>&1"
 
