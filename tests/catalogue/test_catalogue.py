@@ -254,6 +254,10 @@ GOOD = {
     "bandwidth": "kernel,threads,best_mb_s,validation\ntriad,1,9000.5,ok\ntriad,2,15000.2,ok\n",
     "copy": "src_node,dst_node,bytes,best_gb_s\n0,0,67108864,9.5\n0,1,67108864,7.5\n",
     "gpu_xfer": "ngpus,access_size(bytes),read_bw(gib/s),write_bw(gib/s)\n1,4096,10.5,11.5\n1,8192,12.5,13.5\n",
+    "loaded_latency": "traffic,delay,chase_cpu,load_gb_s,size_bytes,latency_ns_median\n"
+                      "read,-1,0,0,268435456,95.5\nread,0,0,12.5,268435456,180.2\n",
+    "c2c": "cpu_a,cpu_b,round_trip_ns_median\n0,1,60.5\n0,2,150.2\n",
+    "mix_bandwidth": "traffic,threads,gb_s_median\nread,1,12.5\nr1w1,1,10.5\n",
 }
 BAD_CELLS = {"non-numeric": ("fast", "not a number"), "empty": ("", "empty"), "zero": ("0", "zero"),
              "negative": ("-3", "negative"), "infinite": ("inf", "not finite"), "nan": ("nan", "")}

@@ -121,7 +121,7 @@ def test_latency_curves_carry_a_band_from_the_sample_range() -> None:
     df["latency_ns_max"] = df["latency_ns_median"] * 1.2
     table = figures.with_spread(tables.latency_table(df), df)
     assert (table["latency_ns_max"] / table["latency_ns_median"]).round(6).eq(1.2).all()
-    (_, part), *_ = figures.latency_configs(table)
+    (_, part), *_ = tables.latency_configs(table)
     fig, ax = plt.subplots()
     figures.plot_rank_curves(ax, part, "latency_ns_median", None)
     assert len(ax.collections) == part["rank"].nunique()           # one band per rank's line
