@@ -1,7 +1,8 @@
 """Every shipped campaign replayed: its real grid, model results for every planned job
 (tests/replay/model.py), then the real aggregate and report rules through snakemake.
 
-A campaign file added to config/campaigns/ is replayed without editing this file.
+A campaign file added to config/campaigns/ and a ```yaml example added to config/README.md are
+replayed without editing this file.
 """
 
 from __future__ import annotations
@@ -28,17 +29,33 @@ from numasweep import grid, series, topology  # noqa: E402
 # config/config.yaml detects the machine (arch: auto); its replay uses an arch with GPUs and
 # two L3 groups per node so that every benchmark and every effect is planned.
 DEFAULT_ARCH = "config/arch/cxl-example.yaml"
-CAMPAIGNS = ["config/config.yaml"] + sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "campaigns").glob("*.yaml"))
-RULES = ("aggregate", "skipped", "store", "analyse", "figures", "report_md")
+README = REPO / "config" / "README.md"
+
+
+def readme_examples() -> dict[str, str]:
+    """Every ```yaml block of config/README.md, by the name of a config file holding it."""
+    blocks = re.findall(r"^```yaml\n(.*?)^```", README.read_text(), flags=re.S | re.M)
+    return {f"config/readme-example-{i}.yaml": text for i, text in enumerate(blocks, 1)}
+
+
+EXAMPLES = readme_examples()
+CAMPAIGNS = (["config/config.yaml"]
+             + sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "campaigns").glob("*.yaml"))
+             + list(EXAMPLES))
+RULES = ("aggregate", "skipped", "store", "compare", "fleet", "analyse", "figures", "report_md")
 
 
 @pytest.fixture(scope="module")
 def repo_copy(tmp_path_factory) -> Path:
-    return copy_repo(REPO, tmp_path_factory.mktemp("replay") / "repo")
+    repo = copy_repo(REPO, tmp_path_factory.mktemp("replay") / "repo")
+    for name, text in EXAMPLES.items():  # each README example as the file a user would save
+        (repo / name).write_text(text)
+    return repo
 
 
 def _overrides(campaign: str) -> list[str]:
-    return [f"arch={DEFAULT_ARCH}"] if campaign == "config/config.yaml" else []
+    # The default config and the README's examples run where `arch: auto` detects the machine.
+    return [f"arch={DEFAULT_ARCH}"] if campaign == "config/config.yaml" or campaign in EXAMPLES else []
 
 
 @pytest.fixture(scope="module", params=CAMPAIGNS, ids=lambda c: Path(c).stem)
@@ -46,7 +63,7 @@ def replay(request, repo_copy: Path) -> dict:
     campaign = request.param
     sets = _overrides(campaign)
     files = [] if campaign == "config/config.yaml" else [campaign]
-    config = grid.layered_config([REPO / f for f in files], sets)
+    config = grid.layered_config([repo_copy / f for f in files], sets)
     topo = topology.load(REPO / config["arch"])
     plan = grid.expand(config, topo)
     system = config.get("system") or topo.system
@@ -67,6 +84,11 @@ def replay(request, repo_copy: Path) -> dict:
     return {"plan": plan, "topo": topo, "results": results, "report": report, "dry": dry.stdout + dry.stderr,
             "findings": json.loads((report / "findings.json").read_text())["findings"],
             "text": (report / "experimentation.md").read_text()}
+
+
+def test_readme_has_config_examples():
+    """The README's examples are replayed only if the pattern finds them."""
+    assert EXAMPLES, f"{README}: no ```yaml config example"
 
 
 def test_snakemake_plans_what_grid_plans(replay):
@@ -152,6 +174,8 @@ def test_planted_mlc_effects_are_found(replay):
         assert all(n["rise"]["low"] > 1 and "knee_gb_s" in n for n in by_id["loaded_latency"])
     if plan.by_bench("c2c"):
         (c2c,) = by_id["core_to_core"]
-        assert c2c["pairs_ordered"]["faster"] == c2c["pairs_ordered"]["of"]
+        if sum(c in c2c for c in ("same L3 group", "other L3 group, same node", "other node")) > 1:
+            # the model's classes never overlap: every inner pair is faster than every outer one
+            assert c2c["pairs_ordered"]["faster"] == c2c["pairs_ordered"]["of"]
     if any("--matrix" in j.kernel_args for j in plan.by_bench("mix_bandwidth")) and len(topo.nodes) > 1:
         assert all(n["remote_to_local"]["high"] < 1 for n in by_id["bandwidth_matrix"])
