@@ -10,6 +10,7 @@
 # Jobs run `python -m numasweep`: common.smk puts the interpreter that has numasweep first on
 # the PATH.
 
+
 localrules:
     analyse,
     figures,
@@ -46,7 +47,10 @@ rule figures:
                 caption="../report/figure.rst",
                 category=benches.BENCHES[bench].category,
                 subcategory="{kind}",
-                labels={"figure": "{kind}", benches.BENCHES[bench].variant: "{variant}"},
+                labels={
+                    "figure": "{kind}",
+                    benches.BENCHES[bench].variant: "{variant}",
+                },
             )
             for bench in BENCHES
         ],
