@@ -139,10 +139,12 @@ def test_single_process_kernel_ran_on_the_cpu_its_binding_names(
 
 def test_kernel_error_line_reaches_snakemakes_own_output(slurm_cluster: Cluster, kernels_bin: Path) -> None:
     workdir = run_dir(slurm_cluster.workdir, "bad-argument")
-    sweep = write_sweep(workdir, latency={"extra_args": ["--samples=0"]}, bandwidth=None)
+    # An argument only the node can judge: the plan-time check (--check-args) parses it, the
+    # kernel refuses it on the node, where node 7 does not exist.
+    sweep = write_sweep(workdir, latency={"extra_args": ["--policy=bind", "--mem-nodes=7"]}, bandwidth=None)
     seed_topology(workdir, SYSTEM)
     result = snakemake(workdir, "sweep", "--configfile", sweep)
     assert result.returncode != 0, "a kernel refusing its arguments did not fail the run"
-    assert re.search(r"^numa_latency: error: .*samples", result.output, re.M), (
+    assert re.search(r"^numa_latency: error: .*mem-nodes", result.output, re.M), (
         f"the kernel's one-line error is not in snakemake's output:\n{result.output[-6000:]}"
     )
