@@ -11,6 +11,8 @@ import pandas as pd
 from numasweep import aggregate, quality, report
 from numasweep.system_state import SystemState
 
+REPO = Path(__file__).resolve().parents[2]
+
 CLEAN = SystemState("6.1.0", "0", "madvise", "madvise", ("performance",), "acpi-cpufreq", "on", None)
 BALANCING = SystemState("6.1.0", "1", "madvise", "madvise", ("performance",), "acpi-cpufreq", "on", None)
 
@@ -66,9 +68,29 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-2] for r in lat["rows"]] == [0.4, 1.4]
     (flag,) = lat["flagged"]                      # the 9 % at 1 MiB is below 256 MiB: not flagged
     assert flag.startswith("rank 1, cpu 1: samples spread 3.5% at 512MiB")
-    assert [r[1:] for r in bw["rows"]] == [["nontemporal", 0.3]]
+    assert [r[1:] for r in bw["rows"]] == [["nontemporal", 0.3, ""]] and bw["flagged"] == []
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
     assert flag in part and "nontemporal" in part and "cycle build s" in part
     assert quality.series_quality({"latency": frames["latency"].drop(columns=list(quality.RUN_COLUMNS["latency"]))}) \
         == []
+
+
+def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tmp_path: Path) -> None:
+    """The plan-time warning's other half: a series measured with arrays under 4x the last-level
+    cache of its CPUs is flagged in the report's data-quality part (LUMI-G: 32 MiB L3 per CCD)."""
+    topo = json.loads((REPO / "examples" / "lumi-g" / "topology.json").read_text())
+    rows = [{"kernel": "triad", "threads": 1, "cpus": cpus, "cpu_nodes": "0", "policy": "bind", "mem_nodes": "0",
+             "best_mb_s": 1000.0, "avg_mb_s": 900.0, "validation": "pass", "stores": "regular",
+             "first_touch_s": 0.3, "array_bytes": size}
+            for cpus, size in (("0", 64 << 20), ("8", 256 << 20))]
+    table = pd.DataFrame(rows)
+    (bw,) = quality.series_quality({"bandwidth": table}, topo)
+    assert [r[-1] for r in bw["rows"]] == ["2.0x (under 4x)", "8x"]
+    (flag,) = bw["flagged"]
+    assert "cpus 0" in flag and "64MiB are under 4x the 32MiB last-level cache" in flag, flag
+    assert quality.series_quality({"bandwidth": table})[0]["flagged"] == []   # no topology: nothing claimed
+    table.to_csv(tmp_path / "bandwidth.csv", index=False)
+    (tmp_path / "topology.json").write_text(json.dumps(topo))
+    text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
+    assert flag in text.split("## Data quality", 1)[1]

@@ -5,7 +5,9 @@ and the workflow under kill -9 and SIGINT of snakemake. Launch lines here are re
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -29,8 +31,6 @@ def _runjob(tmp: Path, script: str, *extra: str, job: str = "j1") -> list[str]:
     """run-job argv whose launch line is `bash -c SCRIPT --csv=<csv>.partial` ($0 is the option)."""
     csv = tmp / "bench" / f"{job}.csv"
     topo = Path(__file__).resolve().parents[2] / "examples" / "lumi-g" / "topology.json"
-    import shlex
-
     launch = shlex.join(["bash", "-c", script, f"--csv={csv}.partial"])
     return [sys.executable, "-m", "numasweep", "run-job", "--job-id", job, "--launch", launch,
             "--grid", '{"repetition": 0}', "--kernel", "/bin/true", "--topology", str(topo),
@@ -324,14 +324,28 @@ def test_weights_left_by_a_killed_kernel_are_restored_by_the_next_run(kernels_bi
         kernel.wait()
     try:
         assert WEIGHTS.read_text().strip() == target  # SIGKILL: no handler could restore them
-        nxt = subprocess.run(bw + ["--array-size=1M", "--ntimes=2", f"--csv={tmp_path / 'b.csv'}"], env=env,
+        # The next job, through the job runner as the workflow runs it.
+        argv = _runjob(tmp_path, "true", job="b")
+        csv = tmp_path / "bench" / "b.csv"
+        argv[argv.index("--launch") + 1] = shlex.join(bw + ["--array-size=1M", "--ntimes=2", f"--csv={csv}.partial"])
+        argv[argv.index("--kernel") + 1] = bw[0]
+        nxt = subprocess.run(argv, env={**_env(), "NUMASWEEP_WEIGHTS_STATE": env["NUMASWEEP_WEIGHTS_STATE"]},
                              capture_output=True, text=True, timeout=120)
         assert nxt.returncode == 0, nxt.stderr
-        assert f"left changed by killed run PID {kernel.pid}" in nxt.stderr
+        log = csv.with_suffix(".log").read_text()
+        assert f"left changed by killed run PID {kernel.pid}" in log, log
         assert WEIGHTS.read_text().strip() == before
         assert not (tmp_path / "weights.state").exists()
     finally:
         WEIGHTS.write_text(before)
+    # The provenance records it, and the report's data-quality notes say so.
+    from numasweep import aggregate, quality
+
+    record = json.loads(csv.with_suffix(".json").read_text())
+    assert f"killed run PID {kernel.pid}" in record["system"]["weights_restored"]
+    notes = quality.notes({"bandwidth": aggregate.read_job(csv, "bandwidth")})
+    said = [n["note"] for n in notes if "killed run" in n["note"]]
+    assert len(said) == 1 and f"PID {kernel.pid}" in said[0], notes
 
 
 def test_kernel_built_for_another_cpu_names_the_build_flags(tmp_path: Path) -> None:

@@ -14,9 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from numasweep import series
+from numasweep import checks, series
+from numasweep.errors import NumasweepError
 from numasweep.system_state import SystemState, quality_notes
-from numasweep.units import format_size
+from numasweep.topology import Topology
+from numasweep.units import format_size, parse_cpulist
 
 PREFIX = "sys_"
 FIELDS = tuple(SystemState.__dataclass_fields__)
@@ -80,13 +82,47 @@ def _series_name(row: pd.Series, columns: list[str]) -> str:
     return ", ".join(f"{c} {series.label(row[c])}" for c in columns if series.label(row[c]) not in ("", "-1"))
 
 
-def series_quality(frames: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
+def _llc_of(topo: Topology | None, cpus: object) -> int:
+    """The last-level cache the CPUs of a bandwidth row run under (0: unknown)."""
+    if topo is None or cpus is None or pd.isna(cpus) or str(cpus).strip() == "":
+        return 0
+    try:
+        return checks.llc_bytes(topo, parse_cpulist(str(cpus)))
+    except NumasweepError:
+        return 0
+
+
+def _small_arrays(g: pd.DataFrame, topo: Topology | None) -> tuple[str, str | None]:
+    """A bandwidth series' arrays against LLC_FACTOR x the last-level cache its CPUs run under
+    (STREAM's rule; the kernel's default): the table cell, and a sentence when under it."""
+    if "array_bytes" not in g or "cpus" not in g:
+        return "", None
+    arrays = pd.to_numeric(g["array_bytes"], errors="coerce").dropna()
+    llc = max((_llc_of(topo, c) for c in g["cpus"].dropna().unique()), default=0)
+    if arrays.empty or not llc:
+        return "", None
+    smallest = int(arrays.min())
+    if smallest >= checks.LLC_FACTOR * llc:
+        return f"{smallest / llc:.0f}x", None
+    return (f"{smallest / llc:.1f}x (under {checks.LLC_FACTOR}x)",
+            f"arrays of {format_size(smallest)} are under {checks.LLC_FACTOR}x the {format_size(llc)} "
+            "last-level cache of their CPUs, so part of the bandwidth is the cache's; measure with "
+            "a larger array_size, or leave it unset for the kernel's default")
+
+
+def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None) -> list[dict[str, Any]]:
     """Per benchmark with the kernels' run columns (docs/INTERFACES.md): one row per series with
     the within-run spread (median and largest at SPREAD_FROM_BYTES and above), sample length and
-    setup times of numa_latency, or the store kind and first-touch time of numa_bandwidth; and a
-    sentence per latency series whose spread exceeds SPREAD_LIMIT_PCT at those sizes.
+    setup times of numa_latency, or the store kind, first-touch time and array size against the
+    last-level cache (with `topology`) of numa_bandwidth; and a sentence per latency series whose
+    spread exceeds SPREAD_LIMIT_PCT at those sizes, and per bandwidth series whose arrays are
+    under checks.LLC_FACTOR x its last-level cache.
     [{"bench", "header", "rows", "numeric": column indexes, "flagged": [sentence, ...]}]; tables
     without the columns give none."""
+    try:
+        topo = Topology.from_dict(topology, "topology.json") if topology else None
+    except NumasweepError:
+        topo = None
     out = []
     for bench, columns in RUN_COLUMNS.items():
         df = frames.get(bench)
@@ -120,14 +156,18 @@ def series_quality(frames: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
                                    "machine disturbed the run, or it needs more --samples or --min-time")
             else:
                 stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
+                cell, small = _small_arrays(g, topo)
                 row = [name, ", ".join(stores),
                        float(g["first_touch_s"].max()) if "first_touch_s" in g and g["first_touch_s"].notna().any()
-                       else None]
+                       else None, cell]
+                if small:
+                    flagged.append(f"{name}: {small}")
             rows.append(row)
         header = (["series", f"spread % (median, >= {format_size(SPREAD_FROM_BYTES)})", "spread % (largest)",
                    "at", "sample s (median)", "first touch s (max)", "cycle build s (max)",
                    f"spread > {SPREAD_LIMIT_PCT:.0f}%"]
-                  if bench == "latency" else ["series", "stores", "first touch s (max)"])
+                  if bench == "latency" else ["series", "stores", "first touch s (max)",
+                                              "arrays / last-level cache"])
         numeric = {i for i in range(1, len(header)) if any(isinstance(r[i], float) for r in rows)}
         out.append({"bench": bench, "header": header, "rows": rows, "numeric": numeric, "flagged": flagged})
     return out

@@ -413,7 +413,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "cross_figures": [],
         "data_quality": quality.notes(frames),
         "run_quality": [{**q, "table": md_table(q["header"], q["rows"], right=q["numeric"])}
-                        for q in quality.series_quality(frames)],
+                        for q in quality.series_quality(frames, topology)],
         "sections": [],
     }
 

@@ -247,6 +247,24 @@ def check_table(partial: Path, log: Path) -> None:
         raise NumasweepError(f"{partial}: the kernel's CSV has no rows; see {log} and rerun the job")
 
 
+# What numa_* kernels print (kernels/common/policy.c) when they find weights that a run killed
+# with SIGKILL left changed: written back, or not.
+KILLED_RUN_WEIGHTS = "left changed by killed run PID"
+KILLED_RUN_UNRESTORED = "left by killed run PID"
+
+
+def weights_restored(log: Path) -> str | None:
+    """The kernel's own line(s) about weights of a killed run, for the provenance's system
+    record and so the report's data-quality notes; None when the job met none."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    lines = [ln.split("warning: ", 1)[-1].strip() for ln in text.splitlines()
+             if KILLED_RUN_WEIGHTS in ln or KILLED_RUN_UNRESTORED in ln]
+    return "; ".join(lines) or None
+
+
 def _archive_copy(src: Path, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.tmp")
     shutil.copyfile(src, tmp)
@@ -261,6 +279,9 @@ def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str) -> Non
     end = now_iso()
     rec = provenance.record(a.job_id, start, a.launch, grid, a.kernel, a.topology, partial, end=end,
                             csv_name=a.csv)
+    restored = weights_restored(Path(a.log))
+    if restored:
+        rec.setdefault("system", {})["weights_restored"] = restored
     text = json.dumps(rec, indent=2) + "\n"
     archive = a.csv.parent / "archive"
     archive.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,9 @@ class SystemState:
     compiler_version: str | None = None
     cuda_driver: str | None = None
     cuda_runtime: str | None = None
+    # Set by the job runner, not read from the machine: what a kernel said when it wrote back
+    # the weighted-interleave weights that a killed (SIGKILL) run had left changed.
+    weights_restored: str | None = None
 
     def as_record(self) -> dict[str, Any]:
         record = asdict(self)
@@ -142,5 +145,12 @@ def quality_notes(state: SystemState, placement_measured: bool) -> list[str]:
         notes.append(
             f"Measured under a hypervisor ({state.hypervisor}): NUMA nodes, distances and latencies "
             "are the guest's view, not the hardware's."
+        )
+    if state.weights_restored:
+        notes.append(
+            "Weighted-interleave weights left changed by a killed run were written back from its "
+            f"state file when a job started ({state.weights_restored}): any weighted-interleave "
+            "measurement made on that host between the kill and that job ran under the changed "
+            "weights; rerun those jobs."
         )
     return notes
