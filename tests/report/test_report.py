@@ -226,3 +226,20 @@ def test_other_examples_render(repo: Path, tmp_path: Path, name: str) -> None:
     for f in findings["findings"]:
         assert f["summary"] in text
     assert re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+
+
+def test_bandwidth_section_states_the_bytes_each_kernel_counts() -> None:
+    """STREAM states its byte counting beside its table; so does the report, from the kernel's
+    `bytes_per_element` column (here: rows as numa_bandwidth writes them, values made up)."""
+    rows = [{"kernel": k, "threads": 1, "cpus": "0", "cpu_nodes": "0", "policy": "bind", "mem_nodes": "0",
+             "best_mb_s": 1000.0, "stores": stores, "bytes_per_element": per}
+            for k, per in (("copy", 16), ("triad", 24), ("read", 8)) for stores in ("regular", "nt")]
+    tables = report.bandwidth_raw_tables(pd.DataFrame(rows))
+    counted = [t for t in tables if t["title"].startswith("Bytes counted per element")]
+    assert len(counted) == 1 and "write-allocate" in counted[0]["title"]
+    lines = counted[0]["table"].splitlines()[2:]
+    assert [ln.split("|")[1:4] for ln in lines] == [[" copy ", " 16 ", " nt, regular "],
+                                                     [" triad ", " 24 ", " nt, regular "],
+                                                     [" read ", " 8 ", " nt, regular "]]
+    assert not [t for t in report.bandwidth_raw_tables(pd.DataFrame(rows).drop(columns="bytes_per_element"))
+                if t["title"].startswith("Bytes counted")]

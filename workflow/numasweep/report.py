@@ -153,7 +153,29 @@ def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
         rows = [[int(t)] + [float(v) for v in row] for t, row in wide.iterrows()]
         out.append({"title": f"Best bandwidth (MB/s), {variant}",
                     "table": md_table(["threads"] + list(wide.columns), rows)})
+    counted = byte_counting(bandwidth)
+    if counted:
+        out.append(counted)
     return out
+
+
+def byte_counting(bandwidth: pd.DataFrame) -> dict | None:
+    """What each kernel's MB/s counts, from the kernel's own `bytes_per_element` column, stated
+    beside the figures as STREAM states it: every element loaded or stored once per iteration;
+    the write-allocate read that a regular store causes is not counted, so regular and
+    non-temporal stores of one kernel count the same bytes."""
+    if "bytes_per_element" not in bandwidth or "kernel" not in bandwidth:
+        return None
+    per = bandwidth.dropna(subset=["bytes_per_element"])
+    if per.empty:
+        return None
+    rows = []
+    for kernel, g in per.groupby("kernel", sort=False):
+        stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
+        rows.append([kernel, int(pd.to_numeric(g["bytes_per_element"]).max()), ", ".join(stores)])
+    return {"title": "Bytes counted per element, as STREAM counts them (each load and store once; "
+                     "the write-allocate read of a regular store not counted)",
+            "table": md_table(["kernel", "bytes per element", "stores"], rows, right={1})}
 
 
 def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
