@@ -229,16 +229,6 @@ class _Latency:
     varying: list[str]
 
 
-def _topology_object(topo: dict) -> Topology | None:
-    """The topology as levels needs it, or None where the dict is not a whole topology.json."""
-    if not topo:
-        return None
-    try:
-        return Topology.from_dict(topo, "topology.json")
-    except NumasweepError:
-        return None
-
-
 def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
@@ -260,7 +250,7 @@ def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
     keys = [c for c in series.series_columns(df, "latency") if c not in series.WITHIN["latency"]]
     keys = keys + ["host", "locality"] if "host" in df else keys + ["locality"]
     varying = [c for c in keys if df[c].astype(str).nunique() > 1]
-    return _Latency(df, _topology_object(topo), keys, varying)
+    return _Latency(df, levels.topology_object(topo), keys, varying)
 
 
 def _iv(name: str, interval: Interval | None) -> dict:

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep import stats
+from numasweep.errors import NumasweepError
 from numasweep.stats import Interval, Series
 from numasweep.topology import Topology
 from numasweep.units import format_size
@@ -139,6 +140,16 @@ def approx_size(nbytes: float) -> str:
 
 
 # ---------------------------------------------------------------- capacities
+
+def topology_object(topo: dict | None) -> Topology | None:
+    """A topology.json's dict as a Topology, or None where it is absent or not a whole one."""
+    if not topo:
+        return None
+    try:
+        return Topology.from_dict(topo, "topology.json")
+    except NumasweepError:
+        return None
+
 
 def usable_capacities(topology: Topology | None, cpu: int | None = None) -> list[Capacity]:
     """Data and unified caches one core can fill: per level, the instance holding `cpu` (or the
