@@ -22,10 +22,11 @@ transition and each transition gets at most one capacity (nearest in log size to
 over sqrt 2, where a random pointer chase is half-way for a cache exactly that size).
 
 TLB: where a 4 KiB-page curve and a huge-page curve are otherwise the same series, the caches are
-read from the huge-page curve and the TLB from the 4k / huge ratio: its onset is the smallest
-size from which every larger size exceeds 1 + TLB_FLOOR beyond the noise, its location where the
-ratio is half its maximum. The 4 KiB curve is then not segmented on its own (its rises are the
-same caches plus that TLB).
+read from the huge-page curve and the TLB from the 4k / huge ratio at the sizes both measured:
+its onset is the smallest such size from which every larger size exceeds 1 + TLB_FLOOR beyond the
+noise, its location where the ratio is half its maximum. The 4 KiB curve is then segmented only
+below the huge-page curve's smallest size (where huge pages were not measured, as in the default
+sweep); above it, its rises are the same caches plus that TLB.
 
 Plausibility gate: a curve whose latency at sizes at least FAR_BEYOND x the largest usable cache
 stays under PREFETCH_MAX_NS never left L1/L2 latency: no DRAM load-to-use latency of a server part
@@ -294,10 +295,11 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     all_series = stats.series_table(table, series_keys, replicate_keys)
     pairs = _page_pairs(all_series, page_col)
     paired_base = {id(s) for s, _ in pairs}
+    below = {id(s): part for s, h in pairs if (part := _below(s, h)) is not None}
     curves_in: list[tuple[Series, str | None]] = []
     for s in all_series:
         reason = plausibility(s.sizes, s.latency_ns(), capacities)
-        curves_in.append((s, reason))
+        curves_in.append((below.get(id(s), s) if reason is None else s, reason))
     # one BH family: every step of every measured curve that is segmented
     tested = [(s, j, st) for s, reason in curves_in if reason is None and id(s) not in paired_base
               for j, st in enumerate(_steps(s))]
@@ -376,6 +378,16 @@ def _page_pairs(series: list[Series], page_col: str) -> list[tuple[Series, Serie
                 out.append((s, h))
                 break
     return out
+
+
+def _below(small: Series, huge: Series) -> Series | None:
+    """The part of a 4 KiB curve that its huge-page curve does not cover (its sizes up to the
+    smallest huge-page size), segmented on its own: a default sweep measures huge pages only
+    at the large sizes, and the small caches are read off the 4 KiB curve there."""
+    keep = small.sizes <= huge.sizes.min()
+    if keep.sum() < 2:
+        return None
+    return Series(small.key, small.sizes[keep], small.logs[:, keep], small.run_se[:, keep], small.replicates)
 
 
 def _ratio_series(small: Series, huge: Series) -> Series:
