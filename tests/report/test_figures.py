@@ -133,3 +133,16 @@ def test_latency_curves_carry_a_band_from_the_sample_range() -> None:
     assert not ax2.collections
     plt.close(fig)
     plt.close(fig2)
+
+
+def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Path) -> None:
+    """numa_bandwidth's min_mb_s (slowest timed iteration) gives each line a band below it."""
+    from report_data import bandwidth_frame
+
+    df = bandwidth_frame()
+    table = tables.bandwidth_table(df)
+    assert (table["min_mb_s"] / table["best_mb_s"]).round(6).eq(0.9).all()
+    for name, frame in (("with", df), ("without", df.drop(columns=["min_mb_s"]))):
+        paths = figures.plot_bandwidth_vs_threads(frame, None, tmp_path / name)
+        svgs = [p.read_text() for p in paths if p.suffix == ".svg"]
+        assert svgs and all(("PolyCollection" in svg) == (name == "with") for svg in svgs), name

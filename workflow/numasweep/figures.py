@@ -325,9 +325,13 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, fi
             rows = rows.sort_values("threads")
             first = rows.iloc[0]
             remote = not pd.isna(first["memory_node"]) and str(int(first["memory_node"])) != first["cpu_nodes"]
+            colour = PALETTE[i % len(PALETTE)]
             ax.plot(rows["threads"], rows["best_mb_s"] / 1000, marker="o", markersize=3,
-                    color=PALETTE[i % len(PALETTE)], linestyle="--" if remote else "-",
+                    color=colour, linestyle="--" if remote else "-",
                     label=tables.bandwidth_series_label(first["cpu_nodes"], first))
+            if "min_mb_s" in rows and rows["min_mb_s"].notna().any():
+                ax.fill_between(rows["threads"], rows["min_mb_s"] / 1000, rows["best_mb_s"] / 1000, color=colour,
+                                alpha=0.15, linewidth=0)
         ax.set_xlabel("threads")
         ax.set_ylabel("bandwidth (GB/s, 10^9 bytes/s)")
         ax.set_ylim(bottom=0)
