@@ -276,7 +276,7 @@ def _where(key: dict, varying: list[str], skip: tuple[str, ...] = ()) -> tuple[s
     parts = [f"in {mode} mode" if mode and "mode" not in skip else "",
              f"with {page} pages" if page and "page_size" not in skip else "",
              f"memory {locality}" if locality not in ("local", "") else ""]
-    others = [c for c in varying if c not in ("mode", "page_size", "locality") + skip and c in key]
+    others = [c for c in varying if c not in ("mode", "page_size", levels.GRID_PAGES, "locality") + skip and c in key]
     name = ", ".join(_config_value(c, key[c]) for c in others if str(key[c]) != "")
     text = " ".join(p for p in parts + [f"({name})" if name else ""] if p)
     title = ", ".join(x for x in (mode if "mode" not in skip else "", page if "page_size" not in skip else "",

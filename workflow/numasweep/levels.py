@@ -59,6 +59,7 @@ FAR_BEYOND = 8
 PREFETCH_MAX_NS = 10.0
 NO_TOPOLOGY_FAR_BYTES = 2 ** 31   # without a topology, "far beyond any LLC" is 2 GiB
 BASE_PAGES = {"4k", "4kib", "4096"}
+GRID_PAGES = "pages"       # the sweep's `pages` in an aggregated table: the page size again
 LOCATION_DRAWS = 300
 
 
@@ -369,15 +370,19 @@ def _page_pairs(series: list[Series], page_col: str) -> list[tuple[Series, Serie
     for s in series:
         if str(s.key.get(page_col, "")).lower() not in BASE_PAGES:
             continue
-        others = {k: v for k, v in s.key.items() if k != page_col}
+        others = _without_pages(s.key, page_col)
         for h in series:
             page = str(h.key.get(page_col, "")).lower()
             if page in BASE_PAGES or page in ("", "nan"):
                 continue
-            if {k: v for k, v in h.key.items() if k != page_col} == others:
+            if _without_pages(h.key, page_col) == others:
                 out.append((s, h))
                 break
     return out
+
+
+def _without_pages(key: dict, page_col: str) -> dict:
+    return {k: v for k, v in key.items() if k not in (page_col, GRID_PAGES)}
 
 
 def _below(small: Series, huge: Series) -> Series | None:
@@ -431,7 +436,7 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
             location = Interval(float(loc), float(np.quantile(locs, 0.025)), float(np.quantile(locs, 0.975)),
                                 stats.LEVEL, f"percentile bootstrap over {len(r.replicates)} replicate pairs")
         out.append(TlbParting(
-            series={k: v for k, v in s.key.items() if k != page_col}, huge_page=str(h.key.get(page_col)),
+            series=_without_pages(s.key, page_col), huge_page=str(h.key.get(page_col)),
             onset_bytes=int(r.sizes[onset]) if onset is not None else None, onset=onset_iv,
             location_bytes=location, max_ratio=stats.t_interval(float(y[peak]), float(se[peak]), float(dof[peak])),
             max_size_bytes=int(r.sizes[peak]),
