@@ -14,7 +14,9 @@ The model (the planted effects):
   ranks sharing an L3 group share its capacity (a buffer stays in the L3 while the buffers of
   all of them fit) and its memory path: beyond the L3 each costs CONTENTION x (ranks in its
   group - 1) more. So sequential ranks, which fill one L3 group first, slow down with fewer
-  ranks per domain than interleaved ones.
+  ranks per domain than interleaved ones. With 4 KiB pages a buffer larger than TLB_REACH
+  (what the second-level TLB maps) also walks the page table on its loads: TLB_FACTOR x the
+  latency; huge pages (`--pages=thp`, `2m`, `1g`) do not.
 - bandwidth: per thread THREAD_MB_S, capped at NODE_MB_S per memory node, x 10/distance.
 - copy: COPY_GB_S x 10/distance(src, dst), threads add linearly up to 4.
 - gpu_xfer: the GPUs of one run share LINK_GIB_S: each reaches LINK_GIB_S/ngpus x
@@ -44,6 +46,7 @@ from numasweep.topology import Topology
 from numasweep.units import parse_size, parse_sizes  # noqa: F401 (parse_sizes: also for tests)
 
 L1_NS, L2_NS, L3_NS, DRAM_NS = 1.5, 4.0, 12.0, 80.0
+TLB_REACH, TLB_FACTOR = 8 << 20, 1.3
 CONTENTION = 0.3
 THREAD_MB_S, NODE_MB_S = 12000.0, 40000.0
 COPY_GB_S = 10.0
@@ -111,14 +114,15 @@ def _jitter(rng: random.Random) -> float:
     return 1.0 + rng.uniform(-JITTER, JITTER)
 
 
-def latency_ns(topo: Topology, cpu: int, mem_nodes: list[int], size: int, sharing: int) -> float:
+def latency_ns(topo: Topology, cpu: int, mem_nodes: list[int], size: int, sharing: int, pages: str = "4k") -> float:
+    walk = TLB_FACTOR if pages == "4k" and size > TLB_REACH else 1.0
     for name, ns in ((1, L1_NS), (2, L2_NS), (3, L3_NS)):
         cache = next((c for c in topo.caches if c.level == name and c.type in ("Data", "Unified")), None)
         # the ranks sharing an L3 group share its capacity too
         if cache and size * (sharing if name == 3 else 1) <= cache.size_bytes:
-            return ns
+            return ns * walk
     dist = sum(_distance(topo, _node_of(topo, cpu), m) for m in mem_nodes) / len(mem_nodes)
-    return DRAM_NS * dist / 10 * (1 + CONTENTION * (sharing - 1))
+    return DRAM_NS * dist / 10 * (1 + CONTENTION * (sharing - 1)) * walk
 
 
 def _latency_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
@@ -129,7 +133,7 @@ def _latency_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dic
     for p in job.placements:
         sharing = 1 if serial else groups.count(_l3_group(topo, p.cpu))
         for size in sizes:
-            v = latency_ns(topo, p.cpu, p.mem_nodes, size, sharing) * _jitter(rng)
+            v = latency_ns(topo, p.cpu, p.mem_nodes, size, sharing, _arg(job, "pages", "4k")) * _jitter(rng)
             rows.append({"rank": p.rank, "ranks": len(job.placements), "mode": "serial" if serial else "concurrent",
                          "host": HOST, "cpu": p.cpu, "cpu_node": p.cpu_node, "l3_group": _l3_group(topo, p.cpu),
                          "policy": p.policy, "mem_nodes": ",".join(map(str, p.mem_nodes)),

@@ -59,8 +59,9 @@ def test_single_size_has_no_curve_but_a_matrix(tmp_path: Path) -> None:
 
 def test_cache_markers_come_from_the_topology() -> None:
     marks = dict(figures.cache_markers(topology()))
-    assert marks == {32768: "L1d 32KiB", 512 * 1024: "L2 512KiB", 4 << 20: "L3 4MiB",
-                     8 << 20: "L3 per node 8MiB"}
+    # a core fills the L3 of its own group (4 MiB), never the 8 MiB of its node's two groups
+    assert marks == {32768: "L1d 32KiB (per core)", 512 * 1024: "L2 512KiB (per core)",
+                     4 << 20: "L3 4MiB (per L3 group, 2 cores)"}
     assert figures.cache_markers(None) == []
 
 
@@ -79,8 +80,9 @@ def test_lumi_g_example_curves_and_cache_lines(repo: Path, tmp_path: Path) -> No
     assert "latency_vs_size--concurrent.png" in names and "latency_vs_size--serial.png" in names
     assert "concurrent_vs_serial--all.png" in names
     svg = (tmp_path / "latency" / "latency_vs_size--concurrent.svg").read_text()
-    # the 32 MiB per-CCD and 64 MiB per-node L3 sizes are marked on the curve
-    assert "L3 32MiB" in svg and "L3 per node 64MiB" in svg
+    # the 32 MiB L3 a core can use (its own CCD's) is marked on the curve; a node's 64 MiB
+    # over two CCDs is no capacity of one core, so it is not
+    assert "L3 32MiB (per L3 group, 8 cores)" in svg and "per node" not in svg
 
 
 def test_cli_writes_figures(repo: Path, full_results: Path, tmp_path: Path) -> None:
@@ -131,3 +133,16 @@ def test_latency_curves_carry_a_band_from_the_sample_range() -> None:
     assert not ax2.collections
     plt.close(fig)
     plt.close(fig2)
+
+
+def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Path) -> None:
+    """numa_bandwidth's min_mb_s (slowest timed iteration) gives each line a band below it."""
+    from report_data import bandwidth_frame
+
+    df = bandwidth_frame()
+    table = tables.bandwidth_table(df)
+    assert (table["min_mb_s"] / table["best_mb_s"]).round(6).eq(0.9).all()
+    for name, frame in (("with", df), ("without", df.drop(columns=["min_mb_s"]))):
+        paths = figures.plot_bandwidth_vs_threads(frame, None, tmp_path / name)
+        svgs = [p.read_text() for p in paths if p.suffix == ".svg"]
+        assert svgs and all(("PolyCollection" in svg) == (name == "with") for svg in svgs), name

@@ -64,11 +64,16 @@ def allowed_numbers(results: Path, findings: dict) -> set[str]:
 def test_full_report_has_every_section(full_report) -> None:
     _, text, findings, out = full_report
     for heading in ("## Test configuration", "### Commands run", "### System", "### CPU lists per node",
-                    "### Cache hierarchy", "### Node distances", "## Memory latency",
-                    "## Memory bandwidth (STREAM)", "## Node-to-node copy", "## Host-device transfers",
-                    "### Caches and TLB", "## Summary",
-                    "## Comparative analysis", "## Placement verification"):
+                    "### Cache hierarchy", "### Node distances", "### Memory latency",
+                    "### Memory bandwidth (STREAM)", "### Node-to-node copy", "### Host-device transfers",
+                    "## Summary", "### Placement verification"):
         assert heading in text, heading
+    # the analysis by subject, in a fixed order, then the raw tables; no heading per finding
+    sections = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert sections == ["Summary", "Test configuration", "Caches", "TLB", "DRAM and NUMA locality",
+                        "Contention and concurrency", "Bandwidth", "Data quality", "Raw results"], sections
+    assert not [line for line in text.splitlines() if line.startswith("#### ")]
+    assert "No latency curve was measured with both small and huge pages" in text
     # the memory-only node is marked in the configuration
     assert "| 2 | none (memory only) |" in text and "memory only, no CPUs: node 2" in text
     assert "mpirun -np 4 numa_latency --size=1-256 --serial" in text
@@ -123,9 +128,9 @@ def test_absent_data_leaves_sections_out(tmp_path: Path) -> None:
     df.to_csv(results / "latency.csv", index=False)
     out = report.render(results, {"system": "twin", "findings": []}, None, tmp_path / "r.md")
     text = out.read_text()
-    assert "## Memory latency" in text and "### Raw results" in text
+    assert "### Memory latency" in text and "## Raw results" in text
     for absent in ("## Memory bandwidth", "## Node-to-node copy", "## Host-device transfers",
-                   "### Commands run", "### Figures", "### Caches and TLB", "## Comparative analysis",
+                   "### Commands run", "![", "## Caches", "## Contention and concurrency",
                    "## Placement verification", "## Summary", "concurrent"):
         assert absent not in text, absent
     assert "\n\n\n" not in text
@@ -243,3 +248,15 @@ def test_bandwidth_section_states_the_bytes_each_kernel_counts() -> None:
                                                      [" read ", " 8 ", " nt, regular "]]
     assert not [t for t in report.bandwidth_raw_tables(pd.DataFrame(rows).drop(columns="bytes_per_element"))
                 if t["title"].startswith("Bytes counted")]
+
+
+def test_every_finding_id_has_its_subject(repo: Path) -> None:
+    """Each id the analyses give (Finding(id=...) in the package) lands in one analysis section,
+    never in the catch-all; compare's regressions are its own section's (compare.markdown)."""
+    package = repo / "workflow" / "numasweep"
+    found = {m for path in package.glob("*.py") if path.name != "compare.py"
+             for m in re.findall(r"Finding\(\s*id=\"([a-z0-9_]+)\"", path.read_text())}
+    assert {"cache_threshold", "tlb_cost", "loaded_latency", "gpu_aggregate", "rank_scaling", "placement"} <= found
+    assert {i: report.subject_of(i).title for i in found if report.subject_of(i) is report.OTHER} == {}
+    ids = [i for sub in report.SUBJECTS for i in sub.ids]
+    assert len(ids) == len(set(ids)) and set(ids) == found

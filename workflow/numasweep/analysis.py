@@ -229,16 +229,6 @@ class _Latency:
     varying: list[str]
 
 
-def _topology_object(topo: dict) -> Topology | None:
-    """The topology as levels needs it, or None where the dict is not a whole topology.json."""
-    if not topo:
-        return None
-    try:
-        return Topology.from_dict(topo, "topology.json")
-    except NumasweepError:
-        return None
-
-
 def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
@@ -260,7 +250,7 @@ def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
     keys = [c for c in series.series_columns(df, "latency") if c not in series.WITHIN["latency"]]
     keys = keys + ["host", "locality"] if "host" in df else keys + ["locality"]
     varying = [c for c in keys if df[c].astype(str).nunique() > 1]
-    return _Latency(df, _topology_object(topo), keys, varying)
+    return _Latency(df, levels.topology_object(topo), keys, varying)
 
 
 def _iv(name: str, interval: Interval | None) -> dict:
@@ -286,7 +276,7 @@ def _where(key: dict, varying: list[str], skip: tuple[str, ...] = ()) -> tuple[s
     parts = [f"in {mode} mode" if mode and "mode" not in skip else "",
              f"with {page} pages" if page and "page_size" not in skip else "",
              f"memory {locality}" if locality not in ("local", "") else ""]
-    others = [c for c in varying if c not in ("mode", "page_size", "locality") + skip and c in key]
+    others = [c for c in varying if c not in ("mode", "page_size", levels.GRID_PAGES, "locality") + skip and c in key]
     name = ", ".join(_config_value(c, key[c]) for c in others if str(key[c]) != "")
     text = " ".join(p for p in parts + [f"({name})" if name else ""] if p)
     title = ", ".join(x for x in (mode if "mode" not in skip else "", page if "page_size" not in skip else "",

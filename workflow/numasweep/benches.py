@@ -85,7 +85,8 @@ BANDWIDTH = Bench(
     axis="threads",
     figures=(
         ("bandwidth_vs_threads", "Best STREAM bandwidth against thread count, one line per CPU node "
-         "and memory node, local and remote."),
+         "and memory node, local and remote; the band below a line reaches down to the slowest of the "
+         "kernel's timed iterations where it recorded them."),
         ("bandwidth_matrix", "Best STREAM bandwidth at the highest thread count by CPU node (rows) "
          "and memory node (columns)."),
     ),

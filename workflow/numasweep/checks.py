@@ -13,7 +13,9 @@ raises a NumasweepError naming the key, the value and the fix for:
 - more GPUs than the topology has, or than host CPUs to drive them (one thread per GPU).
 
 It returns the warnings a campaign should see but may run with (a bandwidth array under 4x
-the last-level cache measures the cache, not memory); `warn` prints them.
+the last-level cache measures the cache, not memory); `warn` prints them. `without_thp(jobs,
+topo)` leaves out the `pages: thp` jobs of a machine detected from sysfs whose transparent huge
+pages are off (the kernel would refuse them), with one warning line.
 Unknown nodes are left to grid.expand, which names them.
 """
 
@@ -26,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from numasweep import placement
+from numasweep import placement, system_state
 from numasweep.errors import NumasweepError
 from numasweep.units import format_size, parse_size, parse_sizes
 
@@ -156,6 +158,28 @@ def _small_arrays(config: dict, topo: Any) -> Iterator[str]:
                        f"node {node} ({format_size(llc)}), so the bandwidth measured is partly the cache's; "
                        f"use at least {format_size(LLC_FACTOR * llc)}, or leave array_size unset for the "
                        "kernel's default")
+
+
+# ---------------------------------------------------------------- pages
+
+
+def without_thp(jobs: list, topo: Any) -> tuple[list, list[str]]:
+    """The jobs, less those with `pages: thp` where the topology was detected from a sysfs tree
+    whose transparent huge pages are `never` (numa_latency --pages=thp would refuse: its buffer
+    gets no huge page); and the warning saying so. An arch file's machine is not looked at."""
+    source = str(getattr(topo, "source", ""))
+    if not source.startswith("sysfs:"):
+        return jobs, []
+    path = Path(source.split(":", 1)[1])
+    if system_state.thp_enabled(path) != "never":
+        return jobs, []
+    kept = [j for j in jobs if j.grid.get("pages") != "thp"]
+    if len(kept) == len(jobs):
+        return jobs, []
+    return kept, [f"pages: thp: transparent huge pages are off on this machine ({path}/kernel/mm/"
+                  f"transparent_hugepage/enabled: never), so its {len(jobs) - len(kept)} thp job(s) are left out "
+                  "and the report cannot tell the TLB from the caches; enable them with `echo madvise > "
+                  "/sys/kernel/mm/transparent_hugepage/enabled`, or drop thp from `pages`"]
 
 
 # ---------------------------------------------------------------- GPUs

@@ -19,7 +19,7 @@ import pandas as pd
 # Figure objects without pyplot: no global figure state, no GUI backend, files only (Agg).
 from matplotlib.figure import Figure
 
-from numasweep import benches, series, tables
+from numasweep import benches, levels, series, tables
 from numasweep.errors import NumasweepError
 from numasweep.io import read_csv
 from numasweep.units import format_size
@@ -107,29 +107,12 @@ def size_axis(ax, sizes: list[int], label: str = "buffer size") -> None:
 
 
 def cache_markers(topology: dict | None) -> list[tuple[int, str]]:
-    """(size in bytes, label) for each cache level, plus the L3 capacity of one NUMA node."""
-    if not topology:
-        return []
+    """(size in bytes, label) for each cache level as one core can use it (levels'
+    usable capacities: the L3 of the core's own L3 group, never a node's sum of them)."""
     marks: dict[int, str] = {}
-    for cache in topology.get("caches", []):
-        if cache.get("type") == "Instruction":
-            continue
-        size = int(cache.get("size_bytes", 0))
-        name = f"L{cache.get('level')}{'d' if cache.get('type') == 'Data' else ''}"
-        if size:
-            marks.setdefault(size, f"{name} {format_size(size)}")
-    l3 = [c for c in topology.get("caches", []) if c.get("level") == 3]
-    nodes = [n for n in topology.get("nodes", []) if n.get("cpus")]
-    if l3 and nodes:
-        node_cpus = set(nodes[0]["cpus"])
-        per_node = sum(
-            int(c["size_bytes"])
-            for c in l3
-            for inst in c.get("instances", [])
-            if node_cpus & set(inst)
-        )
-        if per_node and per_node not in marks:
-            marks[per_node] = f"L3 per node {format_size(per_node)}"
+    for cap in levels.usable_capacities(levels.topology_object(topology)):
+        name, _, where = cap.label.partition(" (")
+        marks.setdefault(cap.size_bytes, f"{name} {format_size(cap.size_bytes)}" + (f" ({where}" if where else ""))
     return sorted(marks.items())
 
 
@@ -342,9 +325,13 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, fi
             rows = rows.sort_values("threads")
             first = rows.iloc[0]
             remote = not pd.isna(first["memory_node"]) and str(int(first["memory_node"])) != first["cpu_nodes"]
+            colour = PALETTE[i % len(PALETTE)]
             ax.plot(rows["threads"], rows["best_mb_s"] / 1000, marker="o", markersize=3,
-                    color=PALETTE[i % len(PALETTE)], linestyle="--" if remote else "-",
+                    color=colour, linestyle="--" if remote else "-",
                     label=tables.bandwidth_series_label(first["cpu_nodes"], first))
+            if "min_mb_s" in rows and rows["min_mb_s"].notna().any():
+                ax.fill_between(rows["threads"], rows["min_mb_s"] / 1000, rows["best_mb_s"] / 1000, color=colour,
+                                alpha=0.15, linewidth=0)
         ax.set_xlabel("threads")
         ax.set_ylabel("bandwidth (GB/s, 10^9 bytes/s)")
         ax.set_ylim(bottom=0)

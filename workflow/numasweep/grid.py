@@ -425,6 +425,8 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
     jobs += grid_mlc.loaded_latency(topo, config["loaded_latency"]["sweeps"])
     jobs += grid_mlc.c2c(topo, config["c2c"]["sweeps"])
     jobs += grid_mlc.mix_bandwidth(topo, config["mix_bandwidth"]["sweeps"])
+    jobs, thp_warnings = checks.without_thp(jobs, topo)
+    checks.warn(thp_warnings)
     skipped: dict[str, str] = {}
     gpu = config["gpu_xfer"]
     if gpu["sweeps"]:

@@ -22,10 +22,11 @@ transition and each transition gets at most one capacity (nearest in log size to
 over sqrt 2, where a random pointer chase is half-way for a cache exactly that size).
 
 TLB: where a 4 KiB-page curve and a huge-page curve are otherwise the same series, the caches are
-read from the huge-page curve and the TLB from the 4k / huge ratio: its onset is the smallest
-size from which every larger size exceeds 1 + TLB_FLOOR beyond the noise, its location where the
-ratio is half its maximum. The 4 KiB curve is then not segmented on its own (its rises are the
-same caches plus that TLB).
+read from the huge-page curve and the TLB from the 4k / huge ratio at the sizes both measured:
+its onset is the smallest such size from which every larger size exceeds 1 + TLB_FLOOR beyond the
+noise, its location where the ratio is half its maximum. The 4 KiB curve is then segmented only
+below the huge-page curve's smallest size (where huge pages were not measured, as in the default
+sweep); above it, its rises are the same caches plus that TLB.
 
 Plausibility gate: a curve whose latency at sizes at least FAR_BEYOND x the largest usable cache
 stays under PREFETCH_MAX_NS never left L1/L2 latency: no DRAM load-to-use latency of a server part
@@ -43,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep import stats
+from numasweep.errors import NumasweepError
 from numasweep.stats import Interval, Series
 from numasweep.topology import Topology
 from numasweep.units import format_size
@@ -57,6 +59,7 @@ FAR_BEYOND = 8
 PREFETCH_MAX_NS = 10.0
 NO_TOPOLOGY_FAR_BYTES = 2 ** 31   # without a topology, "far beyond any LLC" is 2 GiB
 BASE_PAGES = {"4k", "4kib", "4096"}
+GRID_PAGES = "pages"       # the sweep's `pages` in an aggregated table: the page size again
 LOCATION_DRAWS = 300
 
 
@@ -139,6 +142,16 @@ def approx_size(nbytes: float) -> str:
 
 
 # ---------------------------------------------------------------- capacities
+
+def topology_object(topo: dict | None) -> Topology | None:
+    """A topology.json's dict as a Topology, or None where it is absent or not a whole one."""
+    if not topo:
+        return None
+    try:
+        return Topology.from_dict(topo, "topology.json")
+    except NumasweepError:
+        return None
+
 
 def usable_capacities(topology: Topology | None, cpu: int | None = None) -> list[Capacity]:
     """Data and unified caches one core can fill: per level, the instance holding `cpu` (or the
@@ -283,10 +296,11 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     all_series = stats.series_table(table, series_keys, replicate_keys)
     pairs = _page_pairs(all_series, page_col)
     paired_base = {id(s) for s, _ in pairs}
+    below = {id(s): part for s, h in pairs if (part := _below(s, h)) is not None}
     curves_in: list[tuple[Series, str | None]] = []
     for s in all_series:
         reason = plausibility(s.sizes, s.latency_ns(), capacities)
-        curves_in.append((s, reason))
+        curves_in.append((below.get(id(s), s) if reason is None else s, reason))
     # one BH family: every step of every measured curve that is segmented
     tested = [(s, j, st) for s, reason in curves_in if reason is None and id(s) not in paired_base
               for j, st in enumerate(_steps(s))]
@@ -356,15 +370,29 @@ def _page_pairs(series: list[Series], page_col: str) -> list[tuple[Series, Serie
     for s in series:
         if str(s.key.get(page_col, "")).lower() not in BASE_PAGES:
             continue
-        others = {k: v for k, v in s.key.items() if k != page_col}
+        others = _without_pages(s.key, page_col)
         for h in series:
             page = str(h.key.get(page_col, "")).lower()
             if page in BASE_PAGES or page in ("", "nan"):
                 continue
-            if {k: v for k, v in h.key.items() if k != page_col} == others:
+            if _without_pages(h.key, page_col) == others:
                 out.append((s, h))
                 break
     return out
+
+
+def _without_pages(key: dict, page_col: str) -> dict:
+    return {k: v for k, v in key.items() if k not in (page_col, GRID_PAGES)}
+
+
+def _below(small: Series, huge: Series) -> Series | None:
+    """The part of a 4 KiB curve that its huge-page curve does not cover (its sizes up to the
+    smallest huge-page size), segmented on its own: a default sweep measures huge pages only
+    at the large sizes, and the small caches are read off the 4 KiB curve there."""
+    keep = small.sizes <= huge.sizes.min()
+    if keep.sum() < 2:
+        return None
+    return Series(small.key, small.sizes[keep], small.logs[:, keep], small.run_se[:, keep], small.replicates)
 
 
 def _ratio_series(small: Series, huge: Series) -> Series:
@@ -408,7 +436,7 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
             location = Interval(float(loc), float(np.quantile(locs, 0.025)), float(np.quantile(locs, 0.975)),
                                 stats.LEVEL, f"percentile bootstrap over {len(r.replicates)} replicate pairs")
         out.append(TlbParting(
-            series={k: v for k, v in s.key.items() if k != page_col}, huge_page=str(h.key.get(page_col)),
+            series=_without_pages(s.key, page_col), huge_page=str(h.key.get(page_col)),
             onset_bytes=int(r.sizes[onset]) if onset is not None else None, onset=onset_iv,
             location_bytes=location, max_ratio=stats.t_interval(float(y[peak]), float(se[peak]), float(dof[peak])),
             max_size_bytes=int(r.sizes[peak]),

@@ -1,4 +1,6 @@
-"""The Markdown report: configuration, raw tables, figures, findings, placement, conclusion.
+"""The Markdown report: a summary, the configuration, the analysis by subject (caches, TLB, DRAM
+and NUMA locality, contention, rank scaling, bandwidth, data quality; SUBJECTS) with its figures,
+then the raw tables.
 
 Every number in the report comes from the results folder (topology.json, the aggregated CSVs,
 the per-job provenance records) or from findings.json; a section whose data is absent is left
@@ -10,12 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 import pandas as pd
 
-from numasweep import benches, figures, mlc_figures, quality, series, tables
+from numasweep import benches, figures, levels, mlc_figures, quality, series, tables
 from numasweep.errors import NumasweepError
 from numasweep.io import atomic_write_text
 from numasweep.units import format_cpulist, format_size, parse_page_fractions
@@ -24,18 +27,65 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "report"
 # The aggregated tables carry the launch line as `command` (from provenance); imported legacy
 # tables may name it otherwise.
 COMMAND_KEYS = ("command", "launch", "command_line", "cmdline")
-# Findings that compare runs (modes, L3 groups, nodes) rather than describe one curve: they go
-# to the comparative section; placement findings go next to the placement tables.
-COMPARATIVE_IDS = ("mode_divergence", "domain_asymmetry", "latency_locality", "bandwidth_locality")
-# The subject a finding's analysis is read under, in report order; other ids: "Analysis".
-SUBJECTS = {
-    "cache_threshold": "Caches and TLB", "cache_unseen": "Caches and TLB", "cache_untested": "Caches and TLB",
-    "tlb_cost": "Caches and TLB", "not_latency": "Caches and TLB",
-    "anomaly": "Runs off their curve",
-    "bandwidth_saturation": "Saturation", "bandwidth_weights": "Interleave weights",
-}
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A section of the report's analysis: its findings (by id, in the order they are read),
+    the figures drawn for it (by kind) and a lead sentence; `absent`, where given, is said when
+    the results cannot give the subject a finding (`unmeasurable`)."""
+
+    title: str
+    lead: str
+    ids: tuple[str, ...]
+    figures: tuple[str, ...] = ()
+    absent: str | None = None
+
+
+# The report reads as an analysis, by subject, in this order. Every finding id that analyse,
+# mlc_analysis, gpu_analysis and scaling give has its subject here (tests check it); compare's
+# regressions and missed references are the comparison section's own (compare.markdown).
+SUBJECTS = (
+    Subject("Caches",
+            "Where latency rises as the working set outgrows a cache level one core can use (the L3 of "
+            "its own L3 group, never the sum over a node): each rise is given the cache that explains "
+            "it, or said plainly to be unexplained.",
+            ("cache_threshold", "cache_unseen", "cache_untested"), ("latency_vs_size",)),
+    Subject("TLB",
+            "What small pages cost against huge pages in otherwise identical runs: where the small-page "
+            "curve parts from the huge-page one beyond the noise, the loads pay for page-table walks "
+            "(the reach of the TLB), not for a cache.",
+            ("tlb_cost",),
+            absent="No latency curve was measured with both small and huge pages, so the TLB's share "
+                   "cannot be told from the caches' here; a sweep with `pages: [4k, thp]` (or a second one "
+                   "with `pages: [thp]` at the large sizes, as the default sweep has) tells them apart."),
+    Subject("DRAM and NUMA locality",
+            "How far memory is: latency by CPU node and memory node against the firmware distances, "
+            "how the L3 groups of a domain compare, and the round trip of a cache line between cores.",
+            ("latency_locality", "domain_asymmetry", "core_to_core"), ("latency_matrix", "c2c_heatmap")),
+    Subject("Contention and concurrency",
+            "What ranks and threads running at once cost each other: concurrent against serial runs of "
+            "the same ranks, and latency under a bandwidth load.",
+            ("mode_divergence", "loaded_latency"), ("concurrent_vs_serial", "loaded_latency")),
+    Subject("Rank scaling",
+            "How a rank's latency changes as more ranks share its domain, and with sequential against "
+            "interleaved placement of the ranks.",
+            ("rank_scaling", "placement_scaling"), ("rank_scaling",)),
+    Subject("Bandwidth",
+            "Memory bandwidth: how it grows with threads and where it saturates, what remote and "
+            "interleaved memory give, node-to-node copies, and host-device transfers.",
+            ("bandwidth_saturation", "bandwidth_locality", "bandwidth_weights", "copy_matrix", "bandwidth_matrix",
+             "gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node"),
+            ("bandwidth_vs_threads", "bandwidth_matrix", "copy_matrix", "mix_bandwidth_matrix", "gpu_bandwidth",
+             "gpu_latency")),
+    Subject("Data quality",
+            "What may distort the numbers above, from the columns the kernels and the workflow recorded: "
+            "machine states, the spread within each run, where the pages landed, runs off their curve "
+            "and curves that are no latency measurement.",
+            ("placement", "anomaly", "not_latency")),
+)
+OTHER = Subject("Other findings", "Findings of no subject above.", ())
 SUMMARY_MAX = 8   # the summary names the few findings that matter
-PLACEMENT_PREFIX = "placement"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,13 +338,8 @@ def evidence_table(evidence: list[dict], limit: int = 12) -> str | None:
     return md_table(header, rows, right=set()) + more
 
 
-def section_of(finding: dict) -> str:
-    """Where a finding goes: "placement", "comparative" or "experiment"."""
-    if str(finding.get("id", "")).startswith(PLACEMENT_PREFIX):
-        return "placement"
-    if finding.get("bench") == "cross" or finding.get("id") in COMPARATIVE_IDS:
-        return "comparative"
-    return "experiment"
+def subject_of(finding_id: str) -> Subject:
+    return next((sub for sub in SUBJECTS if finding_id in sub.ids), OTHER)
 
 
 def is_headline(finding: dict) -> bool:
@@ -315,18 +360,51 @@ def prepared_findings(findings: dict) -> list[dict]:
     out = []
     for f in findings.get("findings", []):
         out.append({**f, "evidence_table": evidence_table(f.get("evidence") or []),
-                    "section": section_of(f), "headline": is_headline(f)})
+                    "subject": subject_of(str(f.get("id"))).title, "headline": is_headline(f)})
     return out
 
 
-def by_subject(findings: list[dict]) -> list[dict]:
-    """Findings grouped by subject (SUBJECTS: caches and TLB, runs off their curve, ...), in the
-    order of SUBJECTS, then the others under "Analysis"."""
-    groups: dict[str, list[dict]] = {}
-    for f in findings:
-        groups.setdefault(SUBJECTS.get(str(f.get("id")), "Analysis"), []).append(f)
-    order = list(dict.fromkeys(SUBJECTS.values())) + ["Analysis"]
-    return [{"subject": name, "findings": groups[name]} for name in order if name in groups]
+def unmeasurable(frames: dict[str, pd.DataFrame]) -> set[str]:
+    """Titles of the subjects the results cannot speak to: the TLB where latency was measured
+    without a huge-page curve next to a 4 KiB one."""
+    latency = frames.get("latency")
+    if latency is None:
+        return set()
+    pages = {str(p).lower() for p in latency.get("page_size", pd.Series(dtype=object)).dropna()}
+    base = pages & levels.BASE_PAGES
+    return set() if base and pages - base - {""} else {"TLB"}
+
+
+def by_subject(findings: list[dict], figures: list[dict], unmeasured: set[str] = frozenset(),
+               other_content: set[str] = frozenset()) -> list[dict]:
+    """The analysis sections, in the order of SUBJECTS (then any finding of no subject): each
+    with its lead, its figures, its findings in the order of its ids, and its `absent` sentence
+    where the results cannot speak to it (`unmeasured`). A subject with none of these, and not
+    in `other_content` (titles the template fills with tables of their own), is not shown."""
+    out = []
+    for sub in SUBJECTS + (OTHER,):
+        mine = sorted((f for f in findings if f["subject"] == sub.title),
+                      key=lambda f: sub.ids.index(f["id"]) if f.get("id") in sub.ids else len(sub.ids))
+        figs = [fig for fig in figures if fig["kind"] in sub.figures]
+        absent = sub.absent if sub.absent and not mine and sub.title in unmeasured else None
+        out.append({"title": sub.title, "lead": sub.lead, "findings": mine, "figures": figs, "absent": absent,
+                    "shown": bool(mine or figs or absent or sub.title in other_content)})
+    return out
+
+
+def cache_tally(findings: list[dict]) -> str | None:
+    """One sentence: how many latency rises a cache explains and how many nothing explains."""
+    steps = [f.get("numbers") or {} for f in findings if f.get("id") == "cache_threshold"]
+    if not steps:
+        return None
+    explained = sum(bool(n.get("matched_cache")) for n in steps)
+    unexplained = len(steps) - explained
+    text = f"Of the {len(steps)} latency rise{'s' if len(steps) > 1 else ''} found, "
+    text += (f"{explained} {'is' if explained == 1 else 'are'} a cache level's" if explained else "none is a cache's")
+    if unexplained:
+        text += (f" and {unexplained} nothing in the topology explains (said so below, with what could "
+                 f"cause {'it' if unexplained == 1 else 'them'})")
+    return text + "."
 
 
 def mode_comparison(latency: pd.DataFrame | None) -> str | None:
@@ -379,6 +457,7 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
     for png in pngs:
         kind = figures.figure_kind(png)
         entries.append({
+            "kind": kind,
             "path": os.path.relpath(png, out_md.parent),
             "caption": benches.CAPTIONS.get(kind, kind.replace("_", " ")),
             "alt": png.stem.replace("--", ", ").replace("_", " "),
@@ -393,21 +472,29 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         raise NumasweepError(f"{results_dir}: neither topology.json nor any <bench>.csv; give the "
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
     found = prepared_findings(findings or {})
-    sections = []
+    placed = {kind for sub in SUBJECTS for kind in sub.figures}
+    sections, subject_figures = [], []
     for bench in benches.NAMES:
         if bench not in frames:
             continue
         df = frames[bench]
+        entries = figure_entries(figures_dir, bench, out_md)
+        subject_figures += [e for e in entries if e["kind"] in placed]
         sections.append({
             "name": bench,
             "title": benches.BENCHES[bench].title,
             "rows": len(df),
             "raw_tables": RAW_TABLES[bench](df),
-            "figures": figure_entries(figures_dir, bench, out_md),
-            "analysis": by_subject([f for f in found if f.get("bench") == bench and f["section"] == "experiment"]),
+            "figures": [e for e in entries if e["kind"] not in placed],
         })
-    comparative = [f for f in found if f["section"] == "comparative"]
     system = (topology or {}).get("system") or (findings or {}).get("system") or results_dir.name
+    modes = mode_comparison(frames.get("latency"))
+    placement = placement_tables(frames, topology)
+    notes = quality.notes(frames)
+    run_quality = [{**q, "table": md_table(q["header"], q["rows"], right=q["numeric"])}
+                   for q in quality.series_quality(frames, topology)]
+    other_content = {title for title, has in (("Contention and concurrency", modes),
+                                              ("Data quality", placement or notes or run_quality)) if has}
     return {
         "system": system,
         "results_dir": str(results_dir),
@@ -424,18 +511,17 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "gpus": (topology or {}).get("gpus") or [],
         "commands": commands(frames),
         "benches": sections,
-        "comparative": comparative,
-        "mode_comparison": mode_comparison(frames.get("latency")),
-        "placement": placement_tables(frames, topology),
-        "placement_findings": [f for f in found if f["section"] == "placement"],
+        "subjects": [sub for sub in by_subject(found, subject_figures, unmeasurable(frames), other_content) if sub["shown"]],
+        "cache_tally": cache_tally(found),
+        "mode_comparison": modes,
+        "placement": placement,
         "findings": found,
         "headlines": [f for f in found if f["headline"]][:SUMMARY_MAX],
         "more_headlines": max(0, sum(f["headline"] for f in found) - SUMMARY_MAX),
         "anomalies": sum(1 for f in found if f.get("id") == "anomaly"),
         "cross_figures": [],
-        "data_quality": quality.notes(frames),
-        "run_quality": [{**q, "table": md_table(q["header"], q["rows"], right=q["numeric"])}
-                        for q in quality.series_quality(frames, topology)],
+        "data_quality": notes,
+        "run_quality": run_quality,
         "sections": [],
     }
 

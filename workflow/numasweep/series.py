@@ -121,9 +121,11 @@ def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[st
 
 
 def config_columns(df: pd.DataFrame, bench: str, without: tuple[str, ...] = ()) -> list[str]:
-    """The series columns that name a figure or table and vary in `df` (less `without`)."""
+    """The series columns that name a figure or table and vary in `df` (less `without`); the
+    sweep's `pages` is left to the kernel's `page_size` where the table has both."""
+    same = ("pages",) if "page_size" in df.columns else ()
     return [c for c in series_columns(df, bench)
-            if c not in WITHIN[bench] and c not in without and df[c].astype(str).nunique() > 1]
+            if c not in WITHIN[bench] and c not in without + same and df[c].astype(str).nunique() > 1]
 
 
 def configurations(df: pd.DataFrame, bench: str, first: str | None = None,

@@ -68,6 +68,11 @@ def _hypervisor(proc: Path, sys: Path) -> str | None:
     return vendor or "present"
 
 
+def thp_enabled(sys: Path = Path("/sys")) -> str | None:
+    """The selected word of transparent_hugepage/enabled (always, madvise, never), or None."""
+    return _selected(_text(sys / "kernel" / "mm" / "transparent_hugepage" / "enabled"))
+
+
 def read(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SystemState:
     cpus = sys / "devices" / "system" / "cpu"
     governors = sorted({g for g in (_text(p) for p in cpus.glob("cpu[0-9]*/cpufreq/scaling_governor")) if g})
@@ -76,7 +81,7 @@ def read(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SystemState:
     return SystemState(
         kernel_release=_text(proc / "sys" / "kernel" / "osrelease"),
         numa_balancing=_text(proc / "sys" / "kernel" / "numa_balancing"),
-        thp_enabled=_selected(_text(thp / "enabled")),
+        thp_enabled=thp_enabled(sys),
         thp_defrag=_selected(_text(thp / "defrag")),
         cpu_governors=tuple(governors),
         cpufreq_driver=",".join(sorted(drivers)) or None,

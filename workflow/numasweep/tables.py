@@ -179,13 +179,13 @@ def name_configs(points: pd.DataFrame, without: tuple[str, ...] = ()) -> None:
 
 
 def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions of the best bandwidth per point of a series, with the memory
-    node of each row."""
+    """Median over repetitions of the best bandwidth (and of the slowest timed iteration,
+    `min_mb_s`, where recorded) per point of a series, with the memory node of each row."""
     df = df.copy()
     if "kernel" not in df:
         df["kernel"] = "kernel not recorded"
     df["kernel"] = as_label(df["kernel"]).replace("", "kernel not recorded")
-    out = series.point_table(df, "bandwidth", ["best_mb_s"], first=("page_fractions",))
+    out = series.point_table(df, "bandwidth", ["best_mb_s", "min_mb_s"], first=("page_fractions",))
     return with_memory_node(out)
 
 

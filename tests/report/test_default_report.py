@@ -1,0 +1,90 @@
+"""The default sweep's report on a one-node workstation explains its latency transitions: each
+rise is a cache level's, the TLB's (4 KiB against transparent huge pages), or said plainly to be
+unexplained.
+
+The results come from the model of tests/replay/model.py (planted caches, DRAM and a TLB reach
+for 4 KiB pages) for the jobs config/config.yaml plans on a constructed one-node topology."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from numasweep import aggregate, analysis, grid, report
+from numasweep.topology import Topology
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
+import model  # noqa: E402
+
+KiB, MiB = 1 << 10, 1 << 20
+
+
+def workstation() -> Topology:
+    """One node of 8 cores (a desktop part): L1d 32 KiB and L2 1 MiB per core, one 32 MiB L3."""
+    cores = list(range(8))
+    return Topology.from_dict({
+        "system": "desk", "source": "arch:tests", "cpu_model": "Model CPU 8-Core", "threads_per_core": 1,
+        "nodes": [{"id": 0, "cpus": cores, "memory_bytes": 32 << 30}], "distances": [[10]],
+        "caches": [{"level": 1, "type": "Data", "size_bytes": 32 * KiB, "instances": [[c] for c in cores]},
+                   {"level": 2, "type": "Unified", "size_bytes": MiB, "instances": [[c] for c in cores]},
+                   {"level": 3, "type": "Unified", "size_bytes": 32 * MiB, "instances": [cores]}],
+        "l3_groups": [cores], "smt_siblings": [[c] for c in cores]})
+
+
+@pytest.fixture(scope="module")
+def default_report(tmp_path_factory) -> tuple[str, list[dict]]:
+    topo = workstation()
+    plan = grid.expand(grid.load_config_file(grid.DEFAULT_CONFIG), topo)
+    results = tmp_path_factory.mktemp("desk") / "results" / "desk"
+    csvs = model.write_campaign(plan, topo, results)
+    for bench in plan.benches():
+        table, _ = aggregate.aggregate([c for c in csvs if c.parent.name == bench], bench)
+        table.to_csv(results / f"{bench}.csv", index=False)
+    findings = analysis.analyse(results)
+    text = report.render(results, findings, None, results.parent / "experimentation.md").read_text()
+    return text, findings["findings"]
+
+
+def section(text: str, title: str) -> str:
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_cache_level_is_found_on_the_curve_that_can_show_it(default_report) -> None:
+    text, findings = default_report
+    matched = {(f["numbers"]["page_size"], f["numbers"]["matched_cache"]) for f in findings
+               if f["id"] == "cache_threshold" and f["numbers"]["mode"] == "concurrent"
+               and f["numbers"]["matched_cache"]}
+    # L1 and L2 off the 4 KiB curve (huge pages start at 4 MiB), the L3 off the huge-page curve
+    assert {("4k", "L1d (per core)"), ("4k", "L2 (per core)"), ("thp", "L3 (per L3 group, 8 cores)")} <= matched
+    caches = section(text, "Caches")
+    assert [line for line in caches.splitlines() if line][1].startswith("Of the ")   # the tally after the lead
+
+
+def test_the_tlb_is_told_from_the_caches(default_report) -> None:
+    text, findings = default_report
+    (tlb,) = [f for f in findings if f["id"] == "tlb_cost"]
+    # 4 KiB pages walk the page table beyond the model's 8 MiB reach: from 16 MiB on
+    assert tlb["numbers"]["claim"] and tlb["numbers"]["onset_size_bytes"] == 2 * model.TLB_REACH
+    assert tlb["numbers"]["max_ratio"] == pytest.approx(model.TLB_FACTOR, rel=0.02)
+    tlb_text = section(text, "TLB")
+    assert tlb["summary"] in tlb_text and "the TLB reach, not a cache" in tlb_text
+    assert "cannot be told" not in text
+
+
+def test_every_rise_is_explained_or_said_unexplained(default_report) -> None:
+    text, findings = default_report
+    caches = section(text, "Caches")
+    steps = [f for f in findings if f["id"] == "cache_threshold"]
+    assert steps
+    unexplained = [f for f in steps if not f["numbers"]["matched_cache"]]
+    for f in steps:
+        assert f["summary"] in caches
+        assert f["numbers"]["matched_cache"] or "nothing in the topology explains it" in f["summary"]
+    # the curves with 4 KiB pages only (serial, two ranks) rise at the TLB reach too, which no
+    # cache explains: said so, with the TLB named as what may cause it
+    assert unexplained and all(any("TLB" in c for c in f["numbers"]["caveats"]) for f in unexplained)
+    assert all(f["numbers"]["page_size"] == "4k" for f in unexplained)
+    n = len(unexplained)
+    assert f"and {n} nothing in the topology explains" in caches
