@@ -238,3 +238,56 @@ def test_analyse_writes_the_bandwidth_findings(tmp_path):
     ids = {f["id"] for f in found}
     assert {"bandwidth_saturation", "bandwidth_locality", "bandwidth_weights", "copy_matrix"} <= ids
     assert all("claim" in f["numbers"] for f in found if f["bench"] in ("bandwidth", "copy"))
+
+
+def test_series_with_other_array_sizes_stay_apart():
+    """Two array sizes of one kernel, saturating at 4 and 8 threads: two findings, each its own."""
+    rng = np.random.default_rng(5)
+    tables = []
+    for size, sat in ((1 << 26, 4), (1 << 30, 8)):
+        rows = [_runs(rng, 20000.0 * min(t, sat) / sat, 0.01, 0.0,
+                      {"kernel": "triad", "threads": t, "cpu_nodes": "0", "mem_nodes": "0", "policy": "bind",
+                       "array_bytes": size}, rep) for rep in range(3) for t in range(1, 13)]
+        tables.append(pd.DataFrame(rows))
+    found = bandwidth_analysis.bandwidth_saturation(pd.concat(tables), None)
+    assert sorted(f.numbers["saturation_threads"] for f in found) == [4, 8]
+
+
+def main() -> None:
+    """Prints the known-truth figures of docs/STATISTICS.md."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets", type=int, default=200)
+    ap.add_argument("--noise-only", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=2026)
+    args = ap.parse_args()
+    rng = np.random.default_rng(args.seed)
+    planted = [(p, findings(p)) for p in (plant(rng) for _ in range(args.datasets))]
+    sat = saturation_results(planted)
+    print(f"saturation found within one thread step: {sum(f for f, _ in sat)}/{len(sat)}; "
+          f"interval covers T*: {np.mean([c for _, c in sat]):.1%}")
+    for noise in (0.01, 0.03, 0.06):
+        part = saturation_results([(p, f) for p, f in planted if p.noise == noise])
+        hits = ratio_results([(p, f) for p, f in planted if p.noise == noise])
+        print(f"  noise {noise:.0%}: saturation found {np.mean([f for f, _ in part]):.1%}, covered "
+              f"{np.mean([c for _, c in part]):.1%}; ratios covered {np.mean([h for _, h in hits]):.1%} "
+              f"of {len(hits)}")
+    results = ratio_results(planted)
+    for kind in ("locality", "per thread", "weights", "copy"):
+        hits = [h for k, h in results if k == kind]
+        print(f"{kind} ratio intervals covering the planted ratio: {np.mean(hits):.1%} of {len(hits)}")
+    stated = [h for k, h in results if k != "per thread"]
+    print(f"stated ratios (locality, weights, copy): {np.mean(stated):.1%} of {len(stated)}")
+    quiet = sum(not any(f.numbers.get("claim") for f in findings(plant(rng, flat=True, nodes=2)))
+                for _ in range(args.noise_only))
+    print(f"noise-only data sets with no bandwidth claim: {quiet}/{args.noise_only}")
+    flagged = 0
+    for _ in range(50):
+        p = plant(rng, inverted=True)
+        flagged += [f.numbers["mem_node"] for f in findings(p) if f.id == "bandwidth_ordering"] == [p.inverted]
+    print(f"inverted orderings flagged (and only they): {flagged}/50")
+
+
+if __name__ == "__main__":
+    main()

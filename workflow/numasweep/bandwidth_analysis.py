@@ -267,9 +267,9 @@ def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Any = None) -> 
 
 def _locality_pairs(runs: pd.DataFrame, keys: list[str]) -> tuple[list, dict]:
     base = [c for c in keys if c not in WHERE]
-    varying = [c for c in base if runs[c].astype(str).nunique() > 1]
     single = runs[~runs["cpu_nodes"].str.contains(",") & ~runs["mem_nodes"].str.contains(",")
                   & (runs["cpu_nodes"] != "") & (runs["mem_nodes"] != "")]
+    varying = [c for c in base if single[c].astype(str).nunique() > 1]
     pairs, meta = [], {}
     for key, g in single.groupby(base + ["cpu_nodes"]):
         cpu = key[-1]
