@@ -253,6 +253,16 @@ def test_series_with_other_array_sizes_stay_apart():
     assert sorted(f.numbers["saturation_threads"] for f in found) == [4, 8]
 
 
+def test_a_sweeps_growing_cpu_list_is_one_series():
+    """cpus "0", "0,1", ... grow with the thread count: one series, one saturation finding."""
+    rng = np.random.default_rng(6)
+    rows = [_runs(rng, 20000.0 * min(t, 4) / 4, 0.01, 0.0,
+                  {"kernel": "triad", "threads": t, "cpus": ",".join(map(str, range(t))), "cpu_nodes": "0",
+                   "mem_nodes": "0", "policy": "bind"}, rep) for rep in range(3) for t in range(1, 9)]
+    (found,) = bandwidth_analysis.bandwidth_saturation(pd.DataFrame(rows), None)
+    assert found.numbers["saturation_threads"] == 4 and found.numbers["claim"]
+
+
 def main() -> None:
     """Prints the known-truth figures of docs/STATISTICS.md."""
     import argparse
