@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numasweep import analysis
+from numasweep import analysis, bandwidth_analysis
 from numasweep.errors import NumasweepError
 
 MIB = 1 << 20
@@ -193,32 +193,66 @@ def test_latency_locality_with_distances() -> None:
 
 # ------------------------------------------------------------ bandwidth, copy, GPU, placement
 
-def bandwidth_frame(peak_threads: int, mem: int, scale: float) -> pd.DataFrame:
+def bandwidth_frame(peak_threads: int, mem: int, scale: float, reps: int = 3) -> pd.DataFrame:
+    """Bandwidth rising linearly to `peak_threads` and flat beyond, x `scale`; each repetition
+    off by a fixed +-1 % pattern (a stated model, not a measurement)."""
+    jitter = (1.0, 1.01, 0.99, 1.005, 0.995)
     return pd.DataFrame([{"kernel": "triad", "threads": t, "cpu_nodes": 0, "mem_nodes": mem, "policy": "bind",
-                          "best_mb_s": scale * 1000 * min(t, peak_threads)} for t in range(1, 9)])
+                          "repetition": r, "best_mb_s": scale * 1000 * min(t, peak_threads) * jitter[(r + 2 * t + mem) % 5]}
+                         for r in range(reps) for t in range(1, 9)])
 
 
 def test_bandwidth_saturation_and_ratio() -> None:
     df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 0.5)])
-    sat = analysis.bandwidth_saturation(df, topo_two_nodes())
+    sat = bandwidth_analysis.bandwidth_saturation(df, topo_two_nodes())
     assert [f.numbers["saturation_threads"] for f in sat] == [3, 3]
-    (loc,) = analysis.bandwidth_locality(df, topo_two_nodes())
-    assert loc.numbers["peak_ratio"] == pytest.approx(0.5)
-    assert (loc.numbers["distance_local"], loc.numbers["distance_remote"]) == (10, 20)
+    for f in sat:
+        n = f.numbers
+        assert n["claim"] and n["saturation_threads_low"] <= 3 <= n["saturation_threads_high"]
+        assert n["plateau_mb_s_low"] < n["plateau_mb_s"] < n["plateau_mb_s_high"]
+        assert "interval" in f.summary
+    (loc,) = bandwidth_analysis.bandwidth_locality(df, topo_two_nodes())
+    n = loc.numbers
+    assert n["claim"] and n["ratio"] == pytest.approx(0.5, rel=0.02) and n["ratio_low"] < 0.5 < n["ratio_high"]
+    assert (n["distance_local"], n["distance_remote"]) == (10, 20) and n["distance_order_agrees"] is True
+    assert f"{n['ratio']:.2f}x" in loc.summary and "interval" in loc.summary
+
+
+def test_bandwidth_alike_sides_claim_nothing() -> None:
+    df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 1.02)])
+    (loc,) = bandwidth_analysis.bandwidth_locality(df, topo_two_nodes())
+    assert not loc.numbers["claim"] and loc.numbers["equivalent"] and "equivalent" in loc.summary
+    one = bandwidth_frame(3, 0, 1.0, reps=1).drop(columns="repetition")
+    (sat,) = bandwidth_analysis.bandwidth_saturation(one, topo_two_nodes())
+    assert not sat.numbers["claim"] and "noise unknown" in sat.summary
+
+
+def test_faster_remote_memory_contradicts_the_distances() -> None:
+    df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 1.3)])
+    found = bandwidth_analysis.bandwidth_locality(df, topo_two_nodes())
+    (order,) = [f for f in found if f.id == "bandwidth_ordering"]
+    assert order.numbers["ratio_low"] > 1.1 and "contradicts the firmware distances" in order.summary
 
 
 def test_best_weights() -> None:
-    rows = [{"threads": 4, "cpu_nodes": 0, "mem_nodes": "0,1", "policy": "weighted", "weights": w,
-             "best_mb_s": v} for w, v in (("1,1", 900.0), ("3,1", 1200.0), ("1,3", 700.0))]
-    found = [f for f in analysis.bandwidth_locality(pd.DataFrame(rows), topo_two_nodes())
-             if f.id == "bandwidth_weights"]
-    assert found[0].numbers["best_weights"] == "3,1"
+    rows = [{"threads": t, "cpu_nodes": 0, "mem_nodes": "0,1", "policy": "weighted", "weights": w, "repetition": r,
+             "best_mb_s": v * t * (1 + 0.01 * ((r + 2 * t + i) % 3))}
+            for i, (w, v) in enumerate((("1,1", 900.0), ("3,1", 1200.0), ("1,3", 700.0)))
+            for t in (1, 2, 4) for r in range(3)]
+    (found,) = [f for f in bandwidth_analysis.bandwidth_locality(pd.DataFrame(rows), topo_two_nodes())
+                if f.id == "bandwidth_weights"]
+    n = found.numbers
+    assert (n["best_weights"], n["worst_weights"]) == ("3,1", "1,3") and n["claim"]
+    assert n["ratio_low"] < 1200 / 700 < n["ratio_high"]
 
 
 def test_copy_matrix() -> None:
-    rows = [{"src_node": s, "dst_node": d, "best_gb_s": 20.0 if s == d else 10.0} for s in (0, 1) for d in (0, 1)]
-    (f,) = analysis.copy_matrix(pd.DataFrame(rows), topo_two_nodes())
-    assert f.numbers["local_median_gb_s"] == 20.0 and f.numbers["cross_median_gb_s"] == 10.0
+    rows = [{"src_node": s, "dst_node": d, "repetition": r, "best_gb_s": (20.0 if s == d else 10.0) * (1 + 0.01 * r)}
+            for s in (0, 1) for d in (0, 1) for r in range(3)]
+    (f,) = bandwidth_analysis.copy_matrix(pd.DataFrame(rows), topo_two_nodes())
+    n = f.numbers
+    assert n["local_median_gb_s"] == pytest.approx(20.2) and n["cross_median_gb_s"] == pytest.approx(10.1)
+    assert n["claim"] and n["cross_to_local"] == pytest.approx(0.5) and "0.50x" in f.summary
 
 
 def test_gpu_plateau_pinned_and_weights() -> None:
@@ -248,8 +282,8 @@ def test_placement_flags_ranks_below_threshold() -> None:
 
 
 def test_absent_data_gives_nothing() -> None:
-    for fn in (*analysis.LATENCY_ANALYSES, analysis.bandwidth_saturation, analysis.bandwidth_locality,
-               analysis.copy_matrix, analysis.gpu_transfers):
+    for fn in (*analysis.LATENCY_ANALYSES, bandwidth_analysis.bandwidth_saturation,
+               bandwidth_analysis.bandwidth_locality, bandwidth_analysis.copy_matrix, analysis.gpu_transfers):
         assert fn(None, {}) == [] and fn(pd.DataFrame(), {}) == []
 
 
@@ -309,9 +343,12 @@ def test_lumi_g_remote_node3_memory(repo: Path) -> None:
 
 def test_ulisse_saturation_and_other_socket(repo: Path) -> None:
     result = analysis.analyse(repo / "examples/ulisse")
-    assert {f["numbers"]["saturation_threads"] for f in by_id(result, "bandwidth_saturation")} == {4}
+    # the seed's table has one run per thread count and no spread: the knee is read, nothing claimed
+    sat = by_id(result, "bandwidth_saturation")
+    assert {f["numbers"]["saturation_threads"] for f in sat} == {3}
+    assert not any(f["numbers"]["claim"] for f in sat) and all("noise unknown" in f["summary"] for f in sat)
     (loc,) = by_id(result, "bandwidth_locality")
-    assert 0.75 < loc["numbers"]["peak_ratio"] < 0.85
+    assert 0.75 < loc["numbers"]["ratio"] < 0.85 and not loc["numbers"]["claim"]
     assert (loc["numbers"]["distance_local"], loc["numbers"]["distance_remote"]) == (10, 11)
 
 

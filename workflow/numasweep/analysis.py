@@ -10,7 +10,8 @@ where 4 KiB and huge-page curves part, or nothing, said once), refuses curves th
 and `contrasts` compares modes and L3 groups size by size; every ratio, onset and location carries
 its interval and method, decisions hold the false-finding rate over every point tested, and a
 floor of practical effect stays. A finding's `numbers["claim"]` says whether it claims an effect.
-Bandwidth, copy and GPU findings are plateaus and ratios of medians over repetitions.
+Bandwidth and copy findings (`bandwidth_analysis`) rest on the same model, with thread counts for
+sizes and repetitions for units. GPU plateaus here are medians over repetitions.
 """
 
 from __future__ import annotations
@@ -32,14 +33,13 @@ from numasweep.stats import Interval
 from numasweep.topology import Topology
 from numasweep.io import atomic_write_text, read_csv
 from numasweep.tables import as_text as _text
-from numasweep.tables import bandwidth_points as _bandwidth_points
 from numasweep.tables import latency_points as _latency_points
 from numasweep.tables import l3_position as _l3_position
 from numasweep.tables import nodes as _nodes
 from numasweep.units import format_size, parse_page_fractions
 
 MIN_EFFECT = contrasts.MIN_EFFECT   # a difference between nodes' latencies: at least 10 %
-SATURATION = 0.95        # bandwidth saturates at the first thread count reaching 95 % of the peak
+SATURATION = 0.95        # a GPU transfer plateau: the sizes reaching 95 % of the largest bandwidth
 PLACEMENT_OK = 0.99      # a rank whose pages are less than 99 % on the requested node(s) is flagged
 MAX_ANOMALIES = 10
 
@@ -538,154 +538,7 @@ def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list
     return findings
 
 
-# ---------------------------------------------------------------- bandwidth, copy, GPU
-
-def _series_name(r: Any) -> str:
-    """Names every series column that can tell two bandwidth series apart."""
-    kernel = f"{r['kernel']} " if r["kernel"] else ""
-    text = f"{kernel}bandwidth with threads on node {r['cpu_nodes']} and memory on node {r['mem_nodes']}"
-    extra = []
-    if str(r.get("array_bytes", "")).strip():
-        extra.append(f"{_sz(float(r['array_bytes']))} arrays")
-    for col, word in (("stores", "stores"), ("pattern", "pattern"), ("stride", "stride"), ("page_size", "pages"),
-                      ("weights", "weights"), ("memory", "memory"), ("label", "sweep")):
-        value = str(r.get(col, "")).strip()
-        if value and (col, value) not in (("stores", "regular"), ("pattern", "sequential")) \
-                and not (col == "stride" and value in ("0", "1")):
-            extra.append(f"{word} {value}")
-    return text + (f" ({', '.join(extra)})" if extra else "")
-
-
-def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Thread count at which each bandwidth series first reaches SATURATION of its peak."""
-    points, metric = _bandwidth_points(bandwidth)
-    if points.empty:
-        return []
-    keys = [c for c in points.columns if c not in ("threads", "mb_s")]
-    findings = []
-    for _, g in points.groupby(keys):
-        if g["threads"].nunique() < 3:
-            continue
-        g = g.sort_values("threads")
-        peak = g.loc[g["mb_s"].idxmax()]
-        sat = g[g["mb_s"] >= SATURATION * peak["mb_s"]].iloc[0]
-        first = g.iloc[0]
-        name = _series_name(first)
-        findings.append(Finding(
-            id="bandwidth_saturation", bench="bandwidth", title=f"Saturation: {name}",
-            summary=(f"{name[0].upper() + name[1:]} reaches {SATURATION * 100:.0f}% of its "
-                     f"{peak['mb_s']:.0f} MB/s peak at {int(sat['threads'])} threads ({sat['mb_s']:.0f} MB/s, "
-                     f"{sat['mb_s'] / first['mb_s']:.2f}x the {int(first['threads'])}-thread value); the peak is at "
-                     f"{int(peak['threads'])} threads."),
-            numbers={"cpu_nodes": first["cpu_nodes"], "mem_nodes": first["mem_nodes"], "kernel": first["kernel"],
-                     "policy": first["policy"], "metric": metric, "saturation_threads": int(sat["threads"]),
-                     "saturation_mb_s": sat["mb_s"], "peak_mb_s": peak["mb_s"], "peak_threads": int(peak["threads"]),
-                     "first_threads": int(first["threads"]), "speedup_vs_first": sat["mb_s"] / first["mb_s"],
-                     "fraction": SATURATION},
-            evidence=[{"threads": int(r["threads"]), "mb_s": r["mb_s"]} for _, r in g.iterrows()],
-        ))
-    return findings
-
-
-def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Remote over local bandwidth for the same CPU node, at the peak and per thread count,
-    next to the firmware distances; and the best interleave weights where weighted runs exist."""
-    topo = _topology(topology)
-    points, metric = _bandwidth_points(bandwidth)
-    if points.empty:
-        return []
-    single = points[~points["cpu_nodes"].str.contains(",") & ~points["mem_nodes"].str.contains(",")
-                    & (points["cpu_nodes"] != "") & (points["mem_nodes"] != "")]
-    # everything of the series identity but where the memory is (grid `memory`, `mem_nodes`)
-    keys = [c for c in points.columns if c not in ("cpu_nodes", "mem_nodes", "memory", "cpu_node", "threads", "mb_s")]
-    keys.append("cpu_nodes")
-    varying = [c for c in keys[:-1] if points[c].astype(str).nunique() > 1]
-    findings = []
-    for key, g in single.groupby(keys):
-        cpu = key[-1]
-        first = g.iloc[0]
-        name = ", ".join(f"{c} {first[c]}" for c in varying)
-        local = g[g["mem_nodes"] == cpu].set_index("threads")["mb_s"]
-        if local.empty:
-            continue
-        for mem, remote in g[g["mem_nodes"] != cpu].groupby("mem_nodes"):
-            remote = remote.set_index("threads")["mb_s"]
-            per_thread = (remote / local).dropna()
-            peak_ratio = remote.max() / local.max()
-            d_local, d_remote = _distance(topo, int(cpu), int(cpu)), _distance(topo, int(cpu), int(mem))
-            dist_text = (f"; firmware distance {d_remote} vs {d_local}" if d_local is not None and d_remote is not None
-                         else "; firmware distances are not recorded")
-            range_text = (f"; {per_thread.min():.2f}-{per_thread.max():.2f}x across "
-                          f"{int(per_thread.index.min())}-{int(per_thread.index.max())} threads"
-                          if len(per_thread) > 1 else "")
-            findings.append(Finding(
-                id="bandwidth_locality", bench="bandwidth",
-                title=f"Bandwidth: node {mem} vs node {cpu} memory" + _in(name),
-                summary=(f"Threads on node {cpu} reach {peak_ratio:.2f}x the bandwidth from node {mem}'s memory "
-                         f"that they reach from their own node's (peak {remote.max():.0f} vs {local.max():.0f} MB/s)"
-                         f"{range_text}{dist_text}."),
-                numbers={"cpu_node": int(cpu), "mem_node": int(mem), "metric": metric,
-                         "peak_ratio": peak_ratio, "local_peak_mb_s": local.max(), "remote_peak_mb_s": remote.max(),
-                         "ratio_min": per_thread.min() if len(per_thread) else None,
-                         "ratio_max": per_thread.max() if len(per_thread) else None,
-                         "ratio_median": per_thread.median() if len(per_thread) else None,
-                         "threads_min": int(per_thread.index.min()) if len(per_thread) else None,
-                         "threads_max": int(per_thread.index.max()) if len(per_thread) else None,
-                         "distance_local": d_local, "distance_remote": d_remote, "config": name},
-                evidence=[{"threads": int(t), "local_mb_s": local.get(t), "remote_mb_s": remote.get(t),
-                           "ratio": r} for t, r in per_thread.items()],
-            ))
-    weighted = points[points["policy"] == "weighted"]
-    others = [c for c in keys if c not in ("weights", "cpu_nodes")]
-    varying = [c for c in others if weighted[c].astype(str).nunique() > 1]
-    for key, g in weighted.groupby(["cpu_nodes", "mem_nodes"] + others):
-        cpu, mem = key[0], key[1]
-        per_weights = g.groupby("weights")["mb_s"].max().sort_values(ascending=False)
-        if len(per_weights) < 2:
-            continue
-        best, worst = per_weights.index[0], per_weights.index[-1]
-        name = ", ".join(f"{c} {g.iloc[0][c]}" for c in varying)
-        findings.append(Finding(
-            id="bandwidth_weights", bench="bandwidth",
-            title=f"Best interleave weights over nodes {mem} from node {cpu}" + _in(name),
-            summary=(f"Weighted interleave over nodes {mem} from node {cpu}'s CPUs is fastest with weights {best} "
-                     f"({per_weights.iloc[0]:.0f} MB/s), {per_weights.iloc[0] / per_weights.iloc[-1]:.2f}x the "
-                     f"slowest weights {worst}."),
-            numbers={"cpu_nodes": cpu, "mem_nodes": mem, "best_weights": best, "best_mb_s": per_weights.iloc[0],
-                     "worst_weights": worst, "worst_mb_s": per_weights.iloc[-1],
-                     "ratio": per_weights.iloc[0] / per_weights.iloc[-1]},
-            evidence=[{"weights": w, "mb_s": v} for w, v in per_weights.items()],
-        ))
-    return findings
-
-
-def copy_matrix(copy: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Best copy bandwidth per (source, destination) node pair: fastest, slowest, local vs cross."""
-    need = {"src_node", "dst_node", "best_gb_s"}
-    if copy is None or copy.empty or not need <= set(copy.columns):
-        return []
-    cells = copy.groupby(["src_node", "dst_node"])["best_gb_s"].max()
-    if len(cells) < 2:
-        return []
-    fast, slow = cells.idxmax(), cells.idxmin()
-    local = cells[[s == d for s, d in cells.index]]
-    cross = cells[[s != d for s, d in cells.index]]
-    ratio_text = (f"; within a node {local.median():.1f} GB/s, across nodes {cross.median():.1f} GB/s "
-                  f"(medians, {cross.median() / local.median():.2f}x)" if len(local) and len(cross) else "")
-    return [Finding(
-        id="copy_matrix", bench="copy", title="Copy bandwidth between nodes",
-        summary=(f"Copies are fastest from node {fast[0]} to node {fast[1]} ({cells[fast]:.1f} GB/s) and slowest "
-                 f"from node {slow[0]} to node {slow[1]} ({cells[slow]:.1f} GB/s, "
-                 f"{cells[slow] / cells[fast]:.2f}x){ratio_text}."),
-        numbers={"fastest": {"src_node": fast[0], "dst_node": fast[1], "gb_s": cells[fast]},
-                 "slowest": {"src_node": slow[0], "dst_node": slow[1], "gb_s": cells[slow]},
-                 "ratio_slowest_fastest": cells[slow] / cells[fast],
-                 "cross_to_local": cross.median() / local.median() if len(local) and len(cross) else None,
-                 "local_median_gb_s": local.median() if len(local) else None,
-                 "cross_median_gb_s": cross.median() if len(cross) else None},
-        evidence=[{"src_node": s, "dst_node": d, "gb_s": v} for (s, d), v in cells.items()],
-    )]
-
+# ---------------------------------------------------------------- GPU
 
 def _plateau(curve: pd.Series) -> tuple[float, int]:
     """Median bandwidth over the sizes reaching SATURATION of the maximum, and the first such size."""
@@ -848,9 +701,11 @@ def analyse(results_dir: str | Path) -> dict:
     findings: list[Finding] = []
     for fn in LATENCY_ANALYSES:
         findings += fn(frames["latency"], topo)
-    findings += bandwidth_saturation(frames["bandwidth"], topo)
-    findings += bandwidth_locality(frames["bandwidth"], topo)
-    findings += copy_matrix(frames["copy"], topo)
+    from numasweep import bandwidth_analysis  # it builds on this module
+
+    findings += bandwidth_analysis.bandwidth_saturation(frames["bandwidth"], topo)
+    findings += bandwidth_analysis.bandwidth_locality(frames["bandwidth"], topo)
+    findings += bandwidth_analysis.copy_matrix(frames["copy"], topo)
     findings += gpu_transfers(frames["gpu_xfer"], topo)
     from numasweep import gpu_analysis  # it builds on this module
 

@@ -80,24 +80,27 @@ class Deviation:
     inversion: bool
 
 
-def _side(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def _side(table: pd.DataFrame, keys: list[str], measure: stats.Measure) -> pd.DataFrame:
     df = table.copy()
-    df["_log"] = np.log(pd.to_numeric(df["latency_ns_median"], errors="coerce"))
-    df["_se"] = stats.run_standard_error(df)
-    return df.groupby(keys + ["size_bytes"], dropna=False)[["_log", "_se"]].median()
+    df["_log"] = np.log(pd.to_numeric(df[measure.value], errors="coerce"))
+    df["_se"] = stats.run_standard_error(df, measure)
+    return df.groupby(keys + [measure.axis], dropna=False)[["_log", "_se"]].median()
 
 
 def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequence[str],
              series_keys: Sequence[str] = (), floor: float = MIN_EFFECT, q: float = stats.FDR,
-             where: str = "latency table") -> list[Contrast]:
-    """a / b per series and size (see the module docstring)."""
-    stats.check_values(table, where)
+             where: str = "latency table", measure: stats.Measure = stats.LATENCY,
+             onset: bool = True) -> list[Contrast]:
+    """a / b per series and size (see the module docstring); `measure` names the columns of a
+    table other than latency over sizes (bandwidth over threads: its "sizes" are thread counts);
+    onset=False skips the onset and its bootstrap (a caller that states no onset)."""
+    stats.check_values(table, where, measure)
     df = table.copy()
     keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
     for col in keys + [factor]:
         df[col] = df[col].astype(object).where(df[col].notna(), "")
-    side_a = _side(df[df[factor].astype(str) == str(a)], keys)
-    side_b = _side(df[df[factor].astype(str) == str(b)], keys)
+    side_a = _side(df[df[factor].astype(str) == str(a)], keys, measure)
+    side_b = _side(df[df[factor].astype(str) == str(b)], keys, measure)
     both = side_a.join(side_b, suffixes=("_a", "_b"), how="inner").dropna(subset=["_log_a", "_log_b"])
     if both.empty:
         return []
@@ -110,13 +113,13 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
         g = g.assign(_unit=g[ukeys].astype(str).agg("|".join, axis=1) if ukeys else "0")
-        d = g.pivot_table(index="_unit", columns="size_bytes", values="_d", aggfunc="median")
-        e = g.pivot_table(index="_unit", columns="size_bytes", values="_dse", aggfunc="median", dropna=False)
+        d = g.pivot_table(index="_unit", columns=measure.axis, values="_d", aggfunc="median")
+        e = g.pivot_table(index="_unit", columns=measure.axis, values="_dse", aggfunc="median", dropna=False)
         sizes = np.array(sorted(d.columns), dtype=np.int64)
         series = Series(dict(zip(skeys, key)), sizes, d.reindex(columns=sizes).to_numpy(float),
                         e.reindex(index=d.index, columns=sizes).to_numpy(float), list(d.index))
         out.append(Contrast(dict(zip(skeys, key)), factor, a, b, ukeys, floor, series.noise()[3], [], ratios=series))
-    _decide(out, q)
+    _decide(out, q, onset)
     return out
 
 
@@ -125,7 +128,7 @@ def _tests(series: Series, centre: np.ndarray, floor: float) -> list[float]:
     return list(stats.excess_pvalue(centre, se, dof, floor))
 
 
-def _decide(contrasts: list[Contrast], q: float) -> None:
+def _decide(contrasts: list[Contrast], q: float, with_onset: bool = True) -> None:
     pvals = [_tests(c.ratios, c.ratios.center(), c.floor) for c in contrasts]
     flags = stats.benjamini_hochberg([p for ps in pvals for p in ps], q)
     pos = 0
@@ -148,7 +151,7 @@ def _decide(contrasts: list[Contrast], q: float) -> None:
             sign = np.sign(centre[-1])
             return [bool(fl and np.sign(v) == sign) for fl, v in zip(flags, centre)]
 
-        onset = stats.sustained_onset(same_sign(f, y))
+        onset = stats.sustained_onset(same_sign(f, y)) if with_onset else None
         if onset is not None:
             c.onset_bytes = int(s.sizes[onset])
 

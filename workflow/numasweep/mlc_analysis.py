@@ -61,20 +61,21 @@ def _num(df: pd.DataFrame, col: str) -> np.ndarray:
 
 # ---------------------------------------------------------------- loaded latency
 
-def hinge_knee(x: np.ndarray, y: np.ndarray) -> float:
-    """The breakpoint of the best continuous two-segment fit whose second slope is steeper."""
+def hinge_knee(x: np.ndarray, y: np.ndarray, bend: int = 1) -> float | np.ndarray:
+    """The breakpoint of the best continuous two-segment fit whose second slope is steeper
+    (bend=1: a knee, latency under load) or flatter (bend=-1: bandwidth saturating with threads).
+    y may hold several curves over the same x as columns (bootstrap draws): one knee each."""
     order = np.argsort(x)
-    x, y = x[order], y[order]
-    best, knee = math.inf, math.nan
+    x, y = np.asarray(x, float)[order], np.asarray(y, float)[order]
+    ys = y.reshape(len(x), -1)
+    best, knee = np.full(ys.shape[1], math.inf), np.full(ys.shape[1], math.nan)
     for k in np.unique(x)[1:-1]:
         design = np.column_stack([np.ones_like(x), x, np.maximum(0.0, x - k)])
-        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-        if coef[2] <= 0:
-            continue
-        sse = float(np.sum((design @ coef - y) ** 2))
-        if sse < best:
-            best, knee = sse, float(k)
-    return knee
+        coef = np.linalg.pinv(design) @ ys
+        sse = np.sum((design @ coef - ys) ** 2, axis=0)
+        better = (coef[2] * bend > 0) & (sse < best)
+        best, knee = np.where(better, sse, best), np.where(better, float(k), knee)
+    return float(knee[0]) if y.ndim == 1 else knee
 
 
 def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:

@@ -47,7 +47,18 @@ FDR = 0.05              # false-finding rate of the decisions of one analysis
 SEED = 20261123         # bootstraps are reproducible: the same table gives the same interval
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)   # SE(median) / SE(mean) of normal draws
 SHAMOS = 1.0483         # sigma = SHAMOS x median |x_i - x_j| for normal draws
-LATENCY_COLUMNS = ("latency_ns_median", "latency_ns_min", "latency_ns_max")
+@dataclass(frozen=True)
+class Measure:
+    """Which columns of a tidy table hold a series' axis, its value and each run's spread (the
+    run's lowest and highest sample and the sample count)."""
+    value: str
+    low: str
+    high: str
+    count: str
+    axis: str
+
+
+LATENCY = Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
 
 
 @dataclass(frozen=True)
@@ -75,18 +86,20 @@ class Interval:
 
 # ---------------------------------------------------------------- input checks
 
-def check_values(table: pd.DataFrame, where: str) -> None:
-    """Refuse latencies and sizes that no kernel writes: zero, negative, infinite, or a missing
-    median. Names the file, CSV line (header = line 1, for a table read straight from a CSV) and
-    column. Missing min/max/samples are allowed (legacy imports have none)."""
+def check_values(table: pd.DataFrame, where: str, measure: Measure = LATENCY) -> None:
+    """Refuse values and axis points that no kernel writes (latencies and sizes by default):
+    zero, negative, infinite, or a missing value. Names the file, CSV line (header = line 1, for a
+    table read straight from a CSV) and column. Missing min/max/samples are allowed (legacy
+    imports have none)."""
     bad: list[str] = []
-    for col in ("size_bytes", *LATENCY_COLUMNS, "samples"):
+    for col in (measure.axis, measure.value, measure.low, measure.high, measure.count):
         if col not in table:
             continue
         values = pd.to_numeric(table[col], errors="coerce")
-        text = table[col].astype(str)
-        required = col in ("size_bytes", "latency_ns_median")
-        missing = table[col].isna() | (text.str.strip() == "")
+        required = col in (measure.axis, measure.value)
+        missing = table[col].isna()
+        if not pd.api.types.is_numeric_dtype(table[col]):
+            missing |= table[col].astype(str).str.strip() == ""
         unreadable = values.isna() & ~missing
         wrong = unreadable | (values.notna() & (~np.isfinite(values) | (values <= 0)))
         if required:
@@ -113,15 +126,13 @@ def range_constant(n: int) -> float:
     return float(np.trapezoid(1 - cdf ** n - (1 - cdf) ** n, x))
 
 
-def run_standard_error(table: pd.DataFrame) -> np.ndarray:
+def run_standard_error(table: pd.DataFrame, measure: Measure = LATENCY) -> np.ndarray:
     """Standard error of each row's log median from its min, max and samples (NaN when absent)."""
     n = len(table)
-    lo = pd.to_numeric(table["latency_ns_min"], errors="coerce").to_numpy(float) if "latency_ns_min" in table \
-        else np.full(n, np.nan)
-    hi = pd.to_numeric(table["latency_ns_max"], errors="coerce").to_numpy(float) if "latency_ns_max" in table \
-        else np.full(n, np.nan)
-    k = pd.to_numeric(table["samples"], errors="coerce").to_numpy(float) if "samples" in table \
-        else np.full(n, np.nan)
+
+    def column(name: str) -> np.ndarray:
+        return pd.to_numeric(table[name], errors="coerce").to_numpy(float) if name in table else np.full(n, np.nan)
+    lo, hi, k = column(measure.low), column(measure.high), column(measure.count)
     k = np.where(np.isfinite(k) & (k >= 2), k, 2).astype(int)
     d2 = np.array([range_constant(int(v)) for v in k])
     sigma = np.log(hi / lo) / d2
@@ -185,25 +196,26 @@ class Series:
 
 
 def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
-                 value: str = "latency_ns_median") -> list[Series]:
-    """Split a tidy latency table into Series (see the module docstring for keys)."""
+                 measure: Measure = LATENCY) -> list[Series]:
+    """Split a tidy latency table into Series (see the module docstring for keys); `measure`
+    names the axis, value and spread columns of another table (bandwidth over threads)."""
     df = table.copy()
     keys = [k for k in series_keys if k in df]
     reps = [k for k in replicate_keys if k in df]
     for col in keys + reps:
         df[col] = df[col].astype(object).where(df[col].notna(), "")
-    df["_log"] = np.log(pd.to_numeric(df[value], errors="coerce"))
-    df["_se"] = run_standard_error(df)
+    df["_log"] = np.log(pd.to_numeric(df[measure.value], errors="coerce"))
+    df["_se"] = run_standard_error(df, measure)
     if not reps:
         df["_rep"], reps = 0, ["_rep"]
     out = []
     groups = df.groupby(keys, sort=True, dropna=False) if keys else [((), df)]
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
-        sizes = np.sort(g["size_bytes"].astype(np.int64).unique())
-        agg = g.groupby(reps + ["size_bytes"], dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
-        wide = agg["_log"].unstack("size_bytes").reindex(columns=sizes)
-        wse = agg["_se"].unstack("size_bytes").reindex(columns=sizes)
+        sizes = np.sort(g[measure.axis].astype(np.int64).unique())
+        agg = g.groupby(reps + [measure.axis], dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
+        wide = agg["_log"].unstack(measure.axis).reindex(columns=sizes)
+        wse = agg["_se"].unstack(measure.axis).reindex(columns=sizes)
         out.append(Series(dict(zip(keys, key)), sizes, wide.to_numpy(float), wse.to_numpy(float),
                           list(wide.index)))
     return out
@@ -273,17 +285,23 @@ def holm(pvalues: Sequence[float], alpha: float = FDR) -> np.ndarray:
     return out
 
 
+def unit_mean(logs: np.ndarray) -> tuple[float, float, int]:
+    """(mean, standard error, units) of the mean log over units (rows) and sizes (columns): each
+    unit's mean over the sizes is one replicate (se NaN with fewer than two units)."""
+    means = np.array([np.nanmean(r) for r in logs if np.isfinite(r).any()])
+    est = float(np.mean(means)) if len(means) else math.nan
+    se = float(np.std(means, ddof=1) / math.sqrt(len(means))) if len(means) >= 2 else math.nan
+    return est, se, len(means)
+
+
 def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
     """exp of the mean log over units (rows) and sizes (columns): each unit's mean over the sizes
     is one replicate, and the interval a t interval over those (units - 1 df). Sizes of a unit
     are never treated as independent."""
-    means = np.array([np.nanmean(r) for r in logs if np.isfinite(r).any()])
-    est = float(np.mean(means)) if len(means) else math.nan
-    if len(means) < 2:
+    est, se, n = unit_mean(logs)
+    if n < 2:
         return Interval.unknown(math.exp(est), "one unit: no interval")
-    se = float(np.std(means, ddof=1) / math.sqrt(len(means)))
-    return t_interval(est, se, len(means) - 1, level,
-                      f"t interval over {len(means)} units' mean log ratio ({len(means) - 1} df)")
+    return t_interval(est, se, n - 1, level, f"t interval over {n} units' mean log ratio ({n - 1} df)")
 
 
 def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float = FDR) -> list[tuple]:

@@ -216,7 +216,11 @@ def bandwidth_lines(part: pd.DataFrame):
     return part.groupby(cols, sort=True, dropna=False)
 
 
-def bandwidth_points(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame, str]:
+def bandwidth_points(bandwidth: pd.DataFrame | None, runs: bool = False) -> tuple[pd.DataFrame, str]:
+    """One row per point of a bandwidth series (thread count): `mb_s`, the median over
+    repetitions of `best_mb_s` (else `avg_mb_s`), and the name of that column. With runs=True, one
+    row per repetition of each point instead, keeping `repetition` ("" when the table has none)
+    and each run's spread (`min_mb_s`, `best_mb_s`, `ntimes`) for the statistics."""
     if bandwidth is None or bandwidth.empty or "threads" not in bandwidth:
         return pd.DataFrame(), ""
     metric = next((c for c in ("best_mb_s", "avg_mb_s") if c in bandwidth and bandwidth[c].notna().any()), None)
@@ -230,10 +234,18 @@ def bandwidth_points(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame, str]
     keys = ["kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes", "cpu_nodes",
             "mem_nodes"]
     other = [c for c in series.series_columns(df, "bandwidth") if c not in keys]
+    if runs:
+        other.append(series.REPETITION)
+        df[series.REPETITION] = df[series.REPETITION] if series.REPETITION in df else ""
     for col in other:
         df[col] = as_text(df[col])
     keys += other + ["threads"]
-    out = df.groupby(keys, as_index=False)[metric].median().rename(columns={metric: "mb_s"})
+    values = [metric] + ([c for c in ("min_mb_s", "best_mb_s", "ntimes") if c in df and c != metric] if runs else [])
+    for col in values:
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    out = df.groupby(keys, as_index=False)[values].median().rename(columns={metric: "mb_s"})
+    if runs and metric == "best_mb_s":
+        out["best_mb_s"] = out["mb_s"]
     return out, metric
 
 
