@@ -74,7 +74,8 @@ SUBJECTS = (
     Subject("Bandwidth",
             "Memory bandwidth: how it grows with threads and where it saturates, what remote and "
             "interleaved memory give, node-to-node copies, and host-device transfers.",
-            ("bandwidth_saturation", "bandwidth_locality", "bandwidth_weights", "copy_matrix", "bandwidth_matrix",
+            ("bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering", "bandwidth_weights", "copy_matrix",
+             "bandwidth_matrix",
              "gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node"),
             ("bandwidth_vs_threads", "bandwidth_matrix", "copy_matrix", "mix_bandwidth_matrix", "gpu_bandwidth",
              "gpu_latency")),
