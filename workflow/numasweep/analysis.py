@@ -192,7 +192,7 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
             summary=(f"With memory on node {mem_node} ({_sz(size)}, {mode} mode), latency is lowest from node "
                      f"{fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
                      f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
-                     f"geometric means {spread.text()}x)"
+                     f"geometric means {spread.text('{:.2f}x')})"
                      + (f"; {others}" if others else "") + f"; {dist_text}."),
             numbers={"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size,
                      "fastest_cpu_node": fast, "slowest_cpu_node": slow, "fastest_ns": best,
@@ -347,7 +347,7 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                      "caches": [{"cache": c.label, "cache_bytes": c.size_bytes} for c in untested.values()]}))
     for t in lv.tlb:
         text, title, base = _where(t.series, study.varying, skip=("page_size",))
-        peak = f"{t.max_ratio.text()}x at {_sz(t.max_size_bytes)}"
+        peak = f"{t.max_ratio.text('{:.2f}x')} at {_sz(t.max_size_bytes)}"
         if t.onset_bytes is not None:
             summary = _opening(text, f"4 KiB pages are slower than {t.huge_page} pages beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor from {_sz(t.onset_bytes)} on (onset "
@@ -457,7 +457,7 @@ def _deviation_findings(study: _Latency, devs: list[contrasts.Deviation]) -> lis
         kind = "inversion" if d.inversion else "deviation"
         summary = _opening(" ".join(x for x in (text, f"at {_sz(d.size_bytes)}") if x),
                            f"{unit} has a {ratio_name} of {d.ratio:.2f} while the others' median is "
-                           f"{d.others_ratio:.2f}: {d.relative.text()}x theirs"
+                           f"{d.others_ratio:.2f}: {d.relative.text('{:.2f}x')} theirs"
                            + (", inverting the pattern" if d.inversion else ""))
         findings.append(Finding(
             id="anomaly", bench="latency", title=f"{kind.capitalize()}: {unit} at {_sz(d.size_bytes)}" + title,
@@ -487,7 +487,7 @@ def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
             id="anomaly", bench="latency", title=f"Outlier: {unit} at {_sz(size)}" + title,
             summary=_opening(" ".join(x for x in (text, f"at {_sz(size)}") if x),
                              f"{unit} measures {math.exp(diff + ref):.1f} ns against the {math.exp(ref):.1f} ns "
-                             f"median of the other runs: {interval.text()}x theirs (Holm over every run and size)"),
+                             f"median of the other runs: {interval.text('{:.2f}x')} theirs (Holm over every run and size)"),
             numbers={**base, **who, "claim": True, "kind": "outlier", "size_bytes": size,
                      "latency_ns": math.exp(diff + ref), "reference_ns": math.exp(ref), **_iv("relative", interval),
                      "p_value": p}))

@@ -93,7 +93,7 @@ class Transition:
             at += f" ({approx_size(loc.low)} to {approx_size(loc.high)})"
         cause = (f"the {self.label} ({format_size(self.capacity_bytes)})" if self.label
                  else "nothing in the topology explains it" + "".join(f"; {c}" for c in self.caveats))
-        return f"latency rises {self.ratio.text()}x {where}, {at}: {cause}"
+        return f"latency rises {self.ratio.text('{:.2f}x')} {where}, {at}: {cause}"
 
 
 @dataclass
