@@ -378,7 +378,8 @@ def _contrast_numbers(c: contrasts.Contrast) -> dict:
             "onset_size_bytes": c.onset_bytes, **_iv("onset_bytes", c.onset),
             "plateau_from_size_bytes": c.plateau_from_bytes, "plateau_to_size_bytes": c.plateau_to_bytes,
             **_iv("plateau_ratio", c.plateau_ratio), **_iv("overall_ratio", c.overall_ratio),
-            "units": len(c.ratios.replicates) if c.ratios is not None else 0, "noise_rule": c.noise_rule}
+            "units": len(c.ratios.replicates) if c.ratios is not None else 0, "noise_rule": c.noise_rule,
+            "unclaimed": c.unclaimed}
 
 
 def _slower(ratio: float, a: str, b: str) -> str:
@@ -397,6 +398,8 @@ def _contrast_text(c: contrasts.Contrast, a: str, b: str) -> str:
             text += "; the difference does not last to the largest size"
         return text
     overall = c.overall_ratio.text() if c.overall_ratio is not None else "unknown"
+    if c.unclaimed:
+        return f"nothing is claimed: {c.unclaimed} (overall ratio {overall}); repeat the runs to tell"
     if c.equivalent:
         return f"{a} and {b} are alike: overall ratio {overall}, inside the {floor} margin (equivalent)"
     return (f"no size differs beyond the noise and the {floor} floor, but the data cannot show them alike "

@@ -232,6 +232,8 @@ def _verdict(c: contrasts.Contrast, ratio: Interval, equivalent: bool, a: str, b
     differing = [s for s in c.per_size if s.differs]
     if not np.isfinite(ratio.low):
         return f"{a} {ratio.text('{:.2f}x')} {b}; with the noise unknown nothing is claimed"
+    if c.unclaimed:
+        return f"{a} {ratio.text('{:.2f}x')} {b}; nothing is claimed: {c.unclaimed}"
     if c.differs:
         return (f"{a} {ratio.text('{:.2f}x')} {b}; beyond the noise and the {floor} floor at {len(differing)} of "
                 f"{len(c.per_size)} thread counts (Benjamini-Hochberg over every thread count compared)")

@@ -22,6 +22,7 @@ the others is an inversion.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -62,6 +63,9 @@ class Contrast:
     overall_ratio: Interval | None = None
     equivalent: bool = False
     ratios: Series | None = field(default=None, repr=False)
+    # Why sizes beyond the within-run noise were not claimed (one unit a side: no interval
+    # between runs for the ratio a claim would state); None when nothing was held back.
+    unclaimed: str | None = None
 
     @property
     def differs(self) -> bool:
@@ -165,8 +169,18 @@ def _decide(contrasts: list[Contrast], q: float, with_onset: bool = True) -> Non
             i -= 1
         while j + 1 < len(y) and f[j + 1] and np.sign(y[j + 1]) == np.sign(y[peak]) and abs(y[j + 1]) >= half:
             j += 1
+        plateau = stats.unit_mean_interval(s.logs[:, i:j + 1])
+        if not np.isfinite(plateau.low):
+            # A claim states its ratio with an interval. With one unit a side the sizes above
+            # differ only from the kernel's within-run spread, which says nothing of how two
+            # runs differ (pages placed anew, another moment of a shared machine): no claim.
+            c.per_size = [dataclasses.replace(sc, differs=False) for sc in c.per_size]
+            c.onset_bytes, c.onset = None, None
+            c.unclaimed = (f"{int(f.sum())} size(s) differ beyond the within-run noise, but with "
+                           f"{len(s.replicates)} unit a side the noise between runs is unknown")
+            continue
         c.plateau_from_bytes, c.plateau_to_bytes = int(s.sizes[i]), int(s.sizes[j])
-        c.plateau_ratio = stats.unit_mean_interval(s.logs[:, i:j + 1])
+        c.plateau_ratio = plateau
 
 
 def deviations(contrasts: Sequence[Contrast], alpha: float = stats.FDR) -> list[Deviation]:
