@@ -67,7 +67,7 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     assert [r[0] for r in lat["rows"]] == ["rank 0, cpu 0", "rank 1, cpu 1"]
     assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-2] for r in lat["rows"]] == [0.4, 1.4]
     (flag,) = lat["flagged"]                      # the 9 % at 1 MiB is below 256 MiB: not flagged
-    assert flag.startswith("rank 1, cpu 1: samples spread 3.5% at 512MiB")
+    assert flag.startswith("**Spread**: rank 1, cpu 1: samples spread 3.5% at 512MiB")
     assert [r[1:] for r in bw["rows"]] == [["nontemporal", 0.3, ""]] and bw["flagged"] == []
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]

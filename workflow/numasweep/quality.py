@@ -106,8 +106,9 @@ def _small_arrays(g: pd.DataFrame, topo: Topology | None) -> tuple[str, str | No
         return f"{smallest / llc:.0f}x", None
     return (f"{smallest / llc:.1f}x (under {checks.LLC_FACTOR}x)",
             f"arrays of {format_size(smallest)} are under {checks.LLC_FACTOR}x the {format_size(llc)} "
-            "last-level cache of their CPUs, so part of the bandwidth is the cache's; measure with "
-            "a larger array_size, or leave it unset for the kernel's default")
+            "last-level cache of their CPUs, so part of the bandwidth may be the cache's; set a larger "
+            "array_size, or free memory where the kernel's default was used (it caps its arrays at "
+            "half the free memory, with a warning in the job's log)")
 
 
 def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None) -> list[dict[str, Any]]:
@@ -151,7 +152,7 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                         for c in ("first_touch_s", "cycle_build_s")]
                 row.append("over" if worst is not None and worst > SPREAD_LIMIT_PCT else "")
                 if worst is not None and worst > SPREAD_LIMIT_PCT:
-                    flagged.append(f"{name}: samples spread {worst:.1f}% at {format_size(at)} (over "
+                    flagged.append(f"**Spread**: {name}: samples spread {worst:.1f}% at {format_size(at)} (over "
                                    f"{SPREAD_LIMIT_PCT:.0f}% at {format_size(SPREAD_FROM_BYTES)} and above): the "
                                    "machine disturbed the run, or it needs more --samples or --min-time")
             else:
@@ -161,7 +162,7 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                        float(g["first_touch_s"].max()) if "first_touch_s" in g and g["first_touch_s"].notna().any()
                        else None, cell]
                 if small:
-                    flagged.append(f"{name}: {small}")
+                    flagged.append(f"**Arrays under {checks.LLC_FACTOR}x the last-level cache**: {name}: {small}")
             rows.append(row)
         header = (["series", f"spread % (median, >= {format_size(SPREAD_FROM_BYTES)})", "spread % (largest)",
                    "at", "sample s (median)", "first touch s (max)", "cycle build s (max)",

@@ -414,10 +414,12 @@ def mode_comparison(latency: pd.DataFrame | None) -> str | None:
     if latency is None or set(latency["mode"]) < {"concurrent", "serial"}:
         return None
     table = tables.latency_table(latency)
+    columns = series.config_columns(table, "latency", ("mode",))
     parts = []
-    for variant, part in series.configurations(table, "latency", without=("mode",)):
+    for _, part in series.configurations(table, "latency", without=("mode",)):
         if set(part["mode"]) < {"concurrent", "serial"}:
             continue
+        variant = ", ".join(f"{c.replace('_', ' ')} {series.label(part[c].iloc[0])}" for c in columns) or "all"
         med = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")
         worst = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="max")
         med = med.dropna()
