@@ -84,9 +84,10 @@ def check_values(table: pd.DataFrame, where: str) -> None:
         if col not in table:
             continue
         values = pd.to_numeric(table[col], errors="coerce")
-        text = table[col].astype(str)
         required = col in ("size_bytes", "latency_ns_median")
-        missing = table[col].isna() | (text.str.strip() == "")
+        # a number is never blank text: only a text column's cells are looked at as text
+        missing = table[col].isna() if pd.api.types.is_numeric_dtype(table[col]) else \
+            table[col].isna() | (table[col].astype(str).str.strip() == "")
         unreadable = values.isna() & ~missing
         wrong = unreadable | (values.notna() & (~np.isfinite(values) | (values <= 0)))
         if required:
@@ -140,6 +141,7 @@ def run_standard_error(table: pd.DataFrame) -> np.ndarray:
 
 _WINDOW = 1 << 16      # bisect until a value bracket holds this few differences
 _LIST = 1 << 22        # list at most this many at once
+_DRAW_CELLS = 1 << 22  # bootstrap values held at once (`Series.draws`)
 
 
 class _PairDiffs:
@@ -317,8 +319,15 @@ class Series:
         r, m = self.logs.shape
         pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
         run_se = np.nan_to_num(self.run_se, nan=0.0)
-        logs = self.logs[pick] + rng.standard_normal((n, pick.shape[1], m)) * run_se[pick]
-        return np.nanmedian(logs, axis=1)
+        # a few draws at a time: thousands of replicates would hold n x r x m values at once; the
+        # generator gives the same numbers in pieces as in one call
+        step = max(1, _DRAW_CELLS // max(1, pick.shape[1] * m))
+        out = []
+        for a in range(0, n, step):
+            p = pick[a:a + step]
+            logs = self.logs[p] + rng.standard_normal((len(p), p.shape[1], m)) * run_se[p]
+            out.append(np.nanmedian(logs, axis=1))
+        return np.concatenate(out) if out else np.empty((0, m))
 
 
 def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],

@@ -151,12 +151,11 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
         lo=("latency_ns_min", "min"),
         hi=("latency_ns_max", "max"),
     )
-    out["curve"] = out[keys[:-1]].astype(str).agg("|".join, axis=1)
+    out["curve"] = series.joined(out, keys[:-1])
     # the configuration a curve belongs to (series columns outside one figure's lines)
     name_configs(out)
     # ranks that should measure alike: same mode, pages, memory locality and L3 position in the node
-    out["comparable"] = out[["mode", "page_size", "policy", "weights", "locality", "l3_pos"]].astype(str).agg(
-        "|".join, axis=1)
+    out["comparable"] = series.joined(out, ["mode", "page_size", "policy", "weights", "locality", "l3_pos"])
     return out
 
 
@@ -167,7 +166,7 @@ def name_configs(points: pd.DataFrame, without: tuple[str, ...] = ()) -> None:
     cols = [c for c in series.SERIES["latency"] if c in points and c not in series.WITHIN["latency"]
             and c not in without]
     varying = [c for c in cols if points[c].astype(str).nunique() > 1]
-    points["config"] = points[cols].astype(str).agg("|".join, axis=1) if cols else ""
+    points["config"] = series.joined(points, cols) if cols else ""
     names = {"ranks": lambda v: f"{v} rank" + ("s" if str(v) != "1" else ""),
              "ranks_per_domain": lambda v: f"{v} per domain", "domains": lambda v: f"domains {v}"}
     points["config_name"] = [", ".join(names.get(c, str)(r[c]) for c in varying if str(r[c]) != "")
