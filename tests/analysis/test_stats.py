@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -84,3 +86,90 @@ def test_more_repetitions_shrink_the_noise_of_a_point_instead_of_growing_it():
         se_by_k[k] = float(np.median(se))
         assert float(np.median(sig)) == pytest.approx(0.03, rel=0.35)     # one replicate's noise, whatever k
     assert se_by_k[3] > se_by_k[12] > se_by_k[48]
+
+
+# ---------------------------------------------------------------- noise without listing every pair
+
+def _listed_noise(logs: np.ndarray, band: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(sigma, dof) per size by listing every pairwise difference: the definition the counted
+    selection of `Series.noise` must reproduce bit for bit."""
+    m = logs.shape[1]
+    k = np.isfinite(logs).sum(axis=0)
+    sig, dof = np.full(m, np.nan), np.full(m, np.inf)
+    diffs = []
+    for j in range(m):
+        col = logs[:, j][np.isfinite(logs[:, j])]
+        diffs.append(np.abs(col[:, None] - col[None, :])[np.triu_indices(len(col), 1)])
+    for j in range(m):
+        lo, hi = max(0, j - band), min(m, j + band + 1)
+        pooled = np.concatenate(diffs[lo:hi])
+        if len(pooled) and k[j]:
+            sig[j] = stats.SHAMOS * float(np.median(pooled))
+            dof[j] = max(1, int(np.sum(np.maximum(k[lo:hi] - 1, 0))))
+    return sig, dof
+
+
+def _model_logs(rng, r: int, m: int, kind: int) -> np.ndarray:
+    """Log latencies from a model: normal noise, values rounded as a CSV keeps them (ties), few
+    distinct values (many ties), or all equal; some cells missing, sometimes one replicate off."""
+    if kind == 0:
+        logs = rng.normal(3, 0.1, (r, m))
+    elif kind == 1:
+        logs = np.log(np.round(np.exp(rng.normal(3, 0.05, (r, m))), 3))
+    elif kind == 2:
+        logs = np.log(rng.integers(10, 14, (r, m)).astype(float))
+    else:
+        logs = np.full((r, m), 2.5)
+    logs[rng.random((r, m)) < 0.15] = np.nan
+    if rng.random() < 0.3:
+        logs[rng.integers(0, r), :] += 0.5
+    return logs
+
+
+@pytest.mark.parametrize("window", [None, 8])
+def test_counted_noise_equals_the_median_of_every_listed_pair(monkeypatch, window):
+    """Model data with ties and gaps; with a tiny window the bisection and the split listing run."""
+    if window:
+        monkeypatch.setattr(stats, "_WINDOW", window)
+        monkeypatch.setattr(stats, "_LIST", 2 * window)
+    rng = np.random.default_rng(7)
+    for trial in range(120):
+        r, m = int(rng.integers(2, 50)), int(rng.integers(1, 7))
+        logs = _model_logs(rng, r, m, trial % 4)
+        s = stats.Series({}, np.arange(1, m + 1), logs, np.full((r, m), np.nan), list(range(r)))
+        if np.isfinite(logs).sum(axis=0).max() < 2:
+            continue
+        for band in (0, 1, 2):
+            _, dof, sig, _ = s.noise(band)
+            want_sig, want_dof = _listed_noise(logs, band)
+            assert np.array_equal(sig, want_sig, equal_nan=True), (trial, band)
+            assert np.array_equal(dof, want_dof), (trial, band)
+
+
+@pytest.mark.parametrize("window", [None, 8])
+def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkeypatch, window):
+    """Every replicate's reference and noise equal those of the series rebuilt without it (model
+    data with ties, gaps and an off replicate); alpha 1 keeps every test to compare."""
+    if window:
+        monkeypatch.setattr(stats, "_WINDOW", window)
+        monkeypatch.setattr(stats, "_LIST", 2 * window)
+    rng = np.random.default_rng(8)
+    for trial in range(80):
+        r, m = int(rng.integers(3, 30)), int(rng.integers(1, 6))
+        logs = _model_logs(rng, r, m, trial % 4)
+        run_se = np.abs(rng.normal(0.01, 0.005, (r, m)))
+        s = stats.Series({}, np.arange(1, m + 1), logs, run_se, list(range(r)))
+        dof, sig, ref, k = stats._left_out(s)
+        for u in range(r):
+            rest = stats.Series({}, s.sizes, np.delete(logs, u, axis=0), np.delete(run_se, u, axis=0),
+                                [i for i in range(r) if i != u])
+            _, want_dof, want_sig, _ = rest.noise()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # a size with no value left: NaN, as wanted
+                want_ref = rest.center()
+            assert np.array_equal(sig[u], want_sig, equal_nan=True), (trial, u)
+            assert np.array_equal(dof[u], want_dof), (trial, u)
+            assert np.array_equal(ref[u], want_ref, equal_nan=True), (trial, u)
+            assert np.array_equal(k[u], rest.k), (trial, u)
+        found = stats.deviations([s], [0.02], alpha=1.0)
+        assert all(0 <= u < r and 0 <= j < m for _, u, j, *_ in found)

@@ -260,3 +260,24 @@ def test_every_finding_id_has_its_subject(repo: Path) -> None:
     assert {i: report.subject_of(i).title for i in found if report.subject_of(i) is report.OTHER} == {}
     ids = [i for sub in report.SUBJECTS for i in sub.ids]
     assert len(ids) == len(set(ids)) and set(ids) == found
+
+
+def test_launch_lines_are_listed_once_in_order_of_first_appearance():
+    frames = {"latency": pd.DataFrame({"command": ["b --x", "a --y", "b --x", None, "a --y"]}),
+              "bandwidth": pd.DataFrame({"launch": ["c", "a --y", "d"]})}
+    assert report.commands(frames) == ["b --x", "a --y", "c", "d"]
+
+
+def test_latency_table_is_reduced_once_per_table_and_each_caller_gets_its_own_copy():
+    """Model rows: one series, two sizes, two repetitions."""
+    from numasweep import tables
+
+    df = pd.DataFrame({"rank": [0, 0, 0, 0], "cpu": [1, 1, 1, 1], "mode": ["serial"] * 4,
+                       "size_bytes": [MiB, MiB, 2 * MiB, 2 * MiB], "repetition": [0, 1, 0, 1],
+                       "latency_ns_median": [10.0, 12.0, 20.0, 22.0]})
+    first = tables.latency_table(df)
+    assert first["latency_ns_median"].tolist() == [11.0, 21.0]
+    first["latency_ns_median"] = 0.0
+    assert tables.latency_table(df)["latency_ns_median"].tolist() == [11.0, 21.0]
+    other = df.assign(latency_ns_median=[1.0, 3.0, 5.0, 7.0])
+    assert tables.latency_table(other)["latency_ns_median"].tolist() == [2.0, 6.0]

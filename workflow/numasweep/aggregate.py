@@ -21,7 +21,7 @@ import pandas as pd
 
 from numasweep import benches, quality
 from numasweep.errors import NumasweepError
-from numasweep.io import atomic_write_text, read_csv
+from numasweep.io import atomic_write, atomic_write_text, read_csv
 from numasweep.provenance import COLUMNS as PROVENANCE_COLUMNS
 
 # A kernel CSV without its benchmark's `required` columns (numasweep.benches) is malformed; each
@@ -103,12 +103,15 @@ def aggregate(csvs: list[Path], bench: str, keep_going: bool = False) -> tuple[p
             f"{bench}: no readable job result ({len(problems)} problem(s): {problems[0] if problems else 'no input'})"
         )
     table = pd.concat(frames, ignore_index=True, sort=False)
-    # job_id first: it names the grid point (and the files) a row comes from.
-    return table[["job_id"] + [c for c in table.columns if c != "job_id"]], problems
+    del frames
+    # job_id first: it names the grid point (and the files) a row comes from; moved in place, the
+    # table is not copied.
+    table.insert(0, "job_id", table.pop("job_id"))
+    return table, problems
 
 
 def write(table: pd.DataFrame, problems: list[str], output: Path) -> None:
-    atomic_write_text(output, table.to_csv(index=False))
+    atomic_write(output, lambda fh: table.to_csv(fh, index=False))
     problems_file = output.parent / "aggregate_problems.json"
     key = output.stem
     current = json.loads(problems_file.read_text()) if problems_file.exists() else {}

@@ -642,22 +642,25 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
         df = frames.get(bench)
         if df is None or df.empty or col not in df or df[col].isna().all():
             continue
+        fraction = _placement_fractions(df, col, req_col)
+        if not fraction.notna().any():
+            continue
+        # one line per rank of each job (rank numbers repeat across jobs), at its worst size
+        keys = pd.DataFrame({"job_id": df["job_id"] if "job_id" in df else "", who: df[who] if who in df else "",
+                             "fraction": fraction})
+        keys["job_id"] = keys["job_id"].fillna("").astype(str)
+        keys = keys[fraction.notna()].reset_index(drop=True)
+        at = keys.groupby(list(dict.fromkeys(["job_id", who])))["fraction"].idxmin()
         rows = []
-        for _, r in df.iterrows():
+        for _, r in df[fraction.notna().to_numpy()].iloc[at.to_numpy()].iterrows():
             fr = parse_page_fractions(r[col])
-            if not fr:
-                continue
-            wanted = _nodes(r.get(req_col)) or _nodes(r.get("cpu_node")) or _nodes(r.get("cpu_nodes"))
+            wanted = _requested(r.get(req_col), r.get("cpu_node"), r.get("cpu_nodes"))
             rows.append({who: r.get(who, ""), "job_id": r.get("job_id", ""), "mode": r.get("mode", ""),
                          "cpu": r.get("cpu"),
                          "requested": ",".join(map(str, wanted)), "size_bytes": r.get("size_bytes"),
                          "fraction": sum(fr.get(n, 0.0) for n in wanted), "page_fractions": r[col]})
-        if not rows:
-            continue
-        table = pd.DataFrame(rows)
-        # one line per rank of each job (rank numbers repeat across jobs), at its worst size
-        table["job_id"] = table["job_id"].fillna("").astype(str)
-        worst = table.loc[table.groupby(list(dict.fromkeys(["job_id", who])))["fraction"].idxmin()]
+        worst = pd.DataFrame(rows)
+        worst["job_id"] = worst["job_id"].fillna("").astype(str)
         worst = worst.sort_values("fraction", kind="stable")
         bad = worst[worst["fraction"] < PLACEMENT_OK]
         what = {"src_page_fractions": "copy sources", "dst_page_fractions": "copy destinations"}.get(
@@ -677,6 +680,27 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
                       for _, r in worst.iterrows()],
         ))
     return findings
+
+
+def _requested(mem_nodes: Any, cpu_node: Any, cpu_nodes: Any) -> tuple[int, ...]:
+    """The nodes a buffer was asked on: `mem_nodes`, else the CPU's node(s)."""
+    return _nodes(mem_nodes) or _nodes(cpu_node) or _nodes(cpu_nodes)
+
+
+def _placement_fractions(df: pd.DataFrame, col: str, req_col: str) -> pd.Series:
+    """Per row, the fraction of its pages on the requested node(s); NaN where no placement was
+    recorded. Computed once per distinct (placement, request): a large table repeats a few."""
+    cols = list(dict.fromkeys(c for c in (col, req_col, "cpu_node", "cpu_nodes") if c in df))
+    codes = df.groupby(cols, sort=False, dropna=False).ngroup().to_numpy()
+    firsts = pd.Series(np.arange(len(df))).groupby(codes).first()
+    values = np.full(len(firsts), np.nan)
+    for code, at in firsts.items():
+        r = df.iloc[at]
+        fr = parse_page_fractions(r[col])
+        if fr:
+            values[code] = sum(fr.get(n, 0.0) for n in _requested(r.get(req_col), r.get("cpu_node"),
+                                                                   r.get("cpu_nodes")))
+    return pd.Series(values[codes], index=df.index)
 
 
 # ---------------------------------------------------------------- entry points

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep import stats
+from numasweep.series import joined
 from numasweep.stats import Interval, Series
 
 MIN_EFFECT = 0.10   # floor of practical effect: a difference under 10 % is not reported
@@ -116,7 +117,7 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     groups = both.reset_index().groupby(skeys, dropna=False) if skeys else [((), both.reset_index())]
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
-        g = g.assign(_unit=g[ukeys].astype(str).agg("|".join, axis=1) if ukeys else "0")
+        g = g.assign(_unit=joined(g, ukeys) if ukeys else "0")
         d = g.pivot_table(index="_unit", columns=measure.axis, values="_d", aggfunc="median")
         e = g.pivot_table(index="_unit", columns=measure.axis, values="_dse", aggfunc="median", dropna=False)
         sizes = np.array(sorted(d.columns), dtype=np.int64)

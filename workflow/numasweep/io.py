@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TextIO
 
 from numasweep import benches
 from numasweep.errors import NumasweepError
@@ -19,6 +19,12 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
     The folder must exist (a mistyped -o is refused rather than creating folders), and a
     folder given as the file or a place that cannot be written is one NumasweepError."""
+    atomic_write(path, lambda fh: fh.write(text))
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object]) -> None:
+    """`atomic_write_text` for a writer given the open file: a large table goes to the file as it
+    is formatted instead of first into one string."""
     path = Path(path)
     if path.is_dir():
         raise NumasweepError(f"{path}: is a folder; give a file name to write (e.g. {path}/{path.name or 'out'}.csv)")
@@ -34,7 +40,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     os.fchmod(fd, 0o666 & ~umask)
     try:
         with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+            write(fh)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -159,15 +159,13 @@ def distance_table(topology: dict) -> str | None:
 def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
     """Distinct launch lines, from the aggregated tables' `command` column (provenance), so the
     report reads nothing beyond its declared inputs."""
-    seen: list[str] = []
+    seen: dict[str, None] = {}     # in order of first appearance; a table repeats each line per row
     for df in frames.values():
         for key in COMMAND_KEYS:
             if key in df:
-                for value in df[key].dropna().astype(str):
-                    if value not in seen:
-                        seen.append(value)
+                seen.update(dict.fromkeys(df[key].dropna().astype(str).unique()))
                 break
-    return seen
+    return list(seen)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -149,4 +149,14 @@ def curve_id(df: pd.DataFrame, bench: str) -> pd.Series:
     cols = series_columns(df, bench)
     if not cols:
         return pd.Series(["all"] * len(df), index=df.index)
-    return df[cols].astype(str).agg("|".join, axis=1)
+    return joined(df, cols)
+
+
+def joined(df: pd.DataFrame, cols: list[str]) -> pd.Series:
+    """Each row's values of `cols` as text, joined by "|": one string naming what the row belongs
+    to, built column by column (a million rows join in a second, not a minute)."""
+    text = df[cols].astype(str)
+    out = text.iloc[:, 0].rename(None)
+    for i in range(1, len(cols)):
+        out = out + "|" + text.iloc[:, i]
+    return out

@@ -139,6 +139,144 @@ def run_standard_error(table: pd.DataFrame, measure: Measure = LATENCY) -> np.nd
     return MEDIAN_EFFICIENCY * sigma / np.sqrt(k)
 
 
+# ---------------------------------------------------------------- medians of pairwise differences
+#
+# The noise of a series is the median of |x_i - x_j| over the pairs of replicates of a band of
+# sizes: k^2 / 2 differences a size, too many to list for thousands of replicates (a million
+# rows), and again for every replicate left out (`deviations`). They are counted instead: in an
+# ascending column, the differences fl(x_j - x_i) of a fixed x_i grow with x_j, so the pairs at
+# or below a value are a prefix per i, found by a binary search and checked against the computed
+# differences themselves. Bisecting on the value narrows to a window of few pairs, which are listed
+# and sorted: the order statistics are exactly those of the listed differences, bit for bit.
+
+_WINDOW = 1 << 16      # bisect until a value bracket holds this few differences
+_LIST = 1 << 22        # list at most this many at once
+_DRAW_CELLS = 1 << 22  # bootstrap values held at once (`Series.draws`)
+
+
+class _PairDiffs:
+    """The pairwise absolute differences of one column's finite values, counted by value."""
+
+    def __init__(self, column: np.ndarray):
+        self.x = np.sort(column[np.isfinite(column)])
+        n = len(self.x)
+        self.idx = np.arange(n)
+        self.pairs = n * (n - 1) // 2
+
+    def upper(self, idx: np.ndarray, v) -> np.ndarray:
+        """Per index i: the first index j > i with fl(x_j - x_i) > v (len(x) when none)."""
+        x, n = self.x, len(self.x)
+        xi = x[idx]
+        f = np.maximum(np.searchsorted(x, xi + v, side="right"), idx + 1)
+        while True:     # up: x_f still within v (rounding of xi + v); skip its equal values
+            j = np.minimum(f, n - 1)
+            move = (f < n) & (x[j] - xi <= v)
+            if not move.any():
+                break
+            f = np.where(move, np.searchsorted(x, x[j], side="right"), f)
+        while True:     # down: x_(f-1) beyond v
+            j = np.maximum(f - 1, 0)
+            move = (f > idx + 1) & (x[j] - xi > v)
+            if not move.any():
+                break
+            f = np.where(move, np.maximum(np.searchsorted(x, x[j], side="left"), idx + 1), f)
+        return f
+
+    def lower(self, idx: np.ndarray, v) -> np.ndarray:
+        """Per index i: the first index g <= i with fl(x_i - x_g) <= v."""
+        x = self.x
+        xi = x[idx]
+        g = np.minimum(np.searchsorted(x, xi - v, side="left"), idx)
+        while True:     # left: x_(g-1) still within v
+            j = np.maximum(g - 1, 0)
+            move = (g > 0) & (xi - x[j] <= v)
+            if not move.any():
+                break
+            g = np.where(move, np.searchsorted(x, x[j], side="left"), g)
+        while True:     # right: x_g beyond v
+            j = np.minimum(g, idx)
+            move = (g < idx) & (xi - x[j] > v)
+            if not move.any():
+                break
+            g = np.where(move, np.minimum(np.searchsorted(x, x[j], side="right"), idx), g)
+        return g
+
+    def count(self, v: float) -> int:
+        """Pairs with a difference at or below v."""
+        if v < 0 or self.pairs == 0:
+            return 0
+        return int(np.sum(self.upper(self.idx, v) - self.idx - 1))
+
+    def between(self, lo: float, hi: float) -> np.ndarray:
+        """The differences in (lo, hi], as computed pair by pair."""
+        if self.pairs == 0:
+            return np.empty(0)
+        a = self.upper(self.idx, lo) if lo >= 0 else self.idx + 1
+        b = self.upper(self.idx, hi)
+        n = np.maximum(b - a, 0)
+        i = np.repeat(self.idx, n)
+        j = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        return self.x[j] - self.x[i]
+
+    def near(self, pos: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Per sorted position p and value v_p: the other values within v_p of x_p."""
+        return self.upper(pos, v) - self.lower(pos, v) - 1
+
+
+def _middle(lo: float, hi: float) -> float:
+    """Where to split (lo, hi]: zero first (equal replicates), then half way."""
+    return 0.0 if lo < 0 else lo + (hi - lo) / 2
+
+
+def _bracket(cols: Sequence[_PairDiffs], rank: int, lo: float = -1.0, clo: int = 0,
+             hi: float | None = None, chi: int | None = None) -> tuple[float, int, float, int]:
+    """(lo, pairs at or below lo, hi, pairs at or below hi) with the pooled difference of 0-based
+    `rank` in (lo, hi]: bisected on the value until few pairs or a single value are left."""
+    if hi is None or chi is None:
+        hi = max(float(c.x[-1] - c.x[0]) for c in cols if c.pairs)
+        chi = sum(c.pairs for c in cols)
+    while chi - clo > _WINDOW:
+        mid = _middle(lo, hi)
+        if not lo < mid < hi:
+            break
+        c = sum(col.count(mid) for col in cols)
+        if c > rank:
+            hi, chi = mid, c
+        else:
+            lo, clo = mid, c
+    return lo, clo, hi, chi
+
+
+def _distinct(cols: Sequence[_PairDiffs], lo: float, clo: int, hi: float, chi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct pooled differences in (lo, hi] and how many differences are at or below each;
+    listed _LIST pairs at a time, a value shared by more pairs counted without listing them."""
+    if chi - clo <= _LIST:
+        values, counts = np.unique(np.concatenate([c.between(lo, hi) for c in cols]), return_counts=True)
+        return values, clo + np.cumsum(counts)
+    mid = _middle(lo, hi)
+    if not lo < mid < hi:
+        return np.array([hi]), np.array([chi])
+    c = sum(col.count(mid) for col in cols)
+    parts = [_distinct(cols, a, ca, b, cb) for a, ca, b, cb in ((lo, clo, mid, c), (mid, c, hi, chi)) if cb > ca]
+    return np.concatenate([v for v, _ in parts]), np.concatenate([n for _, n in parts])
+
+
+def _ranked(cols: Sequence[_PairDiffs], rlo: int, rhi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct pooled differences around ranks rlo..rhi and, for each, how many differences
+    are at or below it: the order statistic of rank q is values[searchsorted(at_or_below, q, "right")]."""
+    lo, clo, hi, chi = _bracket(cols, rlo)
+    if rhi >= chi:
+        _, _, hi, chi = _bracket(cols, rhi, hi, chi)
+    return _distinct(cols, lo, clo, hi, chi)
+
+
+def _pooled_median(cols: Sequence[_PairDiffs], n: int) -> float:
+    """np.median of the n pooled differences of `cols`: the middle one, or the mean of the two."""
+    values, below = _ranked(cols, (n - 1) // 2, n // 2)
+    low, high = values[np.searchsorted(below, [(n - 1) // 2, n // 2], side="right")]
+    return low if n % 2 else np.mean([low, high])
+
+
 # ---------------------------------------------------------------- series values
 
 @dataclass
@@ -166,16 +304,16 @@ class Series:
         se, dof, sig = np.full(m, np.nan), np.full(m, np.inf), np.full(m, np.nan)
         k = self.k
         if np.nanmax(k, initial=0) >= 2:
-            diffs_by_size = []
-            for j in range(m):
-                col = self.logs[:, j][np.isfinite(self.logs[:, j])]
-                diffs_by_size.append(np.abs(col[:, None] - col[None, :])[np.triu_indices(len(col), 1)])
+            # The median of every pairwise difference of a size's replicates, pooled over the band,
+            # selected without listing the k^2 / 2 differences (`_PairDiffs`).
+            cols = [_PairDiffs(self.logs[:, j]) for j in range(m)]
             for j in range(m):
                 lo, hi = max(0, j - band), min(m, j + band + 1)
-                pooled = np.concatenate(diffs_by_size[lo:hi])
-                if len(pooled) == 0 or k[j] == 0:
+                band_cols = cols[lo:hi]
+                n = sum(c.pairs for c in band_cols)
+                if n == 0 or k[j] == 0:
                     continue
-                sig[j] = SHAMOS * float(np.median(pooled))
+                sig[j] = SHAMOS * float(_pooled_median(band_cols, n))
                 factor = MEDIAN_EFFICIENCY if k[j] >= 3 else 1.0
                 se[j] = factor * sig[j] / math.sqrt(k[j])
                 dof[j] = max(1, int(np.sum(np.maximum(k[lo:hi] - 1, 0))))
@@ -191,8 +329,15 @@ class Series:
         r, m = self.logs.shape
         pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
         run_se = np.nan_to_num(self.run_se, nan=0.0)
-        logs = self.logs[pick] + rng.standard_normal((n, pick.shape[1], m)) * run_se[pick]
-        return np.nanmedian(logs, axis=1)
+        # a few draws at a time: thousands of replicates would hold n x r x m values at once; the
+        # generator gives the same numbers in pieces as in one call
+        step = max(1, _DRAW_CELLS // max(1, pick.shape[1] * m))
+        out = []
+        for a in range(0, n, step):
+            p = pick[a:a + step]
+            logs = self.logs[p] + rng.standard_normal((len(p), p.shape[1], m)) * run_se[p]
+            out.append(np.nanmedian(logs, axis=1))
+        return np.concatenate(out) if out else np.empty((0, m))
 
 
 def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
@@ -312,23 +457,83 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
     Interval of exp(deviation), p-value) for each one found."""
     rows, pvals = [], []
     for n, (s, floor) in enumerate(zip(series, floors)):
-        for u in range(s.logs.shape[0]):
-            rest = Series(s.key, s.sizes, np.delete(s.logs, u, axis=0), np.delete(s.run_se, u, axis=0),
-                          [r for i, r in enumerate(s.replicates) if i != u])
-            if rest.logs.shape[0] < 2:
-                continue
-            _, dof, sig, _ = rest.noise()
-            ref, k = rest.center(), rest.k
-            ok = np.isfinite(s.logs[u]) & (k >= 2)
-            se = sig * np.sqrt(1 + math.pi / 2 / np.maximum(k, 1))
-            diff = s.logs[u] - ref
-            p = excess_pvalue(diff, se, dof, floor)
-            for j in np.where(ok)[0]:
-                rows.append((n, u, int(j), float(diff[j]), float(ref[j]), float(se[j]), float(dof[j])))
-                pvals.append(float(p[j]))
+        if s.logs.shape[0] - 1 < 2:
+            continue
+        dof, sig, ref, k = _left_out(s)
+        ok = np.isfinite(s.logs) & (k >= 2)
+        se = sig * np.sqrt(1 + math.pi / 2 / np.maximum(k, 1))
+        diff = s.logs - ref
+        p = excess_pvalue(diff, se, dof, floor)
+        for u, j in zip(*np.nonzero(ok)):
+            rows.append((n, int(u), int(j), float(diff[u, j]), float(ref[u, j]), float(se[u, j]), float(dof[u, j])))
+            pvals.append(float(p[u, j]))
     keep = holm(pvals, alpha)
     return [(n, u, j, diff, ref, t_interval(diff, se, dof), p)
             for (n, u, j, diff, ref, se, dof), p, k in zip(rows, pvals, keep) if k]
+
+
+def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(degrees of freedom, sigma, centre, replicates) per size with each replicate left out in
+    turn, as rows: what `Series.noise` and `Series.center` give for the series without it. The
+    medians of the others are order statistics of the whole series shifted by what the one left
+    out held, so no series is built per replicate."""
+    r, m = s.logs.shape
+    finite = np.isfinite(s.logs)
+    k = finite.sum(axis=0) - finite                     # (r, m): replicates left per size
+    cols = [_PairDiffs(s.logs[:, j]) for j in range(m)]
+    # sorted position of each replicate's value in its size's column (any of equal values)
+    pos = np.zeros((r, m), dtype=np.int64)
+    for j, c in enumerate(cols):
+        pos[finite[:, j], j] = np.searchsorted(c.x, s.logs[finite[:, j], j], side="left")
+    # centre: the median of the others at each size
+    ref = np.full((r, m), np.nan)
+    for j, c in enumerate(cols):
+        kr = k[:, j]
+        q1, q2 = (kr - 1) // 2, kr // 2
+        own = np.where(finite[:, j], pos[:, j], len(c.x))      # past the end: nothing left out
+        at = [np.clip(np.where(q < own, q, q + 1), 0, max(len(c.x) - 1, 0)) for q in (q1, q2)]
+        if len(c.x):
+            a, b = c.x[at[0]], c.x[at[1]]
+            ref[:, j] = np.where(kr <= 0, np.nan, np.where(kr % 2 == 1, a, (a + b) / 2))
+    dof, sig = np.full((r, m), np.inf), np.full((r, m), np.nan)
+    pairwise = k.max(axis=1) >= 2                       # else the others' noise is their runs' own
+    for j in range(m):
+        lo, hi = max(0, j - 1), min(m, j + 2)
+        band = cols[lo:hi]
+        total = sum(c.pairs for c in band)
+        mine = sum((c.x.size - 1) * finite[:, i] for i, c in zip(range(lo, hi), band))   # (r,)
+        left = total - mine
+        use = pairwise & (left > 0) & (k[:, j] > 0)
+        if not use.any():
+            continue
+        q = [(left - 1) // 2, left // 2]
+        values, below = _ranked(band, int(q[0][use].min()), int((q[1] + mine)[use].max()))
+
+        def others(v_idx: np.ndarray) -> np.ndarray:
+            """Differences of the others at or below values[v_idx], per replicate."""
+            v = values[v_idx]
+            near = np.zeros(r, dtype=np.int64)
+            for i, c in zip(range(lo, hi), band):
+                f = finite[:, i]
+                near[f] += c.near(pos[f, i], v[f])
+            return below[v_idx] - near
+
+        found = []
+        for rank in q:      # smallest value with more than `rank` of the others' differences at or below
+            a, b = np.zeros(r, dtype=np.int64), np.full(r, len(values) - 1, dtype=np.int64)
+            while (a < b).any():
+                mid = (a + b) // 2
+                more = others(mid) > rank
+                a, b = np.where((a < b) & ~more, mid + 1, a), np.where((a < b) & more, mid, b)
+            found.append(values[a])
+        med = np.where(left % 2 == 1, found[0], (found[0] + found[1]) / 2)
+        sig[use, j] = SHAMOS * med[use]
+        dof[use, j] = np.maximum(1, np.sum(np.maximum(k[use, lo:hi] - 1, 0), axis=1))
+    for u in np.nonzero(~pairwise)[0]:      # the others' own runs (`Series.noise`), one by one
+        rest = Series(s.key, s.sizes, np.delete(s.logs, u, axis=0), np.delete(s.run_se, u, axis=0),
+                      [x for i, x in enumerate(s.replicates) if i != u])
+        _, dof[u], sig[u], _ = rest.noise()
+    return dof, sig, ref, k
 
 
 def sustained_onset(flags: Sequence[bool]) -> int | None:

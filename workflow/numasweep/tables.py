@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from typing import Any
 
 import numpy as np
@@ -98,14 +99,24 @@ def l3_position(topo: dict) -> dict[int, int]:
 # Latency
 
 
+# The latency table of each aggregated table still in use (by identity): the figures and the
+# report draw several things from one table, and a million rows take seconds to reduce.
+_LATENCY_TABLES: dict[int, tuple[weakref.ref, pd.DataFrame]] = {}
+
+
 def latency_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions: one row per point of a series (`numasweep.series`)."""
+    """Median over repetitions: one row per point of a series (`numasweep.series`). Computed
+    once per table object; each caller gets its own copy (tables are not changed in place)."""
+    hit = _LATENCY_TABLES.get(id(df))
+    if hit is not None and hit[0]() is df:
+        return hit[1].copy()
     out = series.point_table(df, "latency", ["latency_ns_median"], first=("page_fractions",))
     if "ranks" in out:
         # Rank 0 of a 1-rank run and rank 0 of an 8-rank run are different measurements: the
         # rank count names the configuration (`concurrent-8 ranks`), it is never averaged over.
         out["ranks"] = out["ranks"].map(rank_label)
-    return out
+    _LATENCY_TABLES[id(df)] = (weakref.ref(df, lambda _, key=id(df): _LATENCY_TABLES.pop(key, None)), out)
+    return out.copy()
 
 
 def latency_configs(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
@@ -151,12 +162,11 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
         lo=("latency_ns_min", "min"),
         hi=("latency_ns_max", "max"),
     )
-    out["curve"] = out[keys[:-1]].astype(str).agg("|".join, axis=1)
+    out["curve"] = series.joined(out, keys[:-1])
     # the configuration a curve belongs to (series columns outside one figure's lines)
     name_configs(out)
     # ranks that should measure alike: same mode, pages, memory locality and L3 position in the node
-    out["comparable"] = out[["mode", "page_size", "policy", "weights", "locality", "l3_pos"]].astype(str).agg(
-        "|".join, axis=1)
+    out["comparable"] = series.joined(out, ["mode", "page_size", "policy", "weights", "locality", "l3_pos"])
     return out
 
 
@@ -167,7 +177,7 @@ def name_configs(points: pd.DataFrame, without: tuple[str, ...] = ()) -> None:
     cols = [c for c in series.SERIES["latency"] if c in points and c not in series.WITHIN["latency"]
             and c not in without]
     varying = [c for c in cols if points[c].astype(str).nunique() > 1]
-    points["config"] = points[cols].astype(str).agg("|".join, axis=1) if cols else ""
+    points["config"] = series.joined(points, cols) if cols else ""
     names = {"ranks": lambda v: f"{v} rank" + ("s" if str(v) != "1" else ""),
              "ranks_per_domain": lambda v: f"{v} per domain", "domains": lambda v: f"domains {v}"}
     points["config_name"] = [", ".join(names.get(c, str)(r[c]) for c in varying if str(r[c]) != "")
