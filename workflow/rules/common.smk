@@ -12,7 +12,7 @@ min_version("9.0")
 # The package lives in workflow/; putting it first makes a checkout work without installing it.
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from numasweep import benches, fleet, grid, launch, topology  # noqa: E402
+from numasweep import batch, benches, fleet, grid, launch, topology  # noqa: E402
 from numasweep.errors import NumasweepError  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
@@ -84,6 +84,7 @@ if FROM_CACHE:
     SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
     BENCHES = [b for b in benches.NAMES if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
+    BATCHES = {}
     SKIPPED = {}
     FLEET_NODES = CONFIG["fleet"]["nodes"]
 else:
@@ -105,6 +106,13 @@ else:
     RESULTS_DIR = f"results/{SYSTEM}"
     BENCHES = PLAN.benches()
     JOBS = {job.id: job for job in PLAN.jobs}
+    # config `batch` > 1: one benchmark job per batch of points (numasweep.batch), by
+    # batch id; empty: one job per point.
+    BATCHES = (
+        {b.id: b for b in batch.batches(PLAN.jobs, CONFIG["batch"])}
+        if CONFIG["batch"] > 1
+        else {}
+    )
     SKIPPED = PLAN.skipped
 
 REPORT_DIR = f"report/{SYSTEM}"
@@ -122,6 +130,7 @@ REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
 
 wildcard_constraints:
     job=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    batch=r"b[0-9]+(-on-[A-Za-z0-9_.-]+)?",
     bench="|".join(benches.NAMES),
     kernel="|".join(benches.KERNELS),
 
@@ -130,6 +139,9 @@ wildcard_constraints:
 
 
 def job_of(wildcards):
+    """The job of a point, or the first point of a batch (its points share the resources)."""
+    if hasattr(wildcards, "batch"):
+        return batch_of(wildcards).jobs[0]
     try:
         return JOBS[wildcards.job]
     except KeyError:
@@ -137,6 +149,24 @@ def job_of(wildcards):
             f"no job '{wildcards.job}' in the configured sweep; "
             "`python -m numasweep grid --config FILE` lists the ids"
         ) from None
+
+
+def batch_of(wildcards):
+    try:
+        return BATCHES[wildcards.batch]
+    except KeyError:
+        raise WorkflowError(
+            f"no batch '{wildcards.batch}' in the configured sweep (batch: {CONFIG['batch']}); "
+            "`python -m numasweep grid --config FILE --count` counts the batches"
+        ) from None
+
+
+def batch_manifests(bench):
+    return [
+        str(batch.manifest_path(RESULTS_DIR, bench, b.id))
+        for b in BATCHES.values()
+        if b.bench == bench
+    ]
 
 
 def job_csvs(bench):
@@ -148,13 +178,19 @@ def job_ids(bench):
 
 
 def aggregate_inputs(wildcards):
+    if BATCHES:
+        return {"manifests": batch_manifests(wildcards.bench)}
     csvs = job_csvs(wildcards.bench)
     return {"csv": csvs, "provenance": [c[: -len(".csv")] + ".json" for c in csvs]}
 
 
 def job_results():
     """Every job's CSV and provenance record: targets themselves, so that a deleted one is
-    measured again even when the aggregated table is still newer than the rest."""
+    measured again even when the aggregated table is still newer than the rest. With batches:
+    every batch's manifest (a deleted point is measured again once its manifest is deleted).
+    """
+    if BATCHES:
+        return [m for bench in BENCHES for m in batch_manifests(bench)]
     return [
         f"{RESULTS_DIR}/{job.bench}/{job.id}.{ext}"
         for job in JOBS.values()
@@ -187,25 +223,43 @@ def kernel_sources(wildcards):
     return [f"kernels/{wildcards.kernel}.c"]
 
 
+def point_launch(job):
+    """A point's launch line, writing <results>/<bench>/<id>.csv.partial."""
+    csv = f"{RESULTS_DIR}/{job.bench}/{job.id}.csv{PARTIAL}"
+    return shlex.join(
+        launch.job_argv(
+            job,
+            csv,
+            launcher=LAUNCHER,
+            wrapper=WRAPPER,
+            bin_dir=BIN_DIR,
+            srun_mpi=CONFIG["srun_mpi"],
+        )
+    )
+
+
+def point_grid(job):
+    return json.dumps(job.grid, sort_keys=True, separators=(",", ":"))
+
+
 def launch_line(bench):
     def line(wildcards):
-        csv = f"{RESULTS_DIR}/{bench}/{wildcards.job}.csv{PARTIAL}"
-        return shlex.join(
-            launch.job_argv(
-                job_of(wildcards),
-                csv,
-                launcher=LAUNCHER,
-                wrapper=WRAPPER,
-                bin_dir=BIN_DIR,
-                srun_mpi=CONFIG["srun_mpi"],
-            )
-        )
+        return point_launch(job_of(wildcards))
 
     return line
 
 
 def grid_values(wildcards):
-    return json.dumps(job_of(wildcards).grid, sort_keys=True, separators=(",", ":"))
+    return point_grid(job_of(wildcards))
+
+
+def batch_points(wildcards):
+    """A batch's points as run-batch options, one `--point ID LAUNCH GRID` per line, so that
+    `snakemake -n -p` shows each point's launch line."""
+    return "".join(
+        f" \\\n  --point {job.id} {shlex.quote(point_launch(job))} {shlex.quote(point_grid(job))}"
+        for job in batch_of(wildcards).jobs
+    )
 
 
 def job_kernel(wildcards):
@@ -253,6 +307,33 @@ BENCH_SHELL = (
     " --grid {params.grid:q} --kernel {input.kernel} --topology {input.topology}"
     " --csv {output.csv} --provenance {output.provenance} --log {log}"
 )
+
+
+# A batch job (config batch > 1, numasweep.batch): `python -m numasweep run-batch` runs its
+# points one after another as run-job does, each published under its own <id>.csv, .json and
+# .log, skipping those already measured; its output is the manifest listing them, written last.
+BATCH_SHELL = (
+    "exec python -m numasweep run-batch --batch {wildcards.batch} --kernel {input.kernel}"
+    " --topology {input.topology} --manifest {output.manifest} --log {log}{params.points}"
+)
+
+
+def bench_rule(bench):
+    """(outputs, log, params, shell) of a benchmark's rule: one job per point, or per batch."""
+    folder = f"{RESULTS_DIR}/{bench}"
+    if BATCHES:
+        return (
+            {"manifest": f"{folder}/{batch.FOLDER}/{{batch}}.json"},
+            f"{folder}/{batch.FOLDER}/{{batch}}.log",
+            {"points": batch_points},
+            BATCH_SHELL,
+        )
+    return (
+        {"csv": f"{folder}/{{job}}.csv", "provenance": f"{folder}/{{job}}.json"},
+        f"{folder}/{{job}}.log",
+        {"launch": launch_line(bench), "grid": grid_values},
+        BENCH_SHELL,
+    )
 
 
 _PREVIOUS_HANDLERS = {}
