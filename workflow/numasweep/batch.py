@@ -71,9 +71,10 @@ def write_manifest(path: Path, batch_id: str, points: list[str]) -> None:
     atomic_write_text(path, json.dumps({"batch": batch_id, "points": points}, indent=1) + "\n")
 
 
-def point_csvs(manifests: list[str | Path]) -> list[Path]:
-    """The CSV of every point the manifests list (results/<system>/<bench>/<id>.csv), in order;
-    a point whose CSV is gone is named with the manifest to delete so that it is measured again."""
+def point_csvs(manifests: list[str | Path], check: bool = True) -> list[Path]:
+    """The CSV of every point the manifests list (results/<system>/<bench>/<id>.csv), in order.
+    With `check`, a point whose CSV is gone is named with the manifest to delete so that it is
+    measured again (without, aggregate's keep_going lists it among the problems)."""
     csvs = []
     for manifest in map(Path, manifests):
         try:
@@ -82,7 +83,7 @@ def point_csvs(manifests: list[str | Path]) -> list[Path]:
             raise NumasweepError(f"{manifest}: not a batch manifest ({exc}); delete it and rerun its batch") from None
         for point in points:
             csv = manifest.parent.parent / f"{point}.csv"
-            if not csv.exists():
+            if check and not csv.exists():
                 raise NumasweepError(f"{csv}: missing; delete {manifest} and rerun: its batch measures "
                                      "only the points it lacks")
             csvs.append(csv)
