@@ -7,6 +7,7 @@ leaves the points before it untouched and a rerun measures only the missing one.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import math
@@ -21,7 +22,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from numasweep import grid, topology
+from numasweep import grid, runjob, topology
 from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, snakemake
 
 REPO = Path(__file__).resolve().parents[2]
@@ -190,7 +191,16 @@ def test_point_failing_mid_batch_keeps_the_others_and_rerun_measures_only_it(rep
     assert set(archived) < set((latency / "archive").iterdir())
     assert len(list((latency / "archive").iterdir())) == 9
     log = (latency / "batches" / "b1.log").read_text().splitlines()
-    assert [line.split(": ")[1] for line in log] == ["kept (its CSV and provenance exist)"] * 2 + ["measured"]
+    assert [line.split(": ")[1] for line in log] == ["kept (measured with this launch line, kernel and topology)"] * 2 + ["measured"]
+    # a point is kept only as measured with the batch's own launch line, kernel and topology
+    point = argparse.Namespace(csv=latency / f"{failed}.csv", provenance=latency / f"{failed}.json")
+    record = json.loads(point.provenance.read_text())
+    kernel, digest = record["kernel"]["sha256"], record["topology_digest"]
+    assert runjob.already_measured(argparse.Namespace(**vars(point), launch=record["command"]), kernel, digest)
+    assert not runjob.already_measured(argparse.Namespace(**vars(point), launch=record["command"] + " --x"),
+                                       kernel, digest)
+    assert not runjob.already_measured(argparse.Namespace(**vars(point), launch=record["command"]), "0", digest)
+    assert not runjob.already_measured(argparse.Namespace(**vars(point), launch=record["command"]), kernel, "0")
     table = pd.read_csv(_system(work) / "latency.csv")
     assert set(table["job_id"]) == {failed, "lat-sequential-d0-r1-local-concurrent-rep0",
                                     "lat-sequential-d0-r1-local-serial-rep0"}

@@ -352,9 +352,24 @@ def main(argv: list[str]) -> int:
     return Runner(args).run()
 
 
+def already_measured(point: argparse.Namespace, kernel_sha256: str, topology_digest: str) -> bool:
+    """A point's published result is the one this batch would measure: CSV and provenance exist,
+    and the provenance names the same launch line, kernel build and topology (what makes
+    snakemake rerun a single job: its params and inputs)."""
+    if not point.csv.exists():
+        return False
+    try:
+        rec = json.loads(point.provenance.read_text())
+        return (rec["command"] == point.launch and rec["kernel"]["sha256"] == kernel_sha256
+                and rec["topology_digest"] == topology_digest)
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        return False
+
+
 def run_batch(argv: list[str]) -> int:
     """`python -m numasweep run-batch`: the points of one batch (numasweep.batch), one after
     another through Runner, each published as a single job's; then the batch's manifest."""
+    from numasweep import provenance, topology
     from numasweep.batch import write_manifest
 
     ap = argparse.ArgumentParser(prog="python -m numasweep run-batch",
@@ -377,18 +392,23 @@ def run_batch(argv: list[str]) -> int:
                                          topology=args.topology, csv=csv, provenance=folder / f"{job_id}.json",
                                          log=folder / f"{job_id}.log", lock_wait=args.lock_wait))
         check_launch(points[-1])
+    kernel_sha256 = provenance.sha256(args.kernel) if args.kernel.exists() else ""
+    digest = topology.load(args.topology).digest()
     args.log.parent.mkdir(parents=True, exist_ok=True)
     runner: Runner | None = None
     with open(args.log, "w") as log:
         for done, point in enumerate(points):
             if runner is not None and runner.stopped_by:
                 return 128 + runner.stopped_by
-            if point.csv.exists() and point.provenance.exists():
-                print(f"{point.job_id}: kept (its CSV and provenance exist)", file=log, flush=True)
+            if already_measured(point, kernel_sha256, digest):
+                print(f"{point.job_id}: kept (measured with this launch line, kernel and topology)",
+                      file=log, flush=True)
                 continue
             runner = Runner(point)
             try:
                 rc = runner.run()
+            except NumasweepError as exc:
+                raise NumasweepError(f"batch {args.batch}: point {point.job_id}: {exc}") from None
             finally:
                 if runner.lock is not None:
                     runner.lock.release()
