@@ -86,6 +86,20 @@ def test_fleet_batches_hold_one_node_and_name_it(repo_copy: Path) -> None:
     assert all(f"'--nodelist={node}'" in resources for _, node, resources in jobs)
 
 
+def test_a_batch_shell_stays_under_the_kernel_limit_of_one_argument() -> None:
+    """Long launch lines close a batch before its command passes what `bash -c` may take."""
+    from numasweep import batch
+
+    jobs = _plan("config/campaigns/lumi-g.yaml").by_bench("latency")
+    jobs = [j for j in jobs if j.tasks == jobs[0].tasks]
+    options = {j.id: "x" * 30_000 for j in jobs}
+    assert len(jobs) >= 4
+    found = batch.batches(jobs, 100, options)
+    assert [len(b.jobs) for b in found] == [3] * (len(jobs) // 3) + [len(jobs) % 3] * bool(len(jobs) % 3)
+    assert all(sum(len(options[j.id]) + len(batch.SEPARATOR) for j in b.jobs) <= 128 * 1024 - 10_000 for b in found)
+    assert [len(b.jobs) for b in batch.batches(jobs, 100)] == [len(jobs)]
+
+
 def test_batch_below_one_is_refused_in_one_line(repo_copy: Path) -> None:
     proc = snakemake(repo_copy, "-n", "--config", "batch=0")
     out = proc.stdout + proc.stderr

@@ -16,6 +16,7 @@ aggregate rule reads the points a manifest lists.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,12 @@ from numasweep.fleet import NODE_COLUMN
 
 # Where a batch's manifest lives, under the benchmark's results folder.
 FOLDER = "batches"
+# A batch job's shell command, every point's launch line in it, is one argument of `bash -c`,
+# which Linux caps at 128 KiB (MAX_ARG_STRLEN): a batch is also closed before its points'
+# options pass this many bytes (a few hundred one-rank points, fewer many-rank mpirun lines).
+MAX_POINT_BYTES = 100_000
+# Between a batch's `--point` options in its shell command: one point a line.
+SEPARATOR = " \\\n  "
 
 
 @dataclass(frozen=True)
@@ -38,8 +45,25 @@ def key(job) -> tuple:
     return (job.bench, job.kernel, job.threads, job.tasks, job.gpus, job.grid.get(NODE_COLUMN))
 
 
-def batches(jobs: list, size: int) -> list[Batch]:
-    """The jobs chunked in plan order into batches of up to `size` points sharing a key.
+def grid_json(job) -> str:
+    return json.dumps(job.grid, sort_keys=True, separators=(",", ":"))
+
+
+def point_option(job, launch_line: str) -> str:
+    """A point as run-batch takes it: `--point ID LAUNCH GRID`."""
+    return f"--point {job.id} {shlex.quote(launch_line)} {shlex.quote(grid_json(job))}"
+
+
+def point_options(jobs: list, results_dir: str, **launch) -> dict[str, str]:
+    """Every job's `--point` option (launch.result_line's keyword arguments), by job id."""
+    from numasweep.launch import result_line
+
+    return {job.id: point_option(job, result_line(job, results_dir, **launch)) for job in jobs}
+
+
+def batches(jobs: list, size: int, options: dict[str, str] | None = None) -> list[Batch]:
+    """The jobs chunked in plan order into batches of up to `size` points sharing a key, and
+    (given their `--point` options) of up to MAX_POINT_BYTES of options.
 
     Batch ids count from 1 over the whole plan in the order batches open (`b1`, `b2`, ...), so
     that one names its batch without its benchmark; a fleet batch also names its node
@@ -47,13 +71,18 @@ def batches(jobs: list, size: int) -> list[Batch]:
     if size < 1:
         raise NumasweepError(f"config: batch: {size} is below 1; give 1 (one job per point) or more")
     open_: dict[tuple, list] = {}
+    used: dict[tuple, int] = {}
     order: list[list] = []
     for job in jobs:
-        points = open_.get(key(job))
-        if points is None or len(points) == size:
-            points = open_[key(job)] = []
+        k = key(job)
+        points = open_.get(k)
+        cost = len(options[job.id]) + len(SEPARATOR) if options else 0
+        if points is None or len(points) == size or (points and used[k] + cost > MAX_POINT_BYTES):
+            points = open_[k] = []
+            used[k] = 0
             order.append(points)
         points.append(job)
+        used[k] += cost
     out = []
     for n, points in enumerate(order, 1):
         node = points[0].grid.get(NODE_COLUMN)

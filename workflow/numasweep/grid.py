@@ -480,7 +480,7 @@ def main(argv: list[str]) -> int:
     topo = topology.detect() if arch == "auto" else topology.load(arch)
     plan = expand(config, topo, ",".join(args.config))
     if args.count:
-        jobs = batch_counts(plan, checked)
+        jobs = batch_counts(plan, checked, checked["system"] or topo.system)
         for bench in benches.NAMES:
             print(f"{bench}\t{len(plan.by_bench(bench))}" + (f"\t{jobs[bench]} batches" if jobs else ""))
     else:
@@ -491,15 +491,17 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def batch_counts(plan: Plan, config: dict) -> dict[str, int]:
-    """Snakemake jobs per benchmark with `batch` > 1 (over every node of fleet.nodes, as
-    snakemake plans them); {} with batch 1, where each job is one."""
+def batch_counts(plan: Plan, config: dict, system: str) -> dict[str, int]:
+    """Snakemake jobs per benchmark with `batch` > 1, as snakemake plans them (over every node
+    of fleet.nodes; launch lines with the config's launcher); {} with batch 1, a job each."""
     from numasweep import batch, fleet
 
     if config["batch"] == 1:
         return {}
-    spread = fleet.spread(plan, list(config["fleet"]["nodes"]))
-    found = batch.batches(spread.jobs, config["batch"])
+    jobs = fleet.spread(plan, list(config["fleet"]["nodes"])).jobs
+    options = batch.point_options(jobs, f"results/{system}", launcher=config["launcher"], wrapper=config["wrapper"],
+                                  srun_mpi=config["srun_mpi"])
+    found = batch.batches(jobs, config["batch"], options)
     return {bench: sum(b.bench == bench for b in found) for bench in benches.NAMES}
 
 

@@ -47,6 +47,10 @@ os.environ["PATH"] = os.pathsep.join(
 CONDA_ENV = "../../environment.yml"
 WRAPPER = CONFIG["wrapper"]
 LAUNCHER = CONFIG["launcher"]
+# How launch lines are built (numasweep.launch.result_line).
+LAUNCH = dict(
+    launcher=LAUNCHER, wrapper=WRAPPER, bin_dir=BIN_DIR, srun_mpi=CONFIG["srun_mpi"]
+)
 # Regenerating the report from cached results: no build, topology or benchmark job at all.
 FROM_CACHE = CONFIG["results"] is not None
 
@@ -107,9 +111,14 @@ else:
     BENCHES = PLAN.benches()
     JOBS = {job.id: job for job in PLAN.jobs}
     # config `batch` > 1: one benchmark job per batch of points (numasweep.batch), by
-    # batch id; empty: one job per point.
+    # batch id, and each point's run-batch option; empty: one job per point.
+    POINTS = (
+        batch.point_options(PLAN.jobs, RESULTS_DIR, **LAUNCH)
+        if CONFIG["batch"] > 1
+        else {}
+    )
     BATCHES = (
-        {b.id: b for b in batch.batches(PLAN.jobs, CONFIG["batch"])}
+        {b.id: b for b in batch.batches(PLAN.jobs, CONFIG["batch"], POINTS)}
         if CONFIG["batch"] > 1
         else {}
     )
@@ -223,43 +232,21 @@ def kernel_sources(wildcards):
     return [f"kernels/{wildcards.kernel}.c"]
 
 
-def point_launch(job):
-    """A point's launch line, writing <results>/<bench>/<id>.csv.partial."""
-    csv = f"{RESULTS_DIR}/{job.bench}/{job.id}.csv{PARTIAL}"
-    return shlex.join(
-        launch.job_argv(
-            job,
-            csv,
-            launcher=LAUNCHER,
-            wrapper=WRAPPER,
-            bin_dir=BIN_DIR,
-            srun_mpi=CONFIG["srun_mpi"],
-        )
-    )
-
-
-def point_grid(job):
-    return json.dumps(job.grid, sort_keys=True, separators=(",", ":"))
-
-
 def launch_line(bench):
     def line(wildcards):
-        return point_launch(job_of(wildcards))
+        return launch.result_line(job_of(wildcards), RESULTS_DIR, **LAUNCH)
 
     return line
 
 
 def grid_values(wildcards):
-    return point_grid(job_of(wildcards))
+    return batch.grid_json(job_of(wildcards))
 
 
 def batch_points(wildcards):
-    """A batch's points as run-batch options, one `--point ID LAUNCH GRID` per line, so that
+    """A batch's points as run-batch options, one `--point ID LAUNCH GRID` a line, so that
     `snakemake -n -p` shows each point's launch line."""
-    return "".join(
-        f" \\\n  --point {job.id} {shlex.quote(point_launch(job))} {shlex.quote(point_grid(job))}"
-        for job in batch_of(wildcards).jobs
-    )
+    return "".join(batch.SEPARATOR + POINTS[job.id] for job in batch_of(wildcards).jobs)
 
 
 def job_kernel(wildcards):
@@ -292,9 +279,8 @@ def mpi_launcher(wildcards):
 
 
 # Kernels rewrite their CSV after each finished step (temporary name + rename), so a killed
-# job would leave a valid but short table: they write to <id>.csv.partial, and only a job
-# whose kernel succeeded renames it to <id>.csv.
-PARTIAL = ".partial"
+# job would leave a valid but short table: they write to <id>.csv.partial
+# (launch.result_line), and only a job whose kernel succeeded renames it to <id>.csv.
 
 # Every benchmark job is one line: `python -m numasweep run-job` (numasweep/runjob.py) runs the
 # launch line in its own process group under a per-job lock, keeps the kernel's output in the
