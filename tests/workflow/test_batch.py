@@ -12,9 +12,12 @@ import hashlib
 import json
 import math
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +26,7 @@ import pytest
 import yaml
 
 from numasweep import grid, runjob, topology
+from test_runner import SLOW, WRITE, _children_groups, _env, _group_members  # run-job's test helpers
 from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, snakemake
 
 REPO = Path(__file__).resolve().parents[2]
@@ -218,3 +222,61 @@ def test_point_failing_mid_batch_keeps_the_others_and_rerun_measures_only_it(rep
     table = pd.read_csv(_system(work) / "latency.csv")
     assert set(table["job_id"]) == {failed, "lat-sequential-d0-r1-local-concurrent-rep0",
                                     "lat-sequential-d0-r1-local-serial-rep0"}
+
+
+# ------------------------------------------------------------------ run-batch itself
+
+
+def _run_batch(tmp: Path, scripts: list[str]) -> list[str]:
+    """run-batch argv of points p1, p2, ... whose launch lines are `bash -c SCRIPT --csv=...`."""
+    folder = tmp / "bench"
+    topo = REPO / "examples" / "lumi-g" / "topology.json"
+    argv = [sys.executable, "-m", "numasweep", "run-batch", "--batch", "b1", "--kernel", "/bin/true",
+            "--topology", str(topo), "--manifest", str(folder / "batches" / "b1.json"),
+            "--log", str(folder / "batches" / "b1.log")]
+    for i, script in enumerate(scripts, 1):
+        launch = shlex.join(["bash", "-c", script, f"--csv={folder}/p{i}.csv.partial"])
+        argv += ["--point", f"p{i}", launch, '{"repetition": 0}']
+    return argv
+
+
+def test_a_stop_signal_mid_batch_ends_the_point_and_a_rerun_measures_the_rest(tmp_path: Path) -> None:
+    folder = tmp_path / "bench"
+    runner = subprocess.Popen(_run_batch(tmp_path, [WRITE, SLOW, WRITE]), env=_env(), stderr=subprocess.PIPE,
+                              text=True)
+    deadline = time.time() + 30
+    lock = folder / ".p2.lock"  # the second point's runner has its lock, then starts its line
+    while time.time() < deadline and not (lock.exists() and lock.read_text().strip()
+                                          and _children_groups(runner.pid)):
+        time.sleep(0.05)
+    (group,) = _children_groups(runner.pid)
+    assert (folder / "p1.csv").exists()  # the first point is published before the second starts
+    first = {p: _sha(p) for p in (folder / "p1.csv", folder / "p1.json", folder / "p1.log")}
+    runner.send_signal(signal.SIGTERM)
+    _, err = runner.communicate(timeout=20)
+    assert runner.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM" in err and "Traceback" not in err
+    deadline = time.time() + 10
+    while time.time() < deadline and _group_members(group):
+        time.sleep(0.1)
+    assert _group_members(group) == []
+    assert not (folder / "p2.csv").exists() and not (folder / "p3.log").exists()
+    assert not (folder / "batches" / "b1.json").exists()
+    rerun = subprocess.run(_run_batch(tmp_path, [WRITE, WRITE, WRITE]), env=_env(), capture_output=True, text=True,
+                           timeout=60)
+    assert rerun.returncode == 0, rerun.stderr
+    assert {p: _sha(p) for p in first} == first
+    assert json.loads((folder / "batches" / "b1.json").read_text())["points"] == ["p1", "p2", "p3"]
+    assert [line.split(": ")[1] for line in (folder / "batches" / "b1.log").read_text().splitlines()] == [
+        "kept (measured with this launch line, kernel and topology)", "measured", "measured"]
+
+
+def test_a_failing_point_ends_its_batch_in_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(_run_batch(tmp_path, [WRITE, "echo broken; exit 3", WRITE]), env=_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3
+    assert "numasweep: batch b1: point p2 failed (exit 3)" in proc.stderr and "Traceback" not in proc.stderr
+    assert "the 1 point(s) before it are kept" in proc.stderr
+    folder = tmp_path / "bench"
+    assert (folder / "p1.csv").exists() and not (folder / "p2.csv").exists() and not (folder / "p3.log").exists()
+    assert not (folder / "batches" / "b1.json").exists()
