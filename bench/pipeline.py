@@ -1,13 +1,15 @@
 """How fast the pipeline plans and reports at cluster scale: generated campaigns, timed.
 
     .venv/bin/python bench/pipeline.py dryrun --jobs 1000,10000,100000
+    .venv/bin/python bench/pipeline.py dryrun --jobs 10000,100000 --batch 100   # config batch: 100
     .venv/bin/python bench/pipeline.py report --rows 1000000
     .venv/bin/python bench/pipeline.py report --rows 100000 --keep out/   # keep the results folder
 
 `dryrun` writes a campaign config over an arch file (default config/arch/lumi-g.yaml) with about
 the asked number of jobs (latency points: strategies x single domains x ranks per domain x modes,
 bandwidth points: nodes x thread counts, repeated), then times `python -m numasweep grid --count`
-and `snakemake -n` on it. `report` writes a cached results folder of model data (the replay
+and `snakemake -n` on it (with `--batch N`, the campaign sets `batch: N`: one Snakemake job per
+batch of up to N points). `report` writes a cached results folder of model data (the replay
 model of tests/replay/model.py: one CSV and provenance record per latency job of 8 ranks x 15
 sizes), then times `aggregate`, `analyse`, `figures` and `report` on it, each as its own
 process. Every step prints its wall time, the peak resident memory of its process and the load
@@ -40,11 +42,13 @@ DRYRUN_POINTS = 2 * 4 * len(RANKS) * 2 + 4 * len(RANKS)
 JOB_ROWS = 8 * 15
 
 
-def campaign(jobs: int, arch: str = "config/arch/lumi-g.yaml") -> dict:
-    """A campaign config with about `jobs` jobs (a whole number of repetitions)."""
+def campaign(jobs: int, arch: str = "config/arch/lumi-g.yaml", batch: int = 1) -> dict:
+    """A campaign config with about `jobs` jobs (a whole number of repetitions), `batch`
+    points per Snakemake job."""
     reps = max(1, math.ceil(jobs / DRYRUN_POINTS))
     return {
         "system": "pipeline-bench",
+        "batch": batch,
         "arch": arch,
         "launcher": "srun",
         "latency": {"sweeps": [{
@@ -106,12 +110,12 @@ def line(step: str, wall: float, rss: float, cpu: float) -> None:
     print(f"  {step:<30} {wall:8.2f} s wall {cpu:8.2f} s CPU {rss:7.0f} MiB  load {load}", flush=True)
 
 
-def dryrun(sizes: list[int], snakemake: str) -> None:
+def dryrun(sizes: list[int], snakemake: str, batch: int = 1) -> None:
     for jobs in sizes:
         with tempfile.TemporaryDirectory(prefix="pipeline-bench-") as tmp:
             cfg = Path(tmp) / "campaign.yaml"
-            cfg.write_text(yaml.safe_dump(campaign(jobs)))
-            print(f"campaign of about {jobs} jobs ({cfg.name}):")
+            cfg.write_text(yaml.safe_dump(campaign(jobs, batch=batch)))
+            print(f"campaign of about {jobs} jobs, batch {batch} ({cfg.name}):")
             line("numasweep grid --count", *timed([sys.executable, "-m", "numasweep", "grid", "--config",
                                                     str(cfg), "--count"])[:3])
             line("snakemake -n", *timed([snakemake, "-n", "-q", "--configfile", str(cfg),
@@ -145,13 +149,14 @@ def main(argv: list[str]) -> int:
     d = sub.add_parser("dryrun", help="time grid expansion and snakemake -n")
     d.add_argument("--jobs", default="1000,10000", help="comma list of campaign sizes (jobs)")
     d.add_argument("--snakemake", default=shutil.which("snakemake") or "snakemake")
+    d.add_argument("--batch", type=int, default=1, help="grid points per Snakemake job (config batch; default 1)")
     r = sub.add_parser("report", help="time aggregate, analyse, figures and report on model data")
     r.add_argument("--rows", type=int, default=1_000_000, help="latency rows of the cached results")
     r.add_argument("--keep", type=Path, help="write the results and report here and keep them")
     args = ap.parse_args(argv)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
     if args.what == "dryrun":
-        dryrun([int(x) for x in args.jobs.split(",")], args.snakemake)
+        dryrun([int(x) for x in args.jobs.split(",")], args.snakemake, args.batch)
     else:
         report(args.rows, args.keep)
     return 0

@@ -1,7 +1,7 @@
 """`python -m numasweep COMMAND ...`: one entry point, one module per command.
 
-Each command module exposes `main(argv: list[str]) -> int`. A NumasweepError is printed as
-one line (`numasweep: error: ...`) and exits 2.
+Each command module exposes `main(argv: list[str]) -> int` (or the function its entry names
+after `:`). A NumasweepError is printed as one line (`numasweep: error: ...`) and exits 2.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ COMMANDS = {
     "plan": ("numasweep.plan", "preview a placement: per-rank table and launch lines"),
     "grid": ("numasweep.grid", "list the jobs a config expands to"),
     "run-job": ("numasweep.runjob", "run one benchmark job: lock, launch, archive, provenance"),
+    "run-batch": ("numasweep.runjob:run_batch", "run the grid points of one batch (config key batch) as run-job does"),
     "aggregate": ("numasweep.aggregate", "merge per-job CSVs into one tidy CSV per benchmark"),
     "import-legacy": ("numasweep.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
     "analyse": ("numasweep.analysis", "compute findings.json from aggregated results"),
@@ -42,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"numasweep: error: unknown command '{name}'; one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
+    module_name, _, function = COMMANDS[name][0].partition(":")
+    module = importlib.import_module(module_name)
     try:
-        return int(module.main(rest) or 0)
+        return int(getattr(module, function or "main")(rest) or 0)
     except NumasweepError as exc:
         print(f"numasweep: error: {exc}", file=sys.stderr)
         return 2

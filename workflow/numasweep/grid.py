@@ -468,7 +468,8 @@ def main(argv: list[str]) -> int:
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--arch", help="arch file or topology.json (default: the config's `arch`)")
     src.add_argument("--detect", action="store_true", help="detect this machine from sysfs")
-    ap.add_argument("--count", action="store_true", help="print only the number of jobs per benchmark")
+    ap.add_argument("--count", action="store_true",
+                    help="print only the number of jobs per benchmark (and of batches, with batch > 1)")
     args = ap.parse_args(argv)
 
     config = layered_config(args.config, args.set)
@@ -479,14 +480,29 @@ def main(argv: list[str]) -> int:
     topo = topology.detect() if arch == "auto" else topology.load(arch)
     plan = expand(config, topo, ",".join(args.config))
     if args.count:
+        jobs = batch_counts(plan, checked, checked["system"] or topo.system)
         for bench in benches.NAMES:
-            print(f"{bench}\t{len(plan.by_bench(bench))}")
+            print(f"{bench}\t{len(plan.by_bench(bench))}" + (f"\t{jobs[bench]} batches" if jobs else ""))
     else:
         for job in plan.jobs:
             print(f"{job.bench}\t{job.id}")
     for bench, why in plan.skipped.items():
         print(f"# {bench} skipped: {why}")
     return 0
+
+
+def batch_counts(plan: Plan, config: dict, system: str) -> dict[str, int]:
+    """Snakemake jobs per benchmark with `batch` > 1, as snakemake plans them (over every node
+    of fleet.nodes; launch lines with the config's launcher); {} with batch 1, a job each."""
+    from numasweep import batch, fleet
+
+    if config["batch"] == 1:
+        return {}
+    jobs = fleet.spread(plan, list(config["fleet"]["nodes"])).jobs
+    options = batch.point_options(jobs, f"results/{system}", launcher=config["launcher"], wrapper=config["wrapper"],
+                                  srun_mpi=config["srun_mpi"])
+    found = batch.batches(jobs, config["batch"], options)
+    return {bench: sum(b.bench == bench for b in found) for bench in benches.NAMES}
 
 
 # The config Snakefile loads with `configfile:` before any --configfile: layered under every

@@ -25,6 +25,7 @@ Each function returns an argv list; shlex.join(argv) is the line to show.
 from __future__ import annotations
 
 import os
+import shlex
 
 from numasweep.errors import NumasweepError
 from numasweep.placement import MemorySpec, RankPlacement, parse_memory
@@ -136,3 +137,13 @@ def job_argv(job, csv: str | None, launcher: str = "mpirun", wrapper: str = WRAP
         env, argv = direct_argv(list(job.cpus), job.memory, kernel_argv, job.threads, wrapper=wrapper)
     prefix = ["env", *(f"{k}={v}" for k, v in sorted(env.items()))] if env else []
     return prefix + list(argv)
+
+
+def result_line(job, results_dir: str, launcher: str = "mpirun", wrapper: str = WRAPPER, bin_dir: str = "build/bin",
+                srun_mpi: str | None = "pmix") -> str:
+    """The line the workflow runs for a job (single or in a batch): its kernel writes
+    `<results_dir>/<bench>/<id>.csv.partial`, which run-job renames once it checks out."""
+    from numasweep.runjob import PARTIAL
+
+    csv = f"{results_dir}/{job.bench}/{job.id}.csv{PARTIAL}"
+    return shlex.join(job_argv(job, csv, launcher=launcher, wrapper=wrapper, bin_dir=bin_dir, srun_mpi=srun_mpi))

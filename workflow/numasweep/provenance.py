@@ -36,7 +36,7 @@ ENV_PREFIXES = ("OMP_", "GOMP_", "SLURM_", "OMPI_", "PMI_", "NUMASWEEP_")
 COLUMNS = ("command", "host", "start", "end", "slurm_job_id", "kernel_commit", "topology_digest")
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -46,7 +46,7 @@ def _sha256(path: Path) -> str:
 
 def kernel_build(kernel: Path) -> dict[str, Any]:
     """The kernel's own account of its build (`--version`: commit and flags) plus its hash."""
-    info: dict[str, Any] = {"path": str(kernel), "sha256": _sha256(kernel)}
+    info: dict[str, Any] = {"path": str(kernel), "sha256": sha256(kernel)}
     try:
         proc = subprocess.run([str(kernel), "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -122,7 +122,7 @@ def record(
         "topology": str(topology_path),
         "topology_digest": topology.load(topology_path).digest(),
         "csv": str(csv_name),
-        "csv_sha256": _sha256(csv),
+        "csv_sha256": sha256(csv),
         "python": sys.version.split()[0],
         # What the machine was set to while it measured (numasweep.system_state).
         "system": system_state.collect().as_record(),

@@ -117,6 +117,11 @@ class JobLock:
         if said:
             print(f"numasweep: job {job_id}: PID {os.getpid()} has the lock now", file=sys.stderr, flush=True)
 
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
 
 class Runner:
     def __init__(self, args: argparse.Namespace):
@@ -125,6 +130,7 @@ class Runner:
         self.partial = Path(f"{args.csv}{PARTIAL}")
         self.proc: subprocess.Popen | None = None
         self.stopped_by: int | None = None
+        self.lock: JobLock | None = None
 
     # ------------------------------------------------------------------ signals
     def on_signal(self, signum: int, frame) -> None:
@@ -182,8 +188,8 @@ class Runner:
             signal.signal(sig, self.on_signal)
         if os.getppid() == 1:
             raise NumasweepError("the process that started this job is gone; nothing was run")
-        lock = JobLock(self.csv.parent / f".{a.job_id}.lock")
-        lock.acquire(a.lock_wait, a.job_id)
+        self.lock = JobLock(self.csv.parent / f".{a.job_id}.lock")
+        self.lock.acquire(a.lock_wait, a.job_id)
         if self.stopped_by:
             return 128 + self.stopped_by
         # A partial table of an earlier, interrupted run is never continued.
@@ -296,7 +302,7 @@ def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str) -> Non
 
 
 def end_runners(parent: int) -> list[int]:
-    """SIGTERM to every `numasweep run-job` process whose parent is `parent` (snakemake's
+    """SIGTERM to every `numasweep run-job` or `run-batch` process whose parent is `parent` (snakemake's
     handler for SIGINT/SIGTERM); each ends its own job's process group."""
     ended = []
     for entry in Path("/proc").iterdir():
@@ -310,13 +316,24 @@ def end_runners(parent: int) -> list[int]:
             cmd = (entry / "cmdline").read_bytes().split(b"\0")
         except (OSError, ValueError, IndexError):
             continue
-        if b"run-job" in cmd and b"numasweep" in cmd:
+        if (b"run-job" in cmd or b"run-batch" in cmd) and b"numasweep" in cmd:
             try:
                 os.kill(int(entry.name), signal.SIGTERM)
                 ended.append(int(entry.name))
             except ProcessLookupError:
                 pass
     return ended
+
+
+def check_launch(args: argparse.Namespace) -> None:
+    if f"--csv={args.csv}{PARTIAL}" not in shlex.split(args.launch):
+        raise NumasweepError(f"--launch must write --csv={args.csv}{PARTIAL}; pass the line the plan built")
+
+
+def lock_wait_option(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--lock-wait", type=float, default=float(os.environ.get("NUMASWEEP_LOCK_WAIT", 120)),
+                    help="seconds to wait for another run of the same job (default 120, "
+                         "env NUMASWEEP_LOCK_WAIT)")
 
 
 def main(argv: list[str]) -> int:
@@ -329,10 +346,80 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--csv", required=True, type=Path, help="the result; the kernel writes CSV.partial")
     ap.add_argument("--provenance", required=True, type=Path)
     ap.add_argument("--log", required=True, type=Path)
-    ap.add_argument("--lock-wait", type=float, default=float(os.environ.get("NUMASWEEP_LOCK_WAIT", 120)),
-                    help="seconds to wait for another run of the same job (default 120, "
-                         "env NUMASWEEP_LOCK_WAIT)")
+    lock_wait_option(ap)
     args = ap.parse_args(argv)
-    if f"--csv={args.csv}{PARTIAL}" not in shlex.split(args.launch):
-        raise NumasweepError(f"--launch must write --csv={args.csv}{PARTIAL}; pass the line the plan built")
+    check_launch(args)
     return Runner(args).run()
+
+
+def already_measured(point: argparse.Namespace, kernel_sha256: str, topology_digest: str) -> bool:
+    """A point's published result is the one this batch would measure: CSV and provenance exist,
+    and the provenance names the same launch line, kernel build and topology (what makes
+    snakemake rerun a single job: its params and inputs)."""
+    if not point.csv.exists():
+        return False
+    try:
+        rec = json.loads(point.provenance.read_text())
+        return (rec["command"] == point.launch and rec["kernel"]["sha256"] == kernel_sha256
+                and rec["topology_digest"] == topology_digest)
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        return False
+
+
+def run_batch(argv: list[str]) -> int:
+    """`python -m numasweep run-batch`: the points of one batch (numasweep.batch), one after
+    another through Runner, each published as a single job's; then the batch's manifest."""
+    from numasweep import provenance, topology
+    from numasweep.batch import write_manifest
+
+    ap = argparse.ArgumentParser(prog="python -m numasweep run-batch",
+                                 description="run the grid points of one batch, then write its manifest")
+    ap.add_argument("--batch", required=True, help="the batch id")
+    ap.add_argument("--kernel", required=True, type=Path)
+    ap.add_argument("--topology", required=True, type=Path)
+    ap.add_argument("--manifest", required=True, type=Path,
+                    help="results/<system>/<bench>/batches/<batch>.json; the points' files go two folders up")
+    ap.add_argument("--log", required=True, type=Path, help="one line per point: measured or kept")
+    ap.add_argument("--point", nargs=3, action="append", required=True, metavar=("ID", "LAUNCH", "GRID"),
+                    help="a point: its job id, launch line and grid values as JSON (repeat per point)")
+    lock_wait_option(ap)
+    args = ap.parse_args(argv)
+    folder = args.manifest.parent.parent
+    points = []
+    for job_id, launch, grid in args.point:
+        csv = folder / f"{job_id}.csv"
+        points.append(argparse.Namespace(job_id=job_id, launch=launch, grid=grid, kernel=args.kernel,
+                                         topology=args.topology, csv=csv, provenance=folder / f"{job_id}.json",
+                                         log=folder / f"{job_id}.log", lock_wait=args.lock_wait))
+        check_launch(points[-1])
+    kernel_sha256 = provenance.sha256(args.kernel) if args.kernel.exists() else ""
+    digest = topology.load(args.topology).digest()
+    args.log.parent.mkdir(parents=True, exist_ok=True)
+    runner: Runner | None = None
+    with open(args.log, "w") as log:
+        for done, point in enumerate(points):
+            if runner is not None and runner.stopped_by:
+                return 128 + runner.stopped_by
+            if already_measured(point, kernel_sha256, digest):
+                print(f"{point.job_id}: kept (measured with this launch line, kernel and topology)",
+                      file=log, flush=True)
+                continue
+            runner = Runner(point)
+            try:
+                rc = runner.run()
+            except NumasweepError as exc:
+                raise NumasweepError(f"batch {args.batch}: point {point.job_id}: {exc}") from None
+            finally:
+                if runner.lock is not None:
+                    runner.lock.release()
+                # Runner.run blocks stop signals while it publishes: one that came is handled now.
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            if rc != 0:
+                print(f"numasweep: batch {args.batch}: point {point.job_id} failed (exit {rc}), see {point.log}; "
+                      f"the {done} point(s) before it are kept and a rerun measures the rest", file=sys.stderr)
+                return rc
+            print(f"{point.job_id}: measured", file=log, flush=True)
+    if runner is not None and runner.stopped_by:
+        return 128 + runner.stopped_by
+    write_manifest(args.manifest, args.batch, [p.job_id for p in points])
+    return 0

@@ -24,6 +24,8 @@ BENCH_RESOURCES = {
 }
 
 for _bench, _resources in BENCH_RESOURCES.items():
+    # One job per grid point, or per batch of points (config batch > 1; bench_rule, common.smk).
+    _outputs, _log, _params, _shell = bench_rule(_bench)
 
     rule:
         name:
@@ -33,10 +35,9 @@ for _bench, _resources in BENCH_RESOURCES.items():
             topology=f"{RESULTS_DIR}/topology.json",
             wrapper=WRAPPER,
         output:
-            csv=f"{RESULTS_DIR}/{_bench}/{{job}}.csv",
-            provenance=f"{RESULTS_DIR}/{_bench}/{{job}}.json",
+            **_outputs,
         log:
-            f"{RESULTS_DIR}/{_bench}/{{job}}.log",
+            _log,
         conda:
             CONDA_ENV
         threads: 1 if _bench == "latency" else job_threads
@@ -45,7 +46,6 @@ for _bench, _resources in BENCH_RESOURCES.items():
             bench_slot=1,
             slurm_extra=slurm_extra,
         params:
-            launch=launch_line(_bench),
-            grid=grid_values,
+            **_params,
         shell:
-            BENCH_SHELL
+            _shell

@@ -12,7 +12,7 @@ min_version("9.0")
 # The package lives in workflow/; putting it first makes a checkout work without installing it.
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from numasweep import benches, fleet, grid, launch, topology  # noqa: E402
+from numasweep import batch, benches, fleet, grid, launch, topology  # noqa: E402
 from numasweep.errors import NumasweepError  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
@@ -47,6 +47,10 @@ os.environ["PATH"] = os.pathsep.join(
 CONDA_ENV = "../../environment.yml"
 WRAPPER = CONFIG["wrapper"]
 LAUNCHER = CONFIG["launcher"]
+# How launch lines are built (numasweep.launch.result_line).
+LAUNCH = dict(
+    launcher=LAUNCHER, wrapper=WRAPPER, bin_dir=BIN_DIR, srun_mpi=CONFIG["srun_mpi"]
+)
 # Regenerating the report from cached results: no build, topology or benchmark job at all.
 FROM_CACHE = CONFIG["results"] is not None
 
@@ -84,6 +88,7 @@ if FROM_CACHE:
     SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
     BENCHES = [b for b in benches.NAMES if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
+    BATCHES = {}
     SKIPPED = {}
     FLEET_NODES = CONFIG["fleet"]["nodes"]
 else:
@@ -105,6 +110,18 @@ else:
     RESULTS_DIR = f"results/{SYSTEM}"
     BENCHES = PLAN.benches()
     JOBS = {job.id: job for job in PLAN.jobs}
+    # config `batch` > 1: one benchmark job per batch of points (numasweep.batch), by
+    # batch id, and each point's run-batch option; empty: one job per point.
+    POINTS = (
+        batch.point_options(PLAN.jobs, RESULTS_DIR, **LAUNCH)
+        if CONFIG["batch"] > 1
+        else {}
+    )
+    BATCHES = (
+        {b.id: b for b in batch.batches(PLAN.jobs, CONFIG["batch"], POINTS)}
+        if CONFIG["batch"] > 1
+        else {}
+    )
     SKIPPED = PLAN.skipped
 
 REPORT_DIR = f"report/{SYSTEM}"
@@ -122,6 +139,7 @@ REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
 
 wildcard_constraints:
     job=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    batch=r"b[0-9]+(-on-[A-Za-z0-9_.-]+)?",
     bench="|".join(benches.NAMES),
     kernel="|".join(benches.KERNELS),
 
@@ -130,6 +148,9 @@ wildcard_constraints:
 
 
 def job_of(wildcards):
+    """The job of a point, or the first point of a batch (its points share the resources)."""
+    if hasattr(wildcards, "batch"):
+        return batch_of(wildcards).jobs[0]
     try:
         return JOBS[wildcards.job]
     except KeyError:
@@ -137,6 +158,24 @@ def job_of(wildcards):
             f"no job '{wildcards.job}' in the configured sweep; "
             "`python -m numasweep grid --config FILE` lists the ids"
         ) from None
+
+
+def batch_of(wildcards):
+    try:
+        return BATCHES[wildcards.batch]
+    except KeyError:
+        raise WorkflowError(
+            f"no batch '{wildcards.batch}' in the configured sweep (batch: {CONFIG['batch']}); "
+            "`python -m numasweep grid --config FILE --count` counts the batches"
+        ) from None
+
+
+def batch_manifests(bench):
+    return [
+        str(batch.manifest_path(RESULTS_DIR, bench, b.id))
+        for b in BATCHES.values()
+        if b.bench == bench
+    ]
 
 
 def job_csvs(bench):
@@ -148,13 +187,19 @@ def job_ids(bench):
 
 
 def aggregate_inputs(wildcards):
+    if BATCHES:
+        return {"manifests": batch_manifests(wildcards.bench)}
     csvs = job_csvs(wildcards.bench)
     return {"csv": csvs, "provenance": [c[: -len(".csv")] + ".json" for c in csvs]}
 
 
 def job_results():
     """Every job's CSV and provenance record: targets themselves, so that a deleted one is
-    measured again even when the aggregated table is still newer than the rest."""
+    measured again even when the aggregated table is still newer than the rest. With batches:
+    every batch's manifest (a deleted point is measured again once its manifest is deleted).
+    """
+    if BATCHES:
+        return [m for bench in BENCHES for m in batch_manifests(bench)]
     return [
         f"{RESULTS_DIR}/{job.bench}/{job.id}.{ext}"
         for job in JOBS.values()
@@ -189,23 +234,19 @@ def kernel_sources(wildcards):
 
 def launch_line(bench):
     def line(wildcards):
-        csv = f"{RESULTS_DIR}/{bench}/{wildcards.job}.csv{PARTIAL}"
-        return shlex.join(
-            launch.job_argv(
-                job_of(wildcards),
-                csv,
-                launcher=LAUNCHER,
-                wrapper=WRAPPER,
-                bin_dir=BIN_DIR,
-                srun_mpi=CONFIG["srun_mpi"],
-            )
-        )
+        return launch.result_line(job_of(wildcards), RESULTS_DIR, **LAUNCH)
 
     return line
 
 
 def grid_values(wildcards):
-    return json.dumps(job_of(wildcards).grid, sort_keys=True, separators=(",", ":"))
+    return batch.grid_json(job_of(wildcards))
+
+
+def batch_points(wildcards):
+    """A batch's points as run-batch options, one `--point ID LAUNCH GRID` a line, so that
+    `snakemake -n -p` shows each point's launch line."""
+    return "".join(batch.SEPARATOR + POINTS[job.id] for job in batch_of(wildcards).jobs)
 
 
 def job_kernel(wildcards):
@@ -238,9 +279,8 @@ def mpi_launcher(wildcards):
 
 
 # Kernels rewrite their CSV after each finished step (temporary name + rename), so a killed
-# job would leave a valid but short table: they write to <id>.csv.partial, and only a job
-# whose kernel succeeded renames it to <id>.csv.
-PARTIAL = ".partial"
+# job would leave a valid but short table: they write to <id>.csv.partial
+# (launch.result_line), and only a job whose kernel succeeded renames it to <id>.csv.
 
 # Every benchmark job is one line: `python -m numasweep run-job` (numasweep/runjob.py) runs the
 # launch line in its own process group under a per-job lock, keeps the kernel's output in the
@@ -253,6 +293,33 @@ BENCH_SHELL = (
     " --grid {params.grid:q} --kernel {input.kernel} --topology {input.topology}"
     " --csv {output.csv} --provenance {output.provenance} --log {log}"
 )
+
+
+# A batch job (config batch > 1, numasweep.batch): `python -m numasweep run-batch` runs its
+# points one after another as run-job does, each published under its own <id>.csv, .json and
+# .log, skipping those already measured; its output is the manifest listing them, written last.
+BATCH_SHELL = (
+    "exec python -m numasweep run-batch --batch {wildcards.batch} --kernel {input.kernel}"
+    " --topology {input.topology} --manifest {output.manifest} --log {log}{params.points}"
+)
+
+
+def bench_rule(bench):
+    """(outputs, log, params, shell) of a benchmark's rule: one job per point, or per batch."""
+    folder = f"{RESULTS_DIR}/{bench}"
+    if BATCHES:
+        return (
+            {"manifest": f"{folder}/{batch.FOLDER}/{{batch}}.json"},
+            f"{folder}/{batch.FOLDER}/{{batch}}.log",
+            {"points": batch_points},
+            BATCH_SHELL,
+        )
+    return (
+        {"csv": f"{folder}/{{job}}.csv", "provenance": f"{folder}/{{job}}.json"},
+        f"{folder}/{{job}}.log",
+        {"launch": launch_line(bench), "grid": grid_values},
+        BENCH_SHELL,
+    )
 
 
 _PREVIOUS_HANDLERS = {}

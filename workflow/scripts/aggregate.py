@@ -1,4 +1,5 @@
-"""Entry point of rule aggregate: merge one benchmark's job CSVs (numasweep.aggregate)."""
+"""Entry point of rule aggregate: merge one benchmark's job CSVs (numasweep.aggregate), named
+as inputs or, with batches (config batch > 1), listed by the batches' manifests."""
 
 import sys
 from pathlib import Path
@@ -6,14 +7,14 @@ from pathlib import Path
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (snakemake is injected)
 
 from numasweep.aggregate import aggregate, write  # noqa: E402
+from numasweep.batch import point_csvs  # noqa: E402
 from numasweep.errors import NumasweepError  # noqa: E402
 
+manifests = snakemake.input.get("manifests")  # noqa: F821
+keep_going = snakemake.params.keep_going  # noqa: F821
 try:
-    table, problems = aggregate(
-        [Path(p) for p in snakemake.input.csv],  # noqa: F821
-        snakemake.wildcards.bench,  # noqa: F821
-        keep_going=snakemake.params.keep_going,  # noqa: F821
-    )
+    csvs = point_csvs(manifests, check=not keep_going) if manifests else [Path(p) for p in snakemake.input.csv]  # noqa: F821
+    table, problems = aggregate(csvs, snakemake.wildcards.bench, keep_going=keep_going)  # noqa: F821
 except NumasweepError as exc:
     print(f"numasweep: error: {exc}", file=sys.stderr)
     sys.exit(2)
