@@ -502,7 +502,7 @@ int main(int argc, char **argv)
     ns_text csv = {0};
     ns_text_printf(&csv, "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,"
                          "array_bytes,bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,"
-                         "host,stores,bytes_per_element,first_touch_s\n");
+                         "host,stores,bytes_per_element,first_touch_s,timer_ticks\n");
     /* times[(t * NKERNELS + k) * NSTORES + v] */
     double *times = malloc((size_t)o.ntimes * NKERNELS * NSTORES * sizeof *times);
     int nt_skipped = 0;
@@ -561,11 +561,11 @@ int main(int argc, char **argv)
                         pattern_names[p], best * 1e9);
             ns_text_printf(&csv,
                            "%s,%s,%ld,%d,\"%s\",\"%s\",%s,\"%s\",\"%s\",%s,%zu,%.0f,%.1f,%.1f,%.1f,%d,%s,\"%s\",%s,%s,%d,"
-                           "%.4f\n",
+                           "%.4f,%.0f\n",
                            kernel_names[k], pattern_names[p], stride, nthreads, cpus, cpu_nodes, seen.name, mem_nodes,
                            weights, ns_pages_name(o.common.pages), bytes, moved, 1e-6 * moved / best,
                            1e-6 * moved / avg, 1e-6 * moved / worst, o.ntimes, valid ? "pass" : "fail", fractions, host,
-                           store_names[v], kernel_words[k] * (int)sizeof(double), first_touch);
+                           store_names[v], kernel_words[k] * (int)sizeof(double), first_touch, best / resolution);
             if (!o.common.quiet)
                 printf("%-8s %-7s %-11s %8ld %12.1f %10d %12.6f %12.6f %12.6f %s\n", kernel_names[k], store_names[v],
                        pattern_names[p], stride, 1e-6 * moved / best, kernel_words[k] * (int)sizeof(double), avg, best,

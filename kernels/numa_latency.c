@@ -51,6 +51,7 @@ typedef struct {
     double spread_pct;    /* 100 * (max - min) / median */
     double first_touch_s; /* populating the buffer's pages */
     double cycle_build_s; /* linking the random cycle */
+    double on_cpu_pct;    /* least share of a sample's wall time the rank ran on its CPU */
     int samples;
     uint64_t loads;
     char host[64];
@@ -293,6 +294,7 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     }
     r->sample_s = sample_s;
     r->spread_pct = spread;
+    r->on_cpu_pct = 100 * least_on_cpu;
     if (adapt && spread > o->spread_pct) {
         char s[32];
         ns_format_size(size, s, sizeof s);
@@ -323,12 +325,12 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
 
 static void csv_row(ns_text *csv, const result *r, int ranks, const options *o)
 {
-    ns_text_printf(csv, "%d,%d,%s,%s,%d,%d,%d,%s,\"%s\",\"%s\",%s,%llu,%.3f,%.3f,%.3f,%d,%llu,\"%s\",%.3f,%.2f,%.4f,%.4f\n",
+    ns_text_printf(csv, "%d,%d,%s,%s,%d,%d,%d,%s,\"%s\",\"%s\",%s,%llu,%.3f,%.3f,%.3f,%d,%llu,\"%s\",%.3f,%.2f,%.4f,%.4f,%.1f\n",
                    r->rank, ranks, o->serial ? "serial" : "concurrent", r->host, r->cpu, r->cpu_node, r->l3_group,
                    r->policy, r->mem_nodes, r->weights, ns_pages_name(o->common.pages),
                    (unsigned long long)r->size_bytes, r->median_ns, r->min_ns, r->max_ns, r->samples,
                    (unsigned long long)r->loads, r->page_fractions, r->sample_s, r->spread_pct, r->first_touch_s,
-                   r->cycle_build_s);
+                   r->cycle_build_s, r->on_cpu_pct);
 }
 
 static void print_table(const options *o, const result *all, int ranks)
@@ -450,7 +452,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         ns_text_printf(&csv, "rank,ranks,mode,host,cpu,cpu_node,l3_group,policy,mem_nodes,weights,page_size,"
                              "size_bytes,latency_ns_median,latency_ns_min,latency_ns_max,samples,loads,"
-                             "page_fractions,sample_s,spread_pct,first_touch_s,cycle_build_s\n");
+                             "page_fractions,sample_s,spread_pct,first_touch_s,cycle_build_s,on_cpu_pct\n");
     for (size_t i = 0; i < o.nsizes; i++) {
         result mine;
         if (o.serial) {

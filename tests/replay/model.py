@@ -142,7 +142,7 @@ def _latency_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dic
                          "latency_ns_max": round(v * 1.01, 3), "samples": 5, "loads": 1000000,
                          "page_fractions": _fractions(topo, p.mem_nodes, p.weights),
                          "sample_s": 0.05, "spread_pct": 2.0, "first_touch_s": round(size / FIRST_TOUCH_B_S, 6),
-                         "cycle_build_s": round(size / CYCLE_BUILD_B_S, 6)})
+                         "cycle_build_s": round(size / CYCLE_BUILD_B_S, 6), "on_cpu_pct": 100.0})
     return rows
 
 
@@ -164,7 +164,8 @@ def _bandwidth_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[d
                      "avg_mb_s": round(b * 0.97, 1), "min_mb_s": round(b * 0.95, 1), "ntimes": 10,
                      "validation": "pass", "page_fractions": _fractions(topo, nodes, weights), "host": HOST,
                      "stores": "regular", "bytes_per_element": 8,
-                     "first_touch_s": round(arrays * array / FIRST_TOUCH_B_S, 6)})
+                     "first_touch_s": round(arrays * array / FIRST_TOUCH_B_S, 6),
+                     "timer_ticks": round(arrays * array / (b * 1e6) * 1e9)})
     return rows
 
 

@@ -49,29 +49,36 @@ def test_a_clean_machine_or_a_cached_table_gives_no_note(tmp_path: Path) -> None
 
 
 def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_path: Path) -> None:
-    """spread_pct, sample_s, first_touch_s and cycle_build_s of numa_latency and stores and
-    first_touch_s of numa_bandwidth, per series, in the report's data-quality part."""
+    """spread_pct, sample_s, first_touch_s, cycle_build_s and on_cpu_pct of numa_latency and
+    stores, first_touch_s and timer_ticks of numa_bandwidth, per series, in the report's
+    data-quality part: the kernels' warnings from their columns, not from the job logs."""
     rows = []
     for rank, spreads in ((0, (9.0, 1.0, 1.5)), (1, (0.5, 0.8, 3.5))):   # rank 1 spreads at 512 MiB
         for size, spread in zip((1 << 20, 256 << 20, 512 << 20), spreads):
             rows.append({"rank": rank, "ranks": 2, "mode": "concurrent", "cpu": rank, "cpu_node": 0, "l3_group": 0,
                          "size_bytes": size, "latency_ns_median": 90.0, "spread_pct": spread, "sample_s": 0.05,
-                         "first_touch_s": 0.2, "cycle_build_s": 0.4 + rank})
+                         "first_touch_s": 0.2, "cycle_build_s": 0.4 + rank,
+                         "on_cpu_pct": 61.0 if (rank, size) == (0, 1 << 20) else 99.5})
     pd.DataFrame(rows).to_csv(tmp_path / "latency.csv", index=False)
     pd.DataFrame([{"kernel": "triad", "threads": t, "cpus": "0", "cpu_nodes": "0", "policy": "bind",
                    "mem_nodes": "0", "best_mb_s": 1000.0 * t, "avg_mb_s": 900.0 * t, "validation": "pass",
-                   "stores": "nontemporal", "first_touch_s": 0.3} for t in (1, 2)]).to_csv(
+                   "stores": "nontemporal", "first_touch_s": 0.3, "timer_ticks": 4e5 / t} for t in (1, 2)]).to_csv(
         tmp_path / "bandwidth.csv", index=False)
     frames = {"latency": pd.read_csv(tmp_path / "latency.csv"), "bandwidth": pd.read_csv(tmp_path / "bandwidth.csv")}
     lat, bw = quality.series_quality(frames)
     assert [r[0] for r in lat["rows"]] == ["rank 0, cpu 0", "rank 1, cpu 1"]
-    assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-2] for r in lat["rows"]] == [0.4, 1.4]
-    (flag,) = lat["flagged"]                      # the 9 % at 1 MiB is below 256 MiB: not flagged
+    assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-3] for r in lat["rows"]] == [0.4, 1.4]
+    assert [r[-1] for r in lat["rows"]] == [61.0, 99.5]
+    shared, flag = lat["flagged"]                 # the 9 % at 1 MiB is below 256 MiB: not flagged
+    assert shared.startswith("**CPU shared**: rank 0, cpu 0: ran only 61% of a sample's time on its CPU at 1MiB")
     assert flag.startswith("**Spread**: rank 1, cpu 1: samples spread 3.5% at 512MiB")
-    assert [r[1:] for r in bw["rows"]] == [["nontemporal", 0.3, ""]] and bw["flagged"] == []
+    assert [r[1:] for r in bw["rows"]] == [["nontemporal", 0.3, "", 2e5]] and bw["flagged"] == []
+    frames["bandwidth"]["timer_ticks"] = 12.0
+    (tick,) = quality.series_quality(frames)[1]["flagged"]
+    assert tick.startswith("**Timer**: ") and "only 12 ticks" in tick
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
-    assert flag in part and "nontemporal" in part and "cycle build s" in part
+    assert flag in part and shared in part and "nontemporal" in part and "cycle build s" in part
     assert quality.series_quality({"latency": frames["latency"].drop(columns=list(quality.RUN_COLUMNS["latency"]))}) \
         == []
 
@@ -86,7 +93,7 @@ def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tm
             for cpus, size in (("0", 64 << 20), ("8", 256 << 20))]
     table = pd.DataFrame(rows)
     (bw,) = quality.series_quality({"bandwidth": table}, topo)
-    assert [r[-1] for r in bw["rows"]] == ["2.0x (under 4x)", "8x"]
+    assert [r[3] for r in bw["rows"]] == ["2.0x (under 4x)", "8x"]
     (flag,) = bw["flagged"]
     assert "cpus 0" in flag and "64MiB are under 4x the 32MiB last-level cache" in flag, flag
     assert quality.series_quality({"bandwidth": table})[0]["flagged"] == []   # no topology: nothing claimed

@@ -71,10 +71,12 @@ def notes(frames: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- per series, from the kernels' columns
 
 SPREAD_LIMIT_PCT = 2.0            # numa_latency's default --spread target
+ON_CPU_LIMIT_PCT = 95.0           # numa_latency warns when a rank ran less of a sample on its CPU
+TIMER_TICKS_LIMIT = 20            # numa_bandwidth warns when its best repetition took fewer ticks
 SPREAD_FROM_BYTES = 256 << 20     # sizes where a chase runs long enough for its spread to mean noise
 RUN_COLUMNS = {
-    "latency": ("spread_pct", "sample_s", "first_touch_s", "cycle_build_s"),
-    "bandwidth": ("stores", "first_touch_s"),
+    "latency": ("spread_pct", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct"),
+    "bandwidth": ("stores", "first_touch_s", "timer_ticks"),
 }
 
 
@@ -111,13 +113,23 @@ def _small_arrays(g: pd.DataFrame, topo: Topology | None) -> tuple[str, str | No
             "half the free memory, with a warning in the job's log)")
 
 
+def _least(g: pd.DataFrame, column: str) -> tuple[float | None, str]:
+    """The smallest value of a run column in a series, and the size it was measured at."""
+    if column not in g or not g[column].notna().any():
+        return None, ""
+    i = g[column].idxmin()
+    return float(g.loc[i, column]), format_size(int(g.loc[i, "size_bytes"])) if "size_bytes" in g else ""
+
+
 def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None) -> list[dict[str, Any]]:
     """Per benchmark with the kernels' run columns (docs/INTERFACES.md): one row per series with
     the within-run spread (median and largest at SPREAD_FROM_BYTES and above), sample length and
     setup times of numa_latency, or the store kind, first-touch time and array size against the
     last-level cache (with `topology`) of numa_bandwidth; and a sentence per latency series whose
-    spread exceeds SPREAD_LIMIT_PCT at those sizes, and per bandwidth series whose arrays are
-    under checks.LLC_FACTOR x its last-level cache.
+    spread exceeds SPREAD_LIMIT_PCT at those sizes or whose ranks ran under ON_CPU_LIMIT_PCT of a
+    sample on their CPU, and per bandwidth series whose arrays are under checks.LLC_FACTOR x its
+    last-level cache or whose best repetition took under TIMER_TICKS_LIMIT timer ticks: the
+    warnings the kernels print, from their CSV columns rather than the job logs.
     [{"bench", "header", "rows", "numeric": column indexes, "flagged": [sentence, ...]}]; tables
     without the columns give none."""
     try:
@@ -155,6 +167,12 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                     flagged.append(f"**Spread**: {name}: samples spread {worst:.1f}% at {format_size(at)} (over "
                                    f"{SPREAD_LIMIT_PCT:.0f}% at {format_size(SPREAD_FROM_BYTES)} and above): the "
                                    "machine disturbed the run, or it needs more --samples or --min-time")
+                least, where = _least(g, "on_cpu_pct")
+                row.append(least)
+                if least is not None and least < ON_CPU_LIMIT_PCT:
+                    flagged.append(f"**CPU shared**: {name}: ran only {least:.0f}% of a sample's time on its CPU at "
+                                   f"{where}: other work shared the CPU and inflated its latencies; measure on a "
+                                   "quiet machine, with nothing else on the benchmark's CPUs")
             else:
                 stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
                 cell, small = _small_arrays(g, topo)
@@ -163,12 +181,18 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                        else None, cell]
                 if small:
                     flagged.append(f"**Arrays under {checks.LLC_FACTOR}x the last-level cache**: {name}: {small}")
+                least, _ = _least(g, "timer_ticks")
+                row.append(least)
+                if least is not None and least < TIMER_TICKS_LIMIT:
+                    flagged.append(f"**Timer**: {name}: the best repetition took only {least:.0f} ticks of the "
+                                   f"timer (under {TIMER_TICKS_LIMIT}), too short to time well; use a larger "
+                                   "array_size")
             rows.append(row)
         header = (["series", f"spread % (median, >= {format_size(SPREAD_FROM_BYTES)})", "spread % (largest)",
                    "at", "sample s (median)", "first touch s (max)", "cycle build s (max)",
-                   f"spread > {SPREAD_LIMIT_PCT:.0f}%"]
+                   f"spread > {SPREAD_LIMIT_PCT:.0f}%", "on CPU % (least)"]
                   if bench == "latency" else ["series", "stores", "first touch s (max)",
-                                              "arrays / last-level cache"])
+                                              "arrays / last-level cache", "timer ticks (least)"])
         numeric = {i for i in range(1, len(header)) if any(isinstance(r[i], float) for r in rows)}
         out.append({"bench": bench, "header": header, "rows": rows, "numeric": numeric, "flagged": flagged})
     return out
