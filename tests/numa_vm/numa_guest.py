@@ -160,9 +160,12 @@ def page_fractions(field: str) -> dict[int, float]:
 
 
 def section(markdown: str, title: str) -> str:
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
-    assert match, f"the report has no '## {title}' section"
-    return match.group(1)
+    """The text under a heading of any level, up to the next heading of that level or above."""
+    match = re.search(rf"^(#+) {re.escape(title)}\n", markdown, re.M)
+    assert match, f"the report has no '{title}' heading"
+    rest = markdown[match.end():]
+    end = re.search(rf"^#{{1,{len(match.group(1))}}} ", rest, re.M)
+    return rest[:end.start()] if end else rest
 
 
 def md_tables(text: str) -> list[tuple[str, list[dict[str, str]]]]:
