@@ -131,12 +131,24 @@ def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int)
     start = time.monotonic()
     # run.sh enforces the limit itself; this outer one only catches run.sh hanging.
     proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=timeout + 60)
+    if proc.returncode == 125 and panicked_before_command(out / "console.log"):
+        # QEMU's TCG now and then meets a guest kernel panic while the emulated CPUs come up
+        # (seen: int3 in sched_clock_cpu during boot), before the guest ran anything: boot again,
+        # once. A panic after the command began is never retried.
+        (out / "console.log").rename(out / "console-first-boot.log")
+        proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=timeout + 60)
     seconds = time.monotonic() - start
     assert proc.returncode == 0, (
         f"the {layout.describe()} failed (run.sh exit {proc.returncode} after {seconds:.0f}s):\n"
         f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     )
     return GuestRun(layout=layout, out=out, seconds=seconds)
+
+
+def panicked_before_command(console: Path) -> bool:
+    """The guest kernel panicked before run.sh's begin marker: nothing of the command ran."""
+    text = console.read_text(errors="replace") if console.exists() else ""
+    return "Kernel panic" in text and "NUMA_VM_BEGIN" not in text
 
 
 def copy_repo_with_kernels(repo: Path, out: Path) -> None:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from numa_guest import RUN_SH
+from numa_guest import RUN_SH, panicked_before_command
 
 pytestmark = pytest.mark.numa_vm
 
@@ -48,3 +48,16 @@ def test_qemu_that_cannot_start_fails_with_its_message(guest_kernel: Path) -> No
 def test_bad_options_name_the_problem(args: list[str], message: str) -> None:
     proc = run_sh(*args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_only_a_panic_before_the_command_began_is_booted_again(tmp_path: Path) -> None:
+    """A guest kernel that panics while its CPUs come up ran nothing: boot() boots once more. A
+    panic after the begin marker is the command's own failure, never retried."""
+    console = tmp_path / "console.log"
+    console.write_text("[    2.89] Oops: int3: 0000 [#2] PREEMPT SMP PTI\n[    2.89] Kernel panic - not syncing\n")
+    assert panicked_before_command(console)
+    console.write_text("NUMA_VM_BEGIN\nrunning\n[  300.1] Kernel panic - not syncing: Out of memory\n")
+    assert not panicked_before_command(console)
+    console.write_text("NUMA_VM_BEGIN\nNUMA_VM_EXIT=1\n")
+    assert not panicked_before_command(console)
+    assert not panicked_before_command(tmp_path / "absent.log")
