@@ -386,7 +386,10 @@ def by_subject(findings: list[dict], figures: list[dict], unmeasured: set[str] =
                       key=lambda f: sub.ids.index(f["id"]) if f.get("id") in sub.ids else len(sub.ids))
         figs = [fig for fig in figures if fig["kind"] in sub.figures]
         absent = sub.absent if sub.absent and not mine and sub.title in unmeasured else None
-        out.append({"title": sub.title, "lead": sub.lead, "findings": mine, "figures": figs, "absent": absent,
+        # Placement findings go under the placement heading with their per-rank tables.
+        placed = [f for f in mine if f.get("id") == "placement"]
+        out.append({"title": sub.title, "lead": sub.lead, "findings": [f for f in mine if f not in placed],
+                    "placement_findings": placed, "figures": figs, "absent": absent,
                     "shown": bool(mine or figs or absent or sub.title in other_content)})
     return out
 
