@@ -18,6 +18,7 @@ from slurmtest import (
     launch_option,
     provenance,
     read_rows,
+    rule_of,
     run,
     run_dir,
     snakemake,
@@ -110,3 +111,32 @@ def test_dry_run_prints_sbatch_resources_and_srun_lines_for_lumi_g(tmp_path: Pat
     assert latency_resources and all(
         "mpi=srun" in r and "slurm_extra='--exclusive" in r and "runtime=" in r for r in latency_resources
     ), latency_resources
+
+
+@pytest.fixture(scope="module")
+def batched(slurm_cluster: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun]:
+    """tests/slurm/batch.yaml over sweep.yaml: two latency points in one batch."""
+    workdir = run_dir(slurm_cluster.workdir, "batched")
+    return workdir, snakemake(workdir, "sweep", "--configfile", str(SWEEP), str(HERE / "batch.yaml"))
+
+
+def test_a_batch_is_one_slurm_job_running_each_point_under_srun(batched: tuple[Path, SnakemakeRun]) -> None:
+    workdir, result = batched
+    result.assert_succeeded()
+    results = workdir / "results" / SYSTEM / "latency"
+    manifests = sorted((results / "batches").glob("*.json"))
+    assert len(manifests) == 1, f"one batch of 2 points: {manifests}"
+    csvs = sorted(results.glob("*.csv"))
+    assert [c.stem.split("-")[-2] for c in csvs] == ["concurrent", "serial"], csvs
+    jobs = {provenance(c)["slurm_job_id"] for c in csvs}
+    latency_jobs = {j for j, (comment, _) in result.seen.items() if rule_of(comment) == "latency"}
+    assert len(jobs) == 1 and jobs == latency_jobs, (
+        f"points ran in SLURM jobs {jobs}; squeue showed latency jobs {latency_jobs}")
+    for csv in csvs:
+        record = provenance(csv)
+        assert record["argv"][0] == "srun", record["command"]
+        _, rows = read_rows(csv)
+        assert sorted(int(r["rank"]) for r in rows) == [0, 1] and all(
+            float(r["latency_ns_median"]) > 0 for r in rows), f"{csv.name}: {rows}"
+    _, aggregated = read_rows(workdir / "results" / SYSTEM / "latency.csv")
+    assert len(aggregated) == 4, "2 points x 2 ranks in the aggregated table"
