@@ -1,0 +1,136 @@
+"""Does the workflow disturb its own measurements? The default sweep's multi-rank latency jobs
+under the local profile, against the same launch lines run alone.
+
+    .venv/bin/python bench/quiet.py                 # the default sweep, then each job alone
+    .venv/bin/python bench/quiet.py --rounds 2      # alternate workflow and alone twice
+    .venv/bin/python bench/quiet.py --keep out/     # keep the copy, its results and the CSVs
+
+It copies the repository's tracked files (with their changes) to a temporary folder, runs
+`snakemake sweep --profile profiles/local` there (the default sweep: latency, bandwidth and copy
+jobs next to the workflow's light jobs: topology, aggregation, builds), then runs the launch
+line of every latency job of 2 ranks or more again by itself, nothing else of ours running,
+from the job's own provenance record (its argv and environment). Per job and size it compares
+what the kernel records of its own quiet: `on_cpu_pct`, the least share of a sample's wall time
+the rank ran on its CPU (under 95: the CPU was shared), and `spread_pct`, the within-run spread
+(max - min) / median of the samples. A workflow that keeps other work off a node while a
+benchmark measures gives the same figures both ways, up to the machine's own noise, which the
+rounds show. The load average is printed after each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+MULTI_RANK = 2
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def copy_repo(dest: Path) -> None:
+    """The tracked files as they are now (uncommitted changes included), no results or builds."""
+    files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], check=True, capture_output=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def run_workflow(repo: Path, snakemake: str) -> None:
+    proc = subprocess.run([snakemake, "sweep", "--profile", "profiles/local", "-q"], cwd=repo,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"quiet: the default sweep failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+
+
+def multi_rank_jobs(repo: Path) -> list[dict]:
+    """Provenance records of the finished latency jobs with 2 ranks or more."""
+    records = []
+    for path in sorted(repo.glob("results/*/latency/*.json")):
+        record = json.loads(path.read_text())
+        argv = record.get("argv") or []
+        ranks = int(argv[argv.index("-n") + 1]) if "-n" in argv else 1
+        if ranks >= MULTI_RANK:
+            records.append(record)
+    return records
+
+
+def run_alone(repo: Path, record: dict, csv: Path) -> None:
+    argv = [f"--csv={csv}" if a.startswith("--csv=") else a for a in record["argv"]]
+    env = {**os.environ, **record.get("environment", {})}
+    proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"quiet: {record['job_id']} alone failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per size: the least on-CPU share and the largest spread over the ranks."""
+    return df.groupby("size_bytes").agg(on_cpu_pct=("on_cpu_pct", "min"), spread_pct=("spread_pct", "max"))
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=1, help="workflow runs, each followed by the jobs alone")
+    ap.add_argument("--snakemake", default=shutil.which("snakemake") or "snakemake")
+    ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    args = ap.parse_args(argv)
+    base = args.keep or Path(tempfile.mkdtemp(prefix="quiet-bench-"))
+    print(f"load average at the start: {load()}; {os.cpu_count()} CPUs", flush=True)
+    rows = []
+    try:
+        for rnd in range(1, args.rounds + 1):
+            repo = base / f"round{rnd}"
+            shutil.rmtree(repo, ignore_errors=True)
+            repo.mkdir(parents=True)
+            copy_repo(repo)
+            run_workflow(repo, args.snakemake)
+            jobs = multi_rank_jobs(repo)
+            if not jobs:
+                sys.exit("quiet: the default sweep ran no latency job of 2 ranks or more on this machine")
+            print(f"round {rnd}: default sweep done, load {load()}", flush=True)
+            for record in jobs:
+                alone = repo / "alone" / f"{record['job_id']}.csv"
+                alone.parent.mkdir(exist_ok=True)
+                run_alone(repo, record, alone)
+                ours = repo / record["argv"][[a.startswith("--csv=") for a in record["argv"]].index(True)][6:]
+                ours = ours.with_suffix("") if ours.suffix == ".partial" else ours
+                both = summary(pd.read_csv(ours)).join(summary(pd.read_csv(alone)), rsuffix="_alone")
+                for size, r in both.iterrows():
+                    rows.append((rnd, record["job_id"], int(size), r.on_cpu_pct, r.on_cpu_pct_alone,
+                                 r.spread_pct, r.spread_pct_alone))
+            print(f"round {rnd}: jobs alone done, load {load()}", flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+    table = pd.DataFrame(rows, columns=["round", "job", "size_bytes", "on_cpu_wf", "on_cpu_alone", "spread_wf",
+                                        "spread_alone"])
+    pd.set_option("display.width", 200)
+    print("\nper job and size: least on-CPU share (%) and largest within-run spread (%) over the ranks,"
+          " in the workflow (wf) and alone")
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+    shared = lambda col: int((table[col] < 95).sum())  # noqa: E731
+    print(f"\npoints with a rank on its CPU under 95% of a sample: workflow {shared('on_cpu_wf')}, "
+          f"alone {shared('on_cpu_alone')} of {len(table)}")
+    for name, col in (("workflow", "spread_wf"), ("alone", "spread_alone")):
+        big = table[table.size_bytes >= 256 << 20][col]
+        print(f"within-run spread, {name}: median {table[col].median():.1f}% over all sizes; "
+              f"at 256 MiB and above median {big.median():.1f}%, max {big.max():.1f}%")
+    ratio = (table.spread_wf / table.spread_alone.where(table.spread_alone > 0)).median()
+    print(f"median ratio of the spreads, workflow / alone: {ratio:.2f}; load average at the end {load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
