@@ -32,6 +32,8 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 MULTI_RANK = 2
+# The workflow's jobs run `python -m numasweep`: this interpreter's environment comes first.
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
 
 
 def load() -> str:
@@ -50,7 +52,7 @@ def copy_repo(dest: Path) -> None:
 
 def run_workflow(repo: Path, snakemake: str) -> None:
     proc = subprocess.run([snakemake, "sweep", "--profile", "profiles/local", "-q"], cwd=repo,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=ENV)
     if proc.returncode != 0:
         sys.exit(f"quiet: the default sweep failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
 
@@ -69,7 +71,7 @@ def multi_rank_jobs(repo: Path) -> list[dict]:
 
 def run_alone(repo: Path, record: dict, csv: Path) -> None:
     argv = [f"--csv={csv}" if a.startswith("--csv=") else a for a in record["argv"]]
-    env = {**os.environ, **record.get("environment", {})}
+    env = {**ENV, **record.get("environment", {})}
     proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"quiet: {record['job_id']} alone failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -83,7 +85,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=1, help="workflow runs, each followed by the jobs alone")
-    ap.add_argument("--snakemake", default=shutil.which("snakemake") or "snakemake")
+    ap.add_argument("--snakemake", default=shutil.which("snakemake", path=ENV["PATH"]) or "snakemake")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
     args = ap.parse_args(argv)
     base = args.keep or Path(tempfile.mkdtemp(prefix="quiet-bench-"))
@@ -106,7 +108,7 @@ def main(argv: list[str]) -> int:
                 run_alone(repo, record, alone)
                 ours = repo / record["argv"][[a.startswith("--csv=") for a in record["argv"]].index(True)][6:]
                 ours = ours.with_suffix("") if ours.suffix == ".partial" else ours
-                both = summary(pd.read_csv(ours)).join(summary(pd.read_csv(alone)), rsuffix="_alone")
+                both = summary(pd.read_csv(ours)).join(summary(pd.read_csv(alone)).add_suffix("_alone"))
                 for size, r in both.iterrows():
                     rows.append((rnd, record["job_id"], int(size), r.on_cpu_pct, r.on_cpu_pct_alone,
                                  r.spread_pct, r.spread_pct_alone))
