@@ -170,24 +170,12 @@ def l3_styles(topology: dict | None, df: pd.DataFrame) -> dict[int, tuple[str, s
 # Latency
 
 
-SPREAD = ("latency_ns_min", "latency_ns_max")
-
-
-def with_spread(table: pd.DataFrame, latency: pd.DataFrame) -> pd.DataFrame:
-    """`table` (tables.latency_table) with each point's sample range: the fastest and slowest
-    sample of its runs (median over repetitions), where the kernel recorded them."""
-    if not set(SPREAD) <= set(latency.columns):
-        return table
-    band = series.point_table(latency, "latency", list(SPREAD))
-    if "ranks" in band:
-        band["ranks"] = band["ranks"].map(tables.rank_label)
-    keys = series.point_columns(table, "latency")
-    return table.merge(band[keys + list(SPREAD)], on=keys, how="left")
+SPREAD = tables.SPREAD
 
 
 def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) -> None:
     """One line per rank against size, coloured by L3 group, styled by its place in the node;
-    a band from each point's sample range where the table has one (`with_spread`)."""
+    a band from each point's sample range where the table has one (`tables.SPREAD`)."""
     styles = l3_styles(topology, part)
     for _, rows in tables.latency_lines(part):
         rows = rows.sort_values("size_bytes")
@@ -204,7 +192,7 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) 
 
 def plot_latency_vs_size(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
-    table = with_spread(tables.latency_table(latency), latency)
+    table = tables.latency_table(latency)
     for variant, part in tables.latency_configs(table):
         sizes = sorted(part["size_bytes"].unique())
         if len(sizes) < 2:

@@ -57,6 +57,12 @@ class Measure:
     count: str
     axis: str
 
+    def columns(self, table: pd.DataFrame, *others: str) -> pd.DataFrame:
+        """`table` narrowed to `others` and this measure's columns, those it has: what a
+        computation over a large table copies and groups, not every column of it."""
+        return table[[c for c in dict.fromkeys((*others, self.axis, self.value, self.low, self.high, self.count))
+                      if c in table]]
+
 
 LATENCY = Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
 
@@ -134,7 +140,9 @@ def run_standard_error(table: pd.DataFrame, measure: Measure = LATENCY) -> np.nd
         return pd.to_numeric(table[name], errors="coerce").to_numpy(float) if name in table else np.full(n, np.nan)
     lo, hi, k = column(measure.low), column(measure.high), column(measure.count)
     k = np.where(np.isfinite(k) & (k >= 2), k, 2).astype(int)
-    d2 = np.array([range_constant(int(v)) for v in k])
+    # d2 once per distinct sample count: a table of a million rows has a few.
+    counts, at = np.unique(k, return_inverse=True)
+    d2 = np.array([range_constant(int(v)) for v in counts], dtype=float)[at.reshape(-1)]
     sigma = np.log(hi / lo) / d2
     return MEDIAN_EFFICIENCY * sigma / np.sqrt(k)
 
@@ -279,6 +287,14 @@ def _pooled_median(cols: Sequence[_PairDiffs], n: int) -> float:
 
 # ---------------------------------------------------------------- series values
 
+def nanmedian(values: np.ndarray, axis: int) -> np.ndarray:
+    """np.nanmedian, the same numbers: in one call where no value is missing (numpy's own takes
+    a long axis, thousands of replicates, one slice at a time)."""
+    if values.size and not np.isnan(values).any():
+        return np.median(values, axis=axis)
+    return np.nanmedian(values, axis=axis)
+
+
 @dataclass
 class Series:
     """One series: replicates x sizes of log latency, and their within-run standard errors."""
@@ -293,7 +309,7 @@ class Series:
         return np.sum(np.isfinite(self.logs), axis=0)
 
     def center(self, logs: np.ndarray | None = None) -> np.ndarray:
-        return np.nanmedian(self.logs if logs is None else logs, axis=0)
+        return nanmedian(self.logs if logs is None else logs, axis=0)
 
     def latency_ns(self) -> np.ndarray:
         return np.exp(self.center())
@@ -336,7 +352,7 @@ class Series:
         for a in range(0, n, step):
             p = pick[a:a + step]
             logs = self.logs[p] + rng.standard_normal((len(p), p.shape[1], m)) * run_se[p]
-            out.append(np.nanmedian(logs, axis=1))
+            out.append(nanmedian(logs, axis=1))
         return np.concatenate(out) if out else np.empty((0, m))
 
 
@@ -344,7 +360,7 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
                  measure: Measure = LATENCY) -> list[Series]:
     """Split a tidy latency table into Series (see the module docstring for keys); `measure`
     names the axis, value and spread columns of another table (bandwidth over threads)."""
-    df = table.copy()
+    df = measure.columns(table, *series_keys, *replicate_keys)
     keys = [k for k in series_keys if k in df]
     reps = [k for k in replicate_keys if k in df]
     for col in keys + reps:
