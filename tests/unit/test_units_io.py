@@ -97,3 +97,16 @@ def test_cli_unknown_command_exits_2():
     proc = subprocess.run([sys.executable, "-m", "numasweep", "nope"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "unknown command" in proc.stderr
+
+
+def test_read_csv_leaves_skipped_columns_unread_but_never_a_checked_one(tmp_path):
+    """Columns in `skip` are not read (a large table loads faster), except the columns the file
+    must have and those whose values are checked: a bad latency is refused whatever was skipped."""
+    path = tmp_path / "latency.csv"
+    path.write_text("rank,cpu,size_bytes,latency_ns_median,start,command\n0,1,1024,80.5,t0,numa_latency\n")
+    df = read_csv(path, skip=("start", "command", "latency_ns_median", "rank"))
+    assert list(df.columns) == ["cpu", "size_bytes", "latency_ns_median"]
+    assert list(read_csv(path, ["start"], skip=("start",)).columns)[-2:] == ["start", "command"]
+    path.write_text("rank,cpu,size_bytes,latency_ns_median,start\n0,1,1024,-3,t0\n")
+    with pytest.raises(NumasweepError, match="latency_ns_median"):
+        read_csv(path, skip=("latency_ns_median",))

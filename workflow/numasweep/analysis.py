@@ -31,7 +31,7 @@ from numasweep import benches, contrasts, levels, series, stats
 from numasweep.errors import NumasweepError
 from numasweep.stats import Interval
 from numasweep.topology import Topology
-from numasweep.io import atomic_write_text, read_csv
+from numasweep.io import REPORT_ONLY, UNREAD, atomic_write_text, read_csv
 from numasweep.tables import as_text as _text
 from numasweep.tables import latency_points as _latency_points
 from numasweep.tables import l3_position as _l3_position
@@ -253,7 +253,8 @@ def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
     df["l3_position"] = series.per_value(df["l3_group"], lambda g: position.get(int(g), 0), dtype=np.int64)
     keys = [c for c in series.series_columns(df, "latency") if c not in series.WITHIN["latency"]]
     keys = keys + ["host", "locality"] if "host" in df else keys + ["locality"]
-    varying = [c for c in keys if df[c].astype(str).nunique() > 1]
+    # normalised (series.normalise): numbers or text, so distinct values are distinct texts
+    varying = [c for c in keys if df[c].nunique() > 1]
     return _Latency(df, levels.topology_object(topo), keys, varying)
 
 
@@ -729,8 +730,8 @@ def analyse(results_dir: str | Path) -> dict:
         except json.JSONDecodeError as exc:
             raise NumasweepError(f"{topo_path}: not valid JSON ({exc.msg}); regenerate it with "
                                  f"`python -m numasweep topology`") from None
-    frames = {b: read_csv(results_dir / f"{b}.csv") if (results_dir / f"{b}.csv").exists() else None
-              for b in benches.NAMES}
+    frames = {b: read_csv(results_dir / f"{b}.csv", skip=UNREAD + REPORT_ONLY)
+              if (results_dir / f"{b}.csv").exists() else None for b in benches.NAMES}
     if all(f is None for f in frames.values()):
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")
     findings: list[Finding] = []

@@ -143,8 +143,11 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
             continue
         df = series.normalise(df, bench)
         keys = series.series_columns(df, bench)
-        varying = [c for c in keys if df[c].astype(str).nunique() > 1] or keys[:1]
+        # normalised: numbers or text, so distinct values are distinct texts
+        varying = [c for c in keys if df[c].nunique() > 1] or keys[:1]
         have = [c for c in columns if c in df]
+        # the columns read below, not every column of a large table, go into the groups
+        df = df[list(dict.fromkeys(keys + have + [c for c in ("size_bytes", "array_bytes", "cpus") if c in df]))]
         for c in have:
             if c != "stores":
                 df[c] = pd.to_numeric(df[c], errors="coerce")

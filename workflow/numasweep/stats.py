@@ -38,7 +38,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from numasweep.errors import NumasweepError
 
@@ -122,13 +121,21 @@ def check_values(table: pd.DataFrame, where: str, measure: Measure = LATENCY) ->
 
 # ---------------------------------------------------------------- within-run spread
 
+def _sps():
+    """scipy.stats, imported when a test or an interval needs it: the report and the figures
+    import this module for its tables and seldom need scipy, which takes most of a second to load."""
+    from scipy import stats
+
+    return stats
+
+
 @lru_cache(maxsize=None)
 def range_constant(n: int) -> float:
     """d2(n): expected range of n standard normal draws (d2(2) = 1.128, d2(10) = 3.078)."""
     if n < 2:
         return math.nan
     x = np.linspace(-9, 9, 20001)
-    cdf = sps.norm.cdf(x)
+    cdf = _sps().norm.cdf(x)
     return float(np.trapezoid(1 - cdf ** n - (1 - cdf) ** n, x))
 
 
@@ -388,6 +395,7 @@ def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, me
     """Interval of exp(log_ratio) from a Student-t interval on the log scale."""
     if not (np.isfinite(se) and se > 0):
         return Interval.unknown(math.exp(log_ratio), "noise unknown")
+    sps = _sps()
     q = sps.t.ppf(0.5 + level / 2, dof) if np.isfinite(dof) else sps.norm.ppf(0.5 + level / 2)
     return Interval(math.exp(log_ratio), math.exp(log_ratio - q * se), math.exp(log_ratio + q * se), level,
                     method or f"t interval on the log ratio ({'inf' if not np.isfinite(dof) else int(dof)} df)")
@@ -395,6 +403,7 @@ def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, me
 
 def _sf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
     z, dof = np.broadcast_arrays(np.asarray(z, float), np.asarray(dof, float))
+    sps = _sps()
     return np.where(np.isfinite(dof), sps.t.sf(z, np.where(np.isfinite(dof), dof, 1)), sps.norm.sf(z))
 
 
