@@ -103,7 +103,7 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     df = measure.columns(table, *series_keys, *unit_keys, factor)
     keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
     for col in keys + [factor]:
-        df[col] = df[col].astype(object).where(df[col].notna(), "")
+        df[col] = stats.key_column(df[col])
     side_a = _side(df[df[factor].astype(str) == str(a)], keys, measure)
     side_b = _side(df[df[factor].astype(str) == str(b)], keys, measure)
     both = side_a.join(side_b, suffixes=("_a", "_b"), how="inner").dropna(subset=["_log_a", "_log_b"])

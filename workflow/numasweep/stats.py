@@ -363,6 +363,12 @@ class Series:
         return np.concatenate(out) if out else np.empty((0, m))
 
 
+def key_column(values: pd.Series) -> pd.Series:
+    """A column to group by that never drops a row: NaN as "" (the column as objects), and a column
+    without NaN as it is (the same groups, faster to form on a large table)."""
+    return values.astype(object).where(values.notna(), "") if values.hasnans else values
+
+
 def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
                  measure: Measure = LATENCY) -> list[Series]:
     """Split a tidy latency table into Series (see the module docstring for keys); `measure`
@@ -371,7 +377,7 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
     keys = [k for k in series_keys if k in df]
     reps = [k for k in replicate_keys if k in df]
     for col in keys + reps:
-        df[col] = df[col].astype(object).where(df[col].notna(), "")
+        df[col] = key_column(df[col])
     df["_log"] = np.log(pd.to_numeric(df[measure.value], errors="coerce"))
     df["_se"] = run_standard_error(df, measure)
     if not reps:
