@@ -82,12 +82,9 @@ def read_job(csv: Path, bench: str) -> pd.DataFrame:
     # The machine state it measured in (sys_* columns), for the report's data-quality notes.
     if "system" in meta:
         extra.update(quality.columns(meta["system"]))
-    if any(name in df.columns for name in extra):
-        for name, value in extra.items():
-            df[name] = value
-        return df
-    # The job's values as columns at once: forty assignments a job add up over thousands of jobs.
-    return pd.concat([df, pd.DataFrame(extra, index=df.index)], axis=1)
+    for name, value in extra.items():
+        df[name] = value
+    return df
 
 
 def aggregate(csvs: list[Path], bench: str, keep_going: bool = False) -> tuple[pd.DataFrame, list[str]]:
