@@ -110,3 +110,19 @@ def test_read_csv_leaves_skipped_columns_unread_but_never_a_checked_one(tmp_path
     path.write_text("rank,cpu,size_bytes,latency_ns_median,start\n0,1,1024,-3,t0\n")
     with pytest.raises(NumasweepError, match="latency_ns_median"):
         read_csv(path, skip=("latency_ns_median",))
+
+
+def test_columns_left_unread_are_named_by_no_step_that_skips_them():
+    """analyse and figures leave io.UNREAD and io.REPORT_ONLY unread, the report io.UNREAD: safe
+    only while the code of those steps never names such a column (a new use must take it out)."""
+    from pathlib import Path
+
+    from numasweep import io
+
+    package = Path(io.__file__).parent
+    steps = ("analysis", "bandwidth_analysis", "gpu_analysis", "mlc_analysis", "scaling", "levels", "contrasts",
+             "stats", "tables", "series", "figures", "mlc_figures")
+    named = {(m, c) for m in steps for c in io.UNREAD + io.REPORT_ONLY
+             if f'"{c}"' in (package / f"{m}.py").read_text()}
+    named |= {(m, c) for m in ("report", "quality") for c in io.UNREAD if f'"{c}"' in (package / f"{m}.py").read_text()}
+    assert named == set()
