@@ -31,10 +31,11 @@ from numasweep import benches, contrasts, levels, series, stats
 from numasweep.errors import NumasweepError
 from numasweep.stats import Interval
 from numasweep.topology import Topology
-from numasweep.io import atomic_write_text, read_csv
+from numasweep.io import REPORT_ONLY, UNREAD, atomic_write_text, read_csv
 from numasweep.tables import as_text as _text
 from numasweep.tables import latency_points as _latency_points
 from numasweep.tables import l3_position as _l3_position
+from numasweep.tables import node_lists
 from numasweep.tables import nodes as _nodes
 from numasweep.units import format_size, parse_page_fractions
 
@@ -54,12 +55,16 @@ class Finding:
     evidence: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return _jsonable(dataclasses.asdict(self))
+        return _jsonable(self)
 
 
 # ---------------------------------------------------------------- helpers
 
 def _jsonable(value: Any) -> Any:
+    """A finding's value as JSON values: dataclasses as dicts (dataclasses.asdict without its deep
+    copy, which a finding's thousands of evidence rows make slow), NaN as null, floats to 4 places."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -241,15 +246,15 @@ def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
     for col in ("cpu_node", "l3_group"):
         if col not in df:
             df[col] = -1
-    mem = [",".join(map(str, _nodes(v))) for v in df["mem_nodes"]]
+    mem = node_lists(df["mem_nodes"])
     node = df["cpu_node"].astype(str)
-    df["locality"] = np.where((pd.Series(mem, index=df.index) == node) | (pd.Series(mem, index=df.index) == ""),
-                              "local", node + "->" + pd.Series(mem, index=df.index))
+    df["locality"] = np.where((mem == node) | (mem == ""), "local", node + "->" + mem)
     position = _l3_position(topo)
-    df["l3_position"] = [position.get(int(g), 0) for g in df["l3_group"]]
+    df["l3_position"] = series.per_value(df["l3_group"], lambda g: position.get(int(g), 0), dtype=np.int64)
     keys = [c for c in series.series_columns(df, "latency") if c not in series.WITHIN["latency"]]
     keys = keys + ["host", "locality"] if "host" in df else keys + ["locality"]
-    varying = [c for c in keys if df[c].astype(str).nunique() > 1]
+    # normalised (series.normalise): numbers or text, so distinct values are distinct texts
+    varying = [c for c in keys if df[c].nunique() > 1]
     return _Latency(df, levels.topology_object(topo), keys, varying)
 
 
@@ -642,7 +647,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
         df = frames.get(bench)
         if df is None or df.empty or col not in df or df[col].isna().all():
             continue
-        fraction = _placement_fractions(df, col, req_col)
+        fraction, requested = _placement_fractions(df, col, req_col)
         if not fraction.notna().any():
             continue
         # one line per rank of each job (rank numbers repeat across jobs), at its worst size
@@ -651,15 +656,17 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
         keys["job_id"] = keys["job_id"].fillna("").astype(str)
         keys = keys[fraction.notna()].reset_index(drop=True)
         at = keys.groupby(list(dict.fromkeys(["job_id", who])))["fraction"].idxmin()
-        rows = []
-        for _, r in df[fraction.notna().to_numpy()].iloc[at.to_numpy()].iterrows():
-            fr = parse_page_fractions(r[col])
-            wanted = _requested(r.get(req_col), r.get("cpu_node"), r.get("cpu_nodes"))
-            rows.append({who: r.get(who, ""), "job_id": r.get("job_id", ""), "mode": r.get("mode", ""),
-                         "cpu": r.get("cpu"),
-                         "requested": ",".join(map(str, wanted)), "size_bytes": r.get("size_bytes"),
-                         "fraction": sum(fr.get(n, 0.0) for n in wanted), "page_fractions": r[col]})
-        worst = pd.DataFrame(rows)
+        # those rows, column by column (a large campaign has a line per rank of every job)
+        pick = np.flatnonzero(fraction.notna().to_numpy())[at.to_numpy()]
+
+        def picked(values: Any, default: Any = None) -> Any:
+            return default if values is None else pd.Series(values).iloc[pick].reset_index(drop=True)
+
+        worst = pd.DataFrame({name: value for name, value in (
+            (who, picked(df.get(who), "")), ("job_id", picked(df.get("job_id"), "")),
+            ("mode", picked(df.get("mode"), "")), ("cpu", picked(df.get("cpu"))), ("requested", picked(requested)),
+            ("size_bytes", picked(df.get("size_bytes"))), ("fraction", picked(fraction)),
+            ("page_fractions", picked(df[col])))}, index=pd.RangeIndex(len(pick)))
         worst["job_id"] = worst["job_id"].fillna("").astype(str)
         worst = worst.sort_values("fraction", kind="stable")
         bad = worst[worst["fraction"] < PLACEMENT_OK]
@@ -675,9 +682,8 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
                      + (f"; {bad_text}." if len(bad) else ".")),
             numbers={"checked": len(worst), "flagged": len(bad), "min_fraction": worst["fraction"].min(),
                      "threshold": PLACEMENT_OK},
-            evidence=[{k: r[k] for k in dict.fromkeys(("job_id", who, "mode", "cpu", "requested", "size_bytes",
-                                                       "fraction", "page_fractions"))}
-                      for _, r in worst.iterrows()],
+            evidence=worst[list(dict.fromkeys(("job_id", who, "mode", "cpu", "requested", "size_bytes", "fraction",
+                                               "page_fractions")))].to_dict("records"),
         ))
     return findings
 
@@ -687,20 +693,23 @@ def _requested(mem_nodes: Any, cpu_node: Any, cpu_nodes: Any) -> tuple[int, ...]
     return _nodes(mem_nodes) or _nodes(cpu_node) or _nodes(cpu_nodes)
 
 
-def _placement_fractions(df: pd.DataFrame, col: str, req_col: str) -> pd.Series:
-    """Per row, the fraction of its pages on the requested node(s); NaN where no placement was
-    recorded. Computed once per distinct (placement, request): a large table repeats a few."""
+def _placement_fractions(df: pd.DataFrame, col: str, req_col: str) -> tuple[pd.Series, pd.Series]:
+    """Per row, the fraction of its pages on the requested node(s), NaN where no placement was
+    recorded, and those nodes ("0,1"). Computed once per distinct (placement, request): a large
+    table repeats a few."""
     cols = list(dict.fromkeys(c for c in (col, req_col, "cpu_node", "cpu_nodes") if c in df))
     codes = df.groupby(cols, sort=False, dropna=False).ngroup().to_numpy()
     firsts = pd.Series(np.arange(len(df))).groupby(codes).first()
     values = np.full(len(firsts), np.nan)
+    asked = np.empty(len(firsts), dtype=object)
     for code, at in firsts.items():
         r = df.iloc[at]
+        wanted = _requested(r.get(req_col), r.get("cpu_node"), r.get("cpu_nodes"))
+        asked[code] = ",".join(map(str, wanted))
         fr = parse_page_fractions(r[col])
         if fr:
-            values[code] = sum(fr.get(n, 0.0) for n in _requested(r.get(req_col), r.get("cpu_node"),
-                                                                   r.get("cpu_nodes")))
-    return pd.Series(values[codes], index=df.index)
+            values[code] = sum(fr.get(n, 0.0) for n in wanted)
+    return pd.Series(values[codes], index=df.index), pd.Series(asked[codes], index=df.index)
 
 
 # ---------------------------------------------------------------- entry points
@@ -721,8 +730,8 @@ def analyse(results_dir: str | Path) -> dict:
         except json.JSONDecodeError as exc:
             raise NumasweepError(f"{topo_path}: not valid JSON ({exc.msg}); regenerate it with "
                                  f"`python -m numasweep topology`") from None
-    frames = {b: read_csv(results_dir / f"{b}.csv") if (results_dir / f"{b}.csv").exists() else None
-              for b in benches.NAMES}
+    frames = {b: read_csv(results_dir / f"{b}.csv", skip=UNREAD + REPORT_ONLY)
+              if (results_dir / f"{b}.csv").exists() else None for b in benches.NAMES}
     if all(f is None for f in frames.values()):
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")
     findings: list[Finding] = []

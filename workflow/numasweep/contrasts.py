@@ -86,7 +86,7 @@ class Deviation:
 
 
 def _side(table: pd.DataFrame, keys: list[str], measure: stats.Measure) -> pd.DataFrame:
-    df = table.copy()
+    df = table.copy(deep=False)
     df["_log"] = np.log(pd.to_numeric(df[measure.value], errors="coerce"))
     df["_se"] = stats.run_standard_error(df, measure)
     return df.groupby(keys + [measure.axis], dropna=False)[["_log", "_se"]].median()
@@ -100,10 +100,10 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     table other than latency over sizes (bandwidth over threads: its "sizes" are thread counts);
     onset=False skips the onset and its bootstrap (a caller that states no onset)."""
     stats.check_values(table, where, measure)
-    df = table.copy()
+    df = measure.columns(table, *series_keys, *unit_keys, factor)
     keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
     for col in keys + [factor]:
-        df[col] = df[col].astype(object).where(df[col].notna(), "")
+        df[col] = stats.key_column(df[col])
     side_a = _side(df[df[factor].astype(str) == str(a)], keys, measure)
     side_b = _side(df[df[factor].astype(str) == str(b)], keys, measure)
     both = side_a.join(side_b, suffixes=("_a", "_b"), how="inner").dropna(subset=["_log_a", "_log_b"])

@@ -13,15 +13,14 @@ import math
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
-# Figure objects without pyplot: no global figure state, no GUI backend, files only (Agg).
-from matplotlib.figure import Figure
 
 from numasweep import benches, levels, series, tables
 from numasweep.errors import NumasweepError
-from numasweep.io import read_csv
+from numasweep.io import REPORT_ONLY, UNREAD, read_csv
 from numasweep.units import format_size
 
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
@@ -49,8 +48,9 @@ def load_topology(results_dir: str | os.PathLike) -> dict | None:
                              "regenerate it with `python -m numasweep topology`") from None
 
 
-def load_results(results_dir: str | os.PathLike) -> dict[str, pd.DataFrame]:
-    """The aggregated table of every benchmark present in a results folder, by bench name."""
+def load_results(results_dir: str | os.PathLike, skip: tuple[str, ...] = ()) -> dict[str, pd.DataFrame]:
+    """The aggregated table of every benchmark present in a results folder, by bench name,
+    without the columns in `skip` (`io.UNREAD`: those no report step reads)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise NumasweepError(f"{results_dir}: no such results folder; give the folder that holds "
@@ -59,7 +59,7 @@ def load_results(results_dir: str | os.PathLike) -> dict[str, pd.DataFrame]:
     for bench in benches.NAMES:
         path = results_dir / f"{bench}.csv"
         if path.exists():
-            df = read_csv(path)
+            df = read_csv(path, skip=skip)
             if len(df):
                 frames[bench] = df
     return frames
@@ -74,13 +74,17 @@ def slug(value: object) -> str:
 # Drawing helpers
 
 
-def new_figure(ncols: int = 1, width: float | None = None) -> tuple[Figure, list]:
+def new_figure(ncols: int = 1, width: float | None = None) -> tuple[Any, list]:
+    # Figure objects without pyplot: no global figure state, no GUI backend, files only (Agg);
+    # imported here, not at the top: the report imports this module for its loaders alone.
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width or FIGSIZE[0], FIGSIZE[1]), layout="constrained")
     axes = fig.subplots(1, ncols, squeeze=False)
     return fig, list(axes[0])
 
 
-def save(fig: Figure, figdir: Path, bench: str, kind: str, variant: str) -> list[Path]:
+def save(fig: Any, figdir: Path, bench: str, kind: str, variant: str) -> list[Path]:
     out = figdir / bench
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -170,24 +174,12 @@ def l3_styles(topology: dict | None, df: pd.DataFrame) -> dict[int, tuple[str, s
 # Latency
 
 
-SPREAD = ("latency_ns_min", "latency_ns_max")
-
-
-def with_spread(table: pd.DataFrame, latency: pd.DataFrame) -> pd.DataFrame:
-    """`table` (tables.latency_table) with each point's sample range: the fastest and slowest
-    sample of its runs (median over repetitions), where the kernel recorded them."""
-    if not set(SPREAD) <= set(latency.columns):
-        return table
-    band = series.point_table(latency, "latency", list(SPREAD))
-    if "ranks" in band:
-        band["ranks"] = band["ranks"].map(tables.rank_label)
-    keys = series.point_columns(table, "latency")
-    return table.merge(band[keys + list(SPREAD)], on=keys, how="left")
+SPREAD = tables.SPREAD
 
 
 def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) -> None:
     """One line per rank against size, coloured by L3 group, styled by its place in the node;
-    a band from each point's sample range where the table has one (`with_spread`)."""
+    a band from each point's sample range where the table has one (`tables.SPREAD`)."""
     styles = l3_styles(topology, part)
     for _, rows in tables.latency_lines(part):
         rows = rows.sort_values("size_bytes")
@@ -204,7 +196,7 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) 
 
 def plot_latency_vs_size(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
-    table = with_spread(tables.latency_table(latency), latency)
+    table = tables.latency_table(latency)
     for variant, part in tables.latency_configs(table):
         sizes = sorted(part["size_bytes"].unique())
         if len(sizes) < 2:
@@ -429,7 +421,7 @@ def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[
     """Every figure the results support; each bench gets its folder even when it has none."""
     figdir = Path(figdir)
     topology = load_topology(results_dir)
-    frames = load_results(results_dir)
+    frames = load_results(results_dir, UNREAD + REPORT_ONLY)
     paths: list[Path] = []
     for bench, drawers in DRAWERS.items():
         (figdir / bench).mkdir(parents=True, exist_ok=True)

@@ -78,8 +78,20 @@ def pattern_problem(error: object) -> str | None:
     return f"{getattr(error, 'instance', '')!r} is not allowed: use only {allowed.strip()}"
 
 
-def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
-    """A result CSV with the columns it must have, or a one-line error naming the file and the fix."""
+# Columns of an aggregated table that analyse, figures and report never read: when and on which
+# build each job ran (its provenance record keeps them, and `store` reads those) and the kernel's
+# load count. A million rows load in about half the time and memory without them.
+UNREAD = ("start", "end", "slurm_job_id", "kernel_commit", "topology_digest", "loads")
+# Columns only the report reads (the launch lines, the hosts and run columns of its data-quality
+# part): analyse and figures leave these unread too.
+REPORT_ONLY = ("command", "prov_host", "sample_s", "spread_pct", "first_touch_s", "cycle_build_s", "on_cpu_pct",
+               "timer_ticks")
+
+
+def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = (),
+             skip: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A result CSV with the columns it must have, or a one-line error naming the file and the fix.
+    Columns in `skip` are not read, unless required or checked (`benches.Bench.positive`)."""
     # pandas is imported here, not at the top: the per-job provenance step imports this module
     # and only writes text, and pandas costs seconds to import on a slow or emulated machine.
     import pandas as pd
@@ -87,8 +99,10 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
     path = Path(path)
     if not path.exists():
         raise NumasweepError(f"{path}: no such result file; rerun the job that writes it")
+    bench = benches.BENCHES.get(path.stem)
+    unread = set(skip) - set(required) - set(bench.positive if bench else ())
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, usecols=(lambda c: c not in unread) if unread else None)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NumasweepError(

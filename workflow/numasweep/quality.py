@@ -80,7 +80,7 @@ RUN_COLUMNS = {
 }
 
 
-def _series_name(row: pd.Series, columns: list[str]) -> str:
+def _series_name(row: dict | pd.Series, columns: list[str]) -> str:
     return ", ".join(f"{c} {series.label(row[c])}" for c in columns if series.label(row[c]) not in ("", "-1"))
 
 
@@ -143,14 +143,20 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
             continue
         df = series.normalise(df, bench)
         keys = series.series_columns(df, bench)
-        varying = [c for c in keys if df[c].astype(str).nunique() > 1] or keys[:1]
+        # normalised: numbers or text, so distinct values are distinct texts
+        varying = [c for c in keys if df[c].nunique() > 1] or keys[:1]
         have = [c for c in columns if c in df]
+        # the columns read below, not every column of a large table, go into the groups
+        used = list(dict.fromkeys(have + [c for c in ("size_bytes", "array_bytes", "cpus") if c in df]))
+        df = df[list(dict.fromkeys(keys + used))]
         for c in have:
             if c != "stores":
                 df[c] = pd.to_numeric(df[c], errors="coerce")
         rows, flagged = [], []
-        for _, g in df.groupby(keys, sort=True, dropna=False) if keys else [((), df)]:
-            name = _series_name(g.iloc[0], varying) or "all"
+        groups = ((dict(zip(keys, key)), g) for key, g in df.groupby(keys, sort=True, dropna=False)[used]) \
+            if keys else [({}, df)]
+        for key, g in groups:
+            name = _series_name(key, varying) or "all"
             if bench == "latency":
                 large = g[g["size_bytes"] >= SPREAD_FROM_BYTES] if "size_bytes" in g else g.iloc[0:0]
                 spread = large["spread_pct"].dropna() if "spread_pct" in large else pd.Series(dtype=float)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from numasweep import benches, figures, levels, mlc_figures, quality, series, tables
 from numasweep.errors import NumasweepError
-from numasweep.io import atomic_write_text
+from numasweep.io import UNREAD, atomic_write_text
 from numasweep.units import format_cpulist, format_size, parse_page_fractions
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "report"
@@ -369,7 +369,7 @@ def unmeasurable(frames: dict[str, pd.DataFrame]) -> set[str]:
     latency = frames.get("latency")
     if latency is None:
         return set()
-    pages = {str(p).lower() for p in latency.get("page_size", pd.Series(dtype=object)).dropna()}
+    pages = {str(p).lower() for p in latency.get("page_size", pd.Series(dtype=object)).dropna().unique()}
     base = pages & levels.BASE_PAGES
     return set() if base and pages - base - {""} else {"TLB"}
 
@@ -471,7 +471,7 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
 
 def system_context(results_dir: Path, findings: dict | None, figures_dir: Path | None, out_md: Path) -> dict:
     topology = figures.load_topology(results_dir)
-    frames = figures.load_results(results_dir)
+    frames = figures.load_results(results_dir, UNREAD)
     if topology is None and not frames:
         raise NumasweepError(f"{results_dir}: neither topology.json nor any <bench>.csv; give the "
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
@@ -619,7 +619,7 @@ def render_cross(results_dirs: list[Path], findings: list[dict | None], figures_
     names = [c["system"] for c in contexts]
     if names[0] == names[1]:
         names = [f"{n} ({Path(d).name})" for n, d in zip(names, results_dirs)]
-    frames = [figures.load_results(d) for d in results_dirs]
+    frames = [figures.load_results(d, UNREAD) for d in results_dirs]
     cross_figures = []
     if figures_dir is not None:
         for png in [p for p in plot_cross_latency(frames, names, Path(figures_dir)) if p.suffix == ".png"]:

@@ -37,6 +37,10 @@ def scaling_points(latency: pd.DataFrame | None) -> pd.DataFrame:
     when there are none."""
     if latency is None or latency.empty or RPD not in latency or "size_bytes" not in latency:
         return pd.DataFrame()
+    # a campaign at one rank count per domain (the seed's sweep) has no curve: no table to reduce
+    counts = pd.to_numeric(latency[RPD], errors="coerce").fillna(-1).astype("int64")
+    if counts[counts > 0].nunique() < 2:
+        return pd.DataFrame()
     points = series.point_table(latency, "latency", ["latency_ns_median"])
     points = points[(points[RPD] > 0) & (points["latency_ns_median"] > 0)]
     if points.empty:

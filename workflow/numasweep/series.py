@@ -17,7 +17,9 @@ name the configuration, and those that vary in a table split it into its variant
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
 from numasweep import benches
@@ -86,7 +88,9 @@ def point_columns(df: pd.DataFrame, bench: str) -> list[str]:
 def normalise(df: pd.DataFrame, bench: str) -> pd.DataFrame:
     """A copy whose identity columns compare exactly: numbers as numbers (-1 when absent), the
     others as text ("" when absent), so that grouping never drops or splits a row on NaN."""
-    df = df.copy()
+    # A shallow copy: pandas copies a column only when it is written (copy on write), so the
+    # other columns of a large table are not copied.
+    df = df.copy(deep=False)
     for col in point_columns(df, bench):
         if col in NUMERIC:
             df[col] = pd.to_numeric(df[col], errors="coerce").fillna(-1).astype("int64")
@@ -95,23 +99,25 @@ def normalise(df: pd.DataFrame, bench: str) -> pd.DataFrame:
     return df
 
 
-def labels(values: pd.Series) -> pd.Series:
-    """`label` of every value, computed once per distinct value (a table of a million rows has a
-    few hundred distinct identities)."""
-    import numpy as np
+def per_value(values: pd.Series, fn: Callable[[Any], Any], dtype: Any = object) -> np.ndarray:
+    """`fn` of every value, called once per distinct value (NaN and None included): a table of a
+    million rows has a few hundred distinct identities."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return np.array([fn(u) for u in uniques], dtype=dtype)[codes]
 
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    # The sentinel -1 (NaN, None) picks the last entry: "".
-    names = np.array([label(u) for u in uniques] + [""], dtype=object)
-    return pd.Series(names[codes], index=values.index, dtype=object)
+
+def labels(values: pd.Series) -> pd.Series:
+    """`label` of every value, computed once per distinct value."""
+    return pd.Series(per_value(values, label), index=values.index, dtype=object)
 
 
 def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per point (series and axis value): the median of `values` over repetitions, and
     the first value of each column in `first` (e.g. page placement) that the table has."""
-    df = normalise(df, bench)
     keys = point_columns(df, bench)
     values = [v for v in values if v in df.columns]
+    # only the columns it groups and takes: the others of a large table are not normalised
+    df = normalise(df[list(dict.fromkeys(keys + values + [c for c in first if c in df.columns]))], bench)
     grouped = df.groupby(keys, sort=True, dropna=False)
     out = grouped[values].median().reset_index()
     for col in first:

@@ -38,7 +38,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from numasweep.errors import NumasweepError
 
@@ -56,6 +55,12 @@ class Measure:
     high: str
     count: str
     axis: str
+
+    def columns(self, table: pd.DataFrame, *others: str) -> pd.DataFrame:
+        """`table` narrowed to `others` and this measure's columns, those it has: what a
+        computation over a large table copies and groups, not every column of it."""
+        return table[[c for c in dict.fromkeys((*others, self.axis, self.value, self.low, self.high, self.count))
+                      if c in table]]
 
 
 LATENCY = Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
@@ -116,13 +121,21 @@ def check_values(table: pd.DataFrame, where: str, measure: Measure = LATENCY) ->
 
 # ---------------------------------------------------------------- within-run spread
 
+def _sps():
+    """scipy.stats, imported when a test or an interval needs it: the report and the figures
+    import this module for its tables and seldom need scipy, which takes most of a second to load."""
+    from scipy import stats
+
+    return stats
+
+
 @lru_cache(maxsize=None)
 def range_constant(n: int) -> float:
     """d2(n): expected range of n standard normal draws (d2(2) = 1.128, d2(10) = 3.078)."""
     if n < 2:
         return math.nan
     x = np.linspace(-9, 9, 20001)
-    cdf = sps.norm.cdf(x)
+    cdf = _sps().norm.cdf(x)
     return float(np.trapezoid(1 - cdf ** n - (1 - cdf) ** n, x))
 
 
@@ -134,7 +147,9 @@ def run_standard_error(table: pd.DataFrame, measure: Measure = LATENCY) -> np.nd
         return pd.to_numeric(table[name], errors="coerce").to_numpy(float) if name in table else np.full(n, np.nan)
     lo, hi, k = column(measure.low), column(measure.high), column(measure.count)
     k = np.where(np.isfinite(k) & (k >= 2), k, 2).astype(int)
-    d2 = np.array([range_constant(int(v)) for v in k])
+    # d2 once per distinct sample count: a table of a million rows has a few.
+    counts, at = np.unique(k, return_inverse=True)
+    d2 = np.array([range_constant(int(v)) for v in counts], dtype=float)[at.reshape(-1)]
     sigma = np.log(hi / lo) / d2
     return MEDIAN_EFFICIENCY * sigma / np.sqrt(k)
 
@@ -279,6 +294,14 @@ def _pooled_median(cols: Sequence[_PairDiffs], n: int) -> float:
 
 # ---------------------------------------------------------------- series values
 
+def nanmedian(values: np.ndarray, axis: int) -> np.ndarray:
+    """np.nanmedian, the same numbers: in one call where no value is missing (numpy's own takes
+    a long axis, thousands of replicates, one slice at a time)."""
+    if values.size and not np.isnan(values).any():
+        return np.median(values, axis=axis)
+    return np.nanmedian(values, axis=axis)
+
+
 @dataclass
 class Series:
     """One series: replicates x sizes of log latency, and their within-run standard errors."""
@@ -293,7 +316,7 @@ class Series:
         return np.sum(np.isfinite(self.logs), axis=0)
 
     def center(self, logs: np.ndarray | None = None) -> np.ndarray:
-        return np.nanmedian(self.logs if logs is None else logs, axis=0)
+        return nanmedian(self.logs if logs is None else logs, axis=0)
 
     def latency_ns(self) -> np.ndarray:
         return np.exp(self.center())
@@ -336,19 +359,25 @@ class Series:
         for a in range(0, n, step):
             p = pick[a:a + step]
             logs = self.logs[p] + rng.standard_normal((len(p), p.shape[1], m)) * run_se[p]
-            out.append(np.nanmedian(logs, axis=1))
+            out.append(nanmedian(logs, axis=1))
         return np.concatenate(out) if out else np.empty((0, m))
+
+
+def key_column(values: pd.Series) -> pd.Series:
+    """A column to group by that never drops a row: NaN as "" (the column as objects), and a column
+    without NaN as it is (the same groups, faster to form on a large table)."""
+    return values.astype(object).where(values.notna(), "") if values.hasnans else values
 
 
 def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
                  measure: Measure = LATENCY) -> list[Series]:
     """Split a tidy latency table into Series (see the module docstring for keys); `measure`
     names the axis, value and spread columns of another table (bandwidth over threads)."""
-    df = table.copy()
+    df = measure.columns(table, *series_keys, *replicate_keys)
     keys = [k for k in series_keys if k in df]
     reps = [k for k in replicate_keys if k in df]
     for col in keys + reps:
-        df[col] = df[col].astype(object).where(df[col].notna(), "")
+        df[col] = key_column(df[col])
     df["_log"] = np.log(pd.to_numeric(df[measure.value], errors="coerce"))
     df["_se"] = run_standard_error(df, measure)
     if not reps:
@@ -372,6 +401,7 @@ def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, me
     """Interval of exp(log_ratio) from a Student-t interval on the log scale."""
     if not (np.isfinite(se) and se > 0):
         return Interval.unknown(math.exp(log_ratio), "noise unknown")
+    sps = _sps()
     q = sps.t.ppf(0.5 + level / 2, dof) if np.isfinite(dof) else sps.norm.ppf(0.5 + level / 2)
     return Interval(math.exp(log_ratio), math.exp(log_ratio - q * se), math.exp(log_ratio + q * se), level,
                     method or f"t interval on the log ratio ({'inf' if not np.isfinite(dof) else int(dof)} df)")
@@ -379,6 +409,7 @@ def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, me
 
 def _sf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
     z, dof = np.broadcast_arrays(np.asarray(z, float), np.asarray(dof, float))
+    sps = _sps()
     return np.where(np.isfinite(dof), sps.t.sf(z, np.where(np.isfinite(dof), dof, 1)), sps.norm.sf(z))
 
 

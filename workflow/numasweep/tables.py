@@ -33,9 +33,19 @@ def nodes(value: Any) -> tuple[int, ...]:
 
 
 
+def _text(value: Any) -> str:
+    return "" if pd.isna(value) else re.sub(r"\.0$", "", str(value))
+
+
 def as_text(values: pd.Series) -> pd.Series:
-    """Text cells to group by: NaN -> "", a trailing ".0" dropped (3.0 -> "3")."""
-    return values.astype(object).where(values.notna(), "").astype(str).str.replace(r"\.0$", "", regex=True)
+    """Text cells to group by: NaN -> "", a trailing ".0" dropped (3.0 -> "3"); computed once per
+    distinct value."""
+    return pd.Series(series.per_value(values, _text), index=values.index, name=values.name, dtype=str)
+
+
+def node_lists(values: pd.Series) -> pd.Series:
+    """`nodes` of each cell as a comma list ("0,3", "" for none), once per distinct value."""
+    return pd.Series(series.per_value(values, lambda v: ",".join(map(str, nodes(v)))), index=values.index, dtype=str)
 
 
 def as_label(values: pd.Series) -> pd.Series:
@@ -104,13 +114,18 @@ def l3_position(topo: dict) -> dict[int, int]:
 _LATENCY_TABLES: dict[int, tuple[weakref.ref, pd.DataFrame]] = {}
 
 
+# A point's sample range: the fastest and slowest sample of its runs, where the kernel recorded them.
+SPREAD = ("latency_ns_min", "latency_ns_max")
+
+
 def latency_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions: one row per point of a series (`numasweep.series`). Computed
-    once per table object; each caller gets its own copy (tables are not changed in place)."""
+    """Median over repetitions: one row per point of a series (`numasweep.series`), of its
+    latency and, where recorded, its sample range (SPREAD). Computed once per table object; each
+    caller gets its own copy (tables are not changed in place)."""
     hit = _LATENCY_TABLES.get(id(df))
     if hit is not None and hit[0]() is df:
         return hit[1].copy()
-    out = series.point_table(df, "latency", ["latency_ns_median"], first=("page_fractions",))
+    out = series.point_table(df, "latency", ["latency_ns_median", *SPREAD], first=("page_fractions",))
     if "ranks" in out:
         # Rank 0 of a 1-rank run and rank 0 of an 8-rank run are different measurements: the
         # rank count names the configuration (`concurrent-8 ranks`), it is never averaged over.
@@ -136,18 +151,18 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
         return pd.DataFrame()
-    df = latency.copy()
+    df = latency.copy(deep=False)
     for col in ("mode", "page_size", "policy", "weights", "strategy", "domains", "memory"):
         df[col] = as_text(df[col]) if col in df else ""
     for col, default in (("rank", 0), ("cpu", -1), ("cpu_node", -1), ("l3_group", -1), ("ranks", 1),
                          ("ranks_per_domain", 0)):
         df[col] = pd.to_numeric(df[col], errors="coerce").fillna(default).astype(int) if col in df else default
-    df["mem_nodes"] = [",".join(map(str, nodes(v))) for v in df.get("mem_nodes", pd.Series([""] * len(df)))]
+    df["mem_nodes"] = node_lists(df["mem_nodes"]) if "mem_nodes" in df else ""
     # remote ranks are comparable only with ranks of the same CPU node reaching the same memory
     df["locality"] = np.where(df["mem_nodes"] == df["cpu_node"].astype(str), "local",
                               df["cpu_node"].astype(str) + "->" + df["mem_nodes"])
     pos = l3_position(topo)
-    df["l3_pos"] = [pos.get(g, 0) for g in df["l3_group"]]
+    df["l3_pos"] = series.per_value(df["l3_group"], lambda g: pos.get(g, 0), dtype=np.int64)
     for col in ("latency_ns_min", "latency_ns_max"):
         df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else np.nan
     keys = ["mode", "page_size", "policy", "weights", "strategy", "domains", "ranks_per_domain", "memory",
@@ -236,11 +251,11 @@ def bandwidth_points(bandwidth: pd.DataFrame | None, runs: bool = False) -> tupl
     metric = next((c for c in ("best_mb_s", "avg_mb_s") if c in bandwidth and bandwidth[c].notna().any()), None)
     if metric is None:
         return pd.DataFrame(), ""
-    df = bandwidth.copy()
+    df = bandwidth.copy(deep=False)
     for col in ("kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes"):
         df[col] = as_text(df[col]) if col in df else ""
     for col in ("cpu_nodes", "mem_nodes"):
-        df[col] = [",".join(map(str, nodes(v))) for v in df[col]] if col in df else ""
+        df[col] = node_lists(df[col]) if col in df else ""
     keys = ["kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes", "cpu_nodes",
             "mem_nodes"]
     other = [c for c in series.series_columns(df, "bandwidth") if c not in keys]
