@@ -148,7 +148,9 @@ def main(argv: list[str]) -> int:
     sub = ap.add_subparsers(dest="what", required=True)
     d = sub.add_parser("dryrun", help="time grid expansion and snakemake -n")
     d.add_argument("--jobs", default="1000,10000", help="comma list of campaign sizes (jobs)")
-    d.add_argument("--snakemake", default=shutil.which("snakemake") or "snakemake")
+    # .venv/bin/python bench/pipeline.py: the snakemake of this interpreter's environment first
+    d.add_argument("--snakemake", default=shutil.which("snakemake", path=f"{Path(sys.executable).parent}:"
+                                                         f"{os.environ.get('PATH', '')}") or "snakemake")
     d.add_argument("--batch", type=int, default=1, help="grid points per Snakemake job (config batch; default 1)")
     r = sub.add_parser("report", help="time aggregate, analyse, figures and report on model data")
     r.add_argument("--rows", type=int, default=1_000_000, help="latency rows of the cached results")

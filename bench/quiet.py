@@ -26,6 +26,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -38,6 +42,91 @@ ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PA
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+class Monitor:
+    """CPU time of every process and the hypervisor's steal, sampled each second from /proc while
+    the bench runs: what ran beside a job, with its command, and what the host took."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, Counter, int]] = []  # (time, ticks per command, steal ticks)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    @staticmethod
+    def processes() -> dict[str, tuple[int, str]]:
+        out = {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            name = cmd.strip() or stat[stat.index("(") + 1:stat.rindex(")")]
+            out[pid] = (int(fields[11]) + int(fields[12]), name)
+        return out
+
+    @staticmethod
+    def steal() -> int:
+        return int(Path("/proc/stat").read_text().split("\n")[0].split()[8])
+
+    def loop(self) -> None:
+        before, steal = self.processes(), self.steal()
+        while not self.stop.wait(1.0):
+            now, now_steal = self.processes(), self.steal()
+            used = Counter()
+            for pid, (ticks, name) in now.items():
+                delta = ticks - before[pid][0] if pid in before else 0
+                if delta > 0:
+                    used[kind(name)] += delta
+            self.samples.append((time.time(), used, now_steal - steal))
+            before, steal = now, now_steal
+
+    def __enter__(self) -> Monitor:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def during(self, start: float, end: float) -> tuple[Counter, int, float]:
+        """CPU ticks per command, steal ticks and seconds sampled within [start, end]."""
+        used, steal, seconds, last = Counter(), 0, 0.0, None
+        for t, ticks, stolen in self.samples:
+            if start < t <= end:
+                used.update(ticks)
+                steal += stolen
+                seconds += t - last if last is not None else 1.0
+            last = t
+        return used, steal, seconds
+
+
+def kind(cmd: str) -> str:
+    """A process named by what it is to the bench: the measuring kernel, or its command."""
+    if "build/bin/numa_" in cmd and not cmd.startswith(("mpirun", "env ", "bash", "/bin/sh")):
+        return "kernel"
+    words = cmd.split()
+    if "-m" in words and words.index("-m") + 1 < len(words):
+        return " ".join(words[words.index("-m") + 1:words.index("-m") + 3])
+    return Path(words[0]).name if words else cmd
+
+
+def beside(monitor: Monitor, start: float, end: float) -> tuple[float, float, str]:
+    """Share of one CPU that processes other than the kernel used, the hypervisor's steal (%),
+    and the top three of those processes, over the seconds of a job."""
+    used, steal, seconds = monitor.during(start, end)
+    hz = os.sysconf("SC_CLK_TCK")
+    others = {k: v for k, v in used.items() if k != "kernel"}
+    top = ", ".join(f"{k} {100 * v / hz / seconds:.1f}%" for k, v in Counter(others).most_common(3))
+    if not seconds:
+        return float("nan"), float("nan"), ""
+    return 100 * sum(others.values()) / hz / seconds, 100 * steal / hz / seconds / (os.cpu_count() or 1), top
+
+
+def when(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def copy_repo(dest: Path) -> None:
@@ -69,12 +158,15 @@ def multi_rank_jobs(repo: Path) -> list[dict]:
     return records
 
 
-def run_alone(repo: Path, record: dict, csv: Path) -> None:
+def run_alone(repo: Path, record: dict, csv: Path) -> tuple[float, float]:
+    """The job's launch line by itself; its start and end (epoch seconds)."""
     argv = [f"--csv={csv}" if a.startswith("--csv=") else a for a in record["argv"]]
     env = {**ENV, **record.get("environment", {})}
+    start = time.time()
     proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"quiet: {record['job_id']} alone failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return start, time.time()
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -90,7 +182,8 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     base = args.keep or Path(tempfile.mkdtemp(prefix="quiet-bench-"))
     print(f"load average at the start: {load()}; {os.cpu_count()} CPUs", flush=True)
-    rows = []
+    rows, jobs_beside = [], []
+    monitor = Monitor().__enter__()
     try:
         for rnd in range(1, args.rounds + 1):
             repo = base / f"round{rnd}"
@@ -105,7 +198,9 @@ def main(argv: list[str]) -> int:
             for record in jobs:
                 alone = repo / "alone" / f"{record['job_id']}.csv"
                 alone.parent.mkdir(exist_ok=True)
-                run_alone(repo, record, alone)
+                start, end = run_alone(repo, record, alone)
+                for where, span in (("workflow", (when(record["start"]), when(record["end"]))), ("alone", (start, end))):
+                    jobs_beside.append((rnd, record["job_id"], where, *beside(monitor, *span)))
                 ours = repo / record["argv"][[a.startswith("--csv=") for a in record["argv"]].index(True)][6:]
                 ours = ours.with_suffix("") if ours.suffix == ".partial" else ours
                 both = summary(pd.read_csv(ours)).join(summary(pd.read_csv(alone)).add_suffix("_alone"))
@@ -114,6 +209,7 @@ def main(argv: list[str]) -> int:
                                  r.spread_pct, r.spread_pct_alone))
             print(f"round {rnd}: jobs alone done, load {load()}", flush=True)
     finally:
+        monitor.__exit__()
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
     table = pd.DataFrame(rows, columns=["round", "job", "size_bytes", "on_cpu_wf", "on_cpu_alone", "spread_wf",
@@ -129,6 +225,10 @@ def main(argv: list[str]) -> int:
         big = table[table.size_bytes >= 256 << 20][col]
         print(f"within-run spread, {name}: median {table[col].median():.1f}% over all sizes; "
               f"at 256 MiB and above median {big.median():.1f}%, max {big.max():.1f}%")
+    print("\nCPU used beside each job by processes other than its kernel (% of one CPU; the job's own "
+          "run-job, mpirun and orted included), the hypervisor's steal (% of all CPUs), and the top three:")
+    for rnd, job, where, other, steal, top in jobs_beside:
+        print(f"  round {rnd} {job} {where:<8} others {other:5.1f}%  steal {steal:4.1f}%  {top}")
     ratio = (table.spread_wf / table.spread_alone.where(table.spread_alone > 0)).median()
     print(f"median ratio of the spreads, workflow / alone: {ratio:.2f}; load average at the end {load()}")
     return 0
