@@ -5,7 +5,7 @@ under the local profile, against the same launch lines run alone.
     .venv/bin/python bench/quiet.py --rounds 2      # alternate workflow and alone twice
     .venv/bin/python bench/quiet.py --keep out/     # keep the copy, its results and the CSVs
 
-It copies the repository's tracked files (with their changes) to a temporary folder, runs
+It copies the repository as the workflow tests do (no results, builds or tests) to a temporary folder, runs
 `snakemake sweep --profile profiles/local` there (the default sweep: latency, bandwidth and copy
 jobs next to the workflow's light jobs: topology, aggregation, builds), then runs the launch
 line of every latency job of 2 ranks or more again by itself, nothing else of ours running,
@@ -35,9 +35,12 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "workflow"))
+from workflow_helpers import copy_repo, snakemake_env  # noqa: E402  (the tests' copy of the repository)
+
 MULTI_RANK = 2
 # The workflow's jobs run `python -m numasweep`: this interpreter's environment comes first.
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+ENV = snakemake_env()
 
 
 def load() -> str:
@@ -129,16 +132,6 @@ def when(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def copy_repo(dest: Path) -> None:
-    """The tracked files as they are now (uncommitted changes included), no results or builds."""
-    files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], check=True, capture_output=True).stdout
-    for name in filter(None, files.decode().split("\0")):
-        src = REPO / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-
-
 def run_workflow(repo: Path, snakemake: str) -> None:
     proc = subprocess.run([snakemake, "sweep", "--profile", "profiles/local", "-q"], cwd=repo,
                           capture_output=True, text=True, env=ENV)
@@ -174,6 +167,33 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     return df.groupby("size_bytes").agg(on_cpu_pct=("on_cpu_pct", "min"), spread_pct=("spread_pct", "max"))
 
 
+def measure_round(repo: Path, rnd: int, snakemake: str, monitor: Monitor) -> tuple[list[tuple], list[tuple]]:
+    """The default sweep in a fresh copy, then its multi-rank latency jobs alone: per job and size
+    the on-CPU shares and spreads both ways, and per run what ran beside it."""
+    shutil.rmtree(repo, ignore_errors=True)
+    copy_repo(REPO, repo)
+    run_workflow(repo, snakemake)
+    jobs = multi_rank_jobs(repo)
+    if not jobs:
+        sys.exit("quiet: the default sweep ran no latency job of 2 ranks or more on this machine")
+    print(f"round {rnd}: default sweep done, load {load()}", flush=True)
+    rows, runs = [], []
+    for record in jobs:
+        alone = repo / "alone" / f"{record['job_id']}.csv"
+        alone.parent.mkdir(exist_ok=True)
+        start, end = run_alone(repo, record, alone)
+        for where, span in (("workflow", (when(record["start"]), when(record["end"]))), ("alone", (start, end))):
+            runs.append((rnd, record["job_id"], where, *beside(monitor, *span)))
+        # the job's CSV: its --csv argument, published without the .partial suffix
+        ours = repo / next(a for a in record["argv"] if a.startswith("--csv="))[6:].removesuffix(".partial")
+        both = summary(pd.read_csv(ours)).join(summary(pd.read_csv(alone)).add_suffix("_alone"))
+        for size, r in both.iterrows():
+            rows.append((rnd, record["job_id"], int(size), r.on_cpu_pct, r.on_cpu_pct_alone,
+                         r.spread_pct, r.spread_pct_alone))
+    print(f"round {rnd}: jobs alone done, load {load()}", flush=True)
+    return rows, runs
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=1, help="workflow runs, each followed by the jobs alone")
@@ -183,35 +203,15 @@ def main(argv: list[str]) -> int:
     base = args.keep or Path(tempfile.mkdtemp(prefix="quiet-bench-"))
     print(f"load average at the start: {load()}; {os.cpu_count()} CPUs", flush=True)
     rows, jobs_beside = [], []
-    monitor = Monitor().__enter__()
-    try:
-        for rnd in range(1, args.rounds + 1):
-            repo = base / f"round{rnd}"
-            shutil.rmtree(repo, ignore_errors=True)
-            repo.mkdir(parents=True)
-            copy_repo(repo)
-            run_workflow(repo, args.snakemake)
-            jobs = multi_rank_jobs(repo)
-            if not jobs:
-                sys.exit("quiet: the default sweep ran no latency job of 2 ranks or more on this machine")
-            print(f"round {rnd}: default sweep done, load {load()}", flush=True)
-            for record in jobs:
-                alone = repo / "alone" / f"{record['job_id']}.csv"
-                alone.parent.mkdir(exist_ok=True)
-                start, end = run_alone(repo, record, alone)
-                for where, span in (("workflow", (when(record["start"]), when(record["end"]))), ("alone", (start, end))):
-                    jobs_beside.append((rnd, record["job_id"], where, *beside(monitor, *span)))
-                ours = repo / record["argv"][[a.startswith("--csv=") for a in record["argv"]].index(True)][6:]
-                ours = ours.with_suffix("") if ours.suffix == ".partial" else ours
-                both = summary(pd.read_csv(ours)).join(summary(pd.read_csv(alone)).add_suffix("_alone"))
-                for size, r in both.iterrows():
-                    rows.append((rnd, record["job_id"], int(size), r.on_cpu_pct, r.on_cpu_pct_alone,
-                                 r.spread_pct, r.spread_pct_alone))
-            print(f"round {rnd}: jobs alone done, load {load()}", flush=True)
-    finally:
-        monitor.__exit__()
-        if args.keep is None:
-            shutil.rmtree(base, ignore_errors=True)
+    with Monitor() as monitor:
+        try:
+            for rnd in range(1, args.rounds + 1):
+                points, runs = measure_round(base / f"round{rnd}", rnd, args.snakemake, monitor)
+                rows += points
+                jobs_beside += runs
+        finally:
+            if args.keep is None:
+                shutil.rmtree(base, ignore_errors=True)
     table = pd.DataFrame(rows, columns=["round", "job", "size_bytes", "on_cpu_wf", "on_cpu_alone", "spread_wf",
                                         "spread_alone"])
     pd.set_option("display.width", 200)

@@ -162,6 +162,24 @@ def copy_repo_with_kernels(repo: Path, out: Path) -> None:
     shutil.copytree(repo / GUEST_BUILD, out / "repo" / "build", symlinks=True)
 
 
+def render_report(repo: Path, out: Path, system: str) -> str:
+    """The report rendered here, with the workflow's `report` target, from the results a guest
+    wrote under `out/repo` (`--config results=`), as a cluster's report is rendered from its
+    results: rendering is Python on the aggregated tables, minutes under emulation and seconds
+    here. Its Markdown, or a failure with the report log's tail."""
+    sys.path.insert(0, str(repo / "tests" / "workflow"))
+    from workflow_helpers import snakemake
+
+    proc = snakemake(out / "repo", "report", "--profile", "profiles/local", "--cores", "2",
+                     "--config", f"results=results/{system}")
+    log = out / "repo" / "logs" / system / "report" / "report_md.log"
+    assert proc.returncode == 0, (
+        f"the report did not render:\n{proc.stderr[-3000:]}\n{log.read_text()[-3000:] if log.exists() else ''}")
+    path = out / "repo" / "report" / system / "experimentation.md"
+    assert path.exists(), f"the report target finished without {path}"
+    return path.read_text()
+
+
 def page_fractions(field: str) -> dict[int, float]:
     """`"0:0.7500,3:0.2500"` -> {0: 0.75, 3: 0.25} (docs/INTERFACES.md)."""
     fractions: dict[int, float] = {}

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from numa_guest import HERE, GuestRun, Layout, Step, copy_repo_with_kernels, md_tables, page_fractions, section
+from numa_guest import (HERE, GuestRun, Layout, Step, copy_repo_with_kernels, md_tables, page_fractions,
+                        render_report, section)
 
 pytestmark = [pytest.mark.numa_vm, pytest.mark.workflow]
 
@@ -135,16 +135,7 @@ def test_report_renders_from_the_guest_results(guest: GuestRun, latency: pd.Data
     rendered from the cluster's results (`--config results=`): rendering is Python on the
     aggregated tables, minutes under emulation and seconds here. Its placement verification
     shows every rank."""
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import snakemake
-
-    proc = snakemake(guest.out / "repo", "report", "--profile", "profiles/local", "--cores", "2",
-                     "--config", f"results=results/{SYSTEM}")
-    log = guest.out / "repo" / "logs" / SYSTEM / "report" / "report_md.log"
-    rc = proc.returncode
-    assert rc == 0, (
-        f"the report did not render:\n{proc.stderr[-3000:]}\n{log.read_text()[-3000:] if log.exists() else ''}")
-    report = (guest.out / "repo" / "report" / SYSTEM / "experimentation.md").read_text()
+    report = render_report(repo, guest.out, SYSTEM)
     # The per-rank tables of the placement verification, one per configuration: each job's
     # ranks once, at its largest size, every MiB on the node the rank is bound to, its CPU's.
     rows = [row for _, table in md_tables(section(report, "Placement verification"))

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
-from numa_guest import HERE, GuestRun, Layout, Step, copy_repo_with_kernels, md_tables, page_fractions, section
+from numa_guest import (HERE, GuestRun, Layout, Step, copy_repo_with_kernels, md_tables, page_fractions,
+                        render_report, section)
 
 pytestmark = [pytest.mark.numa_vm, pytest.mark.workflow]
 
@@ -38,20 +38,10 @@ prepare = copy_repo_with_kernels
 
 @pytest.fixture(scope="module")
 def report(guest: GuestRun, repo: Path) -> str:
+    """The guest's own run wrote the topology and the aggregated tables (its kernels, launch
+    lines and placements); the report is drawn from them here."""
     guest.step("workflow").check()
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import snakemake
-
-    # The guest's own run wrote the topology and the aggregated tables; the report is drawn
-    # from them here (the kernels, launch lines and placements are the guest's).
-    proc = snakemake(guest.out / "repo", "report", "--profile", "profiles/local", "--cores", "2",
-                     "--config", f"results=results/{SYSTEM}")
-    log = guest.out / "repo" / "logs" / SYSTEM / "report" / "report_md.log"
-    assert proc.returncode == 0, (
-        f"the report did not render:\n{proc.stderr[-3000:]}\n{log.read_text()[-3000:] if log.exists() else ''}")
-    path = guest.out / "repo" / "report" / SYSTEM / "experimentation.md"
-    assert path.exists(), f"the workflow finished without {path}"
-    return path.read_text()
+    return render_report(repo, guest.out, SYSTEM)
 
 
 def test_workflow_detects_the_guest(guest: GuestRun) -> None:
