@@ -10,6 +10,9 @@ where 4 KiB and huge-page curves part, or nothing, said once), refuses curves th
 and `contrasts` compares modes and L3 groups size by size; every ratio, onset and location carries
 its interval and method, decisions hold the false-finding rate over every point tested, and a
 floor of practical effect stays. A finding's `numbers["claim"]` says whether it claims an effect.
+`latency_locality` tests every pair of CPU nodes reaching one node's memory against the firmware
+distances (Welch intervals over ranks, Benjamini-Hochberg over the pairs of the call); a farther
+node faster beyond the floor and the noise is a finding of its own (`latency_ordering`).
 Bandwidth and copy findings (`bandwidth_analysis`) rest on the same model, with thread counts for
 sizes and repetitions for units. GPU plateaus here are medians over repetitions.
 """
@@ -235,6 +238,11 @@ def _weakest(ordered: list[_NodePair]) -> _NodePair:
                                        p.ratio.estimate))
 
 
+def _family(pairs: int) -> str:
+    return ("one pair of different distances tested" if pairs == 1 else
+            f"Benjamini-Hochberg over the {pairs} pairs of different distances")
+
+
 def _distance_text(dist: dict[int, int | None], ordered: list[_NodePair], agrees: bool | None,
                    family: int) -> str:
     listed = ", ".join(f"node {n}: {dist[n]}" for n in sorted(dist))
@@ -244,8 +252,7 @@ def _distance_text(dist: dict[int, int | None], ordered: list[_NodePair], agrees
         p = min((p for p in ordered if p.flagged), key=lambda p: p.ratio.estimate)
         return (f"firmware distances ({listed}) order them differently: node {p.a} (distance {p.distance_a}) has "
                 f"{p.ratio.text('{:.2f}x')} the latency of node {p.b} (distance {p.distance_b}), faster beyond the "
-                f"noise and the {MIN_EFFECT * 100:.0f}% floor (Benjamini-Hochberg over the {family} pairs of "
-                "different distances)")
+                f"noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(family)})")
     p = _weakest(ordered)
     pair = (f"node {p.a} (distance {p.distance_a}) over node {p.b} (distance {p.distance_b}) "
             f"{p.ratio.text('{:.2f}x')}")
@@ -344,9 +351,8 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
                 summary=(f"Node {mem_node}'s memory is farther from node {p.a}'s CPUs than from node {p.b}'s by the "
                          f"firmware distances ({p.distance_a} vs {p.distance_b}), yet node {p.a}'s latency to it is "
                          f"{p.ratio.text('{:.2f}x')} node {p.b}'s ({where}; geometric means over ranks), faster "
-                         f"beyond the noise and the {MIN_EFFECT * 100:.0f}% floor (Benjamini-Hochberg over the "
-                         f"{len(every_ordered)} pairs of different distances): the ordering contradicts the "
-                         "firmware distances."),
+                         f"beyond the noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(len(every_ordered))}): the "
+                         "ordering contradicts the firmware distances."),
                 numbers={"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size, "claim": True,
                          "farther_cpu_node": p.a, "nearer_cpu_node": p.b, "distance_farther": p.distance_a,
                          "distance_nearer": p.distance_b, **_iv("ratio", p.ratio), "p_value": p.p_value,
