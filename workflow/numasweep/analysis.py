@@ -10,6 +10,9 @@ where 4 KiB and huge-page curves part, or nothing, said once), refuses curves th
 and `contrasts` compares modes and L3 groups size by size; every ratio, onset and location carries
 its interval and method, decisions hold the false-finding rate over every point tested, and a
 floor of practical effect stays. A finding's `numbers["claim"]` says whether it claims an effect.
+`latency_locality` tests every pair of CPU nodes reaching one node's memory against the firmware
+distances (Welch intervals over ranks, Benjamini-Hochberg over the pairs of the call); a farther
+node faster beyond the floor and the noise is a finding of its own (`latency_ordering`).
 Bandwidth and copy findings (`bandwidth_analysis`) rest on the same model, with thread counts for
 sizes and repetitions for units. GPU plateaus here are medians over repetitions.
 """
@@ -134,30 +137,156 @@ def _in(name: str) -> str:
     return f" ({name})" if name else ""
 
 
-def _two_sample_ratio(a: pd.Series, b: pd.Series) -> Interval:
+def _welch(a: pd.Series, b: pd.Series) -> tuple[Interval, float, float]:
     """Ratio of the geometric means of two groups of ranks, with a Welch t interval on the log
-    difference (each rank one replicate); no interval with fewer than two ranks a side."""
+    difference (each rank one replicate), and that difference's standard error and degrees of
+    freedom; no interval with fewer than two ranks a side (se NaN). Ranks alike to the last digit
+    give a zero-width interval (se 0): the data show no spread to widen it."""
     la, lb = np.log(a.to_numpy(float)), np.log(b.to_numpy(float))
     d = float(la.mean() - lb.mean())
     if len(la) < 2 or len(lb) < 2:
-        return Interval.unknown(math.exp(d), "one rank a side: no interval")
+        return Interval.unknown(math.exp(d), "one rank a side: no interval"), math.nan, math.nan
     va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
-    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1)) if va + vb > 0 else math.inf
-    return stats.t_interval(d, math.sqrt(va + vb), dof, method="Welch t interval over ranks on the log ratio")
+    if va + vb == 0:
+        return (Interval(math.exp(d), math.exp(d), math.exp(d), stats.LEVEL,
+                         "no spread over ranks: zero-width interval"), 0.0, math.inf)
+    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
+    return (stats.t_interval(d, math.sqrt(va + vb), dof, method="Welch t interval over ranks on the log ratio"),
+            math.sqrt(va + vb), dof)
+
+
+def _two_sample_ratio(a: pd.Series, b: pd.Series) -> Interval:
+    """Ratio of the geometric means of two groups of ranks with its Welch t interval (`_welch`)."""
+    return _welch(a, b)[0]
+
+
+def _beyond(log_ratio: float, se: float, dof: float, two_sided: bool) -> float:
+    """One-sided p-value of log ratio > log(1 + MIN_EFFECT) (`two_sided`: of |log ratio|); with a
+    zero standard error 0 or 1, with an unknown one NaN."""
+    value = abs(log_ratio) if two_sided else log_ratio
+    if se == 0:
+        return 0.0 if value > math.log1p(MIN_EFFECT) else 1.0
+    if two_sided:
+        return stats.excess_pvalue(log_ratio, se, dof, MIN_EFFECT)
+    return stats.rise_pvalue(log_ratio, se, dof, MIN_EFFECT)
+
+
+@dataclass
+class _NodePair:
+    """Two CPU nodes reaching one node's memory: latency of `a` over `b` (ratio of geometric means
+    over ranks, Welch interval) and the p-value the test of its family gives."""
+    a: int
+    b: int
+    distance_a: int
+    distance_b: int
+    ratio: Interval
+    p_value: float
+    flagged: bool = False
+
+    def numbers(self, names: tuple[str, str], flag: str) -> dict:
+        return {names[0]: self.a, names[1]: self.b, f"distance_{names[0]}": self.distance_a,
+                f"distance_{names[1]}": self.distance_b, "ratio": self.ratio.estimate, "low": self.ratio.low,
+                "high": self.ratio.high, "method": self.ratio.method, "p_value": self.p_value, flag: self.flagged}
+
+
+def _node_pairs(by_node: Any, dist: dict[int, int | None]) -> tuple[list[_NodePair], list[_NodePair]]:
+    """Every pair of CPU nodes of one group with known distances: (pairs of different distances as
+    farther / nearer, tested for the farther node faster beyond the floor; pairs of one distance as
+    slower / faster by geometric mean, tested two-sided beyond the floor)."""
+    nodes = sorted(n for n in by_node.groups if dist.get(int(n)) is not None)
+    ordered, tied = [], []
+    for i, x in enumerate(nodes):
+        for y in nodes[i + 1:]:
+            dx, dy = dist[int(x)], dist[int(y)]
+            if dx == dy:
+                ratio, se, dof = _welch(by_node.get_group(x), by_node.get_group(y))
+                if ratio.estimate < 1:
+                    x, y = y, x
+                    ratio, se, dof = _welch(by_node.get_group(x), by_node.get_group(y))
+                tied.append(_NodePair(int(x), int(y), dx, dy, ratio,
+                                      _beyond(math.log(ratio.estimate), se, dof, two_sided=True)))
+                continue
+            far, near = (x, y) if dx > dy else (y, x)
+            ratio, se, dof = _welch(by_node.get_group(far), by_node.get_group(near))
+            ordered.append(_NodePair(int(far), int(near), dist[int(far)], dist[int(near)], ratio,
+                                     _beyond(-math.log(ratio.estimate), se, dof, two_sided=False)))
+    return ordered, tied
+
+
+def _flag(pairs: list[_NodePair]) -> None:
+    """Benjamini-Hochberg over one family of pairs (every group of the call)."""
+    for pair, hit in zip(pairs, stats.benjamini_hochberg([p.p_value for p in pairs])):
+        pair.flagged = bool(hit)
+
+
+def _agreement(ordered: list[_NodePair]) -> bool | None:
+    """False when a pair contradicts the distances (its farther node faster beyond the floor and the
+    noise, Benjamini-Hochberg over the call); True when every pair of different distances has the
+    farther node slower with its 95 % interval above 1 (an intersection-union rule: each pair on its
+    own, so no correction for their number); None, not resolved by the noise, otherwise."""
+    if any(p.flagged for p in ordered):
+        return False
+    if ordered and all(np.isfinite(p.ratio.low) and p.ratio.low > 1 for p in ordered):
+        return True
+    return None
+
+
+def _weakest(ordered: list[_NodePair]) -> _NodePair:
+    """The pair of different distances closest to contradicting them: the lowest interval bound
+    (an unknown one first), then the lowest ratio."""
+    return min(ordered, key=lambda p: (np.isfinite(p.ratio.low), p.ratio.low if np.isfinite(p.ratio.low) else 0,
+                                       p.ratio.estimate))
+
+
+def _family(pairs: int) -> str:
+    return ("one pair of different distances tested" if pairs == 1 else
+            f"Benjamini-Hochberg over the {pairs} pairs of different distances")
+
+
+def _distance_text(dist: dict[int, int | None], ordered: list[_NodePair], agrees: bool | None,
+                   family: int) -> str:
+    listed = ", ".join(f"node {n}: {dist[n]}" for n in sorted(dist))
+    if not ordered:
+        return f"firmware distances ({listed}) give every node the same distance: they order nothing"
+    if agrees is False:
+        p = min((p for p in ordered if p.flagged), key=lambda p: p.ratio.estimate)
+        return (f"firmware distances ({listed}) order them differently: node {p.a} (distance {p.distance_a}) has "
+                f"{p.ratio.text('{:.2f}x')} the latency of node {p.b} (distance {p.distance_b}), faster beyond the "
+                f"noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(family)})")
+    p = _weakest(ordered)
+    pair = (f"node {p.a} (distance {p.distance_a}) over node {p.b} (distance {p.distance_b}) "
+            f"{p.ratio.text('{:.2f}x')}")
+    if agrees:
+        return (f"firmware distances ({listed}) order the nodes the same way: every farther node is slower, each "
+                f"interval above 1 (the closest, {pair})")
+    return (f"firmware distances ({listed}) are not contradicted, but the noise does not resolve the order "
+            f"({pair})")
+
+
+def _tied_text(tied: list[_NodePair]) -> str:
+    return "".join(
+        f"; the firmware gives nodes {p.a} and {p.b} the same distance {p.distance_a}, yet node {p.a}'s latency is "
+        f"{p.ratio.text('{:.2f}x')} node {p.b}'s, beyond the noise and the {MIN_EFFECT * 100:.0f}% floor "
+        f"(Benjamini-Hochberg over the pairs of one distance)" for p in tied if p.flagged)
 
 
 def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
     """Latency to one node's memory from each node's CPUs, normalised, next to the distances.
 
     Uses the largest size measured from at least two CPU nodes; latency per CPU node is the
-    median over its ranks.
+    median over its ranks. Against the firmware distances, every pair of CPU nodes is the ratio of
+    the geometric means over their ranks (ranks are the units) with a Welch t interval: a pair of
+    different distances contradicts them when the farther node is faster beyond the noise and the
+    10 % floor, and a pair of one distance differs when either is slower beyond both
+    (Benjamini-Hochberg over each kind of pair of the call). A contradiction is a finding of its
+    own (`latency_ordering`).
     """
     topo = _topology(topology)
     points = _latency_points(latency, topo)
     if points.empty:
         return []
     single = points[~points["mem_nodes"].str.contains(",") & (points["mem_nodes"] != "")]
-    findings = []
+    groups = []
     for (mode, page, mem), g in single.groupby(["mode", "page_size", "mem_nodes"]):
         sizes = [s for s, h in g.groupby("size_bytes") if h["cpu_node"].nunique() >= 2]
         if not sizes:
@@ -165,52 +294,70 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
         size = max(sizes)
         h = g[g["size_bytes"] == size]
         by_node = h.groupby("cpu_node")["latency_ns"]
+        mem_node = int(mem)
+        dist = {int(n): _distance(topo, int(n), mem_node) for n in by_node.groups}
+        known = all(d is not None for d in dist.values())
+        ordered, tied = _node_pairs(by_node, dist) if known else ([], [])
+        groups.append((mode, page, mem_node, size, by_node, dist, known, ordered, tied))
+    every_ordered = [p for g in groups for p in g[7]]
+    _flag(every_ordered)
+    _flag([p for g in groups for p in g[8]])
+    findings = []
+    for mode, page, mem_node, size, by_node, dist, known, ordered, tied in groups:
         spread = _two_sample_ratio(by_node.get_group(by_node.median().idxmax()),
                                    by_node.get_group(by_node.median().idxmin()))
-        per_node = h.groupby("cpu_node")["latency_ns"].agg(["median", "min", "max", "count"])
+        per_node = by_node.agg(["median", "min", "max", "count"])
         fast, slow = int(per_node["median"].idxmin()), int(per_node["median"].idxmax())
         best = per_node["median"].min()
-        mem_node = int(mem)
-        dist = {int(n): _distance(topo, int(n), mem_node) for n in per_node.index}
-        known = all(d is not None for d in dist.values())
-        agrees = None
         ratios = {int(n): per_node.loc[n, "median"] / best for n in per_node.index}
-        # nodes the firmware puts at one distance but whose latencies differ: what distances miss
-        tied: dict[int, list[int]] = {}
-        if known:
-            order = sorted(per_node.index, key=lambda n: per_node.loc[n, "median"])
-            agrees = all(dist[int(a)] <= dist[int(b)] for a, b in zip(order, order[1:]))
-            for n, d in dist.items():
-                tied.setdefault(d, []).append(n)
-        tied = {d: ns for d, ns in tied.items() if len(ns) > 1}
-        tie_spread = {d: max(ratios[n] for n in ns) / min(ratios[n] for n in ns) for d, ns in tied.items()}
+        agrees = _agreement(ordered) if known else None
+        # nodes the firmware puts at one distance: their latencies (median over ranks), each pair tested
+        at: dict[int, list[int]] = {}
+        for n, d in dist.items():
+            at.setdefault(d, []).append(n)
+        tie_spread = {d: {"nodes": sorted(ns), "ratio": max(ratios[n] for n in ns) / min(ratios[n] for n in ns),
+                          "differs": any(p.flagged for p in tied if p.distance_a == d)}
+                      for d, ns in at.items() if known and len(ns) > 1}
         others = "; ".join(f"node {n} {ratios[n]:.2f}x" for n in sorted(ratios) if n not in (fast, slow))
         dist_text = "firmware distances are not recorded for this system"
         if known:
-            dist_text = (f"firmware distances ({', '.join(f'node {n}: {dist[n]}' for n in sorted(dist))}) "
-                         + ("order the nodes the same way" if agrees else "order them differently"))
-            dist_text += "".join(
-                f", but give nodes {', '.join(map(str, sorted(ns)))} the same distance {d} while their latencies "
-                f"differ by {tie_spread[d]:.2f}x" for d, ns in tied.items() if tie_spread[d] - 1 > MIN_EFFECT / 2)
+            dist_text = _distance_text(dist, ordered, agrees, len(every_ordered)) + _tied_text(tied)
+        where = f"{_sz(size)}, {mode} mode" + (f", {page} pages" if page else "")
+        numbers = {"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size,
+                   "fastest_cpu_node": fast, "slowest_cpu_node": slow, "fastest_ns": best,
+                   "slowest_ns": per_node.loc[slow, "median"], "ratio_slowest_fastest": ratios[slow],
+                   **_iv("geomean_ratio", spread),
+                   "ratio_to_fastest": ratios, "latency_ns": per_node["median"].to_dict(),
+                   "distances": dist, "distance_order_agrees": agrees, "floor": MIN_EFFECT,
+                   "distance_pairs": [p.numbers(("farther", "nearer"), "contradicts") for p in ordered],
+                   "same_distance_spread": tie_spread,
+                   "same_distance_pairs": [p.numbers(("slower", "faster"), "differs") for p in tied]}
+        evidence = [{"cpu_node": int(n), "mem_node": mem_node, "size_bytes": size, "latency_ns": r["median"],
+                     "latency_ns_min_rank": r["min"], "latency_ns_max_rank": r["max"], "ranks": int(r["count"]),
+                     "distance": dist[int(n)]} for n, r in per_node.iterrows()]
         findings.append(Finding(
             id="latency_locality", bench="latency", title=f"Latency to node {mem_node}'s memory by CPU node",
-            summary=(f"With memory on node {mem_node} ({_sz(size)}, {mode} mode), latency is lowest from node "
+            summary=(f"With memory on node {mem_node} ({where}), latency is lowest from node "
                      f"{fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
                      f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
                      f"geometric means {spread.text('{:.2f}x')})"
                      + (f"; {others}" if others else "") + f"; {dist_text}."),
-            numbers={"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size,
-                     "fastest_cpu_node": fast, "slowest_cpu_node": slow, "fastest_ns": best,
-                     "slowest_ns": per_node.loc[slow, "median"], "ratio_slowest_fastest": ratios[slow],
-                     **_iv("geomean_ratio", spread),
-                     "ratio_to_fastest": ratios, "latency_ns": per_node["median"].to_dict(),
-                     "distances": dist, "distance_order_agrees": agrees,
-                     "same_distance_spread": {d: {"nodes": sorted(tied[d]), "ratio": r}
-                                              for d, r in tie_spread.items()}},
-            evidence=[{"cpu_node": int(n), "mem_node": mem_node, "size_bytes": size, "latency_ns": r["median"],
-                       "latency_ns_min_rank": r["min"], "latency_ns_max_rank": r["max"], "ranks": int(r["count"]),
-                       "distance": dist[int(n)]} for n, r in per_node.iterrows()],
-        ))
+            numbers=numbers, evidence=evidence))
+        for p in (p for p in ordered if p.flagged):
+            findings.append(Finding(
+                id="latency_ordering", bench="latency",
+                title=(f"Latency ordering contradicts the firmware distances: node {p.a} vs node {p.b} to node "
+                       f"{mem_node}'s memory" + _in(where)),
+                summary=(f"Node {mem_node}'s memory is farther from node {p.a}'s CPUs than from node {p.b}'s by the "
+                         f"firmware distances ({p.distance_a} vs {p.distance_b}), yet node {p.a}'s latency to it is "
+                         f"{p.ratio.text('{:.2f}x')} node {p.b}'s ({where}; geometric means over ranks), faster "
+                         f"beyond the noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(len(every_ordered))}): the "
+                         "ordering contradicts the firmware distances."),
+                numbers={"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size, "claim": True,
+                         "farther_cpu_node": p.a, "nearer_cpu_node": p.b, "distance_farther": p.distance_a,
+                         "distance_nearer": p.distance_b, **_iv("ratio", p.ratio), "p_value": p.p_value,
+                         "floor": MIN_EFFECT, "distance_order_agrees": False},
+                evidence=[e for e in evidence if e["cpu_node"] in (p.a, p.b)]))
     return findings
 
 

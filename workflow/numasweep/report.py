@@ -62,7 +62,7 @@ SUBJECTS = (
     Subject("DRAM and NUMA locality",
             "How far memory is: latency by CPU node and memory node against the firmware distances, "
             "how the L3 groups of a domain compare, and the round trip of a cache line between cores.",
-            ("latency_locality", "domain_asymmetry", "core_to_core"), ("latency_matrix", "c2c_heatmap")),
+            ("latency_locality", "latency_ordering", "domain_asymmetry", "core_to_core"), ("latency_matrix", "c2c_heatmap")),
     Subject("Contention and concurrency",
             "What ranks and threads running at once cost each other: concurrent against serial runs of "
             "the same ranks, and latency under a bandwidth load.",

@@ -1,0 +1,256 @@
+"""Latency by CPU node against the firmware distances (analysis.latency_locality) on tables with
+planted truth.
+
+The generator `plant` (below) states the model the tables come from; every data set is drawn
+from it, never measured:
+- a topology of 2, 4 or 8 nodes with a distance matrix of a real shape: 2 nodes 10 / d (d 12,
+  20, 21 or 32); 4 nodes all 12 apart (LUMI-G) or two sockets of two (10 / 12 / 32); 8 nodes two
+  sockets of four (10 / 12 / 32) or AMD NPS4-like (10 / 11 / 12 / 32: 11 to the neighbouring
+  quadrant);
+- latency to node m's memory from node c's CPUs is base x (d / 10)^e, d the firmware distance
+  c -> m, base 80 to 130 ns, e 0.2 to 0.6 (drawn per data set); one or two memory nodes per data
+  set, every node's CPUs reading each; a smaller size at a lower latency is measured too (the
+  analysis uses the largest);
+- 2 to 8 ranks per node; each rank off the truth by a log-normal factor of sigma 1, 3 or 6 %
+  (the unit of uncertainty); with repetitions (half the data sets, 2 or 3) each run is further
+  off by a third of that, and a rank's value is the median over its repetitions;
+- *inverted*: the node farthest from a memory node is 1.15 to 1.4x faster than that node's own
+  CPUs (its pairs with every nearer node contradict the distances);
+- *noise only* (flat): every node's latency alike: nothing to find, and the order unresolved.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from numasweep import analysis
+
+MIB = 1 << 20
+SIZES = (64 * MIB, 1024 * MIB)
+NOISES = (0.01, 0.03, 0.06)
+CASES = 40           # each test's data sets (each holds many pairs of nodes)
+
+
+def _matrix(rng: np.random.Generator, nodes: int) -> list[list[int]]:
+    if nodes == 2:
+        d = int(rng.choice([12, 20, 21, 32]))
+        return [[10, d], [d, 10]]
+    kind = int(rng.integers(2))
+    socket = nodes // 2 if nodes == 4 and kind == 1 or nodes == 8 else nodes
+    out = []
+    for i in range(nodes):
+        row = []
+        for j in range(nodes):
+            if i == j:
+                row.append(10)
+            elif i // socket != j // socket:
+                row.append(32)
+            elif nodes == 8 and kind == 1 and i // 2 == j // 2:
+                row.append(11)
+            else:
+                row.append(12)
+        out.append(row)
+    return out
+
+
+@dataclass
+class Planted:
+    latency: pd.DataFrame
+    topology: dict
+    truth: dict          # (memory node, cpu node) -> planted latency at the largest size
+    inverted: dict       # memory node -> the farther node made faster
+    noise: float
+    ranks: int           # per node
+
+
+def plant(rng: np.random.Generator, nodes: int | None = None, noise: float | None = None,
+          flat: bool = False, inverted: bool = False, min_ranks: int = 2) -> Planted:
+    """One data set from the model of the module docstring."""
+    nodes = nodes or int(rng.choice([2, 4, 8]))
+    noise = float(noise if noise is not None else rng.choice(NOISES))
+    dist = _matrix(rng, nodes)
+    ranks = int(rng.integers(min_ranks, 9))
+    reps = int(rng.choice([1, 2, 3])) if rng.random() < 0.5 else 1
+    base, e = float(rng.uniform(80, 130)), float(rng.uniform(0.2, 0.6))
+    mems = [int(m) for m in rng.choice(nodes, size=min(nodes, int(rng.integers(1, 3))), replace=False)]
+    cores = 8
+    topo = {"system": "planted", "threads_per_core": 1, "distances": dist,
+            "nodes": [{"id": n, "cpus": list(range(n * cores, (n + 1) * cores)), "memory_bytes": 1 << 34}
+                      for n in range(nodes)]}
+    truth, flipped, rows = {}, {}, []
+    for m in mems:
+        for c in range(nodes):
+            truth[m, c] = base * (1 if flat else (dist[c][m] / 10) ** e)
+        if inverted:
+            far = max(range(nodes), key=lambda c: (dist[c][m], c))
+            truth[m, far] = truth[m, m] / float(rng.uniform(1.15, 1.4))
+            flipped[m] = far
+        for c in range(nodes):
+            for r in range(ranks):
+                cpu = c * cores + r % cores
+                rank = rng.lognormal(0, noise)
+                for rep in range(reps):
+                    run = rank * (rng.lognormal(0, noise / 3) if reps > 1 else 1.0)
+                    for size in SIZES:
+                        scale = 1.0 if size == SIZES[-1] else 0.6
+                        rows.append({"rank": c * ranks + r, "ranks": nodes * ranks, "mode": "serial", "cpu": cpu,
+                                     "cpu_node": c, "l3_group": -1, "mem_nodes": m, "page_size": "4k",
+                                     "size_bytes": size, "repetition": rep,
+                                     "latency_ns_median": truth[m, c] * scale * run})
+    table = pd.DataFrame(rows)
+    if reps == 1:
+        table = table.drop(columns="repetition")
+    return Planted(table, topo, truth, flipped, noise, ranks)
+
+
+def findings(p: Planted) -> list:
+    return analysis.latency_locality(p.latency, p.topology)
+
+
+def tally(data: list[Planted]) -> dict:
+    """Counts over the data sets: pairs of different distances (resolved, unresolved, wrongly
+    contradicting), intervals covering the planted ratio, group verdicts, same-distance claims,
+    inverted data sets flagged (every flagged pair has the planted farther node, and one is)."""
+    t = dict(pairs=0, resolved=0, contradicts=0, covered=0, coverage_n=0, groups=0, agrees_true=0,
+             agrees_none=0, agrees_false=0, orderings=0, tie_claims=0, tie_pairs=0, inverted=0, flagged=0,
+             missed=[])
+    by_noise: dict[float, list[int]] = {}
+    unresolved: dict[float, list[int]] = {}
+    flagged: dict[tuple, list[int]] = {}
+    for p in data:
+        found = findings(p)
+        t["orderings"] += sum(f.id == "latency_ordering" for f in found)
+        hits: dict[int, set] = {}
+        for f in found:
+            n = f.numbers
+            if f.id == "latency_ordering":
+                hits.setdefault(n["mem_node"], set()).add(n["farther_cpu_node"])
+                continue
+            m = n["mem_node"]
+            t["groups"] += 1
+            t[{True: "agrees_true", None: "agrees_none", False: "agrees_false"}[n["distance_order_agrees"]]] += 1
+            for q in n["distance_pairs"]:
+                planted = p.truth[m, q["farther"]] / p.truth[m, q["nearer"]]
+                if m in p.inverted and p.inverted[m] in (q["farther"], q["nearer"]):
+                    continue
+                t["pairs"] += 1
+                t["resolved"] += bool(q["low"] > 1)
+                unresolved.setdefault(p.noise, []).append(not q["low"] > 1)
+                t["contradicts"] += bool(q["contradicts"])
+                if np.isfinite(q["low"]):
+                    t["coverage_n"] += 1
+                    ok = q["low"] <= planted <= q["high"]
+                    t["covered"] += ok
+                    by_noise.setdefault(p.noise, []).append(ok)
+            t["tie_pairs"] += len(n["same_distance_pairs"])
+            t["tie_claims"] += sum(q["differs"] for q in n["same_distance_pairs"])
+        for m, far in p.inverted.items():
+            t["inverted"] += 1
+            got = hits.get(m, set())
+            t["flagged"] += got == {far}
+            flagged.setdefault((p.noise, min(p.ranks, 3)), []).append(got == {far})
+            if got != {far}:
+                t["missed"].append((p.noise, p.ranks, round(p.truth[m, m] / p.truth[m, far], 3), sorted(got)))
+    t["coverage_by_noise"] = {k: float(np.mean(v)) for k, v in sorted(by_noise.items())}
+    t["unresolved_by_noise"] = {k: float(np.mean(v)) for k, v in sorted(unresolved.items())}
+    t["flagged_by"] = {k: (int(np.sum(v)), len(v)) for k, v in sorted(flagged.items())}
+    return t
+
+
+def _data(seed: int, n: int, **kw) -> list[Planted]:
+    rng = np.random.default_rng(seed)
+    return [plant(rng, **kw) for _ in range(n)]
+
+
+def test_correct_orderings_are_never_contradicted_and_intervals_cover() -> None:
+    t = tally(_data(11, CASES))
+    assert t["pairs"] > 200 and t["orderings"] == 0 and t["contradicts"] == 0 and t["agrees_false"] == 0
+    assert t["tie_claims"] == 0
+    assert 0.90 <= t["covered"] / t["coverage_n"] <= 0.99
+    # the order is resolved for most pairs (what stays unresolved is a ratio of a few % in 6 % noise)
+    assert t["resolved"] / t["pairs"] > 0.6 and t["agrees_true"] > 0
+
+
+def test_strong_orderings_are_resolved() -> None:
+    # 1 % rank noise: every planted ratio of 1.037 or more (12 vs 10 at e = 0.2) is resolved
+    t = tally(_data(12, CASES // 2, noise=0.01, nodes=4))
+    assert t["contradicts"] == 0 and t["resolved"] / t["pairs"] > 0.9
+
+
+def test_inverted_orderings_are_flagged() -> None:
+    # three ranks a node or more: with two, a Welch interval has one or two degrees of freedom
+    t = tally(_data(13, CASES // 2, inverted=True, noise=0.01, min_ranks=3)
+              + _data(14, CASES // 2, inverted=True, noise=0.03, min_ranks=3))
+    assert t["inverted"] >= CASES and t["flagged"] / t["inverted"] >= 0.9, t["missed"]
+    assert t["agrees_true"] == 0 and t["contradicts"] == 0
+
+
+def test_noise_only_claims_nothing() -> None:
+    t = tally(_data(15, CASES, flat=True))
+    assert t["orderings"] == 0 and t["contradicts"] == 0 and t["tie_claims"] == 0 and t["agrees_false"] == 0
+    # a group of two nodes has one pair: its interval lies above 1 by chance in 2.5 % of data sets
+    assert t["groups"] > 40 and t["agrees_true"] <= 0.05 * t["groups"]
+
+
+def test_a_contradiction_is_a_finding_with_its_interval() -> None:
+    p = plant(np.random.default_rng(16), nodes=2, noise=0.01, inverted=True)
+    (loc,) = [f for f in findings(p) if f.id == "latency_locality"]
+    orders = [f for f in findings(p) if f.id == "latency_ordering"]
+    assert orders and all(f.numbers["nearer_cpu_node"] != f.numbers["farther_cpu_node"] for f in orders)
+    assert loc.numbers["distance_order_agrees"] is False and "order them differently" in loc.summary
+    for f in orders:
+        n = f.numbers
+        assert n["claim"] and n["ratio_high"] < 1 / 1.1 and n["distance_farther"] > n["distance_nearer"]
+        assert f"{n['ratio']:.2f}x" in f.summary and "contradicts the firmware distances" in f.summary
+
+
+def test_nodes_of_one_distance_that_differ_are_claimed_with_their_interval() -> None:
+    # 4 nodes: for any memory node the two farthest share a distance (12 on LUMI-G, 32 across sockets)
+    p = plant(np.random.default_rng(17), nodes=4, noise=0.01, min_ranks=4)
+    m = int(p.latency["mem_nodes"].iloc[0])
+    dist = p.topology["distances"]
+    a, b = sorted(range(4), key=lambda c: (dist[c][m], c))[-2:]
+    assert dist[a][m] == dist[b][m]
+    slow = (p.latency["cpu_node"] == b) & (p.latency["mem_nodes"] == m)
+    p.latency.loc[slow, "latency_ns_median"] *= 1.3
+    (loc,) = [f for f in findings(p) if f.id == "latency_locality" and f.numbers["mem_node"] == m]
+    (pair,) = [q for q in loc.numbers["same_distance_pairs"] if q["differs"]]
+    assert (pair["slower"], pair["faster"]) == (b, a) and pair["low"] > 1.1 and pair["low"] < 1.3 < pair["high"]
+    assert f"{pair['ratio']:.2f}x" in loc.summary and "the same distance" in loc.summary
+    assert loc.numbers["same_distance_spread"][dist[a][m]]["differs"]
+
+
+def main() -> None:
+    """Prints the known-truth figures of docs/STATISTICS.md."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=2026)
+    a = ap.parse_args()
+    n = a.datasets
+    ok = tally(_data(a.seed, n))
+    inv = tally(_data(a.seed + 1, n, inverted=True))
+    flat = tally(_data(a.seed + 2, n, flat=True))
+    print(f"correct orderings, {n} data sets: {ok['pairs']} pairs of different distances, "
+          f"resolved {ok['resolved']} ({ok['resolved'] / ok['pairs']:.1%}), unresolved "
+          f"{ok['pairs'] - ok['resolved']} ({1 - ok['resolved'] / ok['pairs']:.1%}), false contradictions "
+          f"{ok['contradicts']} (latency_ordering findings {ok['orderings']}); groups agree True/None/False "
+          f"{ok['agrees_true']}/{ok['agrees_none']}/{ok['agrees_false']}; same-distance claims "
+          f"{ok['tie_claims']} of {ok['tie_pairs']} pairs")
+    cov = ok["covered"] / ok["coverage_n"]
+    print(f"95 % intervals covering the planted ratio: {cov:.1%} of {ok['coverage_n']} (by noise "
+          + " / ".join(f"{k:.0%}: {v:.1%}" for k, v in ok["coverage_by_noise"].items()) + ")")
+    print("unresolved pairs by noise: " + " / ".join(f"{k:.0%}: {v:.1%}" for k, v in ok["unresolved_by_noise"].items()))
+    print(f"inverted: flagged {inv['flagged']} of {inv['inverted']} (and no other farther node); "
+          f"false contradictions among the other pairs {inv['contradicts']}; flagged by (noise, ranks 2 / 3+): "
+          + ", ".join(f"{k[0]:.0%} {'2' if k[1] == 2 else '3+'}: {a}/{b}" for k, (a, b) in inv["flagged_by"].items()))
+    print(f"noise only, {n} data sets: latency_ordering {flat['orderings']}, same-distance claims "
+          f"{flat['tie_claims']} of {flat['tie_pairs']}, groups agree True/None/False "
+          f"{flat['agrees_true']}/{flat['agrees_none']}/{flat['agrees_false']}")
+
+
+if __name__ == "__main__":
+    main()
