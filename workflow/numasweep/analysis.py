@@ -137,27 +137,14 @@ def _in(name: str) -> str:
     return f" ({name})" if name else ""
 
 
-def _welch(a: pd.Series, b: pd.Series) -> tuple[Interval, float, float]:
-    """Ratio of the geometric means of two groups of ranks, with a Welch t interval on the log
-    difference (each rank one replicate), and that difference's standard error and degrees of
-    freedom; no interval with fewer than two ranks a side (se NaN). Ranks alike to the last digit
-    give a zero-width interval (se 0): the data show no spread to widen it."""
-    la, lb = np.log(a.to_numpy(float)), np.log(b.to_numpy(float))
-    d = float(la.mean() - lb.mean())
-    if len(la) < 2 or len(lb) < 2:
-        return Interval.unknown(math.exp(d), "one rank a side: no interval"), math.nan, math.nan
-    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
-    if va + vb == 0:
-        return (Interval(math.exp(d), math.exp(d), math.exp(d), stats.LEVEL,
-                         "no spread over ranks: zero-width interval"), 0.0, math.inf)
-    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
-    return (stats.t_interval(d, math.sqrt(va + vb), dof, method="Welch t interval over ranks on the log ratio"),
-            math.sqrt(va + vb), dof)
-
-
 def _two_sample_ratio(a: pd.Series, b: pd.Series) -> Interval:
-    """Ratio of the geometric means of two groups of ranks with its Welch t interval (`_welch`)."""
-    return _welch(a, b)[0]
+    """Ratio of the geometric means of two groups of ranks with its Welch t interval (`stats.welch`)."""
+    return stats.welch(a.to_numpy(float), b.to_numpy(float))[0]
+
+
+def _welch_nodes(by_node: Any, a: Any, b: Any) -> tuple[Interval, float, float]:
+    """Latency of CPU node a over node b: `stats.welch` over their ranks."""
+    return stats.welch(by_node.get_group(a).to_numpy(float), by_node.get_group(b).to_numpy(float))
 
 
 def _beyond(log_ratio: float, se: float, dof: float, two_sided: bool) -> float:
@@ -199,15 +186,15 @@ def _node_pairs(by_node: Any, dist: dict[int, int | None]) -> tuple[list[_NodePa
         for y in nodes[i + 1:]:
             dx, dy = dist[int(x)], dist[int(y)]
             if dx == dy:
-                ratio, se, dof = _welch(by_node.get_group(x), by_node.get_group(y))
+                ratio, se, dof = _welch_nodes(by_node, x, y)
                 if ratio.estimate < 1:
                     x, y = y, x
-                    ratio, se, dof = _welch(by_node.get_group(x), by_node.get_group(y))
+                    ratio, se, dof = _welch_nodes(by_node, x, y)
                 tied.append(_NodePair(int(x), int(y), dx, dy, ratio,
                                       _beyond(math.log(ratio.estimate), se, dof, two_sided=True)))
                 continue
             far, near = (x, y) if dx > dy else (y, x)
-            ratio, se, dof = _welch(by_node.get_group(far), by_node.get_group(near))
+            ratio, se, dof = _welch_nodes(by_node, far, near)
             ordered.append(_NodePair(int(far), int(near), dist[int(far)], dist[int(near)], ratio,
                                      _beyond(-math.log(ratio.estimate), se, dof, two_sided=False)))
     return ordered, tied

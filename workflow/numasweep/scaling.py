@@ -97,18 +97,6 @@ def rank_scaling(latency: pd.DataFrame | None, topology: Any = None) -> list[Fin
     return findings
 
 
-def _welch(a: np.ndarray, b: np.ndarray) -> stats.Interval:
-    """exp(mean log a - mean log b) with a Welch t interval (unknown with fewer than 2 a side)."""
-    la, lb = np.log(a), np.log(b)
-    diff = float(la.mean() - lb.mean())
-    if len(la) < 2 or len(lb) < 2:
-        return stats.Interval.unknown(math.exp(diff), "one rank a side: no interval")
-    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
-    se = math.sqrt(va + vb)
-    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1)) if va + vb > 0 else math.inf
-    return stats.t_interval(diff, se, dof, method="Welch t interval on the mean log latency over ranks")
-
-
 def placement_scaling(points: pd.DataFrame) -> list[Finding]:
     """Sequential against interleaved ranks, per domain set, size and rank count per domain."""
     if "strategy" not in points or not {"sequential", "interleaved"} <= set(points["strategy"]):
@@ -122,7 +110,7 @@ def placement_scaling(points: pd.DataFrame) -> list[Finding]:
             seq = h[h["strategy"] == "sequential"]["latency_ns_median"].to_numpy(float)
             inter = h[h["strategy"] == "interleaved"]["latency_ns_median"].to_numpy(float)
             if len(seq) and len(inter):
-                by_count.append((int(rpd), _welch(seq, inter)))
+                by_count.append((int(rpd), stats.welch(seq, inter, "Welch t interval on the mean log latency over ranks")[0]))
         if not by_count:
             continue
         rpd, interval = max(by_count, key=lambda c: abs(math.log(c[1].estimate)))
