@@ -161,12 +161,16 @@ def run_standard_error(table: pd.DataFrame, measure: Measure = LATENCY) -> np.nd
 # rows), and again for every replicate left out (`deviations`). They are counted instead: in an
 # ascending column, the differences fl(x_j - x_i) of a fixed x_i grow with x_j, so the pairs at
 # or below a value are a prefix per i, found by a binary search and checked against the computed
-# differences themselves. Bisecting on the value narrows to a window of few pairs, which are listed
-# and sorted: the order statistics are exactly those of the listed differences, bit for bit.
+# differences themselves. A value bracket around the wanted rank is narrowed (at values a sample of
+# its pairs places either side of the rank, a few rounds) to a window of few pairs, which are
+# listed and sorted: the order statistics are exactly those of the listed differences, bit for bit,
+# whatever values the sample chose. With each replicate left out, its own differences are counted
+# apart and subtracted (`_left_out`).
 
-_WINDOW = 1 << 16      # bisect until a value bracket holds this few differences
+_WINDOW = 1 << 16      # narrow until a value bracket holds this few differences
 _LIST = 1 << 22        # list at most this many at once
 _DRAW_CELLS = 1 << 22  # bootstrap values held at once (`Series.draws`)
+_SAMPLE = 1 << 16      # pairs sampled to place the next bracket (`_pivots`)
 
 
 class _PairDiffs:
@@ -246,20 +250,61 @@ def _middle(lo: float, hi: float) -> float:
 def _bracket(cols: Sequence[_PairDiffs], rank: int, lo: float = -1.0, clo: int = 0,
              hi: float | None = None, chi: int | None = None) -> tuple[float, int, float, int]:
     """(lo, pairs at or below lo, hi, pairs at or below hi) with the pooled difference of 0-based
-    `rank` in (lo, hi]: bisected on the value until few pairs or a single value are left."""
+    `rank` in (lo, hi]: narrowed until few pairs or a single value are left. Each round counts the
+    pairs at or below two values placed either side of the rank by a sample of the pairs still in
+    the bracket (half way when the sample cannot place them); the bracket holds whatever the values,
+    so the order statistics do not depend on the sample."""
     if hi is None or chi is None:
         hi = max(float(c.x[-1] - c.x[0]) for c in cols if c.pairs)
         chi = sum(c.pairs for c in cols)
+        at_hi = [np.full(len(c.x), len(c.x)) for c in cols]      # no difference exceeds the widest range
+    else:
+        at_hi = [c.upper(c.idx, hi) for c in cols]
+    at_lo = [c.upper(c.idx, lo) if lo >= 0 else c.idx + 1 for c in cols]
+    rng = np.random.default_rng(SEED)
     while chi - clo > _WINDOW:
-        mid = _middle(lo, hi)
-        if not lo < mid < hi:
-            break
-        c = sum(col.count(mid) for col in cols)
-        if c > rank:
-            hi, chi = mid, c
-        else:
-            lo, clo = mid, c
+        pivots = [v for v in _pivots(cols, at_lo, at_hi, rank - clo, chi - clo, lo, rng) if lo < v < hi]
+        if not pivots:
+            pivots = [_middle(lo, hi)]
+            if not lo < pivots[0] < hi:
+                break
+        for mid in pivots:
+            if not lo < mid < hi or chi - clo <= _WINDOW:
+                continue
+            at = [c.upper(c.idx, mid) for c in cols]
+            c = sum(int(np.sum(u - col.idx - 1)) for u, col in zip(at, cols))
+            if c > rank:
+                hi, chi, at_hi = mid, c, at
+            else:
+                lo, clo, at_lo = mid, c, at
     return lo, clo, hi, chi
+
+
+def _pivots(cols: Sequence[_PairDiffs], at_lo: list, at_hi: list, rank: int, pairs: int, lo: float,
+            rng: np.random.Generator) -> list[float]:
+    """Values to split a bracket at: zero first (equal replicates); else the differences of a
+    uniform sample of the bracket's `pairs` pairs about 3 sampling errors either side of `rank`
+    (0-based within the bracket); where both are one value v, v and the value just below it, which
+    leave v alone in the bracket when the rank falls among its pairs."""
+    if lo < 0:
+        return [0.0]
+    # pair p of the bracket: the row (column c, index i) whose cumulative count passes p, and j in it
+    rows = np.concatenate([np.maximum(h - a, 0) for a, h in zip(at_lo, at_hi)])
+    ends = np.cumsum(rows)
+    pick = np.sort(rng.integers(0, pairs, _SAMPLE))
+    row = np.searchsorted(ends, pick, side="right")
+    offset = pick - (ends[row] - rows[row])
+    base = np.repeat(np.cumsum([0] + [len(c.x) for c in cols])[:-1], [len(c.x) for c in cols])
+    xs = np.concatenate([c.x for c in cols])
+    i = row                                          # rows are every column's indices, in turn
+    j = base[row] + np.concatenate(at_lo)[row] + offset
+    sample = np.sort(xs[j] - xs[i])
+    where, margin = (rank + 0.5) / pairs, 3 / math.sqrt(_SAMPLE)
+    below = float(sample[max(int((where - margin) * _SAMPLE), 0)])
+    above = float(sample[min(int(math.ceil((where + margin) * _SAMPLE)), _SAMPLE - 1)])
+    if below == above:
+        return [float(np.nextafter(below, -np.inf)), below]
+    return [below, above]
 
 
 def _distinct(cols: Sequence[_PairDiffs], lo: float, clo: int, hi: float, chi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -407,6 +452,23 @@ def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, me
                     method or f"t interval on the log ratio ({'inf' if not np.isfinite(dof) else int(dof)} df)")
 
 
+def welch(a: np.ndarray, b: np.ndarray, method: str = "Welch t interval over ranks on the log ratio"
+          ) -> tuple[Interval, float, float]:
+    """Ratio of the geometric means of two groups of values (each one replicate) with a Welch t
+    interval on the log difference, and that difference's standard error and degrees of freedom; no
+    interval with fewer than two values a side (se NaN). Values alike to the last digit give a
+    zero-width interval (se 0): the data show no spread to widen it."""
+    la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
+    d = float(la.mean() - lb.mean())
+    if len(la) < 2 or len(lb) < 2:
+        return Interval.unknown(math.exp(d), "one value a side: no interval"), math.nan, math.nan
+    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
+    if va + vb == 0:
+        return Interval(math.exp(d), math.exp(d), math.exp(d), LEVEL, "no spread: zero-width interval"), 0.0, math.inf
+    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
+    return t_interval(d, math.sqrt(va + vb), dof, method=method), math.sqrt(va + vb), dof
+
+
 def _sf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
     z, dof = np.broadcast_arrays(np.asarray(z, float), np.asarray(dof, float))
     sps = _sps()
@@ -486,21 +548,22 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
     does not widen its own reference), Holm over every replicate and size.
     Returns (series index, replicate index, size index, log deviation, others' log median,
     Interval of exp(deviation), p-value) for each one found."""
-    rows, pvals = [], []
+    tested = []      # per series: (series index, replicate, size, deviation, centre, se, dof, p) of each point
     for n, (s, floor) in enumerate(zip(series, floors)):
         if s.logs.shape[0] - 1 < 2:
             continue
         dof, sig, ref, k = _left_out(s)
-        ok = np.isfinite(s.logs) & (k >= 2)
-        se = sig * np.sqrt(1 + math.pi / 2 / np.maximum(k, 1))
-        diff = s.logs - ref
-        p = excess_pvalue(diff, se, dof, floor)
-        for u, j in zip(*np.nonzero(ok)):
-            rows.append((n, int(u), int(j), float(diff[u, j]), float(ref[u, j]), float(se[u, j]), float(dof[u, j])))
-            pvals.append(float(p[u, j]))
-    keep = holm(pvals, alpha)
-    return [(n, u, j, diff, ref, t_interval(diff, se, dof), p)
-            for (n, u, j, diff, ref, se, dof), p, k in zip(rows, pvals, keep) if k]
+        u, j = np.nonzero(np.isfinite(s.logs) & (k >= 2))
+        se = sig[u, j] * np.sqrt(1 + math.pi / 2 / np.maximum(k[u, j], 1))
+        diff = s.logs[u, j] - ref[u, j]
+        tested.append((np.full(len(u), n), u, j, diff, ref[u, j], se, dof[u, j],
+                       excess_pvalue(diff, se, dof[u, j], floor)))
+    if not tested:
+        return []
+    n, u, j, diff, ref, se, dof, p = (np.concatenate(c) for c in zip(*tested))
+    return [(int(n[i]), int(u[i]), int(j[i]), float(diff[i]), float(ref[i]),
+             t_interval(float(diff[i]), float(se[i]), float(dof[i])), float(p[i]))
+            for i in np.nonzero(holm(p, alpha))[0]]
 
 
 def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -526,6 +589,8 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         if len(c.x):
             a, b = c.x[at[0]], c.x[at[1]]
             ref[:, j] = np.where(kr <= 0, np.nan, np.where(kr % 2 == 1, a, (a + b) / 2))
+    # each size's finite replicates in the order of their values
+    by_pos = [np.nonzero(finite[:, j])[0][np.argsort(pos[finite[:, j], j], kind="stable")] for j in range(m)]
     dof, sig = np.full((r, m), np.inf), np.full((r, m), np.nan)
     pairwise = k.max(axis=1) >= 2                       # else the others' noise is their runs' own
     for j in range(m):
@@ -540,22 +605,31 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         q = [(left - 1) // 2, left // 2]
         values, below = _ranked(band, int(q[0][use].min()), int((q[1] + mine)[use].max()))
 
-        def others(v_idx: np.ndarray) -> np.ndarray:
-            """Differences of the others at or below values[v_idx], per replicate."""
+        def own(v_idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
+            """Per replicate of `rows` (others 0): its own differences at or below values[v_idx]."""
             v = values[v_idx]
             near = np.zeros(r, dtype=np.int64)
             for i, c in zip(range(lo, hi), band):
-                f = finite[:, i]
+                f = by_pos[i][rows[by_pos[i]]]      # in sorted order: the searches run in step
                 near[f] += c.near(pos[f, i], v[f])
-            return below[v_idx] - near
+            return near
 
         found = []
-        for rank in q:      # smallest value with more than `rank` of the others' differences at or below
-            a, b = np.zeros(r, dtype=np.int64), np.full(r, len(values) - 1, dtype=np.int64)
-            while (a < b).any():
-                mid = (a + b) // 2
-                more = others(mid) > rank
-                a, b = np.where((a < b) & ~more, mid + 1, a), np.where((a < b) & more, mid, b)
+        last = len(values) - 1
+        a = np.zeros(r, dtype=np.int64)
+        for rank in q:
+            # The smallest value with more than `rank` of the others' differences at or below it.
+            # Those are the pooled ones less the replicate's own, which grow with the value: with
+            # n of its own at or below values[a], no index before the first with more than rank + n
+            # pooled differences qualifies, so that index is a lower bound, and one whose own count
+            # is still n qualifies itself. From the pooled rank itself, a few steps reach it.
+            # (the answer for the lower rank bounds that of the higher one too)
+            a = np.maximum(a, np.minimum(np.searchsorted(below, rank, side="right"), last))
+            todo = np.ones(r, dtype=bool)
+            while todo.any():
+                step = np.minimum(np.searchsorted(below, rank + own(a, todo), side="right"), last)
+                todo &= step > a
+                a = np.where(todo, step, a)
             found.append(values[a])
         med = np.where(left % 2 == 1, found[0], (found[0] + found[1]) / 2)
         sig[use, j] = SHAMOS * med[use]
