@@ -10,17 +10,9 @@ import sys
 from pathlib import Path
 
 # What a fresh clone does not have, or what a run writes.
-NOT_COPIED = {
-    ".venv",
-    ".git",
-    "build",
-    "results",
-    "report",
-    "logs",
-    ".snakemake",
-    ".pytest_cache",
-    "__pycache__",
-}
+NOT_COPIED = {".venv", ".git", ".snakemake", ".pytest_cache", "__pycache__"}
+# what a run writes at the repository's top (workflow/report holds the report's templates)
+NOT_COPIED_AT_TOP = {"build", "results", "report", "logs", "tests"}  # tests: the workflow never reads them
 TEST_CONFIGS = Path(__file__).resolve().parent / "config"
 
 
@@ -34,7 +26,7 @@ def copy_repo(repo: Path, dest: Path) -> Path:
             if not (os.path.isdir(os.path.join(folder, n)) or os.path.isfile(os.path.join(folder, n)))
         }
         if Path(folder) == repo:
-            skip.add("tests")  # the workflow never reads them; test configs are used in place
+            skip |= NOT_COPIED_AT_TOP & set(names)  # test configs are used in place
         return skip
 
     shutil.copytree(repo, dest, ignore=ignore, symlinks=True)
