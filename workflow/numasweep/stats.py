@@ -32,7 +32,8 @@ Model (what every interval and decision of `levels` and `contrasts` rests on):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Sequence
 
@@ -262,8 +263,10 @@ def _bracket(cols: Sequence[_PairDiffs], rank: int, lo: float = -1.0, clo: int =
         at_hi = [c.upper(c.idx, hi) for c in cols]
     at_lo = [c.upper(c.idx, lo) if lo >= 0 else c.idx + 1 for c in cols]
     rng = np.random.default_rng(SEED)
+    xs = np.concatenate([c.x for c in cols])                   # every column's values, in turn
+    first = np.repeat(np.cumsum([0] + [len(c.x) for c in cols])[:-1], [len(c.x) for c in cols])
     while chi - clo > _WINDOW:
-        pivots = [v for v in _pivots(cols, at_lo, at_hi, rank - clo, chi - clo, lo, rng) if lo < v < hi]
+        pivots = [v for v in _pivots(xs, first, at_lo, at_hi, rank - clo, chi - clo, rng) if lo < v < hi]
         if not pivots:
             pivots = [_middle(lo, hi)]
             if not lo < pivots[0] < hi:
@@ -280,25 +283,21 @@ def _bracket(cols: Sequence[_PairDiffs], rank: int, lo: float = -1.0, clo: int =
     return lo, clo, hi, chi
 
 
-def _pivots(cols: Sequence[_PairDiffs], at_lo: list, at_hi: list, rank: int, pairs: int, lo: float,
+def _pivots(xs: np.ndarray, first: np.ndarray, at_lo: list, at_hi: list, rank: int, pairs: int,
             rng: np.random.Generator) -> list[float]:
-    """Values to split a bracket at: zero first (equal replicates); else the differences of a
-    uniform sample of the bracket's `pairs` pairs about 3 sampling errors either side of `rank`
-    (0-based within the bracket); where both are one value v, v and the value just below it, which
-    leave v alone in the bracket when the rank falls among its pairs."""
-    if lo < 0:
-        return [0.0]
-    # pair p of the bracket: the row (column c, index i) whose cumulative count passes p, and j in it
-    rows = np.concatenate([np.maximum(h - a, 0) for a, h in zip(at_lo, at_hi)])
+    """Values to split a bracket at: the differences of a uniform sample of the bracket's `pairs`
+    pairs about 3 sampling errors either side of `rank` (0-based within the bracket); where both
+    are one value v, v and the value just below it, which leave v alone in the bracket when the
+    rank falls among its pairs. `xs`: the columns' values in turn, `first`: where each one's
+    column starts in `xs`; `at_lo`, `at_hi`: per column and index i, the first j past each bound."""
+    # pair p of the bracket: the row (a column's index i) whose cumulative count passes p, and j in it
+    lo_j = np.concatenate(at_lo)
+    rows = np.maximum(np.concatenate(at_hi) - lo_j, 0)
     ends = np.cumsum(rows)
     pick = np.sort(rng.integers(0, pairs, _SAMPLE))
     row = np.searchsorted(ends, pick, side="right")
-    offset = pick - (ends[row] - rows[row])
-    base = np.repeat(np.cumsum([0] + [len(c.x) for c in cols])[:-1], [len(c.x) for c in cols])
-    xs = np.concatenate([c.x for c in cols])
-    i = row                                          # rows are every column's indices, in turn
-    j = base[row] + np.concatenate(at_lo)[row] + offset
-    sample = np.sort(xs[j] - xs[i])
+    j = first[row] + lo_j[row] + pick - (ends[row] - rows[row])
+    sample = np.sort(xs[j] - xs[row])
     where, margin = (rank + 0.5) / pairs, 3 / math.sqrt(_SAMPLE)
     below = float(sample[max(int((where - margin) * _SAMPLE), 0)])
     above = float(sample[min(int(math.ceil((where + margin) * _SAMPLE)), _SAMPLE - 1)])
@@ -355,6 +354,7 @@ class Series:
     logs: np.ndarray             # (replicates, sizes), NaN where a replicate lacks a size
     run_se: np.ndarray           # same shape, NaN where unknown
     replicates: list
+    _noise: dict = field(default_factory=dict, repr=False, compare=False)   # by band: never mutated
 
     @property
     def k(self) -> np.ndarray:
@@ -367,7 +367,14 @@ class Series:
         return np.exp(self.center())
 
     def noise(self, band: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-        """(se of the log centre, degrees of freedom, sigma of one replicate) per size, and the rule."""
+        """(se of the log centre, degrees of freedom, sigma of one replicate) per size, and the rule;
+        worked out once per band (a series' values are not changed once built)."""
+        if band not in self._noise:
+            self._noise[band] = self._work_out_noise(band)
+        se, dof, sig, rule = self._noise[band]
+        return se.copy(), dof.copy(), sig.copy(), rule
+
+    def _work_out_noise(self, band: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
         m = len(self.sizes)
         se, dof, sig = np.full(m, np.nan), np.full(m, np.inf), np.full(m, np.nan)
         k = self.k
@@ -400,11 +407,18 @@ class Series:
         # a few draws at a time: thousands of replicates would hold n x r x m values at once; the
         # generator gives the same numbers in pieces as in one call
         step = max(1, _DRAW_CELLS // max(1, pick.shape[1] * m))
-        out = []
-        for a in range(0, n, step):
-            p = pick[a:a + step]
-            logs = self.logs[p] + rng.standard_normal((len(p), p.shape[1], m)) * run_se[p]
-            out.append(nanmedian(logs, axis=1))
+        # The medians of one piece are taken on a second thread while the next piece is drawn
+        # (numpy leaves Python's lock for both): the generator runs in order on this thread alone.
+        out, pending = [], None
+        with ThreadPoolExecutor(max_workers=1) as medians:
+            for a in range(0, n, step):
+                p = pick[a:a + step]
+                logs = self.logs[p] + rng.standard_normal((len(p), p.shape[1], m)) * run_se[p]
+                if pending is not None:
+                    out.append(pending.result())
+                pending = medians.submit(nanmedian, logs, 1)
+            if pending is not None:
+                out.append(pending.result())
         return np.concatenate(out) if out else np.empty((0, m))
 
 
@@ -526,7 +540,7 @@ def holm(pvalues: Sequence[float], alpha: float = FDR) -> np.ndarray:
 def unit_mean(logs: np.ndarray) -> tuple[float, float, int]:
     """(mean, standard error, units) of the mean log over units (rows) and sizes (columns): each
     unit's mean over the sizes is one replicate (se NaN with fewer than two units)."""
-    means = np.array([np.nanmean(r) for r in logs if np.isfinite(r).any()])
+    means = np.nanmean(logs[np.isfinite(logs).any(axis=1)], axis=1)
     est = float(np.mean(means)) if len(means) else math.nan
     se = float(np.std(means, ddof=1) / math.sqrt(len(means))) if len(means) >= 2 else math.nan
     return est, se, len(means)
