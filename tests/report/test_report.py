@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -281,3 +282,19 @@ def test_latency_table_is_reduced_once_per_table_and_each_caller_gets_its_own_co
     assert tables.latency_table(df)["latency_ns_median"].tolist() == [11.0, 21.0]
     other = df.assign(latency_ns_median=[1.0, 3.0, 5.0, 7.0])
     assert tables.latency_table(other)["latency_ns_median"].tolist() == [2.0, 6.0]
+
+
+def test_launch_lines_of_repetitions_are_one_loop_that_bash_runs(tmp_path: Path) -> None:
+    """Thousands of repetitions list each launch once: lines that differ only in the repetition's
+    number become a bash loop, which expands back to exactly those lines."""
+    lines = [f"numa_latency --size=1-64 --csv=lat-d0-r2-serial-rep{r}.csv" for r in (0, 1, 2)]
+    odd = [f"numa_latency --size=1-64 --csv=lat-d1-r2-serial-rep{r}.csv" for r in (0, 3)]
+    alone = "numa_bandwidth --kernel triad --csv=bw-c0-t2-rep0.csv"
+    frames = {"latency": pd.DataFrame({"command": lines + odd + lines}), "bandwidth": pd.DataFrame({"command": [alone]})}
+    found = report.commands(frames)
+    assert found == ["for rep in {0..2}; do numa_latency --size=1-64 --csv=lat-d0-r2-serial-rep${rep}.csv; done",
+                     "for rep in 0 3; do numa_latency --size=1-64 --csv=lat-d1-r2-serial-rep${rep}.csv; done",
+                     alone]
+    script = "\n".join(line.replace("do numa_latency", "do echo numa_latency") for line in found[:2])
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == lines + odd

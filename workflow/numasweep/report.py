@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,16 +157,36 @@ def distance_table(topology: dict) -> str | None:
     return md_table(["node"] + [str(i) for i in ids], [[i] + list(row) for i, row in zip(ids, distances)])
 
 
+# a repetition's number in a job id (`...-rep12`): the one part of a launch line repetitions change
+REPETITION_IN_LINE = re.compile(r"(?<=-rep)(\d+)(?!\d)")
+
+
 def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
     """Distinct launch lines, from the aggregated tables' `command` column (provenance), so the
-    report reads nothing beyond its declared inputs."""
+    report reads nothing beyond its declared inputs. Lines that differ only in their repetition's
+    number are one bash loop over the repetitions (`for rep in {0..4166}; do ...; done`): a
+    campaign of thousands of repetitions lists each launch once, as a line that still runs."""
     seen: dict[str, None] = {}     # in order of first appearance; a table repeats each line per row
     for df in frames.values():
         for key in COMMAND_KEYS:
             if key in df:
                 seen.update(dict.fromkeys(df[key].dropna().astype(str).unique()))
                 break
-    return list(seen)
+    loops: dict[str, list[tuple[int, str]]] = {}   # line with ${rep} -> (repetition, line), in order
+    for line in seen:
+        reps = set(REPETITION_IN_LINE.findall(line))
+        key = REPETITION_IN_LINE.sub("${rep}", line) if len(reps) == 1 else line
+        loops.setdefault(key, []).append((int(reps.pop()) if len(reps) == 1 else -1, line))
+    return [_loop(key, runs) for key, runs in loops.items()]
+
+
+def _loop(key: str, runs: list[tuple[int, str]]) -> str:
+    """The launch lines of one key: the line itself when it is one, else a loop over the repetitions."""
+    if len(runs) == 1:
+        return runs[0][1]
+    reps = sorted(r for r, _ in runs)
+    over = f"{{{reps[0]}..{reps[-1]}}}" if reps == list(range(reps[0], reps[-1] + 1)) else " ".join(map(str, reps))
+    return f"for rep in {over}; do {key}; done"
 
 
 # ---------------------------------------------------------------------------------------------
