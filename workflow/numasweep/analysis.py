@@ -664,11 +664,11 @@ def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list
     if table.empty:
         return findings
     div: list[contrasts.Contrast] = []
-    if {"concurrent", "serial"} <= set(table["mode"]):
+    if {"concurrent", "serial"} <= set(table["mode"].unique()):
         div_keys = [k for k in study.keys if k != "mode"] + ["l3_position"]
         div = contrasts.contrast(table, "mode", "concurrent", "serial", RANK_UNITS, div_keys, where="latency.csv")
     ccd: list[tuple[int, int, contrasts.Contrast]] = []
-    positions = sorted(set(table["l3_position"]))
+    positions = sorted(set(table["l3_position"].unique()))
     if study.topology is not None and study.topology.l3_groups and len(positions) > 1:
         for p in positions[1:]:
             ccd += [(positions[0], p, c) for c in contrasts.contrast(

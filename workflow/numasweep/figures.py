@@ -214,7 +214,7 @@ def plot_latency_vs_size(latency: pd.DataFrame, topology: dict | None, figdir: P
 
 def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
     table = tables.latency_table(latency)
-    if set(table["mode"]) < {"concurrent", "serial"}:
+    if set(table["mode"].unique()) < {"concurrent", "serial"}:
         return []
     # the same point of the same series, once with all ranks at once and once alone
     keys = [c for c in series.point_columns(table, "latency") if c != "mode"]

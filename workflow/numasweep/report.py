@@ -433,13 +433,13 @@ def cache_tally(findings: list[dict]) -> str | None:
 def mode_comparison(latency: pd.DataFrame | None) -> str | None:
     """Median over ranks per size for each mode, and their ratio, when both modes exist: one
     table per configuration (rank count, strategy, domains, ...), never pooled over them."""
-    if latency is None or set(latency["mode"]) < {"concurrent", "serial"}:
+    if latency is None or set(latency["mode"].unique()) < {"concurrent", "serial"}:
         return None
     table = tables.latency_table(latency)
     columns = series.config_columns(table, "latency", ("mode",))
     parts = []
     for _, part in series.configurations(table, "latency", without=("mode",)):
-        if set(part["mode"]) < {"concurrent", "serial"}:
+        if set(part["mode"].unique()) < {"concurrent", "serial"}:
             continue
         variant = ", ".join(f"{c.replace('_', ' ')} {series.label(part[c].iloc[0])}" for c in columns) or "all"
         med = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")

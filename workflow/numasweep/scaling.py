@@ -99,7 +99,7 @@ def rank_scaling(latency: pd.DataFrame | None, topology: Any = None) -> list[Fin
 
 def placement_scaling(points: pd.DataFrame) -> list[Finding]:
     """Sequential against interleaved ranks, per domain set, size and rank count per domain."""
-    if "strategy" not in points or not {"sequential", "interleaved"} <= set(points["strategy"]):
+    if "strategy" not in points or not {"sequential", "interleaved"} <= set(points["strategy"].unique()):
         return []
     cols = curve_columns(points, without=("strategy",))
     findings = []
