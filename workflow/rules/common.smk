@@ -232,15 +232,27 @@ def kernel_sources(wildcards):
     return [f"kernels/{wildcards.kernel}.c"]
 
 
+# Worked out once per job: Snakemake evaluates a waiting job's params again each time its
+# scheduler looks (each second while jobs wait), on the CPUs a running benchmark measures on.
+_LINES = {}
+_GRID_JSON = {}
+
+
 def launch_line(bench):
     def line(wildcards):
-        return launch.result_line(job_of(wildcards), RESULTS_DIR, **LAUNCH)
+        if wildcards.job not in _LINES:
+            _LINES[wildcards.job] = launch.result_line(
+                job_of(wildcards), RESULTS_DIR, **LAUNCH
+            )
+        return _LINES[wildcards.job]
 
     return line
 
 
 def grid_values(wildcards):
-    return batch.grid_json(job_of(wildcards))
+    if wildcards.job not in _GRID_JSON:
+        _GRID_JSON[wildcards.job] = batch.grid_json(job_of(wildcards))
+    return _GRID_JSON[wildcards.job]
 
 
 def batch_points(wildcards):
