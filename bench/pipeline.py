@@ -33,6 +33,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 sys.path.insert(0, str(REPO / "tests" / "replay"))
+sys.path.insert(0, str(REPO / "tests" / "workflow"))
+from workflow_helpers import snakemake_env  # noqa: E402  (this interpreter's environment first on PATH)
 
 # Points of one repetition of the dry-run campaign: 2 strategies x 4 domains x 5 rank counts x
 # 2 modes of latency, 4 nodes x 5 thread counts of bandwidth.
@@ -149,8 +151,7 @@ def main(argv: list[str]) -> int:
     d = sub.add_parser("dryrun", help="time grid expansion and snakemake -n")
     d.add_argument("--jobs", default="1000,10000", help="comma list of campaign sizes (jobs)")
     # .venv/bin/python bench/pipeline.py: the snakemake of this interpreter's environment first
-    d.add_argument("--snakemake", default=shutil.which("snakemake", path=f"{Path(sys.executable).parent}:"
-                                                         f"{os.environ.get('PATH', '')}") or "snakemake")
+    d.add_argument("--snakemake", default=shutil.which("snakemake", path=snakemake_env()["PATH"]) or "snakemake")
     d.add_argument("--batch", type=int, default=1, help="grid points per Snakemake job (config batch; default 1)")
     r = sub.add_parser("report", help="time aggregate, analyse, figures and report on model data")
     r.add_argument("--rows", type=int, default=1_000_000, help="latency rows of the cached results")

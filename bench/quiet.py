@@ -121,10 +121,10 @@ def beside(monitor: Monitor, start: float, end: float) -> tuple[float, float, st
     and the top three of those processes, over the seconds of a job."""
     used, steal, seconds = monitor.during(start, end)
     hz = os.sysconf("SC_CLK_TCK")
-    others = {k: v for k, v in used.items() if k != "kernel"}
-    top = ", ".join(f"{k} {100 * v / hz / seconds:.1f}%" for k, v in Counter(others).most_common(3))
     if not seconds:
         return float("nan"), float("nan"), ""
+    others = {k: v for k, v in used.items() if k != "kernel"}
+    top = ", ".join(f"{k} {100 * v / hz / seconds:.1f}%" for k, v in Counter(others).most_common(3))
     return 100 * sum(others.values()) / hz / seconds, 100 * steal / hz / seconds / (os.cpu_count() or 1), top
 
 
