@@ -4,6 +4,7 @@ their memory per row, the idle point against the idle chase, latency against ach
 from __future__ import annotations
 
 import os
+import statistics
 
 import pytest
 
@@ -63,23 +64,25 @@ def test_strategy_picks_the_cpus_but_the_chase(kernels_bin, tmp_path, two_cpus):
 
 
 def test_zero_load_agrees_with_the_idle_chase(kernels_bin, tmp_path, two_cpus):
-    """The idle point (load threads asleep) and numa_latency on the same CPU and size overlap
-    within their spread (min..max). The machine is shared: up to three tries."""
+    """The idle point (load threads asleep) and numa_latency on the same CPU and size measure the
+    same chase. Each run draws its own 64 MiB of pages, and on this VM that alone moves a run's
+    median by up to 10 % (numa_latency against itself: 136-152 ns), so single runs cannot be held
+    to each other's min..max. Three interleaved runs of each, and their medians within 15 % of each
+    other: a chase that measured something else (a sequential walk is several times faster, a load
+    left running is slower by far more) still fails."""
     chase, _ = two_cpus
-    seen = []
+    idle, ref = [], []
     for attempt in range(3):
-        (idle,) = loaded(kernels_bin, tmp_path, f"--size={SIZE}", "--load-size=16M", f"--chase-cpu={chase}",
-                         "--delay=idle", "--samples=5", "--min-time=0.05")
+        (row,) = loaded(kernels_bin, tmp_path, f"--size={SIZE}", "--load-size=16M", f"--chase-cpu={chase}",
+                        "--delay=idle", "--samples=5", "--min-time=0.05")
+        idle.append(float(row["latency_ns_median"]))
         csv_path = tmp_path / "idle.csv"
         run_ok(["taskset", "-c", str(chase), kernels_bin / "numa_latency", f"--size={SIZE}", "--samples=5",
                 "--min-time=0.05", "--spread=0", f"--csv={csv_path}", "--quiet"])
-        (ref,) = read_rows(csv_path)[1]
-        lo, hi = float(idle["latency_ns_min"]), float(idle["latency_ns_max"])
-        ref_lo, ref_hi = float(ref["latency_ns_min"]), float(ref["latency_ns_max"])
-        seen.append(((lo, hi), (ref_lo, ref_hi)))
-        if lo <= ref_hi and ref_lo <= hi:
-            return
-    pytest.fail(f"idle loaded latency and the idle chase never overlapped: {seen}")
+        (r,) = read_rows(csv_path)[1]
+        ref.append(float(r["latency_ns_median"]))
+    ratio = statistics.median(idle) / statistics.median(ref)
+    assert 1 / 1.15 <= ratio <= 1.15, f"idle loaded latency {idle} ns against the idle chase {ref} ns: {ratio:.3f}x"
 
 
 def spearman(xs: list[float], ys: list[float]) -> float:
