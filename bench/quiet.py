@@ -11,7 +11,8 @@ jobs next to the workflow's light jobs: topology, aggregation, builds), then run
 line of every latency job of 2 ranks or more again by itself, nothing else of ours running,
 from the job's own provenance record (its argv and environment). Per job and size it compares
 what the kernel records of its own quiet: `on_cpu_pct`, the least share of a sample's wall time
-the rank ran on its CPU (under 95: the CPU was shared), and `spread_pct`, the within-run spread
+the rank ran on its CPU over the samples it kept (under 95: the CPU was shared), `retaken`, the
+samples it took again because a rank was off its CPU, and `spread_pct`, the within-run spread
 (max - min) / median of the samples. A workflow that keeps other work off a node while a
 benchmark measures gives the same figures both ways, up to the machine's own noise, which the
 rounds show. The load average is printed after each run.
@@ -164,7 +165,10 @@ def run_alone(repo: Path, record: dict, csv: Path) -> tuple[float, float]:
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per size: the least on-CPU share and the largest spread over the ranks."""
-    return df.groupby("size_bytes").agg(on_cpu_pct=("on_cpu_pct", "min"), spread_pct=("spread_pct", "max"))
+    if "retaken" not in df:      # a kernel older than its samples' retakes
+        df = df.assign(retaken=float("nan"))
+    return df.groupby("size_bytes").agg(on_cpu_pct=("on_cpu_pct", "min"), spread_pct=("spread_pct", "max"),
+                                        retaken=("retaken", "sum"))
 
 
 def measure_round(repo: Path, rnd: int, snakemake: str, monitor: Monitor) -> tuple[list[tuple], list[tuple]]:
@@ -189,7 +193,7 @@ def measure_round(repo: Path, rnd: int, snakemake: str, monitor: Monitor) -> tup
         both = summary(pd.read_csv(ours)).join(summary(pd.read_csv(alone)).add_suffix("_alone"))
         for size, r in both.iterrows():
             rows.append((rnd, record["job_id"], int(size), r.on_cpu_pct, r.on_cpu_pct_alone,
-                         r.spread_pct, r.spread_pct_alone))
+                         r.spread_pct, r.spread_pct_alone, r.retaken, r.retaken_alone))
     print(f"round {rnd}: jobs alone done, load {load()}", flush=True)
     return rows, runs
 
@@ -213,14 +217,16 @@ def main(argv: list[str]) -> int:
             if args.keep is None:
                 shutil.rmtree(base, ignore_errors=True)
     table = pd.DataFrame(rows, columns=["round", "job", "size_bytes", "on_cpu_wf", "on_cpu_alone", "spread_wf",
-                                        "spread_alone"])
+                                        "spread_alone", "retaken_wf", "retaken_alone"])
     pd.set_option("display.width", 200)
     print("\nper job and size: least on-CPU share (%) and largest within-run spread (%) over the ranks,"
-          " in the workflow (wf) and alone")
+          " and the samples the kernel took again because a rank was off its CPU, in the workflow (wf) and alone")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
     shared = lambda col: int((table[col] < 95).sum())  # noqa: E731
     print(f"\npoints with a rank on its CPU under 95% of a sample: workflow {shared('on_cpu_wf')}, "
           f"alone {shared('on_cpu_alone')} of {len(table)}")
+    print(f"samples taken again (a rank under 95% on its CPU): workflow {table.retaken_wf.sum():.0f}, "
+          f"alone {table.retaken_alone.sum():.0f}")
     for name, col in (("workflow", "spread_wf"), ("alone", "spread_alone")):
         big = table[table.size_bytes >= 256 << 20][col]
         print(f"within-run spread, {name}: median {table[col].median():.1f}% over all sizes; "

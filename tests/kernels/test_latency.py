@@ -64,6 +64,30 @@ def test_sample_length_doubles_while_the_spread_is_above_target(kernels_bin, tmp
     assert float(read_rows(csv_path)[1][0]["sample_s"]) == 0.01
 
 
+def test_samples_taken_off_the_cpu_are_taken_again_up_to_the_sample_count(kernels_bin, tmp_path):
+    """A busy process on the rank's CPU leaves it about half of each sample: every sample is taken
+    again until the budget (as many retakes as samples) is spent, the CSV counts them, and the
+    warning says the CPU was shared even so. Alone on its CPU, a run keeps retakes under that budget."""
+    cpu = min(os.sched_getaffinity(0))
+    csv_path = tmp_path / "latency.csv"
+    hog = subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(0.2)
+        proc = run_ok(["taskset", "-c", str(cpu), kernels_bin / "numa_latency", "--size=16K", "--samples=3",
+                       "--min-time=0.05", "--spread=0", f"--csv={csv_path}"])
+    finally:
+        hog.kill()
+        hog.wait()
+    (row,) = read_rows(csv_path)[1]
+    assert int(row["retaken"]) == 3 and float(row["on_cpu_pct"]) < 95, row
+    assert re.search(r"rank 0 ran only \d+% of a sample's time at 16K, after taking 3 samples again", proc.stderr), \
+        proc.stderr
+    run_ok(["taskset", "-c", str(cpu), kernels_bin / "numa_latency", "--size=16K", "--samples=3", "--min-time=0.05",
+            "--spread=0", f"--csv={csv_path}"])
+    (row,) = read_rows(csv_path)[1]
+    assert 0 <= int(row["retaken"]) <= 3 and int(row["samples"]) == 3, row
+
+
 def test_bound_pages_are_all_on_node_0_and_the_csv_says_so(kernels_bin, tmp_path):
     csv_path = tmp_path / "latency.csv"
     run_ok([kernels_bin / "numa_latency", "--size=4M", *FAST, "--policy=bind", "--mem-nodes=0", f"--csv={csv_path}"])

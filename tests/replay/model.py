@@ -142,7 +142,8 @@ def _latency_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dic
                          "latency_ns_max": round(v * 1.01, 3), "samples": 5, "loads": 1000000,
                          "page_fractions": _fractions(topo, p.mem_nodes, p.weights),
                          "sample_s": 0.05, "spread_pct": 2.0, "first_touch_s": round(size / FIRST_TOUCH_B_S, 6),
-                         "cycle_build_s": round(size / CYCLE_BUILD_B_S, 6), "on_cpu_pct": 100.0})
+                         "cycle_build_s": round(size / CYCLE_BUILD_B_S, 6), "on_cpu_pct": 100.0,
+                         "retaken": 0})
     return rows
 
 

@@ -49,7 +49,7 @@ def test_a_clean_machine_or_a_cached_table_gives_no_note(tmp_path: Path) -> None
 
 
 def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_path: Path) -> None:
-    """spread_pct, sample_s, first_touch_s, cycle_build_s and on_cpu_pct of numa_latency and
+    """spread_pct, sample_s, first_touch_s, cycle_build_s, on_cpu_pct and retaken of numa_latency and
     stores, first_touch_s and timer_ticks of numa_bandwidth, per series, in the report's
     data-quality part: the kernels' warnings from their columns, not from the job logs."""
     rows = []
@@ -58,7 +58,8 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
             rows.append({"rank": rank, "ranks": 2, "mode": "concurrent", "cpu": rank, "cpu_node": 0, "l3_group": 0,
                          "size_bytes": size, "latency_ns_median": 90.0, "spread_pct": spread, "sample_s": 0.05,
                          "first_touch_s": 0.2, "cycle_build_s": 0.4 + rank,
-                         "on_cpu_pct": 61.0 if (rank, size) == (0, 1 << 20) else 99.5})
+                         "on_cpu_pct": 61.0 if (rank, size) == (0, 1 << 20) else 99.5,
+                         "retaken": 5 if (rank, size) == (0, 1 << 20) else rank})
     pd.DataFrame(rows).to_csv(tmp_path / "latency.csv", index=False)
     pd.DataFrame([{"kernel": "triad", "threads": t, "cpus": "0", "cpu_nodes": "0", "policy": "bind",
                    "mem_nodes": "0", "best_mb_s": 1000.0 * t, "avg_mb_s": 900.0 * t, "validation": "pass",
@@ -67,8 +68,8 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     frames = {"latency": pd.read_csv(tmp_path / "latency.csv"), "bandwidth": pd.read_csv(tmp_path / "bandwidth.csv")}
     lat, bw = quality.series_quality(frames)
     assert [r[0] for r in lat["rows"]] == ["rank 0, cpu 0", "rank 1, cpu 1"]
-    assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-3] for r in lat["rows"]] == [0.4, 1.4]
-    assert [r[-1] for r in lat["rows"]] == [61.0, 99.5]
+    assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-4] for r in lat["rows"]] == [0.4, 1.4]
+    assert [r[-2:] for r in lat["rows"]] == [[61.0, 5], [99.5, 3]]
     shared, flag = lat["flagged"]                 # the 9 % at 1 MiB is below 256 MiB: not flagged
     assert shared.startswith("**CPU shared**: rank 0, cpu 0: ran only 61% of a sample's time on its CPU at 1MiB")
     assert flag.startswith("**Spread**: rank 1, cpu 1: samples spread 3.5% at 512MiB")
@@ -79,6 +80,7 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
     assert flag in part and shared in part and "nontemporal" in part and "cycle build s" in part
+    assert "samples retaken" in part
     assert quality.series_quality({"latency": frames["latency"].drop(columns=list(quality.RUN_COLUMNS["latency"]))}) \
         == []
 

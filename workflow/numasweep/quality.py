@@ -75,7 +75,7 @@ ON_CPU_LIMIT_PCT = 95.0           # numa_latency warns when a rank ran less of a
 TIMER_TICKS_LIMIT = 20            # numa_bandwidth warns when its best repetition took fewer ticks
 SPREAD_FROM_BYTES = 256 << 20     # sizes where a chase runs long enough for its spread to mean noise
 RUN_COLUMNS = {
-    "latency": ("spread_pct", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct"),
+    "latency": ("spread_pct", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct", "retaken"),
     "bandwidth": ("stores", "first_touch_s", "timer_ticks"),
 }
 
@@ -175,6 +175,8 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                                    "machine disturbed the run, or it needs more --samples or --min-time")
                 least, where = _least(g, "on_cpu_pct")
                 row.append(least)
+                # samples the kernel took again because a rank was off its CPU (older tables: none)
+                row.append(int(g["retaken"].sum()) if "retaken" in g and g["retaken"].notna().any() else None)
                 if least is not None and least < ON_CPU_LIMIT_PCT:
                     flagged.append(f"**CPU shared**: {name}: ran only {least:.0f}% of a sample's time on its CPU at "
                                    f"{where}: other work shared the CPU and inflated its latencies; measure on a "
@@ -196,7 +198,7 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
             rows.append(row)
         header = (["series", f"spread % (median, >= {format_size(SPREAD_FROM_BYTES)})", "spread % (largest)",
                    "at", "sample s (median)", "first touch s (max)", "cycle build s (max)",
-                   f"spread > {SPREAD_LIMIT_PCT:.0f}%", "on CPU % (least)"]
+                   f"spread > {SPREAD_LIMIT_PCT:.0f}%", "on CPU % (least)", "samples retaken"]
                   if bench == "latency" else ["series", "stores", "first touch s (max)",
                                               "arrays / last-level cache", "timer ticks (least)"])
         numeric = {i for i in range(1, len(header)) if any(isinstance(r[i], float) for r in rows)}
