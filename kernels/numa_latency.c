@@ -283,8 +283,9 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
             } while (elapsed < sample_s);
             double on_cpu = (ns_thread_cpu_seconds() - cpu0) / elapsed;
             /* A sample the rank was partly off its CPU for timed the other work too: it is taken
-             * again, up to as many times as there are samples. The rule looks at CPU time only,
-             * never at the latency, so it selects no value. Ranks measuring at once retake together. */
+             * again, up to as many times as there are samples. The rule looks at what the CPU did
+             * (CPU time against wall time), never at the latency measured. Ranks measuring at once
+             * retake together. */
             int off = on_cpu < RETAKE_BELOW && retakes_left > 0, any_off = off;
             if (barrier_comm != MPI_COMM_NULL)
                 MPI_Allreduce(&off, &any_off, 1, MPI_INT, MPI_MAX, barrier_comm);
