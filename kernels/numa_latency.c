@@ -53,7 +53,7 @@ typedef struct {
     double cycle_build_s; /* linking the random cycle */
     double on_cpu_pct;    /* least share of a sample's wall time the rank ran on its CPU */
     int samples;
-    int retaken;          /* samples taken again because a rank was off its CPU (RETAKE_BELOW) */
+    int retaken;          /* samples taken again because a rank was off its CPU (NS_RETAKE_BELOW) */
     uint64_t loads;
     char host[64];
     char policy[16];
@@ -67,8 +67,6 @@ enum { OPT_SIZE = NS_OPT_KERNEL, OPT_SERIAL, OPT_MIN_TIME, OPT_SAMPLES, OPT_SEED
 
 /* Sizes from which the sample length adapts to the spread: DRAM on any current machine. */
 #define ADAPT_FROM_BYTES (256ull << 20)
-/* A sample the rank ran under this share of on its CPU is taken again (see measure). */
-#define RETAKE_BELOW 0.95
 
 static const struct option long_options[] = {
     NS_COMMON_LONG_OPTIONS,
@@ -286,7 +284,7 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
              * again, up to as many times as there are samples. The rule looks at what the CPU did
              * (CPU time against wall time), never at the latency measured. Ranks measuring at once
              * retake together. */
-            int off = on_cpu < RETAKE_BELOW && retakes_left > 0, any_off = off;
+            int off = on_cpu < NS_RETAKE_BELOW && retakes_left > 0, any_off = off;
             if (barrier_comm != MPI_COMM_NULL)
                 MPI_Allreduce(&off, &any_off, 1, MPI_INT, MPI_MAX, barrier_comm);
             if (any_off) {
@@ -320,7 +318,7 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
                 "(load average %s): other work on this machine or its host; the median still stands", rank, s, spread, sample_s,
                 o->spread_pct, load_average());
     }
-    if (least_on_cpu < RETAKE_BELOW) {
+    if (least_on_cpu < NS_RETAKE_BELOW) {
         char s[32];
         ns_format_size(size, s, sizeof s);
         ns_warn("rank %d ran only %.0f%% of a sample's time at %s, after taking %d samples again: its CPU is "

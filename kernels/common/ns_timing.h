@@ -13,6 +13,9 @@ uint64_t ns_nanoseconds(void);
 /* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): compared with wall time it shows
  * whether a measurement shared its CPU with other work (wall-clock latency is then inflated). */
 double ns_thread_cpu_seconds(void);
+/* A latency sample whose thread ran under this share of its wall time on its CPU timed other
+ * work too: the chase kernels take it again (up to as many retakes as samples) and count it. */
+#define NS_RETAKE_BELOW 0.95
 /* Smallest observed non-zero step of ns_seconds(), in seconds (STREAM's granularity check). */
 double ns_timer_resolution(void);
 

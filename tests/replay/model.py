@@ -220,7 +220,8 @@ def _loaded_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict
                          "page_size": "4k", "size_bytes": size, "load_bytes": size, "latency_ns_median": round(v, 3),
                          "latency_ns_min": round(v * 0.99, 3), "latency_ns_max": round(v * 1.01, 3), "spread_pct": 2.0,
                          "samples": 5, "loads": 1000000, "load_gb_s": round(mb_s / 1000, 3), "elapsed_s": 0.5,
-                         "chase_on_cpu_pct": 100.0, "chase_page_fractions": _fractions(topo, [mem]),
+                         "chase_on_cpu_pct": 100.0, "chase_retaken": 0,
+                         "chase_page_fractions": _fractions(topo, [mem]),
                          "load_page_fractions": _fractions(topo, [mem]), "host": HOST})
     return rows
 
