@@ -1,5 +1,5 @@
 """numa_loaded_latency: rows per (traffic, delay), placement of the chase, the load threads and
-their memory per row, the idle point against the idle chase, latency against achieved bandwidth."""
+their memory per row, the idle point against the idle chase, retaken samples, the load against the delay."""
 
 from __future__ import annotations
 
