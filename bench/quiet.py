@@ -168,7 +168,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     if "retaken" not in df:      # a kernel older than its samples' retakes
         df = df.assign(retaken=float("nan"))
     return df.groupby("size_bytes").agg(on_cpu_pct=("on_cpu_pct", "min"), spread_pct=("spread_pct", "max"),
-                                        retaken=("retaken", "sum"))
+                                        retaken=("retaken", lambda v: v.sum(min_count=1)))
 
 
 def measure_round(repo: Path, rnd: int, snakemake: str, monitor: Monitor) -> tuple[list[tuple], list[tuple]]:

@@ -234,25 +234,26 @@ def kernel_sources(wildcards):
 
 # Worked out once per job: Snakemake evaluates a waiting job's params again each time its
 # scheduler looks (each second while jobs wait), on the CPUs a running benchmark measures on.
-_LINES = {}
-_GRID_JSON = {}
+_PER_JOB = {}
+
+
+def once_per_job(make, wildcards):
+    key = (make, wildcards.job)
+    if key not in _PER_JOB:
+        _PER_JOB[key] = make(job_of(wildcards))
+    return _PER_JOB[key]
+
+
+def _result_line(job):
+    return launch.result_line(job, RESULTS_DIR, **LAUNCH)
 
 
 def launch_line(bench):
-    def line(wildcards):
-        if wildcards.job not in _LINES:
-            _LINES[wildcards.job] = launch.result_line(
-                job_of(wildcards), RESULTS_DIR, **LAUNCH
-            )
-        return _LINES[wildcards.job]
-
-    return line
+    return lambda wildcards: once_per_job(_result_line, wildcards)
 
 
 def grid_values(wildcards):
-    if wildcards.job not in _GRID_JSON:
-        _GRID_JSON[wildcards.job] = batch.grid_json(job_of(wildcards))
-    return _GRID_JSON[wildcards.job]
+    return once_per_job(batch.grid_json, wildcards)
 
 
 def batch_points(wildcards):
