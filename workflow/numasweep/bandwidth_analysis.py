@@ -134,7 +134,7 @@ def saturation_point(s: Series) -> tuple[Interval, int | None]:
     col = int(np.searchsorted(s.sizes, knee))
     if s.logs.shape[0] < 2 and not np.isfinite(s.run_se).any():
         return Interval.unknown(knee, "noise unknown: one repetition without within-run spread"), col
-    draws = s.draws(np.random.default_rng(stats.SEED + 5), DRAWS)
+    draws = s.draws(stats.SEED + 5, DRAWS)
     knees = np.asarray(hinge_knee(s.sizes.astype(float), np.exp(draws).T, bend=-1))
     hit = knees[np.isfinite(knees)]
     if len(hit) < DRAWS // 2:

@@ -213,7 +213,7 @@ def _location(series: Series, a: int, b: int, seed: int) -> Interval:
     est = 2 ** _half_way(series.sizes, series.center(), a, b)
     if series.logs.shape[0] < 2 and not np.isfinite(series.run_se).any():
         return Interval.unknown(est, "one replicate without spread")
-    draws = series.draws(np.random.default_rng(seed), LOCATION_DRAWS)
+    draws = series.draws(seed, LOCATION_DRAWS)
     locs = np.array([2 ** _half_way(series.sizes, d, a, b) for d in draws])
     # the sizes tested resolve a location to half a step either side, whatever the noise
     half = 2 ** (float(np.median(np.diff(np.log2(series.sizes)))) / 2)
@@ -431,7 +431,7 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
             onset_iv = stats.onset_interval(r, onset, retest)
             excess = np.exp(y) - 1
             loc = 2 ** _crossing(r.sizes, excess, excess[peak] / 2)
-            draws = r.draws(np.random.default_rng(stats.SEED), LOCATION_DRAWS)
+            draws = r.draws(stats.SEED, LOCATION_DRAWS)
             locs = [2 ** _crossing(r.sizes, np.exp(d) - 1, (np.exp(d).max() - 1) / 2) for d in draws]
             location = Interval(float(loc), float(np.quantile(locs, 0.025)), float(np.quantile(locs, 0.975)),
                                 stats.LEVEL, f"percentile bootstrap over {len(r.replicates)} replicate pairs")

@@ -354,7 +354,8 @@ class Series:
     logs: np.ndarray             # (replicates, sizes), NaN where a replicate lacks a size
     run_se: np.ndarray           # same shape, NaN where unknown
     replicates: list
-    _noise: dict = field(default_factory=dict, repr=False, compare=False)   # by band: never mutated
+    _noise: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by band: never mutated
+    _draws: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by (seed, n): never mutated
 
     @property
     def k(self) -> np.ndarray:
@@ -399,8 +400,16 @@ class Series:
             return run, np.full(m, np.inf), run, "within-run spread only (one replicate: run-to-run variation unseen)"
         return se, dof, sig, "unknown (one replicate, no within-run spread)"
 
-    def draws(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """Bootstrap draws of the log centre: replicates resampled whole, within-run error redrawn."""
+    def draws(self, seed: int, n: int) -> np.ndarray:
+        """Bootstrap draws of the log centre: replicates resampled whole, within-run error redrawn,
+        from a generator seeded with `seed`. The same seed gives the same draws, so they are drawn
+        once per (seed, n): every transition of a curve is located on the one set of draws."""
+        if (seed, n) not in self._draws:
+            self._draws[seed, n] = self._draw(np.random.default_rng(seed), n)
+            self._draws[seed, n].flags.writeable = False
+        return self._draws[seed, n]
+
+    def _draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         r, m = self.logs.shape
         pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
         run_se = np.nan_to_num(self.run_se, nan=0.0)
@@ -670,7 +679,7 @@ def onset_interval(series: Series, onset: int, flags_of: Callable[[np.ndarray], 
     """Bootstrap of a sustained onset: each draw of the series is retested by `flags_of` (the same
     tests and multiple-testing rule as the estimate) and its onset size kept."""
     found = []
-    for d in series.draws(np.random.default_rng(SEED + 1), draws):
+    for d in series.draws(SEED + 1, draws):
         o = sustained_onset(flags_of(d))
         found.append(series.sizes[o] if o is not None else np.nan)
     sizes = np.array(found, float)
