@@ -4,6 +4,7 @@
     .venv/bin/python bench/pipeline.py dryrun --jobs 10000,100000 --batch 100   # config batch: 100
     .venv/bin/python bench/pipeline.py report --rows 1000000
     .venv/bin/python bench/pipeline.py report --rows 100000 --keep out/   # keep the results folder
+    .venv/bin/python bench/pipeline.py report --rows 1000000 --hosts 1000  # a fleet: 1,000 nodes
 
 `dryrun` writes a campaign config over an arch file (default config/arch/lumi-g.yaml) with about
 the asked number of jobs (latency points: strategies x single domains x ranks per domain x modes,
@@ -12,7 +13,9 @@ and `snakemake -n` on it (with `--batch N`, the campaign sets `batch: N`: one Sn
 batch of up to N points). `report` writes a cached results folder of model data (the replay
 model of tests/replay/model.py: one CSV and provenance record per latency job of 8 ranks x 15
 sizes), then times `aggregate`, `analyse`, `figures` and `report` on it, each as its own
-process. Every step prints its wall time, the peak resident memory of its process and the load
+process; with `--hosts N` the sweep ran on N nodes of a fleet campaign (each node its own series,
+a few repetitions each: the shape of a large cluster's screening, where the default is thousands
+of repetitions of one sweep), and `fleet` is timed too. Every step prints its wall time, the peak resident memory of its process and the load
 average after it: on a shared machine the times measure the other work too.
 """
 
@@ -64,9 +67,10 @@ def campaign(jobs: int, arch: str = "config/arch/lumi-g.yaml", batch: int = 1) -
     }
 
 
-def results_campaign(rows: int, arch: str = "config/arch/lumi-g.yaml") -> dict:
-    """A latency campaign of about `rows` rows once run: the seed's interleaved 8-rank sweep."""
-    reps = max(1, math.ceil(rows / (2 * JOB_ROWS)))
+def results_campaign(rows: int, arch: str = "config/arch/lumi-g.yaml", hosts: int = 1) -> dict:
+    """A latency campaign of about `rows` rows once run: the seed's interleaved 8-rank sweep, on
+    each of `hosts` nodes."""
+    reps = max(1, math.ceil(rows / (2 * JOB_ROWS * hosts)))
     return {
         "system": "pipeline-bench",
         "arch": arch,
@@ -79,14 +83,18 @@ def results_campaign(rows: int, arch: str = "config/arch/lumi-g.yaml") -> dict:
     }
 
 
-def write_results(folder: Path, rows: int, arch: str = "config/arch/lumi-g.yaml") -> list[Path]:
-    """A results folder of model data: topology.json and latency/<id>.csv + .json per job."""
+def write_results(folder: Path, rows: int, arch: str = "config/arch/lumi-g.yaml", hosts: int = 1) -> list[Path]:
+    """A results folder of model data: topology.json and latency/<id>.csv + .json per job; with
+    more than one host, a fleet campaign (`numasweep.fleet.spread`: each job once per node)."""
     import model  # tests/replay/model.py: the stated model every value comes from
 
-    from numasweep import grid, topology
+    from numasweep import fleet, grid, topology
 
     topo = topology.load(REPO / arch)
-    plan = grid.expand(grid.merge(grid.load_config_file(grid.DEFAULT_CONFIG), results_campaign(rows, arch)), topo)
+    plan = grid.expand(grid.merge(grid.load_config_file(grid.DEFAULT_CONFIG), results_campaign(rows, arch, hosts)),
+                       topo)
+    if hosts > 1:
+        plan = fleet.spread(plan, [f"nid{n:06d}" for n in range(hosts)])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "topology.json").write_text(topo.to_json())
     return [model.write_job(job, topo, folder) for job in plan.jobs]
@@ -124,12 +132,12 @@ def dryrun(sizes: list[int], snakemake: str, batch: int = 1) -> None:
                                          "--profile", "profiles/local"])[:3])
 
 
-def report(rows: int, keep: Path | None) -> None:
+def report(rows: int, keep: Path | None, hosts: int = 1) -> None:
     base = Path(tempfile.mkdtemp(prefix="pipeline-bench-")) if keep is None else keep
     folder, out = base / "results", base / "report"
     try:
         start = time.perf_counter()
-        csvs = write_results(folder, rows)
+        csvs = write_results(folder, rows, hosts=hosts)
         line(f"model data, {len(csvs)} jobs", time.perf_counter() - start, 0, time.process_time())
         py = [sys.executable, "-m", "numasweep"]
         out.mkdir(parents=True, exist_ok=True)
@@ -139,6 +147,8 @@ def report(rows: int, keep: Path | None) -> None:
         line("figures", *timed(py + ["figures", "--results", str(folder), "-o", str(out / "figures")])[:3])
         line("report", *timed(py + ["report", "--results", str(folder), "--findings", str(out / "findings.json"),
                                     "--figures", str(out / "figures"), "-o", str(out / "experimentation.md")])[:3])
+        if hosts > 1:
+            line("fleet", *timed(py + ["fleet", "--results", str(folder), "-o", str(out / "fleet.md")])[:3])
         line("start-up: report --help", *timed(py + ["report", "--help"])[:3])
     finally:
         if keep is None:
@@ -156,12 +166,14 @@ def main(argv: list[str]) -> int:
     r = sub.add_parser("report", help="time aggregate, analyse, figures and report on model data")
     r.add_argument("--rows", type=int, default=1_000_000, help="latency rows of the cached results")
     r.add_argument("--keep", type=Path, help="write the results and report here and keep them")
+    r.add_argument("--hosts", type=int, default=1,
+                   help="a fleet campaign: the sweep on this many nodes, each its own series (default 1)")
     args = ap.parse_args(argv)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
     if args.what == "dryrun":
         dryrun([int(x) for x in args.jobs.split(",")], args.snakemake, args.batch)
     else:
-        report(args.rows, args.keep)
+        report(args.rows, args.keep, args.hosts)
     return 0
 
 

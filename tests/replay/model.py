@@ -41,7 +41,7 @@ import random
 import re
 from pathlib import Path
 
-from numasweep import benches, grid, placement
+from numasweep import benches, fleet, grid, placement
 from numasweep.topology import Topology
 from numasweep.units import parse_size, parse_sizes  # noqa: F401 (parse_sizes: also for tests)
 
@@ -289,13 +289,17 @@ def write_job(job: grid.Job, topo: Topology, folder: Path) -> Path:
     """`<folder>/<bench>/<id>.csv` and `.json` for one job; returns the CSV's path."""
     rng = random.Random(job.id)
     rows = ROWS[job.bench](job, topo, rng)
+    # a fleet campaign's copy of a job ran on its node (numasweep.fleet): that node is its host
+    host = job.grid.get(fleet.NODE_COLUMN) or HOST
+    for r in rows:
+        r["host"] = host
     out = folder / job.bench
     out.mkdir(parents=True, exist_ok=True)
     csv = out / f"{job.id}.csv"
     csv.write_text(_csv(rows, job.bench))
     command = f"{job.kernel} {' '.join(job.kernel_args)} --csv={csv.name}"
     record = {"job_id": job.id, "bench": job.bench, "grid": job.grid, "command": command,
-              "argv": command.split(), "host": HOST, "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:01:00Z",
+              "argv": command.split(), "host": host, "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:01:00Z",
               "slurm_job_id": None, "environment": {}, "kernel": {"path": f"build/bin/{job.kernel}"},
               "kernel_commit": "model", "repo_commit": None, "topology": topo.system,
               "topology_digest": topo.digest(), "csv": str(csv), "csv_sha256": None}

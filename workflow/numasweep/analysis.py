@@ -63,9 +63,33 @@ class Finding:
 
 # ---------------------------------------------------------------- helpers
 
+def _flat(value: Any) -> bool:
+    return isinstance(value, dict) and not any(isinstance(v, (dict, list)) for v in value.values())
+
+
+def json_text(value: Any, pad: str = "") -> str:
+    """findings.json's text: objects and lists one item a line, indented a space a level as
+    json.dumps(indent=1) writes them, except a list of flat objects (evidence rows), one object a
+    line. A large campaign's placement finding has a row per rank of every job: Python's
+    indenting encoder writes those ten times slower than its compact one, on ten lines each."""
+    inner = pad + " "
+    if isinstance(value, dict) and value:
+        return "{\n" + ",\n".join(f"{inner}{json.dumps(k)}: {json_text(v, inner)}" for k, v in value.items()) \
+            + "\n" + pad + "}"
+    if isinstance(value, list) and value:
+        rows = [json.dumps(v) for v in value] if all(_flat(v) for v in value) else [json_text(v, inner) for v in value]
+        return "[\n" + ",\n".join(inner + r for r in rows) + "\n" + pad + "]"
+    return json.dumps(value)
+
+
 def _jsonable(value: Any) -> Any:
     """A finding's value as JSON values: dataclasses as dicts (dataclasses.asdict without its deep
     copy, which a finding's thousands of evidence rows make slow), NaN as null, floats to 4 places."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:   # most values: first, and cheaply
+        return value
+    if kind is float:
+        return None if math.isnan(value) else round(value, 4)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
@@ -545,13 +569,21 @@ def _contrast_text(c: contrasts.Contrast, a: str, b: str) -> str:
             f"either (overall ratio {overall})")
 
 
+def _cpus_by_position(table: pd.DataFrame) -> dict[int, list[int]]:
+    """The CPUs measured at each L3 position (once per table: a fleet has a contrast per node)."""
+    if "cpu" not in table:
+        return {}
+    pairs = table[["l3_position", "cpu"]].drop_duplicates()
+    return {int(p): sorted(set(g.astype(int))) for p, g in pairs.groupby("l3_position")["cpu"]}
+
+
 def _divergence_findings(study: _Latency, div: list[contrasts.Contrast]) -> list[Finding]:
     findings = []
+    at = _cpus_by_position(study.table) if div else {}
     for c in div:
         text, title, base = _where(c.series, study.varying, skip=("mode",))
         pos = int(c.series.get("l3_position", 0))
-        rows = study.table[(study.table["l3_position"] == pos)]
-        cpus = sorted(set(rows["cpu"].astype(int))) if "cpu" in rows else []
+        cpus = at.get(pos, [])
         group = _position_label(pos) if study.topology is not None and study.topology.l3_groups else "all ranks"
         who = f"ranks on the {group}" + (f" ({_cpus(cpus)})" if cpus and cpus != [-1] else "")
         findings.append(Finding(
@@ -571,11 +603,10 @@ def _divergence_findings(study: _Latency, div: list[contrasts.Contrast]) -> list
 
 def _asymmetry_findings(study: _Latency, ccd: list[tuple[int, int, contrasts.Contrast]]) -> list[Finding]:
     findings = []
+    at = _cpus_by_position(study.table) if ccd else {}
     for a, b, c in ccd:
         text, title, base = _where(c.series, study.varying)
-        rows = study.table
-        cpus = {p: sorted(set(rows[rows["l3_position"] == p]["cpu"].astype(int))) if "cpu" in rows else []
-                for p in (a, b)}
+        cpus = {p: at.get(p, []) for p in (a, b)}
         name_a = f"ranks on the {_position_label(a)} ({_cpus(cpus[a])})"
         name_b = f"those on the {_position_label(b)} ({_cpus(cpus[b])})"
         findings.append(Finding(
@@ -899,6 +930,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("-o", "--output", required=True, help="findings.json to write")
     args = p.parse_args(argv)
     result = analyse(args.results)
-    atomic_write_text(args.output, json.dumps(result, indent=1) + "\n")
+    atomic_write_text(args.output, json_text(result) + "\n")
     print(f"{args.output}: {len(result['findings'])} findings for {result['system']}")
     return 0

@@ -92,6 +92,17 @@ def _side(table: pd.DataFrame, keys: list[str], measure: stats.Measure) -> pd.Da
     return df.groupby(keys + [measure.axis], dropna=False)[["_log", "_se"]].median()
 
 
+def _units_by_size(g: pd.DataFrame, axis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """(sizes, log ratios, their standard errors, units) of one series: units (sorted) by sizes
+    (ascending), NaN where a unit lacks a size; a unit has one row a size. A pivot table would give
+    the same, at a few milliseconds a series: a fleet has thousands."""
+    units, ui = np.unique(g["_unit"].to_numpy(object), return_inverse=True)
+    sizes, si = np.unique(g[axis].to_numpy(np.int64), return_inverse=True)
+    d, e = np.full((2, len(units), len(sizes)), np.nan)
+    d[ui, si], e[ui, si] = g["_d"].to_numpy(float), g["_dse"].to_numpy(float)
+    return sizes, d, e, units.tolist()
+
+
 def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequence[str],
              series_keys: Sequence[str] = (), floor: float = MIN_EFFECT, q: float = stats.FDR,
              where: str = "latency table", measure: stats.Measure = stats.LATENCY,
@@ -114,15 +125,15 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     skeys = [k for k in series_keys if k in df]
     ukeys = [k for k in unit_keys if k in df]
     out: list[Contrast] = []
-    groups = both.reset_index().groupby(skeys, dropna=False) if skeys else [((), both.reset_index())]
+    flat = both.reset_index()
+    flat["_unit"] = joined(flat, ukeys) if ukeys else "0"
+    if flat.duplicated(skeys + ["_unit", measure.axis]).any():   # unit keys whose text joins alike
+        flat = flat.groupby(skeys + ["_unit", measure.axis], dropna=False, sort=False)[["_d", "_dse"]] \
+            .median().reset_index()
+    groups = flat.groupby(skeys, dropna=False) if skeys else [((), flat)]
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
-        g = g.assign(_unit=joined(g, ukeys) if ukeys else "0")
-        d = g.pivot_table(index="_unit", columns=measure.axis, values="_d", aggfunc="median")
-        e = g.pivot_table(index="_unit", columns=measure.axis, values="_dse", aggfunc="median", dropna=False)
-        sizes = np.array(sorted(d.columns), dtype=np.int64)
-        series = Series(dict(zip(skeys, key)), sizes, d.reindex(columns=sizes).to_numpy(float),
-                        e.reindex(index=d.index, columns=sizes).to_numpy(float), list(d.index))
+        series = Series(dict(zip(skeys, key)), *_units_by_size(g, measure.axis))
         out.append(Contrast(dict(zip(skeys, key)), factor, a, b, ukeys, floor, series.noise()[3], [], ratios=series))
     _decide(out, q, onset)
     return out

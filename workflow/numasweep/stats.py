@@ -172,6 +172,7 @@ _WINDOW = 1 << 16      # narrow until a value bracket holds this few differences
 _LIST = 1 << 22        # list at most this many at once
 _DRAW_CELLS = 1 << 22  # bootstrap values held at once (`Series.draws`)
 _SAMPLE = 1 << 16      # pairs sampled to place the next bracket (`_pivots`)
+_FEW = 1 << 18         # differences (times replicates left out) few enough to list in full
 
 
 class _PairDiffs:
@@ -220,6 +221,11 @@ class _PairDiffs:
                 break
             g = np.where(move, np.minimum(np.searchsorted(x, x[j], side="right"), idx), g)
         return g
+
+    def every(self) -> np.ndarray:
+        """Every difference, as computed pair by pair (`between` over all of them)."""
+        i, j = np.triu_indices(len(self.x), 1)
+        return self.x[j] - self.x[i]
 
     def count(self, v: float) -> int:
         """Pairs with a difference at or below v."""
@@ -331,6 +337,8 @@ def _ranked(cols: Sequence[_PairDiffs], rlo: int, rhi: int) -> tuple[np.ndarray,
 
 def _pooled_median(cols: Sequence[_PairDiffs], n: int) -> float:
     """np.median of the n pooled differences of `cols`: the middle one, or the mean of the two."""
+    if n <= _FEW:       # a few replicates (a fleet's thousands of series): listed, no bracket to narrow
+        return np.median(np.concatenate([c.every() for c in cols]))
     values, below = _ranked(cols, (n - 1) // 2, n // 2)
     low, high = values[np.searchsorted(below, [(n - 1) // 2, n // 2], side="right")]
     return low if n % 2 else np.mean([low, high])
@@ -465,12 +473,19 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
 
 # ---------------------------------------------------------------- intervals and tests
 
+@lru_cache(maxsize=4096)
+def _quantile(p: float, dof: float) -> float:
+    """Student t's quantile (the normal's with infinite dof): a campaign asks for a few dofs, a
+    fleet's thousands of curves tens of thousands of times, and scipy takes 0.1 ms a call."""
+    sps = _sps()
+    return float(sps.t.ppf(p, dof) if math.isfinite(dof) else sps.norm.ppf(p))
+
+
 def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, method: str = "") -> Interval:
     """Interval of exp(log_ratio) from a Student-t interval on the log scale."""
     if not (np.isfinite(se) and se > 0):
         return Interval.unknown(math.exp(log_ratio), "noise unknown")
-    sps = _sps()
-    q = sps.t.ppf(0.5 + level / 2, dof) if np.isfinite(dof) else sps.norm.ppf(0.5 + level / 2)
+    q = _quantile(0.5 + level / 2, float(dof))
     return Interval(math.exp(log_ratio), math.exp(log_ratio - q * se), math.exp(log_ratio + q * se), level,
                     method or f"t interval on the log ratio ({'inf' if not np.isfinite(dof) else int(dof)} df)")
 
@@ -589,6 +604,26 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
             for i in np.nonzero(holm(p, alpha))[0]]
 
 
+def _left_out_medians(logs: np.ndarray) -> np.ndarray:
+    """Per row (a replicate left out): the median of the pairwise differences of the other rows'
+    finite values, pooled over the columns, from every difference listed (a few replicates); NaN
+    where none is left. The same numbers as `_left_out`'s order statistics: |a - b| rounds as the
+    larger less the smaller does."""
+    r, m = logs.shape
+    a, b = np.triu_indices(r, 1)
+    d = np.abs(logs[a] - logs[b]).ravel()              # pair by column
+    a, b = np.repeat(a, m), np.repeat(b, m)
+    keep = np.isfinite(d)
+    d, a, b = d[keep], a[keep], b[keep]
+    rows = np.arange(r)[:, None]
+    others = (a != rows) & (b != rows)                  # (r, pairs): the pairs without that row
+    values = np.sort(np.where(others, d, np.inf), axis=1)
+    left = others.sum(axis=1)
+    low = values[np.arange(r), np.maximum(left - 1, 0) // 2] if d.size else np.full(r, np.nan)
+    high = values[np.arange(r), np.minimum(left // 2, max(d.size - 1, 0))] if d.size else low
+    return np.where(left == 0, np.nan, np.where(left % 2 == 1, low, (low + high) / 2))
+
+
 def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(degrees of freedom, sigma, centre, replicates) per size with each replicate left out in
     turn, as rows: what `Series.noise` and `Series.center` give for the series without it. The
@@ -624,6 +659,11 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         left = total - mine
         use = pairwise & (left > 0) & (k[:, j] > 0)
         if not use.any():
+            continue
+        if r * total <= _FEW:
+            med = _left_out_medians(s.logs[:, lo:hi])
+            sig[use, j] = SHAMOS * med[use]
+            dof[use, j] = np.maximum(1, np.sum(np.maximum(k[use, lo:hi] - 1, 0), axis=1))
             continue
         q = [(left - 1) // 2, left // 2]
         values, below = _ranked(band, int(q[0][use].min()), int((q[1] + mine)[use].max()))
