@@ -304,7 +304,8 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     # one BH family: every step of every measured curve that is segmented
     tested = [(s, j, st) for s, reason in curves_in if reason is None and id(s) not in paired_base
               for j, st in enumerate(_steps(s))]
-    pvals = [stats.rise_pvalue(d, se, dof, STEP_FLOOR) for _, _, (d, se, dof) in tested]
+    steps = np.array([st for _, _, st in tested], float).reshape(-1, 3)       # (log ratio, se, dof) each
+    pvals = [float(p) for p in stats.rise_pvalue(steps[:, 0], steps[:, 1], steps[:, 2], STEP_FLOOR)]
     rejected = stats.benjamini_hochberg(pvals, q)
     rising: dict[int, dict[int, float]] = {}
     for (s, j, _), p, r in zip(tested, pvals, rejected):

@@ -172,7 +172,8 @@ _WINDOW = 1 << 16      # narrow until a value bracket holds this few differences
 _LIST = 1 << 22        # list at most this many at once
 _DRAW_CELLS = 1 << 22  # bootstrap values held at once (`Series.draws`)
 _SAMPLE = 1 << 16      # pairs sampled to place the next bracket (`_pivots`)
-_FEW = 1 << 18         # differences (times replicates left out) few enough to list in full
+_FEW = 1 << 18         # differences few enough to list in full
+_FEW_CELLS = 1 << 22   # differences times replicates left out, over the sizes, listed at once
 
 
 class _PairDiffs:
@@ -391,13 +392,14 @@ class Series:
             # The median of every pairwise difference of a size's replicates, pooled over the band,
             # selected without listing the k^2 / 2 differences (`_PairDiffs`).
             cols = [_PairDiffs(self.logs[:, j]) for j in range(m)]
+            few = _pooled_medians(self.logs, band) if _few(self.logs.shape[0], m, band) else None
             for j in range(m):
                 lo, hi = max(0, j - band), min(m, j + band + 1)
                 band_cols = cols[lo:hi]
                 n = sum(c.pairs for c in band_cols)
                 if n == 0 or k[j] == 0:
                     continue
-                sig[j] = SHAMOS * float(_pooled_median(band_cols, n))
+                sig[j] = SHAMOS * float(few[j] if few is not None else _pooled_median(band_cols, n))
                 factor = MEDIAN_EFFICIENCY if k[j] >= 3 else 1.0
                 se[j] = factor * sig[j] / math.sqrt(k[j])
                 dof[j] = max(1, int(np.sum(np.maximum(k[lo:hi] - 1, 0))))
@@ -458,16 +460,29 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
     df["_se"] = run_standard_error(df, measure)
     if not reps:
         df["_rep"], reps = 0, ["_rep"]
+    # One grouping for every series (a fleet has thousands): sorted by series, replicate and size,
+    # so each series is a run of rows, its replicates runs within it in order.
+    agg = df.groupby(keys + reps + [measure.axis], sort=True, dropna=False).agg(
+        _log=("_log", "median"), _se=("_se", "median"))
+    index = agg.index if isinstance(agg.index, pd.MultiIndex) else pd.MultiIndex.from_arrays([agg.index])
+    codes = np.column_stack(index.codes) if len(agg) else np.empty((0, len(index.levels)), np.int64)
+    values = [lvl.tolist() for lvl in index.levels]
+    nk, nr = len(keys), len(reps)
+    axis = np.asarray(values[-1], dtype=np.int64)
+    new = np.r_[True, (codes[1:, :nk] != codes[:-1, :nk]).any(axis=1)] if len(codes) else np.empty(0, bool)
+    starts = np.flatnonzero(new)
     out = []
-    groups = df.groupby(keys, sort=True, dropna=False) if keys else [((), df)]
-    for key, g in groups:
-        key = key if isinstance(key, tuple) else (key,)
-        sizes = np.sort(g[measure.axis].astype(np.int64).unique())
-        agg = g.groupby(reps + [measure.axis], dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
-        wide = agg["_log"].unstack(measure.axis).reindex(columns=sizes)
-        wse = agg["_se"].unstack(measure.axis).reindex(columns=sizes)
-        out.append(Series(dict(zip(keys, key)), sizes, wide.to_numpy(float), wse.to_numpy(float),
-                          list(wide.index)))
+    for a, b in zip(starts, np.r_[starts[1:], len(codes)]):
+        rc, sc = codes[a:b, nk:nk + nr], codes[a:b, -1]
+        rid = np.cumsum(np.r_[True, (rc[1:] != rc[:-1]).any(axis=1)]) - 1
+        used, si = np.unique(sc, return_inverse=True)
+        wide, wse = np.full((2, rid[-1] + 1, len(used)), np.nan)
+        wide[rid, si], wse[rid, si] = agg["_log"].to_numpy()[a:b], agg["_se"].to_numpy()[a:b]
+        firsts = rc[np.r_[True, rid[1:] != rid[:-1]]]
+        labels = pd.MultiIndex(levels=index.levels[nk:nk + nr], codes=firsts.T.tolist()) if nr > 1 \
+            else index.levels[nk].take(firsts[:, 0])
+        key = {k: values[i][codes[a, i]] if codes[a, i] >= 0 else np.nan for i, k in enumerate(keys)}
+        out.append(Series(key, axis[used], wide, wse, list(labels)))
     return out
 
 
@@ -604,24 +619,51 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
             for i in np.nonzero(holm(p, alpha))[0]]
 
 
-def _left_out_medians(logs: np.ndarray) -> np.ndarray:
-    """Per row (a replicate left out): the median of the pairwise differences of the other rows'
-    finite values, pooled over the columns, from every difference listed (a few replicates); NaN
-    where none is left. The same numbers as `_left_out`'s order statistics: |a - b| rounds as the
-    larger less the smaller does."""
+def _band_pairs(logs: np.ndarray, band: int, pairs: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per size (row), the pairwise differences of the replicates' values at the sizes of its band
+    (`band` either side), ascending, NaN (missing values, past either end) last; and (`pairs`)
+    each one's two replicates. Every difference listed: for a few replicates. |a - b| rounds as the larger less
+    the smaller does (`_PairDiffs`), so the order statistics are the same numbers."""
     r, m = logs.shape
     a, b = np.triu_indices(r, 1)
-    d = np.abs(logs[a] - logs[b]).ravel()              # pair by column
-    a, b = np.repeat(a, m), np.repeat(b, m)
-    keep = np.isfinite(d)
-    d, a, b = d[keep], a[keep], b[keep]
-    rows = np.arange(r)[:, None]
-    others = (a != rows) & (b != rows)                  # (r, pairs): the pairs without that row
-    values = np.sort(np.where(others, d, np.inf), axis=1)
-    left = others.sum(axis=1)
-    low = values[np.arange(r), np.maximum(left - 1, 0) // 2] if d.size else np.full(r, np.nan)
-    high = values[np.arange(r), np.minimum(left // 2, max(d.size - 1, 0))] if d.size else low
-    return np.where(left == 0, np.nan, np.where(left % 2 == 1, low, (low + high) / 2))
+    width = 2 * band + 1
+    d = np.pad(np.abs(logs[a] - logs[b]), ((0, 0), (band, band)), constant_values=np.nan)   # pair by size
+    d = d[:, np.arange(m)[:, None] + np.arange(width)].transpose(1, 2, 0).reshape(m, -1)
+    a, b = np.tile(a, width), np.tile(b, width)
+    if not pairs:
+        return np.sort(d, axis=1), a, b
+    # equal differences in any order: an order statistic is a value
+    order = np.argsort(np.where(np.isfinite(d), d, np.inf), axis=1)
+    return np.take_along_axis(d, order, axis=1), a[order], b[order]
+
+
+def _few(r: int, m: int, band: int = 1) -> bool:
+    """Whether a series of r replicates and m sizes has few enough differences to list them all."""
+    return m * r * (2 * band + 1) * r * (r - 1) // 2 <= _FEW_CELLS
+
+
+def _pooled_medians(logs: np.ndarray, band: int) -> np.ndarray:
+    """Per size: `_pooled_median` of the band's differences (NaN where none), every one listed."""
+    d = _band_pairs(logs, band, pairs=False)[0]
+    n = np.isfinite(d).sum(axis=1)
+    low, high = (np.take_along_axis(d, np.maximum(q, 0)[:, None], axis=1)[:, 0] for q in ((n - 1) // 2, n // 2))
+    return np.where(n == 0, np.nan, np.where(n % 2 == 1, low, (low + high) / 2))
+
+
+def _left_out_medians(logs: np.ndarray, band: int = 1) -> np.ndarray:
+    """(replicates, sizes): with each replicate (row) left out, the median of the pairwise
+    differences of the other rows' finite values, pooled over a band of sizes either side (as
+    `_left_out`), every difference listed (`_band_pairs`); NaN where none is left."""
+    r, m = logs.shape
+    d, a, b = _band_pairs(logs, band)
+    rows = np.arange(r)[None, :, None]
+    kept = np.cumsum(np.isfinite(d)[:, None, :] & (a[:, None, :] != rows) & (b[:, None, :] != rows), axis=2,
+                     dtype=np.int32)                                            # (sizes, rows, pairs)
+    left = kept[:, :, -1]
+    # the 0-based order statistic q of the kept differences: the first one with more than q kept
+    low, high = (np.take_along_axis(d, np.argmax(kept > q[:, :, None], axis=2), axis=1)
+                 for q in ((left - 1) // 2, left // 2))
+    return np.where(left == 0, np.nan, np.where(left % 2 == 1, low, (low + high) / 2)).T
 
 
 def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -651,6 +693,8 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     by_pos = [np.nonzero(finite[:, j])[0][np.argsort(pos[finite[:, j], j], kind="stable")] for j in range(m)]
     dof, sig = np.full((r, m), np.inf), np.full((r, m), np.nan)
     pairwise = k.max(axis=1) >= 2                       # else the others' noise is their runs' own
+    # a few replicates (a fleet's thousands of series): every size's differences listed at once
+    few = _left_out_medians(s.logs) if _few(r, m) and pairwise.any() else None
     for j in range(m):
         lo, hi = max(0, j - 1), min(m, j + 2)
         band = cols[lo:hi]
@@ -660,9 +704,8 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         use = pairwise & (left > 0) & (k[:, j] > 0)
         if not use.any():
             continue
-        if r * total <= _FEW:
-            med = _left_out_medians(s.logs[:, lo:hi])
-            sig[use, j] = SHAMOS * med[use]
+        if few is not None:
+            sig[use, j] = SHAMOS * few[use, j]
             dof[use, j] = np.maximum(1, np.sum(np.maximum(k[use, lo:hi] - 1, 0), axis=1))
             continue
         q = [(left - 1) // 2, left // 2]
