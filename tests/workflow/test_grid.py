@@ -180,3 +180,26 @@ def test_aggregate_names_a_missing_or_malformed_file_and_keeps_going_when_told(t
     aggregate.write(table, problems, out)
     assert pd.read_csv(out)["best_gb_s"].tolist() == [5.5]
     assert len(json.loads((tmp_path / "aggregate_problems.json").read_text())["copy"]) == 2
+
+
+def test_aggregate_in_one_parse_gives_the_table_read_job_by_job(tmp_path: Path) -> None:
+    """Jobs sharing a header are parsed at once (`aggregate._read_all`); the table must be the one
+    `read_job` builds file by file, column order and types included (a grid value only some jobs
+    have, a provenance field left null, a cell empty in one job), and a bad cell must still name
+    its own file and line."""
+    jobs = [_job(tmp_path, f"copy-s{n}-d1", f"{n},1,1024,{5.5 + n}\n{n},1,2048,{6 + n}\n") for n in range(3)]
+    record = json.loads(jobs[1].with_suffix(".json").read_text())
+    record["grid"]["fleet_node"] = "nid000001"
+    record["slurm_job_id"] = None
+    jobs[1].with_suffix(".json").write_text(json.dumps(record))
+    jobs[2].write_text("src_node,dst_node,bytes,best_gb_s\n2,,1024,7.5\n2,1,2048,8\n")
+    fast = aggregate._read_all(jobs, "copy")
+    assert fast is not None, "sound jobs sharing a header were not read in one parse"
+    table, problems = aggregate.aggregate(jobs, "copy")
+    one_by_one = pd.concat([aggregate.read_job(j, "copy") for j in jobs], ignore_index=True, sort=False)
+    one_by_one.insert(0, "job_id", one_by_one.pop("job_id"))
+    assert problems == []
+    pd.testing.assert_frame_equal(table, one_by_one)
+    jobs[2].write_text("src_node,dst_node,bytes,best_gb_s\n2,1,1024,7.5\n2,1,2048,-8\n")
+    with pytest.raises(NumasweepError, match=r"copy-s2-d1.csv: line 3 .*'best_gb_s': '-8(\.0)?' is negative"):
+        aggregate.aggregate(jobs, "copy")
