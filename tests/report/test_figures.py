@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from report_data import latency_frame, topology, write_results
@@ -133,6 +134,30 @@ def test_latency_curves_carry_a_band_from_the_sample_range() -> None:
     assert not ax2.collections
     plt.close(fig)
     plt.close(fig2)
+
+
+def test_a_fleet_draws_each_rank_once_its_median_over_the_nodes_and_their_range() -> None:
+    """Three hosts of one configuration (model data: the same curves, host b 10 % slower, host c
+    20 % faster): one line per rank at the hosts' median (host a's values), the band from the
+    fastest host to the slowest, and the legend says over how many nodes."""
+    import matplotlib.pyplot as plt
+
+    base = latency_frame(modes=("concurrent",))
+    hosts = [base.assign(host=h, latency_ns_median=base["latency_ns_median"] * f) for h, f in
+             (("a", 1.0), ("b", 1.1), ("c", 0.8))]
+    part = tables.latency_table(pd.concat(hosts, ignore_index=True))
+    fig, ax = plt.subplots()
+    figures.plot_rank_curves(ax, part, "latency_ns_median", None)
+    ranks = base["rank"].nunique()
+    assert len(ax.lines) == ranks and len(ax.collections) == ranks
+    by_rank = base.sort_values("size_bytes").groupby("rank")["latency_ns_median"]
+    for line, (rank, values) in zip(ax.lines, by_rank):
+        assert line.get_label().startswith(f"rank {rank} ") and line.get_label().endswith("median of 3 nodes")
+        assert list(line.get_ydata()) == pytest.approx(list(values))
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    first = by_rank.get_group(0)
+    assert band.min() == pytest.approx(first.min() * 0.8) and band.max() == pytest.approx(first.max() * 1.1)
+    plt.close(fig)
 
 
 def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Path) -> None:

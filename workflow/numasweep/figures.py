@@ -177,20 +177,42 @@ def l3_styles(topology: dict | None, df: pd.DataFrame) -> dict[int, tuple[str, s
 SPREAD = tables.SPREAD
 
 
+def across_hosts(part: pd.DataFrame, value: str) -> tuple[pd.DataFrame, int]:
+    """A fleet's configuration (several hosts): per line but for the host, and size, the median
+    of `value` over the hosts, with their lowest and highest as the band (SPREAD), and how many
+    hosts; the part itself and 1 otherwise. A thousand nodes' lines would hide one another (the
+    fleet ranking names the nodes out of line) and take minutes to draw."""
+    hosts = part["host"].nunique() if "host" in part else 1
+    if hosts <= 1:
+        return part, 1
+    keys = [c for c in series.WITHIN["latency"] if c in part and c != "host"] + ["size_bytes"]
+    by = part.groupby(keys, sort=True, dropna=False)[value]
+    out = by.median().to_frame()
+    out[SPREAD[0]], out[SPREAD[1]] = by.min(), by.max()
+    return out.reset_index(), hosts
+
+
 def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) -> None:
     """One line per rank against size, coloured by L3 group, styled by its place in the node;
-    a band from each point's sample range where the table has one (`tables.SPREAD`)."""
+    a band from each point's sample range where the table has one (`tables.SPREAD`). Over several
+    hosts, one line per rank: the median over the hosts, the band their range (`across_hosts`)."""
     styles = l3_styles(topology, part)
+    part, hosts = across_hosts(part, value)
+    over = f", median of {hosts} nodes" if hosts > 1 else ""
     for _, rows in tables.latency_lines(part):
         rows = rows.sort_values("size_bytes")
         rank = rows["rank"].iloc[0]
         group = int(rows["l3_group"].iloc[0])
         colour, style = styles.get(group, (PALETTE[0], "-"))
         ax.plot(rows["size_bytes"], rows[value], marker="o", markersize=3, color=colour,
-                linestyle=style, label=f"rank {rank} (CPU {rows['cpu'].iloc[0]}, L3 group {group})")
-        if value == "latency_ns_median" and set(SPREAD) <= set(rows.columns) and rows[SPREAD[0]].notna().any():
+                linestyle=style, label=f"rank {rank} (CPU {rows['cpu'].iloc[0]}, L3 group {group}){over}")
+        if (value == "latency_ns_median" or hosts > 1) and set(SPREAD) <= set(rows.columns) \
+                and rows[SPREAD[0]].notna().any():
             ax.fill_between(rows["size_bytes"], rows[SPREAD[0]], rows[SPREAD[1]], color=colour, alpha=0.15,
                             linewidth=0)
+    if hosts > 1:
+        ax.text(0.99, 0.01, f"band: lowest to highest of {hosts} nodes", transform=ax.transAxes, fontsize=7,
+                ha="right", va="bottom")
     ax.legend(fontsize=7, ncol=2 if part["rank"].nunique() > 8 else 1, loc="upper left")
 
 
