@@ -15,8 +15,9 @@ model of tests/replay/model.py: one CSV and provenance record per latency job of
 sizes), then times `aggregate`, `analyse`, `figures` and `report` on it, each as its own
 process; with `--hosts N` the sweep ran on N nodes of a fleet campaign (each node its own series,
 a few repetitions each: the shape of a large cluster's screening, where the default is thousands
-of repetitions of one sweep), and `fleet` is timed too. Every step prints its wall time, the peak resident memory of its process and the load
-average after it: on a shared machine the times measure the other work too.
+of repetitions of one sweep), and `fleet` is timed too. Every step prints its wall time, the
+peak resident memory of its process and the load average after it: on a shared machine the
+times measure the other work too.
 """
 
 from __future__ import annotations

@@ -33,3 +33,13 @@ def test_cached_results_aggregate_to_the_asked_rows(tmp_path):
     assert len(table) == 6 * pipeline.JOB_ROWS
     assert set(table["mode"]) == {"concurrent", "serial"}
     assert table.groupby("job_id").size().eq(pipeline.JOB_ROWS).all()
+
+
+def test_a_fleet_of_cached_results_has_a_host_per_node(tmp_path):
+    """--hosts: each job once per node, the node as its host in the rows and the provenance."""
+    csvs = pipeline.write_results(tmp_path, 1000, hosts=3)
+    table, _ = aggregate.aggregate(csvs, "latency")
+    # 1000 rows over 3 hosts: 2 repetitions of 2 modes a host, 120 rows each
+    assert len(csvs) == 12 and len(table) == 12 * pipeline.JOB_ROWS
+    assert set(table["host"]) == {"nid000000", "nid000001", "nid000002"}
+    assert (table["host"] == table["prov_host"]).all() and (table["host"] == table["fleet_node"]).all()
