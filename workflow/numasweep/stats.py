@@ -172,8 +172,7 @@ _WINDOW = 1 << 16      # narrow until a value bracket holds this few differences
 _LIST = 1 << 22        # list at most this many at once
 _DRAW_CELLS = 1 << 22  # bootstrap values held at once (`Series.draws`)
 _SAMPLE = 1 << 16      # pairs sampled to place the next bracket (`_pivots`)
-_FEW = 1 << 18         # differences few enough to list in full
-_FEW_CELLS = 1 << 22   # differences times replicates left out, over the sizes, listed at once
+_FEW_CELLS = 1 << 22   # differences (times replicates left out), over the sizes, listed at once
 
 
 class _PairDiffs:
@@ -222,11 +221,6 @@ class _PairDiffs:
                 break
             g = np.where(move, np.minimum(np.searchsorted(x, x[j], side="right"), idx), g)
         return g
-
-    def every(self) -> np.ndarray:
-        """Every difference, as computed pair by pair (`between` over all of them)."""
-        i, j = np.triu_indices(len(self.x), 1)
-        return self.x[j] - self.x[i]
 
     def count(self, v: float) -> int:
         """Pairs with a difference at or below v."""
@@ -338,8 +332,6 @@ def _ranked(cols: Sequence[_PairDiffs], rlo: int, rhi: int) -> tuple[np.ndarray,
 
 def _pooled_median(cols: Sequence[_PairDiffs], n: int) -> float:
     """np.median of the n pooled differences of `cols`: the middle one, or the mean of the two."""
-    if n <= _FEW:       # a few replicates (a fleet's thousands of series): listed, no bracket to narrow
-        return np.median(np.concatenate([c.every() for c in cols]))
     values, below = _ranked(cols, (n - 1) // 2, n // 2)
     low, high = values[np.searchsorted(below, [(n - 1) // 2, n // 2], side="right")]
     return low if n % 2 else np.mean([low, high])
@@ -392,7 +384,7 @@ class Series:
             # The median of every pairwise difference of a size's replicates, pooled over the band,
             # selected without listing the k^2 / 2 differences (`_PairDiffs`).
             cols = [_PairDiffs(self.logs[:, j]) for j in range(m)]
-            few = _pooled_medians(self.logs, band) if _few(self.logs.shape[0], m, band) else None
+            few = _pooled_medians(self.logs, band) if _few(self.logs.shape[0], m, band, False) else None
             for j in range(m):
                 lo, hi = max(0, j - band), min(m, j + band + 1)
                 band_cols = cols[lo:hi]
@@ -471,13 +463,14 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
     axis = np.asarray(values[-1], dtype=np.int64)
     new = np.r_[True, (codes[1:, :nk] != codes[:-1, :nk]).any(axis=1)] if len(codes) else np.empty(0, bool)
     starts = np.flatnonzero(new)
+    logs, ses = agg["_log"].to_numpy(), agg["_se"].to_numpy()
     out = []
     for a, b in zip(starts, np.r_[starts[1:], len(codes)]):
         rc, sc = codes[a:b, nk:nk + nr], codes[a:b, -1]
         rid = np.cumsum(np.r_[True, (rc[1:] != rc[:-1]).any(axis=1)]) - 1
         used, si = np.unique(sc, return_inverse=True)
         wide, wse = np.full((2, rid[-1] + 1, len(used)), np.nan)
-        wide[rid, si], wse[rid, si] = agg["_log"].to_numpy()[a:b], agg["_se"].to_numpy()[a:b]
+        wide[rid, si], wse[rid, si] = logs[a:b], ses[a:b]
         firsts = rc[np.r_[True, rid[1:] != rid[:-1]]]
         labels = pd.MultiIndex(levels=index.levels[nk:nk + nr], codes=firsts.T.tolist()) if nr > 1 \
             else index.levels[nk].take(firsts[:, 0])
@@ -622,8 +615,9 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
 def _band_pairs(logs: np.ndarray, band: int, pairs: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per size (row), the pairwise differences of the replicates' values at the sizes of its band
     (`band` either side), ascending, NaN (missing values, past either end) last; and (`pairs`)
-    each one's two replicates. Every difference listed: for a few replicates. |a - b| rounds as the larger less
-    the smaller does (`_PairDiffs`), so the order statistics are the same numbers."""
+    each one's two replicates. For a few replicates (`_few`), where listing every difference is
+    faster than narrowing value brackets (`_ranked`); |a - b| rounds as the larger less the smaller
+    does (`_PairDiffs`), so the order statistics are the same numbers."""
     r, m = logs.shape
     a, b = np.triu_indices(r, 1)
     width = 2 * band + 1
@@ -637,9 +631,10 @@ def _band_pairs(logs: np.ndarray, band: int, pairs: bool = True) -> tuple[np.nda
     return np.take_along_axis(d, order, axis=1), a[order], b[order]
 
 
-def _few(r: int, m: int, band: int = 1) -> bool:
-    """Whether a series of r replicates and m sizes has few enough differences to list them all."""
-    return m * r * (2 * band + 1) * r * (r - 1) // 2 <= _FEW_CELLS
+def _few(r: int, m: int, band: int = 1, left_out: bool = True) -> bool:
+    """Whether a series of r replicates and m sizes has few enough differences to list them all,
+    once per replicate left out (`left_out`) or once."""
+    return m * (2 * band + 1) * r * (r - 1) // 2 * (r if left_out else 1) <= _FEW_CELLS
 
 
 def _pooled_medians(logs: np.ndarray, band: int) -> np.ndarray:
