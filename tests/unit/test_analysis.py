@@ -391,3 +391,17 @@ def test_one_run_a_side_claims_no_mode_difference_from_the_within_run_noise():
     assert "nothing is claimed" in one.summary and "between runs is unknown" in one.summary
     (three,) = [f for f in analysis.latency_findings(_one_rank_modes(3)) if f.id == "mode_divergence"]
     assert three.numbers["claim"] is True and three.numbers["plateau_ratio_high"] < 0.7, three.summary
+
+
+def test_findings_json_text_reads_back_the_same_with_an_evidence_row_a_line() -> None:
+    """`analysis.json_text`: what json.loads gives back is the value written; evidence rows
+    (flat objects) take one line each, nested objects and lists a line an item."""
+    value = {"system": "x", "findings": [
+        {"id": "placement", "numbers": {"checked": 3, "min_fraction": 0.5, "none": None, "flags": [True, False]},
+         "evidence": [{"rank": r, "fraction": 0.5 + r / 10, "mode": "serial"} for r in range(3)]},
+        {"id": "empty", "numbers": {}, "evidence": []}]}
+    text = analysis.json_text(value)
+    assert json.loads(text) == value
+    lines = text.splitlines()
+    assert sum(line.strip().startswith('{"rank"') for line in lines) == 3
+    assert ' "findings": [' in lines and '    "checked": 3,' in lines
