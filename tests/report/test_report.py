@@ -122,6 +122,29 @@ def test_placement_pages_per_node_for_every_rank(full_report) -> None:
     assert "| 2 | 5 | 1 | bind 1 | 0.00 | 256.00 | 0.00 |" in section
 
 
+def test_placement_rows_keep_their_own_pages_when_ranks_alternate_nodes() -> None:
+    """Ranks placed round robin (rank 0 on node 1, rank 1 on node 0, ...): the table's rows are
+    in rank order, not the order of their memory nodes, and each row shows its own rank's pages.
+    With two hosts each row names its host; over more than digest.HOST_ROWS hosts each rank's
+    row is the median over them."""
+    def frame(host: str) -> pd.DataFrame:
+        return pd.DataFrame([{"mode": "concurrent", "host": host, "rank": r, "cpu": r, "cpu_node": 1 - r % 2,
+                              "mem_nodes": str(1 - r % 2), "policy": "bind", "size_bytes": MiB,
+                              "latency_ns_median": 100.0, "page_fractions": f"{1 - r % 2}:1.0000"}
+                             for r in range(4)])
+    for hosts, named in ((["a"], False), (["a", "b"], True), ([f"h{i}" for i in range(9)], False)):
+        (table,) = report.placement_tables({"latency": pd.concat(map(frame, hosts), ignore_index=True)},
+                                           {"nodes": [{"id": 0}, {"id": 1}]})
+        rows = [[c.strip() for c in line.strip("|").split("|")] for line in table["table"].splitlines()[2:]]
+        assert len(rows) == 4 * (len(hosts) if named else 1)
+        for cells in rows:
+            rank, node = int(cells[0]), 1 - int(cells[0]) % 2
+            mib = [float(c) for c in cells[-2:]]
+            assert mib[node] == 1.0 and mib[1 - node] == 0.0, (hosts, cells)
+            assert (cells[3] in hosts) == named
+        assert table["title"].endswith("median over 9 hosts") == (len(hosts) == 9)
+
+
 def test_absent_data_leaves_sections_out(tmp_path: Path) -> None:
     results = write_results(tmp_path / "res", benches=("latency",))
     df = pd.read_csv(results / "latency.csv")
@@ -298,3 +321,20 @@ def test_launch_lines_of_repetitions_are_one_loop_that_bash_runs(tmp_path: Path)
     script = "\n".join(line.replace("do numa_latency", "do echo numa_latency") for line in found[:2])
     run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
     assert run.stdout.splitlines() == lines + odd
+
+
+def test_a_fleets_launch_lines_are_one_loop_over_the_nodes_that_bash_runs() -> None:
+    """A fleet repeats each launch on every node (`<id>-on-<node>`): the nodes become a loop around
+    the repetitions' loop, which bash expands back to exactly those lines; a node that ran other
+    repetitions keeps its own line."""
+    nodes = [f"nid{n:04d}" for n in (8, 9, 10, 11)]
+    lines = [f"numa_latency --size=1-64 --csv=lat-d0-rep{r}-on-{n}.csv" for n in nodes for r in (0, 1)]
+    odd = ["numa_latency --size=1-64 --csv=lat-d1-rep0-on-nid0008.csv"]
+    frames = {"latency": pd.DataFrame({"command": lines + odd, "host": [n for n in nodes for _ in (0, 1)] + ["nid0008"]})}
+    found = report.commands(frames)
+    assert found == ["for node in nid{0008..0011}; do for rep in {0..1}; do "
+                     "numa_latency --size=1-64 --csv=lat-d0-rep${rep}-on-${node}.csv; done; done", odd[0]]
+    run = subprocess.run(["bash", "-c", found[0].replace("do numa_latency", "do echo numa_latency")],
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == lines
+    assert report._node_list(["a1", "b2"]) == "a1 b2" and report._node_list(["n1", "n3"]) == "n1 n3"

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from numasweep import aggregate, quality, report
 from numasweep.system_state import SystemState
@@ -39,7 +40,7 @@ def test_numa_balancing_is_named_with_the_host_that_had_it(tmp_path: Path) -> No
     out = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md")
     text = out.read_text()
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
-    assert "- **node2** (latency): NUMA balancing was on" in part and "node1" not in part
+    assert "- **node2** (latency): NUMA balancing was on" in part and "**node1**" not in part
 
 
 def test_a_clean_machine_or_a_cached_table_gives_no_note(tmp_path: Path) -> None:
@@ -103,3 +104,30 @@ def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tm
     (tmp_path / "topology.json").write_text(json.dumps(topo))
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
     assert flag in text.split("## Data quality", 1)[1]
+
+
+def test_a_fleet_series_is_one_row_over_its_hosts_and_each_flag_one_sentence() -> None:
+    """Twelve hosts (more than digest.HOST_ROWS) of one 2-rank series: one row per rank over the
+    hosts, with the median of the hosts' median spreads, the largest spread and its host, how
+    many hosts were over 2 %, the least time on CPU and the retakes summed; one flag per kind
+    naming how many hosts raised it and the worst host's own sentence."""
+    rows = []
+    for h in range(12):
+        for rank in (0, 1):
+            for size in (1 << 20, 256 << 20):
+                spread = 1.0 + h / 10 if size > 1 << 20 else 9.0     # hosts 11..: over 2 % (2.1 %)
+                rows.append({"host": f"n{h:02d}", "rank": rank, "cpu": rank, "size_bytes": size,
+                             "latency_ns_median": 90.0, "spread_pct": spread, "sample_s": 0.05 * (h + 1),
+                             "first_touch_s": 0.1 * (h + 1), "cycle_build_s": 0.2,
+                             "on_cpu_pct": 80.0 + h if h < 3 else 99.0, "retaken": 1})
+    (lat,) = quality.series_quality({"latency": pd.DataFrame(rows)})
+    assert [r[0] for r in lat["rows"]] == ["rank 0, cpu 0 (12 hosts)", "rank 1, cpu 1 (12 hosts)"]
+    row = lat["rows"][0]
+    assert row[1] == pytest.approx(1.55) and row[2] == pytest.approx(2.1) and row[3] == "256MiB on n11"
+    assert row[4] == pytest.approx(0.325) and row[5] == pytest.approx(1.2)
+    assert row[7] == "1 of 12 hosts" and row[8] == 80.0 and row[9] == 24
+    spread, shared = sorted(f for f in lat["flagged"] if f.startswith("**") and "rank 0" in f)[::-1]
+    assert spread.startswith("**Spread**: rank 0, cpu 0: on 1 of 12 hosts (n11); the worst, n11: samples spread 2.1%")
+    assert shared.startswith("**CPU shared**: rank 0, cpu 0: on 3 of 12 hosts (n00, n01, n02); the worst, n00: "
+                             "ran only 80%")
+    assert len(lat["flagged"]) == 4

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from numasweep import checks, series
+from numasweep.digest import HOST_ROWS
 from numasweep.errors import NumasweepError
 from numasweep.system_state import SystemState, quality_notes
 from numasweep.topology import Topology
@@ -74,6 +75,7 @@ SPREAD_LIMIT_PCT = 2.0            # numa_latency's default --spread target
 ON_CPU_LIMIT_PCT = 95.0           # numa_latency warns when a rank ran less of a sample on its CPU
 TIMER_TICKS_LIMIT = 20            # numa_bandwidth warns when its best repetition took fewer ticks
 SPREAD_FROM_BYTES = 256 << 20     # sizes where a chase runs long enough for its spread to mean noise
+FEW_HOSTS = 8                     # hosts named in a flag over a fleet
 RUN_COLUMNS = {
     "latency": ("spread_pct", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct", "retaken"),
     "bandwidth": ("stores", "first_touch_s", "timer_ticks"),
@@ -121,6 +123,53 @@ def _least(g: pd.DataFrame, column: str) -> tuple[float | None, str]:
     return float(g.loc[i, column]), format_size(int(g.loc[i, "size_bytes"])) if "size_bytes" in g else ""
 
 
+# How a fleet's rows of one series (one per host) are said as one: per column of RUN rows.
+_REDUCE = {"latency": (None, "median", "max", "at", "median", "max", "max", "over", "min", "sum"),
+           "bandwidth": (None, "union", "max", "least", "min")}
+
+
+def _over_hosts(found: list[tuple[str, str, list, list]], bench: str) -> tuple[list[list], list[str]]:
+    """A fleet's series (more than HOST_ROWS hosts) as one row over its hosts, and each flag one
+    sentence over the hosts it was raised on: how many, the first few, and the worst host's own
+    sentence. found: (host, series name without the host, row, flags) per host and series."""
+    by_name: dict[str, list] = {}
+    for item in found:
+        by_name.setdefault(item[1], []).append(item)
+    rows, flagged = [], []
+    for name, items in by_name.items():
+        hosts = [h for h, _, _, _ in items]
+        cols = list(zip(*(r for _, _, r, _ in items)))
+        row = [f"{name} ({len(hosts)} hosts)"]
+        for i, how in enumerate(_REDUCE[bench][1:], start=1):
+            values = [v for v in cols[i] if v is not None and v != ""]
+            if how == "at":     # the size of the largest spread, and its host
+                worst = max(range(len(items)), key=lambda j: -1 if cols[2][j] is None else cols[2][j])
+                row.append(f"{cols[3][worst]} on {hosts[worst]}" if cols[3][worst] else "")
+            elif how == "over":
+                row.append(f"{len(values)} of {len(hosts)} hosts" if values else "")
+            elif how == "union":
+                row.append(", ".join(sorted({s for v in values for s in str(v).split(", ") if s})))
+            elif how == "least":   # the array cell of the smallest ratio
+                row.append(min(values, key=lambda v: float(str(v).split("x")[0])) if values else "")
+            elif not values:
+                row.append(None)
+            else:
+                row.append({"median": float(pd.Series(values).median()), "max": max(values), "min": min(values),
+                            "sum": sum(values)}[how])
+        rows.append(row)
+        kinds: dict[str, list] = {}
+        for host, _, _, flags in items:
+            for flag, worst, text in flags:
+                kinds.setdefault(flag, []).append((worst, host, text))
+        for flag, raised in kinds.items():
+            worst, host, text = max(raised)
+            on = sorted(h for _, h, _ in raised)
+            listed = ", ".join(on[:FEW_HOSTS]) + (f" and {len(on) - FEW_HOSTS} more" if len(on) > FEW_HOSTS else "")
+            flagged.append(f"**{flag}**: {name}: on {len(on)} of {len(hosts)} hosts ({listed}); the worst, "
+                           f"{host}: {text}")
+    return rows, flagged
+
+
 def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None) -> list[dict[str, Any]]:
     """Per benchmark with the kernels' run columns (docs/INTERFACES.md): one row per series with
     the within-run spread (median and largest at SPREAD_FROM_BYTES and above), sample length and
@@ -129,7 +178,9 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
     spread exceeds SPREAD_LIMIT_PCT at those sizes or whose ranks ran under ON_CPU_LIMIT_PCT of a
     sample on their CPU, and per bandwidth series whose arrays are under checks.LLC_FACTOR x its
     last-level cache or whose best repetition took under TIMER_TICKS_LIMIT timer ticks: the
-    warnings the kernels print, from their CSV columns rather than the job logs.
+    warnings the kernels print, from their CSV columns rather than the job logs. Over more than
+    HOST_ROWS hosts (a fleet) a series' hosts are one row and each flag one sentence over its
+    hosts (`_over_hosts`).
     [{"bench", "header", "rows", "numeric": column indexes, "flagged": [sentence, ...]}]; tables
     without the columns give none."""
     try:
@@ -152,11 +203,15 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
         for c in have:
             if c != "stores":
                 df[c] = pd.to_numeric(df[c], errors="coerce")
-        rows, flagged = [], []
+        hosts = df["host"].nunique() if "host" in df else 1
+        fleet = hosts > HOST_ROWS
+        named = [c for c in varying if not (fleet and c == "host")] or keys[:1]
+        found = []     # (host, series name, row, [(flag, worst value, sentence after the name)])
         groups = ((dict(zip(keys, key)), g) for key, g in df.groupby(keys, sort=True, dropna=False)[used]) \
             if keys else [({}, df)]
         for key, g in groups:
-            name = _series_name(key, varying) or "all"
+            name = _series_name(key, named) or "all"
+            flags = []
             if bench == "latency":
                 large = g[g["size_bytes"] >= SPREAD_FROM_BYTES] if "size_bytes" in g else g.iloc[0:0]
                 spread = large["spread_pct"].dropna() if "spread_pct" in large else pd.Series(dtype=float)
@@ -170,17 +225,17 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                         for c in ("first_touch_s", "cycle_build_s")]
                 row.append("over" if worst is not None and worst > SPREAD_LIMIT_PCT else "")
                 if worst is not None and worst > SPREAD_LIMIT_PCT:
-                    flagged.append(f"**Spread**: {name}: samples spread {worst:.1f}% at {format_size(at)} (over "
-                                   f"{SPREAD_LIMIT_PCT:.0f}% at {format_size(SPREAD_FROM_BYTES)} and above): the "
-                                   "machine disturbed the run, or it needs more --samples or --min-time")
+                    flags.append(("Spread", worst, f"samples spread {worst:.1f}% at {format_size(at)} (over "
+                                  f"{SPREAD_LIMIT_PCT:.0f}% at {format_size(SPREAD_FROM_BYTES)} and above): the "
+                                  "machine disturbed the run, or it needs more --samples or --min-time"))
                 least, where = _least(g, "on_cpu_pct")
                 row.append(least)
                 # samples the kernel took again because a rank was off its CPU (older tables: none)
                 row.append(int(g["retaken"].sum()) if "retaken" in g and g["retaken"].notna().any() else None)
                 if least is not None and least < ON_CPU_LIMIT_PCT:
-                    flagged.append(f"**CPU shared**: {name}: ran only {least:.0f}% of a sample's time on its CPU at "
-                                   f"{where}: other work shared the CPU and inflated its latencies; measure on a "
-                                   "quiet machine, with nothing else on the benchmark's CPUs")
+                    flags.append(("CPU shared", -least, f"ran only {least:.0f}% of a sample's time on its CPU at "
+                                  f"{where}: other work shared the CPU and inflated its latencies; measure on a "
+                                  "quiet machine, with nothing else on the benchmark's CPUs"))
             else:
                 stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
                 cell, small = _small_arrays(g, topo)
@@ -188,14 +243,18 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                        float(g["first_touch_s"].max()) if "first_touch_s" in g and g["first_touch_s"].notna().any()
                        else None, cell]
                 if small:
-                    flagged.append(f"**Arrays under {checks.LLC_FACTOR}x the last-level cache**: {name}: {small}")
+                    flags.append((f"Arrays under {checks.LLC_FACTOR}x the last-level cache",
+                                  -float(cell.split("x")[0]), small))
                 least, _ = _least(g, "timer_ticks")
                 row.append(least)
                 if least is not None and least < TIMER_TICKS_LIMIT:
-                    flagged.append(f"**Timer**: {name}: the best repetition took only {least:.0f} ticks of the "
-                                   f"timer (under {TIMER_TICKS_LIMIT}), too short to time well; use a larger "
-                                   "array_size")
-            rows.append(row)
+                    flags.append(("Timer", -least, f"the best repetition took only {least:.0f} ticks of the "
+                                  f"timer (under {TIMER_TICKS_LIMIT}), too short to time well; use a larger "
+                                  "array_size"))
+            found.append((series.label(key.get("host", "")), name, row, flags))
+        rows, flagged = _over_hosts(found, bench) if fleet else \
+            ([r for _, _, r, _ in found], [f"**{flag}**: {name}: {text}" for _, name, _, flags in found
+                                           for flag, _, text in flags])
         header = (["series", f"spread % (median, >= {format_size(SPREAD_FROM_BYTES)})", "spread % (largest)",
                    "at", "sample s (median)", "first touch s (max)", "cycle build s (max)",
                    f"spread > {SPREAD_LIMIT_PCT:.0f}%", "on CPU % (least)", "samples retaken"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from numasweep import benches, figures, levels, mlc_figures, quality, series, tables
+from numasweep import benches, digest, figures, levels, mlc_figures, quality, series, tables
 from numasweep.errors import NumasweepError
 from numasweep.io import UNREAD, atomic_write_text
 from numasweep.units import format_cpulist, format_size, parse_page_fractions
@@ -164,8 +164,10 @@ REPETITION_IN_LINE = re.compile(r"(?<=-rep)(\d+)(?!\d)")
 def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
     """Distinct launch lines, from the aggregated tables' `command` column (provenance), so the
     report reads nothing beyond its declared inputs. Lines that differ only in their repetition's
-    number are one bash loop over the repetitions (`for rep in {0..4166}; do ...; done`): a
-    campaign of thousands of repetitions lists each launch once, as a line that still runs."""
+    number are one bash loop over the repetitions (`for rep in {0..4166}; do ...; done`), and a
+    fleet's lines that differ only in their node one loop over the nodes around that (`for node
+    in nid{0001..1000}; do ...; done`): a campaign of thousands of repetitions or nodes lists
+    each launch once, as a line that still runs."""
     seen: dict[str, None] = {}     # in order of first appearance; a table repeats each line per row
     for df in frames.values():
         for key in COMMAND_KEYS:
@@ -177,7 +179,21 @@ def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
         reps = set(REPETITION_IN_LINE.findall(line))
         key = REPETITION_IN_LINE.sub("${rep}", line) if len(reps) == 1 else line
         loops.setdefault(key, []).append((int(reps.pop()) if len(reps) == 1 else -1, line))
-    return [_loop(key, runs) for key, runs in loops.items()]
+    words = digest.host_words(hosts(frames))
+    by_node: dict[str, list[tuple[str, str]]] = {}   # ${rep} line with ${node} -> (node, ${rep} line)
+    for key in loops:
+        named = set(words.findall(key)) if words else set()
+        node_key = words.sub("${node}", key) if words and len(named) == 1 else key
+        by_node.setdefault(node_key, []).append((named.pop() if len(named) == 1 else "", key))
+    out = []
+    for node_key, members in by_node.items():
+        reps = {tuple(sorted(r for r, _ in loops[key])) for _, key in members}
+        if len(members) == 1 or len(reps) > 1:      # the nodes ran different repetitions: each its own
+            out += [_loop(key, loops[key]) for _, key in members]
+            continue
+        inner = _loop(node_key, [(r, words.sub("${node}", line)) for r, line in loops[members[0][1]]])
+        out.append(f"for node in {_node_list(sorted(n for n, _ in members))}; do {inner}; done")
+    return out
 
 
 def _loop(key: str, runs: list[tuple[int, str]]) -> str:
@@ -189,6 +205,17 @@ def _loop(key: str, runs: list[tuple[int, str]]) -> str:
     return f"for rep in {over}; do {key}; done"
 
 
+def _node_list(nodes: list[str]) -> str:
+    """Nodes as bash lists them: `nid{0001..1000}` for one prefix and consecutive numbers of one
+    width (bash keeps the zero padding), else the names."""
+    parts = [re.fullmatch(r"(.*?)(\d+)", n) for n in nodes]
+    if all(parts) and len({(m.group(1), len(m.group(2))) for m in parts}) == 1:
+        numbers = [int(m.group(2)) for m in parts]
+        if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+            return f"{parts[0].group(1)}{{{parts[0].group(2)}..{parts[-1].group(2)}}}"
+    return " ".join(nodes)
+
+
 # ---------------------------------------------------------------------------------------------
 # Raw tables
 
@@ -197,7 +224,7 @@ def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
     """Per configuration, the seed's layout: one row per rank, one column per size."""
     out = []
     for variant, part in tables.latency_configs(tables.latency_table(latency)):
-        part = tables.with_memory_node(part)
+        part, hosts = over_hosts(tables.with_memory_node(part))
         sizes = sorted(part["size_bytes"].unique())
         header = ["rank", "CPU", "CPU node", "memory node"] + [format_size(int(s)) for s in sizes]
         rows = []
@@ -208,9 +235,27 @@ def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
             rows.append([int(rank), int(r["cpu"].iloc[0]), int(r["cpu_node"].iloc[0]),
                          int(mem.iloc[0]) if len(mem) and mem.nunique() == 1 else "mixed"]
                         + [float(values.get(s, float("nan"))) for s in sizes])
-        out.append({"title": f"Latency (ns per load), {variant}",
+        over = f", median over {hosts} hosts (each host's rows are in latency.csv)" if hosts > 1 else ""
+        out.append({"title": f"Latency (ns per load), {variant}{over}",
                     "table": md_table(header, rows)})
     return out
+
+
+def over_hosts(part: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """A fleet's latency configuration with more than `digest.HOST_ROWS` hosts as one line per
+    rank: per size, the median over the hosts (`figures.across_hosts`) and the memory node where
+    every host's pages landed on one (else none); the part itself and 1 with fewer hosts, whose
+    rows stay one per host."""
+    hosts = part["host"].nunique() if "host" in part else 1
+    if hosts <= digest.HOST_ROWS:
+        return part, 1
+    out, _ = figures.across_hosts(part, "latency_ns_median")
+    keys = [c for c in out.columns if c in part and c not in ("latency_ns_median", *tables.SPREAD)]
+    if "memory_node" in part:
+        node = part.groupby(keys, sort=True, dropna=False)["memory_node"].agg(
+            lambda s: s.iloc[0] if s.nunique(dropna=False) == 1 else pd.NA)
+        out = out.merge(node.reset_index(), on=keys, how="left")
+    return out, hosts
 
 
 def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
@@ -292,7 +337,8 @@ RAW_TABLES = {
 
 def placement_tables(frames: dict[str, pd.DataFrame], topology: dict | None) -> list[dict]:
     """MiB of each rank's buffer found on each node (move_pages), at the largest size per
-    rank and configuration: the seed's numastat check, for every rank."""
+    rank and configuration: the seed's numastat check, for every rank (and host, up to
+    `digest.HOST_ROWS` hosts; over more, each rank's median over the hosts)."""
     latency = frames.get("latency")
     if latency is None or "page_fractions" not in latency:
         return []
@@ -300,20 +346,29 @@ def placement_tables(frames: dict[str, pd.DataFrame], topology: dict | None) -> 
     out = []
     for variant, part in tables.latency_configs(tables.latency_table(latency)):
         part = part[part["size_bytes"] == part["size_bytes"].max()]
+        # rows in the table's order, their placement parsed in the same order
+        part = part.sort_values([c for c in ("rank", "host") if c in part], kind="stable")
         parsed = [parse_page_fractions(f) for f in part["page_fractions"]]
         if not any(parsed):
             continue
         ids = node_ids or sorted({n for p in parsed for n in p})
         size = int(part["size_bytes"].iloc[0])
+        hosts = part["host"].nunique() if "host" in part else 1
+        named = 1 < hosts <= digest.HOST_ROWS
         rows = []
-        for (_, r), fractions in zip(part.sort_values("rank").iterrows(), parsed):
+        for (_, r), fractions in zip(part.iterrows(), parsed):
             asked = r.get("mem_nodes", "")
-            rows.append([int(r["rank"]), int(r["cpu"]), int(r["cpu_node"]),
-                         f"{r.get('policy', '')} {'' if pd.isna(asked) else asked}".strip()]
+            rows.append([int(r["rank"]), int(r["cpu"]), int(r["cpu_node"])] + ([r["host"]] if named else [])
+                        + [f"{r.get('policy', '')} {'' if pd.isna(asked) else asked}".strip()]
                         + [fractions.get(n, 0.0) * size / 2**20 for n in ids])
-        header = ["rank", "CPU", "CPU node", "policy"] + [f"node {n} (MiB)" for n in ids]
-        out.append({"title": f"{variant}, {format_size(size)} per rank",
-                    "table": md_table(header, rows, right=set(range(4, len(header))) | {0, 1, 2})})
+        header = ["rank", "CPU", "CPU node"] + (["host"] if named else []) + ["policy"]
+        if hosts > digest.HOST_ROWS:
+            wide = pd.DataFrame(rows, columns=header + [str(n) for n in ids])
+            rows = wide.groupby(header, sort=True, dropna=False).median().reset_index().values.tolist()
+        header += [f"node {n} (MiB)" for n in ids]
+        over = f", median over {hosts} hosts" if hosts > digest.HOST_ROWS else ""
+        out.append({"title": f"{variant}, {format_size(size)} per rank{over}",
+                    "table": md_table(header, rows, right=set(range(len(header) - len(ids), len(header))) | {0, 1, 2})})
     return out
 
 
@@ -382,6 +437,15 @@ def prepared_findings(findings: dict) -> list[dict]:
         out.append({**f, "evidence_table": evidence_table(f.get("evidence") or []),
                     "subject": subject_of(str(f.get("id"))).title, "headline": is_headline(f)})
     return out
+
+
+def hosts(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """The hosts that measured, over every table (the provenance `host` column)."""
+    found: set[str] = set()
+    for df in frames.values():
+        if "host" in df:
+            found.update(str(h) for h in df["host"].dropna().unique())
+    return sorted(found)
 
 
 def unmeasurable(frames: dict[str, pd.DataFrame]) -> set[str]:
@@ -496,7 +560,9 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     if topology is None and not frames:
         raise NumasweepError(f"{results_dir}: neither topology.json nor any <bench>.csv; give the "
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
-    found = prepared_findings(findings or {})
+    every = (findings or {}).get("findings", [])
+    # a fleet's findings alike but for their host are said once (numasweep.digest)
+    found = prepared_findings({"findings": digest.merge(every, hosts(frames))})
     placed = {kind for sub in SUBJECTS for kind in sub.figures}
     sections, subject_figures = [], []
     for bench in benches.NAMES:
@@ -515,7 +581,8 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     system = (topology or {}).get("system") or (findings or {}).get("system") or results_dir.name
     modes = mode_comparison(frames.get("latency"))
     placement = placement_tables(frames, topology)
-    notes = quality.notes(frames)
+    notes = [{**q, "hosts": q["hosts"][:digest.HOST_ROWS] + [f"{len(q['hosts']) - digest.HOST_ROWS} more hosts"]}
+             if len(q["hosts"]) > digest.HOST_ROWS + 1 else q for q in quality.notes(frames)]
     run_quality = [{**q, "table": md_table(q["header"], q["rows"], right=q["numeric"])}
                    for q in quality.series_quality(frames, topology)]
     other_content = {title for title, has in (("Contention and concurrency", modes),
@@ -543,7 +610,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "findings": found,
         "headlines": [f for f in found if f["headline"]][:SUMMARY_MAX],
         "more_headlines": max(0, sum(f["headline"] for f in found) - SUMMARY_MAX),
-        "anomalies": sum(1 for f in found if f.get("id") == "anomaly"),
+        "anomalies": sum(1 for f in every if f.get("id") == "anomaly"),
         "cross_figures": [],
         "data_quality": notes,
         "run_quality": run_quality,
