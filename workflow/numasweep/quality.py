@@ -115,6 +115,47 @@ def _small_arrays(g: pd.DataFrame, topo: Topology | None) -> tuple[str, str | No
             "half the free memory, with a warning in the job's log)")
 
 
+def _latency_runs(df: pd.DataFrame, keys: list[str]):
+    """(series key, figures) per latency series in key order, from one grouping of the table
+    (a fleet holds thousands of series): the within-run spread at SPREAD_FROM_BYTES and above
+    (median, largest and the size of the first largest), the median sample length, the largest
+    first-touch and cycle-build times, the least time on CPU and the size of its first least,
+    and the samples retaken; None where the series has no value of a column."""
+    df = df.assign(_one=0) if not keys else df
+    keys = keys or ["_one"]
+    by = df.groupby(keys, sort=True, dropna=False)
+    runs = pd.DataFrame(index=by.size().index)
+    for column, how in (("sample_s", "median"), ("first_touch_s", "max"), ("cycle_build_s", "max"),
+                        ("retaken", "sum")):
+        if column in df:
+            runs[column] = by[column].sum(min_count=1) if how == "sum" else by[column].agg(how)
+    sizes = df["size_bytes"] if "size_bytes" in df else None
+    for column, part, name in (("spread_pct", sizes is not None and (sizes >= SPREAD_FROM_BYTES), "spread"),
+                               ("on_cpu_pct", True, "on_cpu")):
+        if column not in df or part is False:
+            continue
+        values = df.loc[part & df[column].notna() if part is not True else df[column].notna(), keys + [column]]
+        grouped = values.groupby(keys, sort=True, dropna=False)[column]
+        first = grouped.idxmax() if name == "spread" else grouped.idxmin()
+        runs[f"{name}_at_row"] = first
+        if name == "spread":
+            runs["spread_median"], runs["spread_max"] = grouped.median(), grouped.max()
+        else:
+            runs["on_cpu_pct"] = grouped.min()
+    index_keys = runs.index.names
+    for key, r in zip(runs.index, runs.to_dict("records")):
+        key = key if isinstance(key, tuple) else (key,)
+        got = {k: (None if pd.isna(v) else float(v)) for k, v in r.items()}
+        spread_row, cpu_row = got.pop("spread_at_row", None), got.pop("on_cpu_at_row", None)
+        got["spread_at"] = int(sizes.loc[int(spread_row)]) if spread_row is not None else None
+        got["on_cpu_at"] = format_size(int(sizes.loc[int(cpu_row)])) if cpu_row is not None and sizes is not None \
+            else ""
+        got["retaken"] = int(got["retaken"]) if got.get("retaken") is not None else None
+        for column in ("spread_median", "spread_max", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct"):
+            got.setdefault(column, None)
+        yield ({} if index_keys == ["_one"] else dict(zip(index_keys, key))), got
+
+
 def _least(g: pd.DataFrame, column: str) -> tuple[float | None, str]:
     """The smallest value of a run column in a series, and the size it was measured at."""
     if column not in g or not g[column].notna().any():
@@ -207,35 +248,29 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
         fleet = hosts > HOST_ROWS
         named = [c for c in varying if not (fleet and c == "host")] or keys[:1]
         found = []     # (host, series name, row, [(flag, worst value, sentence after the name)])
-        groups = ((dict(zip(keys, key)), g) for key, g in df.groupby(keys, sort=True, dropna=False)[used]) \
-            if keys else [({}, df)]
+        if bench == "latency":
+            groups = _latency_runs(df, keys)
+        else:
+            groups = ((dict(zip(keys, key)), g) for key, g in df.groupby(keys, sort=True, dropna=False)[used]) \
+                if keys else [({}, df)]
         for key, g in groups:
             name = _series_name(key, named) or "all"
             flags = []
-            if bench == "latency":
-                large = g[g["size_bytes"] >= SPREAD_FROM_BYTES] if "size_bytes" in g else g.iloc[0:0]
-                spread = large["spread_pct"].dropna() if "spread_pct" in large else pd.Series(dtype=float)
-                worst = float(spread.max()) if len(spread) else None
-                at = int(large.loc[spread.idxmax(), "size_bytes"]) if len(spread) else None
-                row = [name, float(spread.median()) if len(spread) else None, worst,
-                       format_size(at) if at else ""]
-                row += [float(g[c].median()) if c in g and g[c].notna().any() else None
-                        for c in ("sample_s",)]
-                row += [float(g[c].max()) if c in g and g[c].notna().any() else None
-                        for c in ("first_touch_s", "cycle_build_s")]
-                row.append("over" if worst is not None and worst > SPREAD_LIMIT_PCT else "")
+            if bench == "latency":      # g: the series' figures (`_latency_runs`)
+                worst, at, least = g["spread_max"], g["spread_at"], g["on_cpu_pct"]
+                row = [name, g["spread_median"], worst, format_size(at) if at else "", g["sample_s"],
+                       g["first_touch_s"], g["cycle_build_s"],
+                       "over" if worst is not None and worst > SPREAD_LIMIT_PCT else ""]
                 if worst is not None and worst > SPREAD_LIMIT_PCT:
                     flags.append(("Spread", worst, f"samples spread {worst:.1f}% at {format_size(at)} (over "
                                   f"{SPREAD_LIMIT_PCT:.0f}% at {format_size(SPREAD_FROM_BYTES)} and above): the "
                                   "machine disturbed the run, or it needs more --samples or --min-time"))
-                least, where = _least(g, "on_cpu_pct")
-                row.append(least)
                 # samples the kernel took again because a rank was off its CPU (older tables: none)
-                row.append(int(g["retaken"].sum()) if "retaken" in g and g["retaken"].notna().any() else None)
+                row += [least, g["retaken"]]
                 if least is not None and least < ON_CPU_LIMIT_PCT:
                     flags.append(("CPU shared", -least, f"ran only {least:.0f}% of a sample's time on its CPU at "
-                                  f"{where}: other work shared the CPU and inflated its latencies; measure on a "
-                                  "quiet machine, with nothing else on the benchmark's CPUs"))
+                                  f"{g['on_cpu_at']}: other work shared the CPU and inflated its latencies; measure "
+                                  "on a quiet machine, with nothing else on the benchmark's CPUs"))
             else:
                 stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
                 cell, small = _small_arrays(g, topo)
