@@ -112,7 +112,7 @@ def slowdowns(df: pd.DataFrame, bench: str, metric: str, higher_better: bool) ->
     import numpy as np
     import pandas as pd
 
-    from numasweep import series
+    from numasweep import series, stats
 
     host = host_column(df)
     if host is None or metric not in df.columns:
@@ -127,32 +127,9 @@ def slowdowns(df: pd.DataFrame, bench: str, metric: str, higher_better: bool) ->
     if wide.shape[1] < 2:
         return pd.DataFrame()
     logs = np.log(wide.to_numpy(float))
-    diff = logs - _others_median(logs)
+    diff = logs - stats.others_median(logs)
     return pd.DataFrame(-diff if higher_better else diff, index=wide.index,
                         columns=wide.columns).dropna(how="all")
-
-
-def _others_median(x: np.ndarray) -> np.ndarray:
-    """Per cell of points x hosts, the median of the other hosts' finite values of its point (NaN
-    where none): order statistics of the sorted row with the cell's own place skipped, so a
-    thousand hosts cost one sort per point, not a median per host."""
-    import numpy as np
-
-    finite = np.isfinite(x)
-    keyed = np.where(finite, x, np.inf)                       # missing values sort last
-    order = np.argsort(keyed, axis=1, kind="stable")
-    ranked = np.take_along_axis(keyed, order, axis=1)
-    place = np.empty_like(order)
-    np.put_along_axis(place, order, np.broadcast_to(np.arange(x.shape[1]), x.shape), axis=1)
-    k = finite.sum(axis=1, keepdims=True) - finite            # the others' finite values
-    last = x.shape[1] - 1
-
-    def at(q: np.ndarray) -> np.ndarray:
-        skip = finite & (q >= place)                          # past the cell's own value
-        return np.take_along_axis(ranked, np.clip(np.where(skip, q + 1, q), 0, last), axis=1)
-
-    low, high = at((k - 1) // 2), at(k // 2)
-    return np.where(k <= 0, np.nan, np.where(k % 2 == 1, low, (low + high) / 2))
 
 
 def score(values: np.ndarray, tolerance: float) -> tuple[stats.Interval, bool]:

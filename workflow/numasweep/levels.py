@@ -195,13 +195,25 @@ def plausibility(sizes: np.ndarray, latency_ns: np.ndarray, capacities: Sequence
 
 def _crossing(sizes: np.ndarray, values: np.ndarray, target: float) -> float:
     """log2 size where `values` first reaches `target`, interpolated linearly in log2 size."""
+    return float(_crossings(sizes, values[None, :], np.array([target]))[0])
+
+
+def _crossings(sizes: np.ndarray, values: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Per row of `values` (one per bootstrap draw), `_crossing` at its own target: the log2 size
+    where the row first reaches it from the second size on, interpolated linearly in log2 size,
+    and the largest size where it never does; all rows at once."""
     x = np.log2(sizes.astype(float))
-    for j in range(1, len(values)):
-        if values[j] >= target:
-            v0, v1 = values[j - 1], values[j]
-            f = 0.0 if v1 == v0 else min(1.0, max(0.0, (target - v0) / (v1 - v0)))
-            return float(x[j - 1] + f * (x[j] - x[j - 1]))
-    return float(x[-1])
+    if values.shape[1] < 2:
+        return np.full(len(values), x[-1])
+    hit = values[:, 1:] >= targets[:, None]
+    j = np.argmax(hit, axis=1) + 1
+    rows = np.arange(len(values))
+    v0, v1 = values[rows, j - 1], values[rows, j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw = (targets - v0) / (v1 - v0)
+    # as min(1, max(0, raw)) takes it, a missing value before the crossing counting as 0
+    f = np.where((v1 == v0) | np.isnan(raw), 0.0, np.minimum(1.0, np.maximum(0.0, raw)))
+    return np.where(hit.any(axis=1), x[j - 1] + f * (x[j] - x[j - 1]), x[-1])
 
 
 def _half_way(sizes: np.ndarray, logs: np.ndarray, a: int, b: int) -> float:
@@ -213,8 +225,8 @@ def _location(series: Series, a: int, b: int, seed: int) -> Interval:
     est = 2 ** _half_way(series.sizes, series.center(), a, b)
     if series.logs.shape[0] < 2 and not np.isfinite(series.run_se).any():
         return Interval.unknown(est, "one replicate without spread")
-    draws = series.draws(seed, LOCATION_DRAWS)
-    locs = np.array([2 ** _half_way(series.sizes, d, a, b) for d in draws])
+    lat = np.exp(np.ascontiguousarray(series.draws(seed, LOCATION_DRAWS)[:, a:b + 1]))
+    locs = np.array([2 ** v for v in _crossings(series.sizes[a:b + 1], lat, (lat[:, 0] + lat[:, -1]) / 2).tolist()])
     # the sizes tested resolve a location to half a step either side, whatever the noise
     half = 2 ** (float(np.median(np.diff(np.log2(series.sizes)))) / 2)
     return Interval(float(est), float(np.quantile(locs, 0.025)) / half, float(np.quantile(locs, 0.975)) * half,
@@ -433,7 +445,8 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
             excess = np.exp(y) - 1
             loc = 2 ** _crossing(r.sizes, excess, excess[peak] / 2)
             draws = r.draws(stats.SEED, LOCATION_DRAWS)
-            locs = [2 ** _crossing(r.sizes, np.exp(d) - 1, (np.exp(d).max() - 1) / 2) for d in draws]
+            grown = np.exp(draws)
+            locs = [2 ** v for v in _crossings(r.sizes, grown - 1, (grown.max(axis=1) - 1) / 2).tolist()]
             location = Interval(float(loc), float(np.quantile(locs, 0.025)), float(np.quantile(locs, 0.975)),
                                 stats.LEVEL, f"percentile bootstrap over {len(r.replicates)} replicate pairs")
         out.append(TlbParting(

@@ -612,6 +612,28 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
             for i in np.nonzero(holm(p, alpha))[0]]
 
 
+def others_median(x: np.ndarray) -> np.ndarray:
+    """Per cell, the median of the finite values of the other cells of its row (NaN where none),
+    as numpy's median takes it: order statistics of the sorted row with the cell's own place
+    skipped, so a row of n cells costs one sort, not n medians (a fleet's point over a thousand
+    hosts; a size over a series' replicates left out in turn)."""
+    finite = np.isfinite(x)
+    keyed = np.where(finite, x, np.inf)                       # missing values sort last
+    order = np.argsort(keyed, axis=1, kind="stable")
+    ranked = np.take_along_axis(keyed, order, axis=1)
+    place = np.empty_like(order)
+    np.put_along_axis(place, order, np.broadcast_to(np.arange(x.shape[1]), x.shape), axis=1)
+    k = finite.sum(axis=1, keepdims=True) - finite            # the others' finite values
+    last = x.shape[1] - 1
+
+    def at(q: np.ndarray) -> np.ndarray:
+        skip = finite & (q >= place)                          # past the cell's own value
+        return np.take_along_axis(ranked, np.clip(np.where(skip, q + 1, q), 0, last), axis=1)
+
+    low, high = at((k - 1) // 2), at(k // 2)
+    return np.where(k <= 0, np.nan, np.where(k % 2 == 1, low, (low + high) / 2))
+
+
 def _band_pairs(logs: np.ndarray, band: int, pairs: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per size (row), the pairwise differences of the replicates' values at the sizes of its band
     (`band` either side), ascending, NaN (missing values, past either end) last; and (`pairs`)
@@ -669,40 +691,49 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     r, m = s.logs.shape
     finite = np.isfinite(s.logs)
     k = finite.sum(axis=0) - finite                     # (r, m): replicates left per size
-    cols = [_PairDiffs(s.logs[:, j]) for j in range(m)]
+    ref = others_median(s.logs.T).T                     # centre: the median of the others at each size
+    dof, sig = np.full((r, m), np.inf), np.full((r, m), np.nan)
+    pairwise = k.max(axis=1) >= 2                       # else the others' noise is their runs' own
+    # per size, the band's differences (size either side) of the others: all less the replicate's own
+    n = finite.sum(axis=0)
+    band = [slice(max(0, j - 1), min(m, j + 2)) for j in range(m)]
+    total = np.array([(n[b] * (n[b] - 1) // 2).sum() for b in band])
+    mine = np.column_stack([((n[b] - 1) * finite[:, b]).sum(axis=1) for b in band]) if m else np.zeros((r, 0), int)
+    uses = pairwise[:, None] & (total - mine > 0) & (k > 0)
+    dofs = np.column_stack([np.maximum(1, np.maximum(k[:, b] - 1, 0).sum(axis=1)) for b in band]) if m else dof
+    if uses.any() and _few(r, m):
+        # a few replicates (a fleet's thousands of series): every size's differences listed at once
+        sig[uses] = SHAMOS * _left_out_medians(s.logs)[uses]
+        dof[uses] = dofs[uses]
+    elif uses.any():
+        _left_out_ranked(s.logs, finite, uses, total - mine, mine, sig)
+        dof[uses] = dofs[uses]
+    for u in np.nonzero(~pairwise)[0]:      # the others' own runs (`Series.noise`), one by one
+        rest = Series(s.key, s.sizes, np.delete(s.logs, u, axis=0), np.delete(s.run_se, u, axis=0),
+                      [x for i, x in enumerate(s.replicates) if i != u])
+        _, dof[u], sig[u], _ = rest.noise()
+    return dof, sig, ref, k
+
+
+def _left_out_ranked(logs: np.ndarray, finite: np.ndarray, uses: np.ndarray, lefts: np.ndarray, mines: np.ndarray,
+                     sig: np.ndarray) -> None:
+    """`_left_out`'s sigma for many replicates, into `sig` where `uses`: per size, the median of
+    the others' band differences found by counting value brackets (`_ranked`), never listing
+    the k^2 / 2 differences."""
+    r, m = logs.shape
+    cols = [_PairDiffs(logs[:, j]) for j in range(m)]
     # sorted position of each replicate's value in its size's column (any of equal values)
     pos = np.zeros((r, m), dtype=np.int64)
     for j, c in enumerate(cols):
-        pos[finite[:, j], j] = np.searchsorted(c.x, s.logs[finite[:, j], j], side="left")
-    # centre: the median of the others at each size
-    ref = np.full((r, m), np.nan)
-    for j, c in enumerate(cols):
-        kr = k[:, j]
-        q1, q2 = (kr - 1) // 2, kr // 2
-        own = np.where(finite[:, j], pos[:, j], len(c.x))      # past the end: nothing left out
-        at = [np.clip(np.where(q < own, q, q + 1), 0, max(len(c.x) - 1, 0)) for q in (q1, q2)]
-        if len(c.x):
-            a, b = c.x[at[0]], c.x[at[1]]
-            ref[:, j] = np.where(kr <= 0, np.nan, np.where(kr % 2 == 1, a, (a + b) / 2))
+        pos[finite[:, j], j] = np.searchsorted(c.x, logs[finite[:, j], j], side="left")
     # each size's finite replicates in the order of their values
     by_pos = [np.nonzero(finite[:, j])[0][np.argsort(pos[finite[:, j], j], kind="stable")] for j in range(m)]
-    dof, sig = np.full((r, m), np.inf), np.full((r, m), np.nan)
-    pairwise = k.max(axis=1) >= 2                       # else the others' noise is their runs' own
-    # a few replicates (a fleet's thousands of series): every size's differences listed at once
-    few = _left_out_medians(s.logs) if _few(r, m) and pairwise.any() else None
     for j in range(m):
-        lo, hi = max(0, j - 1), min(m, j + 2)
-        band = cols[lo:hi]
-        total = sum(c.pairs for c in band)
-        mine = sum((c.x.size - 1) * finite[:, i] for i, c in zip(range(lo, hi), band))   # (r,)
-        left = total - mine
-        use = pairwise & (left > 0) & (k[:, j] > 0)
+        use, left, mine = uses[:, j], lefts[:, j], mines[:, j]
         if not use.any():
             continue
-        if few is not None:
-            sig[use, j] = SHAMOS * few[use, j]
-            dof[use, j] = np.maximum(1, np.sum(np.maximum(k[use, lo:hi] - 1, 0), axis=1))
-            continue
+        lo, hi = max(0, j - 1), min(m, j + 2)
+        band = cols[lo:hi]
         q = [(left - 1) // 2, left // 2]
         values, below = _ranked(band, int(q[0][use].min()), int((q[1] + mine)[use].max()))
 
@@ -734,12 +765,6 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
             found.append(values[a])
         med = np.where(left % 2 == 1, found[0], (found[0] + found[1]) / 2)
         sig[use, j] = SHAMOS * med[use]
-        dof[use, j] = np.maximum(1, np.sum(np.maximum(k[use, lo:hi] - 1, 0), axis=1))
-    for u in np.nonzero(~pairwise)[0]:      # the others' own runs (`Series.noise`), one by one
-        rest = Series(s.key, s.sizes, np.delete(s.logs, u, axis=0), np.delete(s.run_se, u, axis=0),
-                      [x for i, x in enumerate(s.replicates) if i != u])
-        _, dof[u], sig[u], _ = rest.noise()
-    return dof, sig, ref, k
 
 
 def sustained_onset(flags: Sequence[bool]) -> int | None:
