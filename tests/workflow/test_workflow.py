@@ -209,6 +209,17 @@ def test_config_error_stops_before_any_job(repo_copy: Path, case: str) -> None:
     assert not (repo_copy / "results").exists() and not (repo_copy / "build").exists()
 
 
+def test_a_target_that_names_no_job_says_so_without_a_traceback(repo_copy: Path) -> None:
+    """A mistyped job id as a target: Snakemake's missing-input report carries our sentence with
+    the fix, and no traceback of the workflow's input functions."""
+    proc = snakemake(repo_copy, "-n", "--config", "system=probe", "--", "results/probe/latency/no-such-job.csv")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "no job 'no-such-job' in the configured sweep: `python -m numasweep grid --config FILE` lists the ids" \
+        in out, out[-3000:]
+    assert "Traceback" not in out and "common.smk" not in out, out[-3000:]
+
+
 # ------------------------------------------------------------------ a real local sweep
 
 
