@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from numasweep import checks, series
@@ -121,27 +122,32 @@ def _latency_runs(df: pd.DataFrame, keys: list[str]):
     (median, largest and the size of the first largest), the median sample length, the largest
     first-touch and cycle-build times, the least time on CPU and the size of its first least,
     and the samples retaken; None where the series has no value of a column."""
-    df = df.assign(_one=0) if not keys else df
-    keys = keys or ["_one"]
-    by = df.groupby(keys, sort=True, dropna=False)
-    runs = pd.DataFrame(index=by.size().index)
+    if keys:
+        by = df.groupby(keys, sort=True, dropna=False)
+        index, codes = by.size().index, by.ngroup().to_numpy()     # group numbers in the index's order
+    else:
+        index, codes = pd.Index([0], name="_one"), np.zeros(len(df), dtype=np.int64)
+    # each column grouped by the group numbers alone: the key columns are not copied per column
+    runs = pd.DataFrame(index=pd.RangeIndex(len(index)))
     for column, how in (("sample_s", "median"), ("first_touch_s", "max"), ("cycle_build_s", "max"),
                         ("retaken", "sum")):
         if column in df:
-            runs[column] = by[column].sum(min_count=1) if how == "sum" else by[column].agg(how)
+            grouped = df[column].groupby(codes)
+            runs[column] = grouped.sum(min_count=1) if how == "sum" else grouped.agg(how)
     sizes = df["size_bytes"] if "size_bytes" in df else None
-    for column, part, name in (("spread_pct", sizes is not None and (sizes >= SPREAD_FROM_BYTES), "spread"),
-                               ("on_cpu_pct", True, "on_cpu")):
-        if column not in df or part is False:
+    for column, name in (("spread_pct", "spread"), ("on_cpu_pct", "on_cpu")):
+        if column not in df or (name == "spread" and sizes is None):
             continue
-        values = df.loc[part & df[column].notna() if part is not True else df[column].notna(), keys + [column]]
-        grouped = values.groupby(keys, sort=True, dropna=False)[column]
-        first = grouped.idxmax() if name == "spread" else grouped.idxmin()
-        runs[f"{name}_at_row"] = first
+        take = df[column].notna().to_numpy()
+        if name == "spread":
+            take = take & (sizes >= SPREAD_FROM_BYTES).to_numpy()
+        grouped = df[column][take].groupby(codes[take])
+        runs[f"{name}_at_row"] = grouped.idxmax() if name == "spread" else grouped.idxmin()
         if name == "spread":
             runs["spread_median"], runs["spread_max"] = grouped.median(), grouped.max()
         else:
             runs["on_cpu_pct"] = grouped.min()
+    runs.index = index
     index_keys = runs.index.names
     for key, r in zip(runs.index, runs.to_dict("records")):
         key = key if isinstance(key, tuple) else (key,)
