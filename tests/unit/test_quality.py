@@ -126,6 +126,7 @@ def test_a_fleet_series_is_one_row_over_its_hosts_and_each_flag_one_sentence() -
     assert row[1] == pytest.approx(1.55) and row[2] == pytest.approx(2.1) and row[3] == "256MiB on n11"
     assert row[4] == pytest.approx(0.325) and row[5] == pytest.approx(1.2)
     assert row[7] == "1 of 12 hosts" and row[8] == 80.0 and row[9] == 24
+    assert lat["numeric"] == {1, 2, 4, 5, 6, 8, 9}        # numbers right-aligned, the retakes' count too
     spread, shared = sorted(f for f in lat["flagged"] if f.startswith("**") and "rank 0" in f)[::-1]
     assert spread.startswith("**Spread**: rank 0, cpu 0: on 1 of 12 hosts (n11); the worst, n11: samples spread 2.1%")
     assert shared.startswith("**CPU shared**: rank 0, cpu 0: on 3 of 12 hosts (n00, n01, n02); the worst, n00: "

@@ -301,6 +301,8 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                    f"spread > {SPREAD_LIMIT_PCT:.0f}%", "on CPU % (least)", "samples retaken"]
                   if bench == "latency" else ["series", "stores", "first touch s (max)",
                                               "arrays / last-level cache", "timer ticks (least)"])
-        numeric = {i for i in range(1, len(header)) if any(isinstance(r[i], float) for r in rows)}
+        # right-aligned: the columns of numbers (counts such as the samples retaken included)
+        numeric = {i for i in range(1, len(header))
+                   if any(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows)}
         out.append({"bench": bench, "header": header, "rows": rows, "numeric": numeric, "flagged": flagged})
     return out
