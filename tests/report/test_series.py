@@ -156,3 +156,14 @@ def test_bandwidth_store_variants_stay_apart_and_are_named(tmp_path):
     assert peaks == sorted(p * s for p in (8000.0 * 3, 10000.0 * 3) for s in (1.0, 1.4))
     assert len([p for p in paths if p.name.startswith("bandwidth_vs_threads") and p.suffix == ".png"]) == 2
     assert re.search(r"\bnt\b", text) and "regular" in text
+
+
+def test_configuration_names_say_what_each_number_counts() -> None:
+    """Ranks per domain and the rank count both vary: a variant reads "1 per domain-2 ranks", never
+    "1-2 ranks" (whose first number says nothing of what it counts)."""
+    rows = [{"mode": "concurrent", "ranks_per_domain": per, "ranks": per * domains, "domains": "0,1"[:2 * domains - 1],
+             "rank": 0, "size_bytes": MiB, "latency_ns_median": 90.0}
+            for per in (1, 2) for domains in (1, 2)]
+    names = [v for v, _ in tables.latency_configs(tables.latency_table(pd.DataFrame(rows)))]
+    assert sorted(names) == ["concurrent-domains 0,1-1 per domain-2 ranks", "concurrent-domains 0,1-2 per domain-4 ranks",
+                             "concurrent-domains 0-1 per domain-1 rank", "concurrent-domains 0-2 per domain-2 ranks"], names

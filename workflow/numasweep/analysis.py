@@ -147,17 +147,6 @@ def _distance(topo: dict, cpu_node: int, mem_node: int) -> int | None:
     return dist[ids.index(cpu_node)][ids.index(mem_node)]
 
 
-def _config_value(column: str, value: Any) -> str:
-    """A configuration column's value as a title says it: "2 ranks", "4 per domain"."""
-    if column == "ranks":
-        return f"{value} rank" + ("s" if str(value) != "1" else "")
-    if column == "ranks_per_domain":
-        return f"{value} per domain"
-    if column == "domains":
-        return f"domains {value}"
-    return str(value)
-
-
 def _in(name: str) -> str:
     return f" ({name})" if name else ""
 
@@ -441,7 +430,7 @@ def _where(key: dict, varying: list[str], skip: tuple[str, ...] = ()) -> tuple[s
              f"with {page} pages" if page and "page_size" not in skip else "",
              f"memory {locality}" if locality not in ("local", "") else ""]
     others = [c for c in varying if c not in ("mode", "page_size", levels.GRID_PAGES, "locality") + skip and c in key]
-    name = ", ".join(_config_value(c, key[c]) for c in others if str(key[c]) != "")
+    name = ", ".join(series.value_name(c, key[c]) for c in others if str(key[c]) != "")
     text = " ".join(p for p in parts + [f"({name})" if name else ""] if p)
     title = ", ".join(x for x in (mode if "mode" not in skip else "", page if "page_size" not in skip else "",
                                   locality if locality not in ("local", "") else "", name) if x)

@@ -74,6 +74,19 @@ def label(value: object) -> str:
     return str(value)
 
 
+def value_name(column: str, value: object) -> str:
+    """A configuration value as a name says it, where the bare value would not tell what it
+    counts ("1-1 rank": one rank per domain, one rank): "2 ranks", "1 per domain", "domains 0,1"."""
+    text = label(value)
+    if column == "ranks" and text.isdigit():
+        return f"{text} rank" + ("s" if text != "1" else "")
+    if column == "ranks_per_domain" and text:
+        return f"{text} per domain"
+    if column == "domains" and text:
+        return f"domains {text}"
+    return text
+
+
 def series_columns(df: pd.DataFrame, bench: str) -> list[str]:
     """The series identity columns `df` has, in `SERIES` order."""
     return [c for c in SERIES[bench] if c in df.columns]
@@ -146,7 +159,7 @@ def configurations(df: pd.DataFrame, bench: str, first: str | None = None,
     out = []
     for key, part in df.groupby(cols, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        out.append(("-".join(label(k) for k in key if label(k) != "") or "all", part))
+        out.append(("-".join(value_name(c, k) for c, k in zip(cols, key) if label(k) != "") or "all", part))
     return out
 
 

@@ -193,15 +193,13 @@ def name_configs(points: pd.DataFrame, without: tuple[str, ...] = ()) -> None:
             and c not in without]
     varying = [c for c in cols if points[c].astype(str).nunique() > 1]
     points["config"] = series.joined(points, cols) if cols else ""
-    names = {"ranks": lambda v: f"{v} rank" + ("s" if str(v) != "1" else ""),
-             "ranks_per_domain": lambda v: f"{v} per domain", "domains": lambda v: f"domains {v}"}
     if not varying:
         points["config_name"] = ""
         return
     # named once per distinct configuration (a fleet's million rows hold a few)
     codes = points.groupby(varying, sort=False, dropna=False).ngroup().to_numpy()
     firsts = np.unique(codes, return_index=True)[1]
-    named = [", ".join(names.get(c, str)(r[c]) for c in varying if str(r[c]) != "")
+    named = [", ".join(series.value_name(c, r[c]) for c in varying if str(r[c]) != "")
              for _, r in points[varying].iloc[firsts].iterrows()]
     points["config_name"] = np.array(named, dtype=object)[codes].tolist()   # a list: typed as before
 
