@@ -138,7 +138,7 @@ def test_placement_rows_keep_their_own_pages_when_ranks_alternate_nodes() -> Non
         rows = [[c.strip() for c in line.strip("|").split("|")] for line in table["table"].splitlines()[2:]]
         assert len(rows) == 4 * (len(hosts) if named else 1)
         for cells in rows:
-            rank, node = int(cells[0]), 1 - int(cells[0]) % 2
+            node = 1 - int(cells[0]) % 2
             mib = [float(c) for c in cells[-2:]]
             assert mib[node] == 1.0 and mib[1 - node] == 0.0, (hosts, cells)
             assert (cells[3] in hosts) == named

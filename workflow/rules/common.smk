@@ -267,8 +267,10 @@ def job_kernel(wildcards):
     # the sentence that says so and how to list the ids: Snakemake reports a missing input in
     # its own words, where an input function's exception would come with a traceback.
     if not hasattr(wildcards, "batch") and wildcards.job not in JOBS:
-        return (f"no job '{wildcards.job}' in the configured sweep: "
-                "`python -m numasweep grid --config FILE` lists the ids")
+        return (
+            f"no job '{wildcards.job}' in the configured sweep: "
+            "`python -m numasweep grid --config FILE` lists the ids"
+        )
     return f"{BIN_DIR}/{job_of(wildcards).kernel}"
 
 
