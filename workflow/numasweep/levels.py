@@ -217,16 +217,21 @@ def _crossings(sizes: np.ndarray, values: np.ndarray, targets: np.ndarray) -> np
 
 
 def _half_way(sizes: np.ndarray, logs: np.ndarray, a: int, b: int) -> float:
-    lat = np.exp(logs[a:b + 1])
-    return _crossing(sizes[a:b + 1], lat, (lat[0] + lat[-1]) / 2)
+    return float(_half_ways(sizes, logs[None, :], a, b)[0])
+
+
+def _half_ways(sizes: np.ndarray, logs: np.ndarray, a: int, b: int) -> np.ndarray:
+    """Per row of log latencies (a curve or its bootstrap draws), the log2 size where latency
+    crosses half-way between sizes a and b."""
+    lat = np.exp(np.ascontiguousarray(logs[:, a:b + 1]))
+    return _crossings(sizes[a:b + 1], lat, (lat[:, 0] + lat[:, -1]) / 2)
 
 
 def _location(series: Series, a: int, b: int, seed: int) -> Interval:
     est = 2 ** _half_way(series.sizes, series.center(), a, b)
     if series.logs.shape[0] < 2 and not np.isfinite(series.run_se).any():
         return Interval.unknown(est, "one replicate without spread")
-    lat = np.exp(np.ascontiguousarray(series.draws(seed, LOCATION_DRAWS)[:, a:b + 1]))
-    locs = np.array([2 ** v for v in _crossings(series.sizes[a:b + 1], lat, (lat[:, 0] + lat[:, -1]) / 2).tolist()])
+    locs = np.array([2 ** v for v in _half_ways(series.sizes, series.draws(seed, LOCATION_DRAWS), a, b).tolist()])
     # the sizes tested resolve a location to half a step either side, whatever the noise
     half = 2 ** (float(np.median(np.diff(np.log2(series.sizes)))) / 2)
     return Interval(float(est), float(np.quantile(locs, 0.025)) / half, float(np.quantile(locs, 0.975)) * half,

@@ -161,13 +161,14 @@ def distance_table(topology: dict) -> str | None:
 REPETITION_IN_LINE = re.compile(r"(?<=-rep)(\d+)(?!\d)")
 
 
-def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
+def commands(frames: dict[str, pd.DataFrame], host_names: list[str] | None = None) -> list[str]:
     """Distinct launch lines, from the aggregated tables' `command` column (provenance), so the
     report reads nothing beyond its declared inputs. Lines that differ only in their repetition's
     number are one bash loop over the repetitions (`for rep in {0..4166}; do ...; done`), and a
     fleet's lines that differ only in their node one loop over the nodes around that (`for node
     in nid{0001..1000}; do ...; done`): a campaign of thousands of repetitions or nodes lists
-    each launch once, as a line that still runs."""
+    each launch once, as a line that still runs. `host_names`: `hosts(frames)`, where the caller
+    has them."""
     seen: dict[str, None] = {}     # in order of first appearance; a table repeats each line per row
     for df in frames.values():
         for key in COMMAND_KEYS:
@@ -179,7 +180,7 @@ def commands(frames: dict[str, pd.DataFrame]) -> list[str]:
         reps = set(REPETITION_IN_LINE.findall(line))
         key = REPETITION_IN_LINE.sub("${rep}", line) if len(reps) == 1 else line
         loops.setdefault(key, []).append((int(reps.pop()) if len(reps) == 1 else -1, line))
-    words = digest.host_words(hosts(frames))
+    words = digest.host_words(hosts(frames) if host_names is None else host_names)
     by_node: dict[str, list[tuple[str, str]]] = {}   # ${rep} line with ${node} -> (node, ${rep} line)
     for key in loops:
         named = set(words.findall(key)) if words else set()
@@ -561,8 +562,9 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         raise NumasweepError(f"{results_dir}: neither topology.json nor any <bench>.csv; give the "
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
     every = (findings or {}).get("findings", [])
+    measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.digest)
-    found = prepared_findings({"findings": digest.merge(every, hosts(frames))})
+    found = prepared_findings({"findings": digest.merge(every, measured_on)})
     placed = {kind for sub in SUBJECTS for kind in sub.figures}
     sections, subject_figures = [], []
     for bench in benches.NAMES:
@@ -601,7 +603,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "distances": distance_table(topology) if topology else None,
         "reserved": format_cpulist(topology["reserved_cpus"]) if topology and topology.get("reserved_cpus") else None,
         "gpus": (topology or {}).get("gpus") or [],
-        "commands": commands(frames),
+        "commands": commands(frames, measured_on),
         "benches": sections,
         "subjects": [sub for sub in by_subject(found, subject_figures, unmeasurable(frames), other_content) if sub["shown"]],
         "cache_tally": cache_tally(found),
