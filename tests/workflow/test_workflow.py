@@ -220,6 +220,18 @@ def test_a_target_that_names_no_job_says_so_without_a_traceback(repo_copy: Path)
     assert "Traceback" not in out and "common.smk" not in out, out[-3000:]
 
 
+def test_a_target_that_names_no_batch_says_so_without_a_traceback(repo_copy: Path) -> None:
+    """The same for a batch id that the configured sweep does not have (config `batch` > 1)."""
+    proc = snakemake(
+        repo_copy, "-n", "--config", "system=probe", "batch=4", "--", "results/probe/latency/batches/b999.json"
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "no batch 'b999' in the configured sweep (batch: 4): " \
+        "`python -m numasweep grid --config FILE --count` counts the batches" in out, out[-3000:]
+    assert "Traceback" not in out and "common.smk" not in out, out[-3000:]
+
+
 # ------------------------------------------------------------------ a real local sweep
 
 

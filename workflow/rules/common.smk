@@ -263,10 +263,17 @@ def batch_points(wildcards):
 
 
 def job_kernel(wildcards):
-    # A target that names no point of the sweep (a mistyped job id) gets, as its missing input,
-    # the sentence that says so and how to list the ids: Snakemake reports a missing input in
-    # its own words, where an input function's exception would come with a traceback.
-    if not hasattr(wildcards, "batch") and wildcards.job not in JOBS:
+    # A target that names no point (a mistyped job id) or no batch of the sweep gets, as its
+    # missing input, the sentence that says so and how to list them: Snakemake reports a
+    # missing input in its own words, where an input function's exception would come with a
+    # traceback.
+    if hasattr(wildcards, "batch"):
+        if wildcards.batch not in BATCHES:
+            return (
+                f"no batch '{wildcards.batch}' in the configured sweep (batch: {CONFIG['batch']}): "
+                "`python -m numasweep grid --config FILE --count` counts the batches"
+            )
+    elif wildcards.job not in JOBS:
         return (
             f"no job '{wildcards.job}' in the configured sweep: "
             "`python -m numasweep grid --config FILE` lists the ids"
