@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -285,6 +286,32 @@ def test_absent_data_gives_nothing() -> None:
     for fn in (*analysis.LATENCY_ANALYSES, bandwidth_analysis.bandwidth_saturation,
                bandwidth_analysis.bandwidth_locality, bandwidth_analysis.copy_matrix, analysis.gpu_transfers):
         assert fn(None, {}) == [] and fn(pd.DataFrame(), {}) == []
+
+
+def test_parts_run_in_worker_processes_in_order() -> None:
+    """Each part in a forked worker (not this process), the findings in the parts' order."""
+    parts = [lambda i=i: [(i, os.getpid())] for i in range(5)]
+    found = analysis._run_parts(parts, jobs=2)
+    assert [i for i, _ in found] == list(range(5))
+    assert os.getpid() not in {pid for _, pid in found}
+    assert analysis._run_parts(parts, jobs=1) == [(i, os.getpid()) for i in range(5)]
+
+
+def test_a_worker_error_or_death_is_one_line() -> None:
+    def fails() -> list:
+        raise NumasweepError("latency.csv: a row says no; rerun its job")
+
+    with pytest.raises(NumasweepError, match="^latency.csv: a row says no; rerun its job$"):
+        analysis._run_parts([list, fails], jobs=2)
+    with pytest.raises(NumasweepError, match="worker process died .*`--jobs 1`"):
+        analysis._run_parts([list, lambda: os._exit(9)], jobs=2)
+
+
+def test_workers_only_for_a_large_table() -> None:
+    frames = {"latency": pd.DataFrame({"x": range(10)}), "bandwidth": None}
+    assert analysis._workers(frames, 4, min_rows=11) == 1
+    assert analysis._workers(frames, 4, min_rows=10) == 4
+    assert analysis._workers(frames, None, min_rows=10) == len(os.sched_getaffinity(0))
 
 
 # ------------------------------------------------------------ the seeds' examples

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -657,14 +659,11 @@ def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
     return findings
 
 
-def _refused(study: _Latency, lv: levels.Levels) -> pd.DataFrame:
-    """The table without the curves the plausibility gate refused."""
-    table = study.table
-    for curve in lv.curves:
-        if curve.measured:
-            continue
+def _without(table: pd.DataFrame, refused: list[dict]) -> pd.DataFrame:
+    """The table without the series (their keys) the plausibility gate refused."""
+    for key in refused:
         mask = np.ones(len(table), bool)
-        for k, v in curve.series.items():
+        for k, v in key.items():
             mask &= (table[k].astype(str) == str(v)).to_numpy()
         table = table[~mask]
     return table
@@ -675,15 +674,34 @@ def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list
     plausibility gate) and `contrasts` (concurrent vs serial, L3 groups inside a node, units that
     deviate), each number with its interval (docs/STATISTICS.md). `claim` in a finding's numbers
     says whether it claims an effect (False: a symmetry, a level with no transition, an untested one)."""
+    return [f for part in _latency_parts(latency, topology) for f in part()]
+
+
+def _latency_parts(latency: pd.DataFrame | None, topology: Any = None) -> list[Callable[[], list[Finding]]]:
+    """`latency_findings` as parts that need only what is worked out here (the table, its series
+    and the curves the gate refuses), in the order of their findings: the levels, the contrasts,
+    the outliers. `analyse` runs them side by side on a large table."""
     topo = _topology(topology)
     study = _prepare(latency, topo)
     if study is None or study.table["size_bytes"].nunique() < 2:
         return []
-    lv = levels.latency_levels(study.table, study.topology, study.keys, REPLICATES, where="latency.csv")
-    findings = _levels_findings(study, lv)
-    table = _refused(study, lv)
+    curves = levels.latency_series(study.table, study.keys, REPLICATES, where="latency.csv")
+    parts: list[Callable[[], list[Finding]]] = [functools.partial(_levels_part, study, curves)]
+    table = _without(study.table, [s.key for s, reason in zip(curves, levels.refusals(curves, study.topology))
+                                   if reason is not None])
     if table.empty:
-        return findings
+        return parts
+    return parts + [functools.partial(_contrast_findings, study, table),
+                    functools.partial(_outlier_findings, study, table)]
+
+
+def _levels_part(study: _Latency, curves: list[stats.Series]) -> list[Finding]:
+    return _levels_findings(study, levels.latency_levels(study.table, study.topology, study.keys, REPLICATES,
+                                                         all_series=curves))
+
+
+def _contrast_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
+    """Concurrent vs serial, the L3 groups inside a node, and the units that deviate from both."""
     div: list[contrasts.Contrast] = []
     if {"concurrent", "serial"} <= set(table["mode"].unique()):
         div_keys = [k for k in study.keys if k != "mode"] + ["l3_position"]
@@ -694,11 +712,8 @@ def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list
         for p in positions[1:]:
             ccd += [(positions[0], p, c) for c in contrasts.contrast(
                 table, "l3_position", positions[0], p, NODE_UNITS, study.keys, where="latency.csv")]
-    findings += _divergence_findings(study, div)
-    findings += _asymmetry_findings(study, ccd)
-    findings += _deviation_findings(study, contrasts.deviations([c for _, _, c in ccd] + div))
-    findings += _outlier_findings(study, table)
-    return findings
+    return (_divergence_findings(study, div) + _asymmetry_findings(study, ccd)
+            + _deviation_findings(study, contrasts.deviations([c for _, _, c in ccd] + div)))
 
 
 # ---------------------------------------------------------------- GPU
@@ -871,9 +886,73 @@ def _placement_fractions(df: pd.DataFrame, col: str, req_col: str) -> tuple[pd.S
 
 LATENCY_ANALYSES = (latency_findings, latency_locality)
 
+# From this many rows of aggregated results, `analyse` runs its parts side by side in worker
+# processes (one per CPU it may use, at most one per part); below, the forks cost more than
+# they save.
+PARALLEL_ROWS = 200_000
 
-def analyse(results_dir: str | Path) -> dict:
-    """All findings for one results folder (results/<system>/ or examples/<name>/)."""
+
+def _parts(frames: dict[str, pd.DataFrame | None], topo: dict) -> list[Callable[[], list[Finding]]]:
+    """Every analysis of `analyse` as parts that need nothing from each other, in the order of
+    their findings."""
+    from numasweep import bandwidth_analysis, gpu_analysis, mlc_analysis, scaling  # they build on this module
+
+    lat, bw = frames["latency"], frames["bandwidth"]
+    calls = [(latency_locality, lat, topo),
+             (bandwidth_analysis.bandwidth_saturation, bw, topo), (bandwidth_analysis.bandwidth_locality, bw, topo),
+             (bandwidth_analysis.copy_matrix, frames["copy"], topo),
+             (gpu_transfers, frames["gpu_xfer"], topo), (gpu_analysis.findings, frames["gpu_xfer"], topo),
+             (mlc_analysis.loaded_latency, frames["loaded_latency"]), (mlc_analysis.core_to_core, frames["c2c"]),
+             (mlc_analysis.bandwidth_matrix, frames["mix_bandwidth"]),
+             (scaling.rank_scaling, lat, topo), (placement_verification, frames, topo)]
+    return _latency_parts(lat, topo) + [functools.partial(fn, *args) for fn, *args in calls]
+
+
+# The parts a forked worker runs, by their index: inherited through the fork, never pickled
+# (a part holds the whole table).
+_PARTS: list[Callable[[], list[Finding]]] = []
+
+
+def _run_part(index: int) -> list[Finding]:
+    return _PARTS[index]()
+
+
+def _run_parts(parts: list[Callable[[], list[Finding]]], jobs: int) -> list[Finding]:
+    """The parts' findings in order: in this process (jobs 1), or in up to `jobs` forked workers,
+    each part on the first one free. Every part seeds its own random draws, so the findings are
+    the same numbers either way."""
+    global _PARTS
+    if jobs <= 1 or len(parts) <= 1:
+        return [f for part in parts for f in part()]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    _PARTS = parts
+    try:
+        with ProcessPoolExecutor(min(jobs, len(parts)), mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_run_part, i) for i in range(len(parts))]
+            return [f for future in futures for f in future.result()]
+    except BrokenProcessPool:
+        raise NumasweepError("analyse: a worker process died (killed, or out of memory); rerun it in one process: "
+                             "`--jobs 1` (under Snakemake: `--set-threads analyse=1`)") from None
+    finally:
+        _PARTS = []
+
+
+def _workers(frames: dict[str, pd.DataFrame | None], jobs: int | None, min_rows: int) -> int:
+    """Worker processes: none below `min_rows` rows in all, else `jobs` (None: one per CPU this
+    process may use)."""
+    if sum(len(f) for f in frames.values() if f is not None) < min_rows:
+        return 1
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, jobs)
+
+
+def analyse(results_dir: str | Path, jobs: int | None = None, min_rows: int = PARALLEL_ROWS) -> dict:
+    """All findings for one results folder (results/<system>/ or examples/<name>/). From `min_rows`
+    rows, its parts run in up to `jobs` worker processes (None: one per CPU); the same findings."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise NumasweepError(f"{results_dir}: no such results folder; pass --results results/<system>")
@@ -889,27 +968,7 @@ def analyse(results_dir: str | Path) -> dict:
               if (results_dir / f"{b}.csv").exists() else None for b in benches.NAMES}
     if all(f is None for f in frames.values()):
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")
-    findings: list[Finding] = []
-    for fn in LATENCY_ANALYSES:
-        findings += fn(frames["latency"], topo)
-    from numasweep import bandwidth_analysis  # it builds on this module
-
-    findings += bandwidth_analysis.bandwidth_saturation(frames["bandwidth"], topo)
-    findings += bandwidth_analysis.bandwidth_locality(frames["bandwidth"], topo)
-    findings += bandwidth_analysis.copy_matrix(frames["copy"], topo)
-    findings += gpu_transfers(frames["gpu_xfer"], topo)
-    from numasweep import gpu_analysis  # it builds on this module
-
-    findings += gpu_analysis.findings(frames["gpu_xfer"], topo)
-    from numasweep import mlc_analysis
-
-    findings += mlc_analysis.loaded_latency(frames["loaded_latency"])
-    findings += mlc_analysis.core_to_core(frames["c2c"])
-    findings += mlc_analysis.bandwidth_matrix(frames["mix_bandwidth"])
-    from numasweep import scaling  # it builds on this module
-
-    findings += scaling.rank_scaling(frames["latency"], topo)
-    findings += placement_verification(frames, topo)
+    findings = _run_parts(_parts(frames, topo), _workers(frames, jobs, min_rows))
     return {"system": topo.get("system") or results_dir.name, "findings": [f.to_dict() for f in findings]}
 
 
@@ -918,8 +977,11 @@ def main(argv: list[str]) -> int:
                                 description="Compute findings.json from aggregated results.")
     p.add_argument("--results", required=True, help="results/<system> or examples/<name>")
     p.add_argument("-o", "--output", required=True, help="findings.json to write")
+    p.add_argument("--jobs", type=int, default=None,
+                   help=f"at most this many worker processes, used from {PARALLEL_ROWS:,} rows of results "
+                        "(default: one per CPU); the findings are the same, the memory grows with them")
     args = p.parse_args(argv)
-    result = analyse(args.results)
+    result = analyse(args.results, args.jobs)
     atomic_write_text(args.output, json_text(result) + "\n")
     print(f"{args.output}: {len(result['findings'])} findings for {result['system']}")
     return 0

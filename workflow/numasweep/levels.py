@@ -304,20 +304,33 @@ def _caveats(topology: Topology | None, series: dict, page_col: str, paired: boo
     return out
 
 
+def latency_series(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
+                   where: str = "latency table") -> list[Series]:
+    """The series of a tidy latency table, as `latency_levels` takes them (its values checked)."""
+    stats.check_values(table, where)
+    return stats.series_table(table, series_keys, replicate_keys)
+
+
+def refusals(all_series: Sequence[Series], topology: Topology | None) -> list[str | None]:
+    """Per series, why the plausibility gate refuses it as a latency curve (None: measured)."""
+    capacities = usable_capacities(topology)
+    return [plausibility(s.sizes, s.latency_ns(), capacities) for s in all_series]
+
+
 def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: Sequence[str],
                    replicate_keys: Sequence[str], page_col: str = "page_size", where: str = "latency table",
-                   q: float = stats.FDR) -> Levels:
-    """Plateaus, transitions and their causes for each series of a tidy latency table."""
-    stats.check_values(table, where)
+                   q: float = stats.FDR, all_series: list[Series] | None = None) -> Levels:
+    """Plateaus, transitions and their causes for each series of a tidy latency table
+    (`all_series`: its series, when `latency_series` has already built them)."""
+    if all_series is None:
+        all_series = latency_series(table, series_keys, replicate_keys, where)
     capacities = usable_capacities(topology)
-    all_series = stats.series_table(table, series_keys, replicate_keys)
     pairs = _page_pairs(all_series, page_col)
     paired_base = {id(s) for s, _ in pairs}
     below = {id(s): part for s, h in pairs if (part := _below(s, h)) is not None}
-    curves_in: list[tuple[Series, str | None]] = []
-    for s in all_series:
-        reason = plausibility(s.sizes, s.latency_ns(), capacities)
-        curves_in.append((below.get(id(s), s) if reason is None else s, reason))
+    curves_in: list[tuple[Series, str | None]] = [
+        (below.get(id(s), s) if reason is None else s, reason)
+        for s, reason in zip(all_series, refusals(all_series, topology))]
     # one BH family: every step of every measured curve that is segmented
     tested = [(s, j, st) for s, reason in curves_in if reason is None and id(s) not in paired_base
               for j, st in enumerate(_steps(s))]

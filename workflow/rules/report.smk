@@ -28,10 +28,13 @@ rule analyse:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
         CONDA_ENV
+    # On a large table (numasweep.analysis.PARALLEL_ROWS) its parts run side by side in worker
+    # processes, one a thread Snakemake gives (capped by --cores; 1 under the SLURM profile).
+    threads: 8
     params:
         results=results_folder,
     shell:
-        "python -m numasweep analyse --results {params.results:q} -o {output:q} > {log:q} 2>&1"
+        "python -m numasweep analyse --results {params.results:q} -o {output:q} --jobs {threads} > {log:q} 2>&1"
 
 
 rule figures:
