@@ -66,6 +66,24 @@ def test_within_run_spread_is_the_noise_of_a_single_replicate():
     assert se == pytest.approx([expected, expected]) and "within-run" in rule
 
 
+def test_p_values_in_one_call_are_each_series_own():
+    """`excess_pvalues` over many series: bit for bit `excess_pvalue` of each, whatever its
+    shape, floor, missing noise or infinite degrees of freedom."""
+    rng = np.random.default_rng(5)
+    tests = []
+    for n in range(40):
+        shape = (int(rng.integers(1, 9)),) if n % 3 else (int(rng.integers(1, 4)), int(rng.integers(1, 5)))
+        se = np.abs(rng.normal(0.05, 0.03, shape))
+        se[rng.random(shape) < 0.1] = np.nan
+        dof = rng.integers(1, 40, shape).astype(float)
+        dof[rng.random(shape) < 0.2] = np.inf
+        tests.append((rng.normal(0, 0.2, shape), se, dof if n % 4 else 7.0, float(rng.choice([0.0, 0.03, 0.1]))))
+    for one, (r, se, dof, floor) in zip(stats.excess_pvalues(tests), tests):
+        assert one.shape == np.shape(r)
+        np.testing.assert_array_equal(one, stats.excess_pvalue(r, se, dof, floor))
+    assert stats.excess_pvalues([]) == []
+
+
 def test_t_interval_covers_at_its_stated_rate():
     rng = np.random.default_rng(2)
     hits = []

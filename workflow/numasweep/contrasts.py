@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep import stats
-from numasweep.series import joined
+from numasweep.series import joined, per_value
 from numasweep.stats import Interval, Series
 
 MIN_EFFECT = 0.10   # floor of practical effect: a difference under 10 % is not reported
@@ -92,6 +92,13 @@ def _side(table: pd.DataFrame, keys: list[str], measure: stats.Measure) -> pd.Da
     return df.groupby(keys + [measure.axis], dropna=False)[["_log", "_se"]].median()
 
 
+def _text_of(values: pd.Series) -> np.ndarray:
+    """Each value as text (`str`), an integer column by its distinct values (a million rows)."""
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return per_value(values, str)
+    return values.astype(str).to_numpy()
+
+
 def _units_by_size(g: pd.DataFrame, axis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     """(sizes, log ratios, their standard errors, units) of one series: units (sorted) by sizes
     (ascending), NaN where a unit lacks a size; a unit has one row a size. A pivot table would give
@@ -115,8 +122,9 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
     for col in keys + [factor]:
         df[col] = stats.key_column(df[col])
-    side_a = _side(df[df[factor].astype(str) == str(a)], keys, measure)
-    side_b = _side(df[df[factor].astype(str) == str(b)], keys, measure)
+    text = _text_of(df[factor])
+    side_a = _side(df[text == str(a)], keys, measure)
+    side_b = _side(df[text == str(b)], keys, measure)
     both = side_a.join(side_b, suffixes=("_a", "_b"), how="inner").dropna(subset=["_log_a", "_log_b"])
     if both.empty:
         return []
@@ -145,7 +153,7 @@ def _tests(series: Series, centre: np.ndarray, floor: float) -> list[float]:
 
 
 def _decide(contrasts: list[Contrast], q: float, with_onset: bool = True) -> None:
-    pvals = [_tests(c.ratios, c.ratios.center(), c.floor) for c in contrasts]
+    pvals = stats.excess_pvalues([(c.ratios.center(), *c.ratios.noise()[:2], c.floor) for c in contrasts])
     flags = stats.benjamini_hochberg([p for ps in pvals for p in ps], q)
     pos = 0
     for c, ps in zip(contrasts, pvals):

@@ -35,7 +35,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -524,18 +524,33 @@ def _sf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
 def excess_pvalue(log_ratio, se, dof, floor: float):
     """One-sided p-value of |log ratio| > log(1 + floor): the effect exceeds the practical floor.
     Scalars or arrays; NaN where the noise is unknown."""
-    se = np.asarray(se, float)
-    ok = np.isfinite(se) & (se > 0)
-    z = (np.abs(np.asarray(log_ratio, float)) - math.log1p(floor)) / np.where(ok, se, 1)
-    p = np.where(ok, _sf(z, dof), np.nan)
-    return float(p) if p.ndim == 0 else p
+    return _beyond(np.abs(np.asarray(log_ratio, float)), se, dof, math.log1p(floor))
+
+
+def excess_pvalues(tests: Sequence[tuple[Any, Any, Any, float]]) -> list[np.ndarray]:
+    """`excess_pvalue` of each (log ratios, se, dof, floor), the same numbers, in one call over
+    them all (a fleet's thousands of series, one scipy call rather than one a series)."""
+    if not tests:
+        return []
+    shapes = [np.shape(r) for r, _, _, _ in tests]
+    flat = [np.concatenate([np.broadcast_to(np.asarray(x, float), shape).ravel() for x, shape in zip(col, shapes)])
+            for col in list(zip(*tests))[:3]]
+    floors = np.concatenate([np.full(int(np.prod(shape)), math.log1p(f)) for (_, _, _, f), shape in zip(tests, shapes)])
+    p = _beyond(np.abs(flat[0]), flat[1], flat[2], floors)
+    return [part.reshape(shape) for part, shape in
+            zip(np.split(p, np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]), shapes)]
 
 
 def rise_pvalue(log_ratio, se, dof, floor: float):
     """One-sided p-value of log ratio > log(1 + floor) (a rise, not a fall). Scalars or arrays."""
+    return _beyond(np.asarray(log_ratio, float), se, dof, math.log1p(floor))
+
+
+def _beyond(x: np.ndarray, se, dof, log_floor) -> Any:
+    """One-sided p-value of x > log_floor (a number, or one a value) with standard error se."""
     se = np.asarray(se, float)
     ok = np.isfinite(se) & (se > 0)
-    z = (np.asarray(log_ratio, float) - math.log1p(floor)) / np.where(ok, se, 1)
+    z = (x - log_floor) / np.where(ok, se, 1)
     p = np.where(ok, _sf(z, dof), np.nan)
     return float(p) if p.ndim == 0 else p
 
@@ -594,7 +609,8 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
     does not widen its own reference), Holm over every replicate and size.
     Returns (series index, replicate index, size index, log deviation, others' log median,
     Interval of exp(deviation), p-value) for each one found."""
-    tested = []      # per series: (series index, replicate, size, deviation, centre, se, dof, p) of each point
+    tested = []      # per series: (series index, replicate, size, deviation, centre, se, dof) of each point
+    tests = []       # and its p-values' arguments, taken in one call
     for n, (s, floor) in enumerate(zip(series, floors)):
         if s.logs.shape[0] - 1 < 2:
             continue
@@ -602,11 +618,12 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
         u, j = np.nonzero(np.isfinite(s.logs) & (k >= 2))
         se = sig[u, j] * np.sqrt(1 + math.pi / 2 / np.maximum(k[u, j], 1))
         diff = s.logs[u, j] - ref[u, j]
-        tested.append((np.full(len(u), n), u, j, diff, ref[u, j], se, dof[u, j],
-                       excess_pvalue(diff, se, dof[u, j], floor)))
+        tested.append((np.full(len(u), n), u, j, diff, ref[u, j], se, dof[u, j]))
+        tests.append((diff, se, dof[u, j], floor))
     if not tested:
         return []
-    n, u, j, diff, ref, se, dof, p = (np.concatenate(c) for c in zip(*tested))
+    n, u, j, diff, ref, se, dof = (np.concatenate(c) for c in zip(*tested))
+    p = np.concatenate(excess_pvalues(tests))
     return [(int(n[i]), int(u[i]), int(j[i]), float(diff[i]), float(ref[i]),
              t_interval(float(diff[i]), float(se[i]), float(dof[i])), float(p[i]))
             for i in np.nonzero(holm(p, alpha))[0]]
