@@ -132,3 +132,25 @@ def test_a_fleet_series_is_one_row_over_its_hosts_and_each_flag_one_sentence() -
     assert shared.startswith("**CPU shared**: rank 0, cpu 0: on 3 of 12 hosts (n00, n01, n02); the worst, n00: "
                              "ran only 80%")
     assert len(lat["flagged"]) == 4
+
+
+def test_a_fleet_bandwidth_series_is_one_row_over_its_hosts() -> None:
+    """Twelve hosts of one bandwidth series (LUMI-G: 32 MiB L3 per CCD): its store kinds, the
+    largest first touch, the smallest arrays against the cache, the least timer ticks over the
+    hosts; a flag per kind over the hosts that raised it, with the worst host's sentence."""
+    topo = json.loads((REPO / "examples" / "lumi-g" / "topology.json").read_text())
+    rows = [{"host": f"n{h:02d}", "kernel": "triad", "threads": 1, "cpus": "0", "cpu_nodes": "0",
+             "policy": "bind", "mem_nodes": "0", "best_mb_s": 1000.0, "avg_mb_s": 900.0, "validation": "pass",
+             "stores": "regular", "first_touch_s": 0.1 * (h + 1) + rep, "array_bytes": 64 << 20,
+             "timer_ticks": 10 + h if h in (7, 8) and rep else 1000, "repetition": rep}
+            for h in range(12) for rep in (0, 1)]
+    (bw,) = quality.series_quality({"bandwidth": pd.DataFrame(rows)}, topo)
+    (row,) = bw["rows"]
+    assert row[0].endswith(" (12 hosts)")
+    assert row[1:] == ["regular", pytest.approx(2.2), "2.0x (under 4x)", 17.0]
+    small, timer = bw["flagged"]
+    assert small.startswith("**Arrays under 4x the last-level cache**: ") and \
+        ": on 12 of 12 hosts (n00, n01, n02, n03, n04, n05, n06, n07 and 4 more); the worst, n11: arrays of " \
+        "64MiB are under 4x the 32MiB last-level cache" in small, small
+    assert timer.startswith("**Timer**: ") and ": on 2 of 12 hosts (n07, n08); the worst, n07: the best " \
+        "repetition took only 17 ticks" in timer, timer

@@ -97,16 +97,12 @@ def _llc_of(topo: Topology | None, cpus: object) -> int:
         return 0
 
 
-def _small_arrays(g: pd.DataFrame, topo: Topology | None) -> tuple[str, str | None]:
-    """A bandwidth series' arrays against LLC_FACTOR x the last-level cache its CPUs run under
-    (STREAM's rule; the kernel's default): the table cell, and a sentence when under it."""
-    if "array_bytes" not in g or "cpus" not in g:
+def _arrays_cell(smallest: float | None, llc: int) -> tuple[str, str | None]:
+    """A bandwidth series' smallest arrays against LLC_FACTOR x the last-level cache its CPUs run
+    under (STREAM's rule; the kernel's default): the table cell, and a sentence when under it."""
+    if smallest is None or not llc:
         return "", None
-    arrays = pd.to_numeric(g["array_bytes"], errors="coerce").dropna()
-    llc = max((_llc_of(topo, c) for c in g["cpus"].dropna().unique()), default=0)
-    if arrays.empty or not llc:
-        return "", None
-    smallest = int(arrays.min())
+    smallest = int(smallest)
     if smallest >= checks.LLC_FACTOR * llc:
         return f"{smallest / llc:.0f}x", None
     return (f"{smallest / llc:.1f}x (under {checks.LLC_FACTOR}x)",
@@ -116,18 +112,58 @@ def _small_arrays(g: pd.DataFrame, topo: Topology | None) -> tuple[str, str | No
             "half the free memory, with a warning in the job's log)")
 
 
+def _groups(df: pd.DataFrame, keys: list[str]) -> tuple[pd.Index, np.ndarray]:
+    """The series of a table in key order, and each row's series number: one grouping for every
+    series (a fleet holds thousands), each column then grouped by the numbers alone (the key
+    columns are not copied per column)."""
+    if not keys:
+        return pd.Index([0], name="_one"), np.zeros(len(df), dtype=np.int64)
+    by = df.groupby(keys, sort=True, dropna=False)
+    return by.size().index, by.ngroup().to_numpy()      # group numbers in the index's order
+
+
+def _key(index: pd.Index, key: Any) -> dict:
+    if index.names == ["_one"]:
+        return {}
+    return dict(zip(index.names, key if isinstance(key, tuple) else (key,)))
+
+
+def _bandwidth_runs(df: pd.DataFrame, keys: list[str], topo: Topology | None):
+    """(series key, figures) per bandwidth series in key order, from one grouping of the table:
+    the store kinds, the largest first-touch time, the smallest arrays and the largest last-level
+    cache of the CPUs they ran on, the least timer ticks; None (stores: []) where none."""
+    index, codes = _groups(df, keys)
+    n = len(index)
+
+    def per_series(values: pd.Series, how: str) -> list:
+        got = values.groupby(codes).agg(how).reindex(range(n))
+        return [None if pd.isna(v) else float(v) for v in got]
+
+    stores: list[list[str]] = [[] for _ in range(n)]
+    if "stores" in df:
+        ok = df["stores"].notna().to_numpy()
+        pairs = pd.DataFrame({"g": codes[ok], "s": [str(v) for v in df["stores"][ok]]}).drop_duplicates()
+        for g, kinds in pairs.groupby("g")["s"]:
+            stores[int(g)] = sorted(kinds)
+    first_touch = per_series(df["first_touch_s"], "max") if "first_touch_s" in df else [None] * n
+    ticks = per_series(df["timer_ticks"], "min") if "timer_ticks" in df else [None] * n
+    smallest, llc = [None] * n, [0] * n
+    if "array_bytes" in df and "cpus" in df:
+        smallest = per_series(pd.to_numeric(df["array_bytes"], errors="coerce"), "min")
+        llcs = pd.Series(series.per_value(df["cpus"], lambda c: _llc_of(topo, c), dtype=np.int64))
+        llc = [int(v) for v in llcs.groupby(codes).max().reindex(range(n), fill_value=0)]
+    for i, key in enumerate(index):
+        yield _key(index, key), {"stores": stores[i], "first_touch_s": first_touch[i],
+                                 "arrays": _arrays_cell(smallest[i], llc[i]), "timer_ticks": ticks[i]}
+
+
 def _latency_runs(df: pd.DataFrame, keys: list[str]):
     """(series key, figures) per latency series in key order, from one grouping of the table
     (a fleet holds thousands of series): the within-run spread at SPREAD_FROM_BYTES and above
     (median, largest and the size of the first largest), the median sample length, the largest
     first-touch and cycle-build times, the least time on CPU and the size of its first least,
     and the samples retaken; None where the series has no value of a column."""
-    if keys:
-        by = df.groupby(keys, sort=True, dropna=False)
-        index, codes = by.size().index, by.ngroup().to_numpy()     # group numbers in the index's order
-    else:
-        index, codes = pd.Index([0], name="_one"), np.zeros(len(df), dtype=np.int64)
-    # each column grouped by the group numbers alone: the key columns are not copied per column
+    index, codes = _groups(df, keys)
     runs = pd.DataFrame(index=pd.RangeIndex(len(index)))
     for column, how in (("sample_s", "median"), ("first_touch_s", "max"), ("cycle_build_s", "max"),
                         ("retaken", "sum")):
@@ -147,10 +183,7 @@ def _latency_runs(df: pd.DataFrame, keys: list[str]):
             runs["spread_median"], runs["spread_max"] = grouped.median(), grouped.max()
         else:
             runs["on_cpu_pct"] = grouped.min()
-    runs.index = index
-    index_keys = runs.index.names
-    for key, r in zip(runs.index, runs.to_dict("records")):
-        key = key if isinstance(key, tuple) else (key,)
+    for key, r in zip(index, runs.to_dict("records")):
         got = {k: (None if pd.isna(v) else float(v)) for k, v in r.items()}
         spread_row, cpu_row = got.pop("spread_at_row", None), got.pop("on_cpu_at_row", None)
         got["spread_at"] = int(sizes.loc[int(spread_row)]) if spread_row is not None else None
@@ -159,15 +192,7 @@ def _latency_runs(df: pd.DataFrame, keys: list[str]):
         got["retaken"] = int(got["retaken"]) if got.get("retaken") is not None else None
         for column in ("spread_median", "spread_max", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct"):
             got.setdefault(column, None)
-        yield ({} if index_keys == ["_one"] else dict(zip(index_keys, key))), got
-
-
-def _least(g: pd.DataFrame, column: str) -> tuple[float | None, str]:
-    """The smallest value of a run column in a series, and the size it was measured at."""
-    if column not in g or not g[column].notna().any():
-        return None, ""
-    i = g[column].idxmin()
-    return float(g.loc[i, column]), format_size(int(g.loc[i, "size_bytes"])) if "size_bytes" in g else ""
+        yield _key(index, key), got
 
 
 # How a fleet's rows of one series (one per host) are said as one: per column of RUN rows.
@@ -252,13 +277,12 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                 df[c] = pd.to_numeric(df[c], errors="coerce")
         hosts = df["host"].nunique() if "host" in df else 1
         fleet = hosts > HOST_ROWS
-        named = [c for c in varying if not (fleet and c == "host")] or keys[:1]
+        # a fleet's series are named without their host (one row over the hosts), even where
+        # nothing else varies
+        unhosted = [c for c in keys if not (fleet and c == "host")]
+        named = [c for c in varying if c in unhosted] or unhosted[:1] or keys[:1]
         found = []     # (host, series name, row, [(flag, worst value, sentence after the name)])
-        if bench == "latency":
-            groups = _latency_runs(df, keys)
-        else:
-            groups = ((dict(zip(keys, key)), g) for key, g in df.groupby(keys, sort=True, dropna=False)[used]) \
-                if keys else [({}, df)]
+        groups = _latency_runs(df, keys) if bench == "latency" else _bandwidth_runs(df, keys, topo)
         for key, g in groups:
             name = _series_name(key, named) or "all"
             flags = []
@@ -277,16 +301,13 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
                     flags.append(("CPU shared", -least, f"ran only {least:.0f}% of a sample's time on its CPU at "
                                   f"{g['on_cpu_at']}: other work shared the CPU and inflated its latencies; measure "
                                   "on a quiet machine, with nothing else on the benchmark's CPUs"))
-            else:
-                stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
-                cell, small = _small_arrays(g, topo)
-                row = [name, ", ".join(stores),
-                       float(g["first_touch_s"].max()) if "first_touch_s" in g and g["first_touch_s"].notna().any()
-                       else None, cell]
+            else:                       # g: the series' figures (`_bandwidth_runs`)
+                cell, small = g["arrays"]
+                row = [name, ", ".join(g["stores"]), g["first_touch_s"], cell]
                 if small:
                     flags.append((f"Arrays under {checks.LLC_FACTOR}x the last-level cache",
                                   -float(cell.split("x")[0]), small))
-                least, _ = _least(g, "timer_ticks")
+                least = g["timer_ticks"]
                 row.append(least)
                 if least is not None and least < TIMER_TICKS_LIMIT:
                     flags.append(("Timer", -least, f"the best repetition took only {least:.0f} ticks of the "
