@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -305,6 +308,47 @@ def test_a_worker_error_or_death_is_one_line() -> None:
         analysis._run_parts([list, fails], jobs=2)
     with pytest.raises(NumasweepError, match="worker process died .*`--jobs 1`"):
         analysis._run_parts([list, lambda: os._exit(9)], jobs=2)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def test_killing_analyse_ends_its_workers(tmp_path: Path) -> None:
+    """kill -9 of the process that forked the workers ends them too: none computes on."""
+    script = f"""
+import os, time
+from numasweep import analysis
+
+def part(i):
+    def run():
+        open(os.path.join({str(tmp_path)!r}, f"w{{i}}"), "w").write(str(os.getpid()))
+        time.sleep(120)
+        return []
+    return run
+
+analysis._run_parts([part(0), part(1)], jobs=2)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while sum(1 for w in tmp_path.glob("w*") if w.read_text()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pids = [int(p.read_text()) for p in tmp_path.glob("w*")]
+        assert len(pids) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in pids if not _gone(pid)]
+    for pid in left:        # none should be: a failed run leaves none behind either
+        os.kill(pid, 9)
+    assert not left, left
 
 
 def test_workers_only_for_a_large_table() -> None:

@@ -911,26 +911,42 @@ def _parts(frames: dict[str, pd.DataFrame | None], topo: dict) -> list[Callable[
 # The parts a forked worker runs, by their index: inherited through the fork, never pickled
 # (a part holds the whole table).
 _PARTS: list[Callable[[], list[Finding]]] = []
+_PARENT = 0        # the process that forks them
 
 
 def _run_part(index: int) -> list[Finding]:
     return _PARTS[index]()
 
 
+def _worker_start() -> None:
+    """A worker ends with the process that forked it (Linux's parent-death signal): killed
+    analyse leaves no worker computing on, on a login node or a workstation."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != _PARENT:      # the parent died before the signal was set
+        os._exit(1)
+
+
 def _run_parts(parts: list[Callable[[], list[Finding]]], jobs: int) -> list[Finding]:
     """The parts' findings in order: in this process (jobs 1), or in up to `jobs` forked workers,
     each part on the first one free. Every part seeds its own random draws, so the findings are
     the same numbers either way."""
-    global _PARTS
+    global _PARTS, _PARENT
     if jobs <= 1 or len(parts) <= 1:
         return [f for part in parts for f in part()]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    _PARTS = parts
+    _PARTS, _PARENT = parts, os.getpid()
     try:
-        with ProcessPoolExecutor(min(jobs, len(parts)), mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(min(jobs, len(parts)), mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_worker_start) as pool:
             futures = [pool.submit(_run_part, i) for i in range(len(parts))]
             return [f for future in futures for f in future.result()]
     except BrokenProcessPool:
