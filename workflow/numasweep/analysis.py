@@ -15,6 +15,10 @@ distances (Welch intervals over ranks, Benjamini-Hochberg over the pairs of the 
 node faster beyond the floor and the noise is a finding of its own (`latency_ordering`).
 Bandwidth and copy findings (`bandwidth_analysis`) rest on the same model, with thread counts for
 sizes and repetitions for units. GPU plateaus here are medians over repetitions.
+`analyse` runs them as parts that need nothing from each other (`_parts`: the latency levels,
+contrasts and outliers apart, each analysis of the other benchmarks), side by side in forked
+worker processes on a large table (`_run_parts`); each part seeds its own draws, so the findings
+are the same numbers in one process or several.
 """
 
 from __future__ import annotations
