@@ -310,6 +310,19 @@ def test_a_worker_error_or_death_is_one_line() -> None:
         analysis._run_parts([list, lambda: os._exit(9)], jobs=2)
 
 
+def test_no_fork_means_one_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """Where the system refuses the forks (a process or memory limit), the parts run here, with
+    one line saying so."""
+    def refused() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    assert analysis._run_parts([lambda i=i: [(i, os.getpid())] for i in range(3)], jobs=2) == \
+        [(i, os.getpid()) for i in range(3)]
+    assert capsys.readouterr().err == ("numasweep: analyse: no worker processes (Resource temporarily "
+                                       "unavailable); working in one process\n")
+
+
 def _gone(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")

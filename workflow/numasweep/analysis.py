@@ -29,6 +29,7 @@ import functools
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -948,10 +949,17 @@ def _run_parts(parts: list[Callable[[], list[Finding]]], jobs: int) -> list[Find
     from concurrent.futures.process import BrokenProcessPool
 
     _PARTS, _PARENT = parts, os.getpid()
+    pool = ProcessPoolExecutor(min(jobs, len(parts)), mp_context=multiprocessing.get_context("fork"),
+                               initializer=_worker_start)
     try:
-        with ProcessPoolExecutor(min(jobs, len(parts)), mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_worker_start) as pool:
-            futures = [pool.submit(_run_part, i) for i in range(len(parts))]
+        try:
+            futures = [pool.submit(_run_part, i) for i in range(len(parts))]     # the forks
+        except OSError as exc:      # no fork (a memory limit, a process limit): the same work here
+            pool.shutdown(cancel_futures=True)
+            print(f"numasweep: analyse: no worker processes ({exc.strerror or exc}); working in one process",
+                  file=sys.stderr)
+            return [f for part in parts for f in part()]
+        with pool:
             return [f for future in futures for f in future.result()]
     except BrokenProcessPool:
         raise NumasweepError("analyse: a worker process died (killed, or out of memory); rerun it in one process: "
