@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -330,38 +331,62 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def test_killing_analyse_ends_its_workers(tmp_path: Path) -> None:
-    """kill -9 of the process that forked the workers ends them too: none computes on."""
+def _sleeping_workers(folder: Path, **popen) -> tuple[subprocess.Popen, list[int]]:
+    """A process running six parts that sleep a minute in 2 workers (each writes its pid to
+    `folder` first), started and waited for until both workers sleep."""
     script = f"""
-import os, time
+import os, sys, time
 from numasweep import analysis
 
 def part(i):
     def run():
-        open(os.path.join({str(tmp_path)!r}, f"w{{i}}"), "w").write(str(os.getpid()))
-        time.sleep(120)
+        open(os.path.join({str(folder)!r}, f"w{{i}}"), "w").write(str(os.getpid()))
+        time.sleep(60)
         return []
     return run
 
-analysis._run_parts([part(0), part(1)], jobs=2)
+try:
+    analysis._run_parts([part(i) for i in range(6)], jobs=2)
+except KeyboardInterrupt:
+    sys.exit(130)
 """
-    proc = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 60
-        while sum(1 for w in tmp_path.glob("w*") if w.read_text()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        pids = [int(p.read_text()) for p in tmp_path.glob("w*")]
-        assert len(pids) == 2
-    finally:
-        proc.kill()
-        proc.wait()
+    proc = subprocess.Popen([sys.executable, "-c", script], **popen)
+    deadline = time.monotonic() + 60
+    while sum(1 for w in folder.glob("w*") if w.read_text()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return proc, [int(w.read_text()) for w in folder.glob("w*")]
+
+
+def _left(pids: list[int]) -> list[int]:
+    """The pids still running after up to 10 s, killed (a failed test leaves none behind)."""
     deadline = time.monotonic() + 10
     while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     left = [pid for pid in pids if not _gone(pid)]
-    for pid in left:        # none should be: a failed run leaves none behind either
+    for pid in left:
         os.kill(pid, 9)
-    assert not left, left
+    return left
+
+
+def test_killing_analyse_ends_its_workers(tmp_path: Path) -> None:
+    """kill -9 of the process that forked the workers ends them too: none computes on."""
+    proc, pids = _sleeping_workers(tmp_path)
+    proc.kill()
+    proc.wait()
+    assert len(pids) == 2 and not _left(pids), pids
+
+
+def test_ctrl_c_ends_the_workers_at_once(tmp_path: Path) -> None:
+    """SIGINT to the process group (Ctrl-C): the parts still queued are not waited for, the
+    workers end, the process exits."""
+    proc, pids = _sleeping_workers(tmp_path, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        assert proc.wait(timeout=10) == 130
+    finally:
+        proc.kill()
+    assert len(pids) == 2 and not _left(pids), pids
 
 
 def test_workers_only_for_a_large_table() -> None:

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except NumasweepError as exc:
         print(f"numasweep: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:       # Ctrl-C: one line, the shell's code for SIGINT
+        print(f"numasweep: {name}: interrupted; run it again to finish", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -926,13 +926,11 @@ def _run_part(index: int) -> list[Finding]:
 def _worker_start() -> None:
     """A worker ends with the process that forked it (Linux's parent-death signal): killed
     analyse leaves no worker computing on, on a login node or a workstation."""
-    import ctypes
     import signal
 
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    from numasweep.runjob import set_parent_death_signal
+
+    set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != _PARENT:      # the parent died before the signal was set
         os._exit(1)
 
@@ -959,8 +957,16 @@ def _run_parts(parts: list[Callable[[], list[Finding]]], jobs: int) -> list[Find
             print(f"numasweep: analyse: no worker processes ({exc.strerror or exc}); working in one process",
                   file=sys.stderr)
             return [f for part in parts for f in part()]
-        with pool:
-            return [f for future in futures for f in future.result()]
+        try:
+            found = [f for future in futures for f in future.result()]
+        except BaseException:       # a part's error, Ctrl-C: the other parts are not waited for
+            workers = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for worker in workers:
+                worker.terminate()
+            raise
+        pool.shutdown()
+        return found
     except BrokenProcessPool:
         raise NumasweepError("analyse: a worker process died (killed, or out of memory); rerun it in one process: "
                              "`--jobs 1` (under Snakemake: `--set-threads analyse=1`)") from None
