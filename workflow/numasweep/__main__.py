@@ -1,7 +1,8 @@
 """`python -m numasweep COMMAND ...`: one entry point, one module per command.
 
 Each command module exposes `main(argv: list[str]) -> int` (or the function its entry names
-after `:`). A NumasweepError is printed as one line (`numasweep: error: ...`) and exits 2.
+after `:`). A NumasweepError is printed as one line (`numasweep: error: ...`) and exits 2;
+Ctrl-C as one line too, exit 130.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"numasweep: error: unknown command '{name}'; one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     module_name, _, function = COMMANDS[name][0].partition(":")
-    module = importlib.import_module(module_name)
     try:
+        module = importlib.import_module(module_name)
         return int(getattr(module, function or "main")(rest) or 0)
     except NumasweepError as exc:
         print(f"numasweep: error: {exc}", file=sys.stderr)
