@@ -424,7 +424,9 @@ class Series:
         with ThreadPoolExecutor(max_workers=1) as medians:
             for a in range(0, n, step):
                 p = pick[a:a + step]
-                logs = self.logs[p] + rng.standard_normal((len(p), p.shape[1], m)) * run_se[p]
+                logs = rng.standard_normal((len(p), p.shape[1], m))     # in place: no temporaries,
+                logs *= run_se[p]                                        # the same sums
+                logs += self.logs[p]
                 if pending is not None:
                     out.append(pending.result())
                 pending = medians.submit(nanmedian, logs, 1)
