@@ -324,6 +324,38 @@ def test_no_fork_means_one_process(monkeypatch: pytest.MonkeyPatch, capsys: pyte
                                        "unavailable); working in one process\n")
 
 
+def _children() -> list[int]:
+    """This process's children that are still running (not zombies)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] not in ("Z", "X"):
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_a_fork_refused_after_one_worker_leaves_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first worker forked, the second refused: the parts run here and the first worker ends."""
+    fork, forks = os.fork, []
+
+    def second_refused() -> int:
+        forks.append(1)
+        if len(forks) > 1:
+            raise OSError(11, "Resource temporarily unavailable")
+        return fork()
+
+    monkeypatch.setattr(os, "fork", second_refused)
+    assert analysis._run_parts([lambda i=i: [i] for i in range(3)], jobs=2) == [0, 1, 2]
+    assert len(forks) == 2
+    deadline = time.monotonic() + 10
+    while _children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() == []
+
+
 def _gone(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")

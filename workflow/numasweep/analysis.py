@@ -935,6 +935,14 @@ def _worker_start() -> None:
         os._exit(1)
 
 
+def _stop(pool: Any) -> None:
+    """A process pool's queued parts cancelled and its workers ended, without waiting for them."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+
+
 def _run_parts(parts: list[Callable[[], list[Finding]]], jobs: int) -> list[Finding]:
     """The parts' findings in order: in this process (jobs 1), or in up to `jobs` forked workers,
     each part on the first one free. Every part seeds its own random draws, so the findings are
@@ -953,17 +961,14 @@ def _run_parts(parts: list[Callable[[], list[Finding]]], jobs: int) -> list[Find
         try:
             futures = [pool.submit(_run_part, i) for i in range(len(parts))]     # the forks
         except OSError as exc:      # no fork (a memory limit, a process limit): the same work here
-            pool.shutdown(cancel_futures=True)
+            _stop(pool)
             print(f"numasweep: analyse: no worker processes ({exc.strerror or exc}); working in one process",
                   file=sys.stderr)
             return [f for part in parts for f in part()]
         try:
             found = [f for future in futures for f in future.result()]
         except BaseException:       # a part's error, Ctrl-C: the other parts are not waited for
-            workers = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for worker in workers:
-                worker.terminate()
+            _stop(pool)
             raise
         pool.shutdown()
         return found
