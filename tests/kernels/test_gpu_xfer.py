@@ -301,11 +301,15 @@ def gpu_xfer_hip(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     if not hipcc_found():
         cannot_check("hipcc not found: install hipcc and libamdhip64-dev to build gpu_xfer_hip")
     build = tmp_path_factory.mktemp("hip-build")
+    scratch = tmp_path_factory.mktemp("hip-tmpdir")
     proc = subprocess.run(
         ["make", "-C", str(repo / "kernels"), f"BUILD={build}", "hip"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(scratch)},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # hipcc's driver leaves a folder in TMPDIR per compile: the build must leave none behind.
+    assert not list(scratch.iterdir()), sorted(p.name for p in scratch.iterdir())
+    assert not list((build / "obj" / "gpu_hip").glob("tmp-*"))
     return build / "bin" / "gpu_xfer_hip", proc.stdout + proc.stderr
 
 
