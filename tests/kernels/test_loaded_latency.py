@@ -111,20 +111,26 @@ def test_the_load_rises_as_the_delay_falls_and_never_speeds_the_chase(kernels_bi
     moves about 19 GB/s and the chase's latency stays within about 2 % of idle (Spearman rho over
     the points was above 0 in 24 of 40 runs), so only the sanity half is asserted: the heaviest
     point's least disturbed sample is not faster than the idle one's beyond 2 %. The curve itself
-    is what bench/mlc.py compares with multichase's multiload, on the same CPUs. Up to three
-    tries on a shared machine."""
+    is what bench/mlc.py compares with multichase's multiload, on the same CPUs.
+
+    On a shared machine another process can take the load thread's CPU during one point (the load
+    then falls between two steps) or disturb every sample of the idle point, so the tries are
+    judged together, each point by its least disturbed figure over them: the most bandwidth the
+    load reached, the least latency the chase saw. A delay that did nothing, or a chase made faster
+    by the load, still fails: no try then shows the rise or the bound."""
     chase, load = two_cpus
     seen = []
-    for attempt in range(3):
+    for attempt in range(4):
         rows = loaded(kernels_bin, tmp_path, f"--size={SIZE}", "--load-size=64M", f"--chase-cpu={chase}",
                       f"--load-cpus={load}", "--traffic=r1w1", "--delay=idle,20000,2000,200,0", "--samples=5",
                       "--min-time=0.03")
-        gb_s = [float(r["load_gb_s"]) for r in rows]
-        lat = [float(r["latency_ns_min"]) for r in rows]
-        seen.append(list(zip(gb_s, lat)))
+        seen.append([(float(r["load_gb_s"]), float(r["latency_ns_min"])) for r in rows])
+        gb_s = [max(step) for step in zip(*([gb for gb, _ in tried] for tried in seen))]
+        lat = [min(step) for step in zip(*([ns for _, ns in tried] for tried in seen))]
         if gb_s[0] == 0 and all(a < b for a, b in zip(gb_s, gb_s[1:])) and lat[-1] >= lat[0] / 1.02:
             return
-    pytest.fail(f"the load did not rise step by step, or the heaviest point was faster than idle: {seen}")
+    pytest.fail(f"the load did not rise step by step, or the heaviest point was faster than idle, "
+                f"over {len(seen)} tries: {seen}")
 
 
 def test_placement_conflicts_answer_in_one_line(kernels_bin, tmp_path, two_cpus):
