@@ -6,8 +6,11 @@
  * --min-time has passed; repeat --samples times. Reported: median, min and max nanoseconds per
  * load over the samples. From 256 MiB on (where page walks make single samples vary most), when
  * the spread (max - min) / median is above --spread, all samples are taken again, each twice as
- * long, until the spread is met or a sample would exceed --max-time; the sample length used and
- * the spread are in the CSV, with a warning when the target was not met. The set-up (first touch
+ * long, until the spread is met or a sample would exceed --max-time. The samples kept are those
+ * of the quietest sample length tried (the least spread: a disturbance only slows samples, so the
+ * quietest set is the least disturbed one, and the longest, spanning most of a busy host's slow
+ * phases, is often not it); their length and spread are in the CSV, with a warning that lists
+ * every length tried when the target was not met. The set-up (first touch
  * of the buffer, building the cycle) is timed and reported too. Every row records the CPU the
  * rank ran on, that CPU's node and L3 group, the policy the kernel reports for the buffer and
  * where its pages are (move_pages).
@@ -47,7 +50,7 @@ typedef struct {
     int l3_group;
     uint64_t size_bytes;
     double median_ns, min_ns, max_ns;
-    double sample_s;      /* length of each sample finally used */
+    double sample_s;      /* length of each sample kept */
     double spread_pct;    /* 100 * (max - min) / median */
     double first_touch_s; /* populating the buffer's pages */
     double cycle_build_s; /* linking the random cycle */
@@ -90,7 +93,8 @@ static void usage(void)
            "  --serial          ranks measure one after another (default: all at once)\n"
            "  --min-time=SEC    minimum duration of each sample (default 0.2)\n"
            "  --spread=PCT      from 256M on, take the samples again, each twice as long, while\n"
-           "                    (max - min) / median is above PCT percent (default 2; 0 = never)\n"
+           "                    (max - min) / median is above PCT percent (default 2; 0 = never);\n"
+           "                    the samples of the quietest length tried are kept\n"
            "  --max-time=SEC    longest sample the --spread rule may reach (default 1.6)\n"
            "  --samples=N       samples per size (default 5); median, min and max are reported\n"
            "  --seed=N          seed of the random cycle (default 1; each rank and size derive their own)\n"
@@ -264,6 +268,14 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     int adapt = o->spread_pct > 0 && size >= ADAPT_FROM_BYTES;
     r->retaken = 0;
     int retakes_left = o->samples; /* for the size, over every sample length tried */
+    /* The quietest sample length so far: its figures, its spread over all ranks (the one the
+     * ranks decide on together, so they keep the same samples), and every length's in words. */
+    struct {
+        double median_ns, min_ns, max_ns, sample_s, spread, worst, least_on_cpu;
+        uint64_t loads;
+    } kept = {0};
+    int tried = 0;
+    char tried_text[MAX_TEXT] = "";
     for (;;) {
         r->loads = 0;
         least_on_cpu = 1.0;
@@ -304,19 +316,31 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
         double worst = spread;
         if (barrier_comm != MPI_COMM_NULL)
             MPI_Allreduce(&spread, &worst, 1, MPI_DOUBLE, MPI_MAX, barrier_comm);
+        if (tried == 0 || worst < kept.worst) {
+            kept.median_ns = r->median_ns, kept.min_ns = r->min_ns, kept.max_ns = r->max_ns;
+            kept.sample_s = sample_s, kept.spread = spread, kept.worst = worst;
+            kept.least_on_cpu = least_on_cpu, kept.loads = r->loads;
+        }
+        size_t used = strlen(tried_text);
+        snprintf(tried_text + used, sizeof tried_text - used, "%s%.1f%% at %.2f s", tried ? ", " : "", spread, sample_s);
+        tried++;
         if (!adapt || worst <= o->spread_pct || 2 * sample_s > o->max_time)
             break;
         sample_s *= 2;
     }
-    r->sample_s = sample_s;
-    r->spread_pct = spread;
+    r->median_ns = kept.median_ns, r->min_ns = kept.min_ns, r->max_ns = kept.max_ns;
+    r->loads = kept.loads;
+    r->sample_s = kept.sample_s;
+    r->spread_pct = kept.spread;
+    least_on_cpu = kept.least_on_cpu;
     r->on_cpu_pct = 100 * least_on_cpu;
-    if (adapt && spread > o->spread_pct) {
+    if (adapt && kept.spread > o->spread_pct) {
         char s[32];
         ns_format_size(size, s, sizeof s);
         ns_warn("rank %d at %s: samples spread %.1f%% with %.2f s each, above the --spread target of %.1f%% "
-                "(load average %s): other work on this machine or its host; the median still stands", rank, s, spread, sample_s,
-                o->spread_pct, load_average());
+                "(load average %s): other work on this machine or its host; kept the quietest sample length (the "
+                "least spread over the ranks measuring together) of those tried (this rank: %s); the median still stands", rank, s, kept.spread, kept.sample_s,
+                o->spread_pct, load_average(), tried_text);
     }
     if (least_on_cpu < NS_RETAKE_BELOW) {
         char s[32];
