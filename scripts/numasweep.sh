@@ -21,11 +21,12 @@ APT_RUN=(build-essential numactl libnuma-dev openmpi-bin libopenmpi-dev hwloc li
 # What the tests add: likwid for the kernel benchmark, shellcheck, SLURM and munge for the
 # real clusters, slurmdbd and MariaDB for their accounting, QEMU and cpio/busybox for the NUMA
 # guest, chromium for the HTML report screenshot, hipcc and the HIP runtime headers to build
-# gpu_xfer for AMD GPUs (a sweep on AMD GPUs uses the site's ROCm instead). (Installing
+# gpu_xfer for AMD GPUs (a sweep on AMD GPUs uses the site's ROCm instead), strace to check
+# that a kernel writes each message in one piece. (Installing
 # mariadb-server starts Debian's own MariaDB service where services start on install; the tests
 # use a private server.)
 APT_TEST=(likwid shellcheck slurm-wlm slurmctld slurmd slurm-client munge slurmdbd mariadb-server
-          qemu-system-x86 qemu-utils cpio busybox-static chromium hipcc libamdhip64-dev)
+          qemu-system-x86 qemu-utils cpio busybox-static chromium hipcc libamdhip64-dev strace)
 
 apt_install() {
     local missing=()

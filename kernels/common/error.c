@@ -1,6 +1,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "ns_error.h"
 
@@ -13,13 +14,25 @@ const char *ns_program(void) { return program; }
 void ns_set_quiet_errors(int quiet) { quiet_errors = quiet; }
 void ns_set_exit_hook(void (*hook)(void)) { exit_hook = hook; }
 
+/* One line, written at once: MPI ranks share a job's log, and a line written in pieces (stderr
+ * is unbuffered) would interleave with another rank's. A line longer than the buffer is cut. */
 static void message(const char *kind, const char *fmt, va_list ap)
 {
     if (quiet_errors)
         return;
-    fprintf(stderr, "%s: %s: ", program, kind);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char line[4096];
+    int head = snprintf(line, sizeof line - 1, "%s: %s: ", program, kind);
+    if (head < 0)
+        head = 0;
+    if ((size_t)head > sizeof line - 2)
+        head = (int)(sizeof line - 2);
+    int body = vsnprintf(line + head, sizeof line - 1 - (size_t)head, fmt, ap);
+    size_t used = (size_t)head + (body < 0 ? 0 : (size_t)body);
+    if (used > sizeof line - 2)
+        used = sizeof line - 2;
+    line[used++] = '\n';
+    fflush(stderr);
+    (void)!write(fileno(stderr), line, used);
 }
 
 void ns_die(const char *fmt, ...)

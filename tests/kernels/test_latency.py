@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -72,6 +73,29 @@ def test_sample_length_doubles_while_the_spread_is_above_target(kernels_bin, tmp
     run_ok([kernels_bin / "numa_latency", "--size=256M", "--samples=3", "--min-time=0.01", "--spread=0",
             f"--csv={csv_path}"])
     assert float(read_rows(csv_path)[1][0]["sample_s"]) == 0.01
+
+
+def test_a_message_is_one_write_so_ranks_sharing_a_log_never_split_a_line(kernels_bin, tmp_path):
+    """The ranks of a job write to one log: each message must reach stderr in one write, else
+    another rank's line lands inside it ("numa_latency: warning: numa_latency: warning: rank 1
+    ..."). Checked on the write calls themselves (strace), an error and the warnings alike."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.fail("strace not found: install strace (the test command installs it)")
+    messages = []
+    for name, args in (("error", ["--size=abc"]),
+                       ("warnings", ["--size=256M", "--samples=3", "--min-time=0.01", "--max-time=0.04",
+                                     "--spread=0.01", "--quiet"])):
+        trace = tmp_path / f"{name}.trace"
+        subprocess.run([strace, "-f", "-qq", "-e", "trace=write", "-s", "8192", "-o", str(trace),
+                        str(kernels_bin / "numa_latency"), *args, f"--csv={tmp_path / 'x.csv'}"],
+                       capture_output=True, text=True, timeout=120)
+        writes = re.findall(r'write\(2, "((?:[^"\\]|\\.)*)"', trace.read_text())
+        assert writes, trace.read_text()[-2000:]
+        messages += writes
+    assert any(m.startswith("numa_latency: error: --size") for m in messages), messages
+    for m in messages:
+        assert m.startswith("numa_latency: ") and m.endswith("\\n") and m.count("numa_latency:") == 1, m
 
 
 def test_samples_taken_off_the_cpu_are_taken_again_up_to_the_sample_count(kernels_bin, tmp_path):
