@@ -1,6 +1,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ns_error.h"
@@ -21,15 +22,12 @@ static void message(const char *kind, const char *fmt, va_list ap)
     if (quiet_errors)
         return;
     char line[4096];
-    int head = snprintf(line, sizeof line - 1, "%s: %s: ", program, kind);
+    int head = snprintf(line, sizeof line, "%s: %s: ", program, kind);
     if (head < 0)
-        head = 0;
-    if ((size_t)head > sizeof line - 2)
-        head = (int)(sizeof line - 2);
-    int body = vsnprintf(line + head, sizeof line - 1 - (size_t)head, fmt, ap);
-    size_t used = (size_t)head + (body < 0 ? 0 : (size_t)body);
-    if (used > sizeof line - 2)
-        used = sizeof line - 2;
+        line[0] = '\0';
+    else if ((size_t)head < sizeof line)
+        vsnprintf(line + head, sizeof line - (size_t)head, fmt, ap);
+    size_t used = strlen(line); /* at most sizeof line - 1: the newline takes the terminator's place */
     line[used++] = '\n';
     fflush(stderr);
     (void)!write(fileno(stderr), line, used);
