@@ -191,3 +191,20 @@ def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkey
             assert np.array_equal(k[u], rest.k), (trial, u)
         found = stats.deviations([s], [0.02], alpha=1.0)
         assert all(0 <= u < r and 0 <= j < m for _, u, j, *_ in found)
+
+
+@pytest.mark.parametrize("shape", [(1,), (4,), (7, 3), (6, 8, 2), (3, 2001, 5), (3, 2000, 5)])
+def test_nanmedian_gives_numpys_numbers_on_every_axis(shape):
+    """The partition-based median equals np.median (odd and even counts, ties, wide magnitudes)
+    and np.nanmedian where values are missing, bit for bit."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape) * np.exp(3 * rng.standard_normal(shape))
+    for values in (x, np.round(x)):
+        for axis in range(len(shape)):
+            assert np.array_equal(stats.nanmedian(values, axis), np.median(values, axis=axis))
+    gaps = x.copy()
+    gaps.flat[::3] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # an all-NaN slice, as numpy warns
+        for axis in range(len(shape)):
+            assert np.array_equal(stats.nanmedian(gaps, axis), np.nanmedian(gaps, axis=axis), equal_nan=True)

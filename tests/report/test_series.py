@@ -167,3 +167,28 @@ def test_configuration_names_say_what_each_number_counts() -> None:
     names = [v for v, _ in tables.latency_configs(tables.latency_table(pd.DataFrame(rows)))]
     assert sorted(names) == ["concurrent-domains 0,1-1 per domain-2 ranks", "concurrent-domains 0,1-2 per domain-4 ranks",
                              "concurrent-domains 0-1 per domain-1 rank", "concurrent-domains 0-2 per domain-2 ranks"], names
+
+
+def test_categorical_identities_hold_the_same_text_and_group_in_the_same_order():
+    """normalise's text columns are categorical; they and the joined or per-row categoricals read
+    as the text columns they replace, and group in text order (as text would)."""
+    df = pd.DataFrame({"mode": ["serial", "concurrent", None, "serial", "b"],
+                       "mem_nodes": ["0,1", 1.0, float("nan"), "1", "10"],
+                       "repetition": [0, 1, 2, 0, 1], "frac": [0.5, 1.0, float("nan"), 0.1 + 0.2, 2.0],
+                       "size_bytes": [1, 2, 3, 4, 5], "latency_ns_median": [1.0, 2, 3, 4, 5]})
+    norm = series.normalise(df, "latency")
+    assert isinstance(norm["mode"].dtype, pd.CategoricalDtype)
+    assert norm["mode"].astype(object).tolist() == series.labels(df["mode"]).tolist()
+    assert norm["mem_nodes"].astype(object).tolist() == ["0,1", "1", "", "1", "10"]
+    assert list(norm.groupby("mem_nodes").groups) == sorted({"0,1", "1", "", "10"})
+    cols = ["mode", "repetition", "frac", "mem_nodes"]
+    keyed = norm.assign(frac=df["frac"].fillna(-1.5))    # keys as groupings have them: no NaN
+    assert series.joined(keyed, cols, categorical=True).astype(object).tolist() == \
+        series.joined(keyed, cols).tolist()
+    assert tables.node_lists(df["mem_nodes"], categorical=True).astype(object).tolist() == \
+        tables.node_lists(df["mem_nodes"]).tolist()
+    local = series.row_codes(pd.DataFrame({"cpu_node": [0, 1, 1, 0, 1], "mem_nodes": ["0", "0", "", "0", "1"]}),
+                             tables.locality)
+    assert local.astype(object).tolist() == ["local", "1->0", "local", "local", "local"]
+    points = series.point_table(df, "latency", ["latency_ns_median"])
+    assert all(not isinstance(points[c].dtype, pd.CategoricalDtype) for c in points)

@@ -45,7 +45,7 @@ from numasweep.io import REPORT_ONLY, UNREAD, atomic_write_text, read_csv
 from numasweep.tables import as_text as _text
 from numasweep.tables import latency_points as _latency_points
 from numasweep.tables import l3_position as _l3_position
-from numasweep.tables import node_lists
+from numasweep.tables import locality, node_lists
 from numasweep.tables import nodes as _nodes
 from numasweep.units import format_size, parse_page_fractions
 
@@ -401,9 +401,8 @@ def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
     for col in ("cpu_node", "l3_group"):
         if col not in df:
             df[col] = -1
-    mem = node_lists(df["mem_nodes"])
-    node = df["cpu_node"].astype(str)
-    df["locality"] = np.where((mem == node) | (mem == ""), "local", node + "->" + mem)
+    df["locality"] = series.row_codes(pd.DataFrame({"cpu_node": df["cpu_node"], "mem_nodes": node_lists(
+        df["mem_nodes"], categorical=True)}), locality)
     position = _l3_position(topo)
     df["l3_position"] = series.per_value(df["l3_group"], lambda g: position.get(int(g), 0), dtype=np.int64)
     keys = [c for c in series.series_columns(df, "latency") if c not in series.WITHIN["latency"]]

@@ -93,8 +93,9 @@ def _side(table: pd.DataFrame, keys: list[str], measure: stats.Measure) -> pd.Da
 
 
 def _text_of(values: pd.Series) -> np.ndarray:
-    """Each value as text (`str`), an integer column by its distinct values (a million rows)."""
-    if pd.api.types.is_integer_dtype(values.dtype):
+    """Each value as text (`str`), an integer or categorical column by its distinct values (a
+    million rows)."""
+    if pd.api.types.is_integer_dtype(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
         return per_value(values, str)
     return values.astype(str).to_numpy()
 
@@ -134,7 +135,7 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     ukeys = [k for k in unit_keys if k in df]
     out: list[Contrast] = []
     flat = both.reset_index()
-    flat["_unit"] = joined(flat, ukeys) if ukeys else "0"
+    flat["_unit"] = joined(flat, ukeys, categorical=True) if ukeys else "0"
     if flat.duplicated(skeys + ["_unit", measure.axis]).any():   # unit keys whose text joins alike
         flat = flat.groupby(skeys + ["_unit", measure.axis], dropna=False, sort=False)[["_d", "_dse"]] \
             .median().reset_index()

@@ -127,12 +127,34 @@ def labels(values: pd.Series) -> pd.Series:
     return pd.Series(per_value(values, label), index=values.index, dtype=object)
 
 
-def text_codes(values: pd.Series) -> pd.Series:
-    """`labels` as a categorical column: one category per distinct label, in text order."""
+def text_codes(values: pd.Series, fn: Callable[[Any], str] = label) -> pd.Series:
+    """`fn` of every value (`label` by default) as a categorical column, computed once per
+    distinct value: one category per distinct text, in text order."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    names, inverse = np.unique(np.array([label(u) for u in uniques], dtype=object), return_inverse=True)
-    return pd.Series(pd.Categorical.from_codes(inverse[codes] if len(codes) else codes, categories=names),
-                     index=values.index, name=values.name)
+    return _categorical([fn(u) for u in uniques], codes, values.index, values.name)
+
+
+def row_codes(frame: pd.DataFrame, fn: Callable[..., str]) -> pd.Series:
+    """`fn(*row)` of every row of `frame` as a categorical column, computed once per distinct
+    row (a million rows of a few hundred identities)."""
+    ids = frame.groupby(list(frame.columns), sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    _, first = np.unique(ids, return_index=True)           # ids count up from 0 in order of first rows
+    return _categorical([fn(*row) for row in frame.iloc[first].itertuples(index=False)], ids, frame.index)
+
+
+def _categorical(names: list[str], codes: np.ndarray, index: pd.Index, name: Any = None) -> pd.Series:
+    """Row i holds names[codes[i]]: one category per distinct name, in text order, so codes sort
+    as the text does."""
+    cats, inverse = np.unique(np.array(names, dtype=object), return_inverse=True)
+    return pd.Series(pd.Categorical.from_codes(inverse[codes], categories=cats), index=index, name=name)
+
+
+def text_again(df: pd.DataFrame, dtype: Any = object) -> None:
+    """The categorical columns of a small table (a grouping's result) back to `dtype`, in place:
+    its rows go on to code that compares and joins text."""
+    for col in df.columns:
+        if isinstance(df[col].dtype, pd.CategoricalDtype):
+            df[col] = df[col].astype(dtype)
 
 
 def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -144,9 +166,7 @@ def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[st
     df = normalise(df[list(dict.fromkeys(keys + values + [c for c in first if c in df.columns]))], bench)
     grouped = df.groupby(keys, sort=True, dropna=False)
     out = grouped[values].median().reset_index()
-    for col in keys:
-        if isinstance(out[col].dtype, pd.CategoricalDtype):      # a few thousand rows: text again
-            out[col] = out[col].astype(object)
+    text_again(out)
     for col in first:
         if col in df.columns and col not in keys:
             out[col] = grouped[col].first().to_numpy()
@@ -185,9 +205,12 @@ def curve_id(df: pd.DataFrame, bench: str) -> pd.Series:
     return joined(df, cols)
 
 
-def joined(df: pd.DataFrame, cols: list[str]) -> pd.Series:
+def joined(df: pd.DataFrame, cols: list[str], categorical: bool = False) -> pd.Series:
     """Each row's values of `cols` as text, joined by "|": one string naming what the row belongs
-    to, built column by column (a million rows join in a second, not a minute)."""
+    to, built column by column (a million rows join in a second, not a minute); `categorical`:
+    as a categorical column, each distinct row joined once (`row_codes`)."""
+    if categorical:
+        return row_codes(df[cols], lambda *values: "|".join(map(str, values)))
     text = df[cols].astype(str)
     out = text.iloc[:, 0].rename(None)
     for i in range(1, len(cols)):

@@ -37,15 +37,33 @@ def _text(value: Any) -> str:
     return "" if pd.isna(value) else re.sub(r"\.0$", "", str(value))
 
 
-def as_text(values: pd.Series) -> pd.Series:
+def as_text(values: pd.Series, categorical: bool = False) -> pd.Series:
     """Text cells to group by: NaN -> "", a trailing ".0" dropped (3.0 -> "3"); computed once per
-    distinct value."""
+    distinct value; `categorical`: as a categorical column (`series.text_codes`)."""
+    if categorical:
+        return series.text_codes(values, _text)
     return pd.Series(series.per_value(values, _text), index=values.index, name=values.name, dtype=str)
 
 
-def node_lists(values: pd.Series) -> pd.Series:
-    """`nodes` of each cell as a comma list ("0,3", "" for none), once per distinct value."""
-    return pd.Series(series.per_value(values, lambda v: ",".join(map(str, nodes(v)))), index=values.index, dtype=str)
+def _node_list(value: Any) -> str:
+    return ",".join(map(str, nodes(value)))
+
+
+def node_lists(values: pd.Series, categorical: bool = False) -> pd.Series:
+    """`nodes` of each cell as a comma list ("0,3", "" for none), once per distinct value;
+    `categorical`: as a categorical column (`series.text_codes`)."""
+    if categorical:
+        return series.text_codes(values, _node_list)
+    return pd.Series(series.per_value(values, _node_list), index=values.index, dtype=str)
+
+
+def locality(cpu_node: int, mem_nodes: str, unplaced: str | None = "local") -> str:
+    """"local" where a rank's memory is its own CPU node's, else "<cpu node>-><memory nodes>":
+    remote ranks are comparable only with ranks of the same CPU node reaching the same memory.
+    Memory of no recorded node reads `unplaced` (None: as a remote node list, "0->")."""
+    if mem_nodes == "" and unplaced is not None:
+        return unplaced
+    return "local" if mem_nodes == str(cpu_node) else f"{cpu_node}->{mem_nodes}"
 
 
 def as_label(values: pd.Series) -> pd.Series:
@@ -152,15 +170,14 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
     if latency is None or latency.empty or not need <= set(latency.columns):
         return pd.DataFrame()
     df = latency.copy(deep=False)
+    # text columns as categoricals (a million rows group on their codes), text again once grouped
     for col in ("mode", "page_size", "policy", "weights", "strategy", "domains", "memory"):
-        df[col] = as_text(df[col]) if col in df else ""
+        df[col] = as_text(df[col], categorical=True) if col in df else ""
     for col, default in (("rank", 0), ("cpu", -1), ("cpu_node", -1), ("l3_group", -1), ("ranks", 1),
                          ("ranks_per_domain", 0)):
         df[col] = pd.to_numeric(df[col], errors="coerce").fillna(default).astype(int) if col in df else default
-    df["mem_nodes"] = node_lists(df["mem_nodes"]) if "mem_nodes" in df else ""
-    # remote ranks are comparable only with ranks of the same CPU node reaching the same memory
-    df["locality"] = np.where(df["mem_nodes"] == df["cpu_node"].astype(str), "local",
-                              df["cpu_node"].astype(str) + "->" + df["mem_nodes"])
+    df["mem_nodes"] = node_lists(df["mem_nodes"], categorical=True) if "mem_nodes" in df else ""
+    df["locality"] = series.row_codes(df[["cpu_node", "mem_nodes"]], lambda c, m: locality(c, m, unplaced=None))
     pos = l3_position(topo)
     df["l3_pos"] = series.per_value(df["l3_group"], lambda g: pos.get(g, 0), dtype=np.int64)
     for col in ("latency_ns_min", "latency_ns_max"):
@@ -170,13 +187,14 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
     # every other column of the series identity (label, host, system, pages) keeps series apart
     other = [c for c in series.series_columns(df, "latency") if c not in keys]
     for col in other:
-        df[col] = as_text(df[col])
+        df[col] = as_text(df[col], categorical=True)
     keys += other + ["size_bytes"]
     out = df.groupby(keys, as_index=False).agg(
         latency_ns=("latency_ns_median", "median"),
         lo=("latency_ns_min", "min"),
         hi=("latency_ns_max", "max"),
     )
+    series.text_again(out, str)
     out["curve"] = series.joined(out, keys[:-1])
     # the configuration a curve belongs to (series columns outside one figure's lines)
     name_configs(out)
