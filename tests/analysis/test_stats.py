@@ -144,14 +144,21 @@ def _model_logs(rng, r: int, m: int, kind: int) -> np.ndarray:
     return logs
 
 
-@pytest.mark.parametrize("window", [None, 8])
-def test_counted_noise_equals_the_median_of_every_listed_pair(monkeypatch, window):
-    """Model data with ties and gaps; with a tiny window the bisection and the split listing run."""
-    if window:
-        monkeypatch.setattr(stats, "_WINDOW", window)
-        monkeypatch.setattr(stats, "_LIST", 2 * window)
+# The ways `stats` takes order statistics of pairwise differences, each forced on small series:
+# every difference listed (few replicates), counted in value brackets (many distinct values; with a
+# tiny window the bisection and the split listing run), and counted by distinct value (ties).
+PATHS = {"listed": {}, "counted": {"_FEW_CELLS": 0, "_TIED_PAIRS": -1},
+         "counted-narrow": {"_FEW_CELLS": 0, "_TIED_PAIRS": -1, "_WINDOW": 32, "_LIST": 64},
+         "tied": {"_FEW_CELLS": 0}}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_counted_noise_equals_the_median_of_every_listed_pair(monkeypatch, path):
+    """Model data with ties and gaps, the same numbers whichever way the differences are taken."""
+    for name, value in PATHS[path].items():
+        monkeypatch.setattr(stats, name, value)
     rng = np.random.default_rng(7)
-    for trial in range(120):
+    for trial in range(40 if path == "counted-narrow" else 120):
         r, m = int(rng.integers(2, 50)), int(rng.integers(1, 7))
         logs = _model_logs(rng, r, m, trial % 4)
         s = stats.Series({}, np.arange(1, m + 1), logs, np.full((r, m), np.nan), list(range(r)))
@@ -164,15 +171,15 @@ def test_counted_noise_equals_the_median_of_every_listed_pair(monkeypatch, windo
             assert np.array_equal(dof, want_dof), (trial, band)
 
 
-@pytest.mark.parametrize("window", [None, 8])
-def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkeypatch, window):
+@pytest.mark.parametrize("path", PATHS)
+def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkeypatch, path):
     """Every replicate's reference and noise equal those of the series rebuilt without it (model
-    data with ties, gaps and an off replicate); alpha 1 keeps every test to compare."""
-    if window:
-        monkeypatch.setattr(stats, "_WINDOW", window)
-        monkeypatch.setattr(stats, "_LIST", 2 * window)
+    data with ties, gaps and an off replicate), whichever way the differences are taken; alpha 1
+    keeps every test to compare."""
+    for name, value in PATHS[path].items():
+        monkeypatch.setattr(stats, name, value)
     rng = np.random.default_rng(8)
-    for trial in range(80):
+    for trial in range(24 if path == "counted-narrow" else 80):     # the narrow window: slow, by design
         r, m = int(rng.integers(3, 30)), int(rng.integers(1, 6))
         logs = _model_logs(rng, r, m, trial % 4)
         run_se = np.abs(rng.normal(0.01, 0.005, (r, m)))

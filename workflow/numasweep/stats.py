@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -173,6 +173,7 @@ _LIST = 1 << 22        # list at most this many at once
 _DRAW_CELLS = 1 << 22  # bootstrap values held at once (`Series.draws`)
 _SAMPLE = 1 << 16      # pairs sampled to place the next bracket (`_pivots`)
 _FEW_CELLS = 1 << 22   # differences (times replicates left out), over the sizes, listed at once
+_TIED_PAIRS = 1 << 18  # pairs of distinct values of a column listed once each, their pairs counted
 
 
 class _PairDiffs:
@@ -242,6 +243,23 @@ class _PairDiffs:
     def near(self, pos: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Per sorted position p and value v_p: the other values within v_p of x_p."""
         return self.upper(pos, v) - self.lower(pos, v) - 1
+
+    @cached_property
+    def tied(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Where the column holds few distinct values (a CSV's rounded latencies over thousands of
+        replicates; at most _TIED_PAIRS pairs of them): every difference of two distinct values
+        once, as the larger less the smaller (the numbers `between` gives), and 0 for equal
+        ones, ascending, each with the count of pairs that give it. None with more."""
+        v, c = np.unique(self.x, return_counts=True)
+        if len(v) * (len(v) - 1) // 2 > _TIED_PAIRS:
+            return None
+        a, b = np.triu_indices(len(v), 1)
+        d, n = v[b] - v[a], c[a] * c[b]
+        same = int(np.sum(c * (c - 1) // 2))
+        if same:
+            d, n = np.r_[0.0, d], np.r_[same, n]
+        order = np.argsort(d, kind="stable")
+        return d[order], n[order]
 
 
 def _middle(lo: float, hi: float) -> float:
@@ -323,7 +341,15 @@ def _distinct(cols: Sequence[_PairDiffs], lo: float, clo: int, hi: float, chi: i
 
 def _ranked(cols: Sequence[_PairDiffs], rlo: int, rhi: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct pooled differences around ranks rlo..rhi and, for each, how many differences
-    are at or below it: the order statistic of rank q is values[searchsorted(at_or_below, q, "right")]."""
+    are at or below it: the order statistic of rank q is values[searchsorted(at_or_below, q, "right")].
+    Columns of few distinct values give every distinct difference at once (`_PairDiffs.tied`)."""
+    tied = [c.tied for c in cols]
+    if all(t is not None for t in tied):
+        d = np.concatenate([t[0] for t in tied])
+        order = np.argsort(d, kind="stable")            # ascending runs, one a column: merged
+        d, below = d[order], np.cumsum(np.concatenate([t[1] for t in tied])[order])
+        last = np.r_[d[1:] != d[:-1], True]              # a value shared by columns counted once
+        return d[last], below[last]
     lo, clo, hi, chi = _bracket(cols, rlo)
     if rhi >= chi:
         _, _, hi, chi = _bracket(cols, rhi, hi, chi)
