@@ -170,7 +170,7 @@ def run_standard_error(table: pd.DataFrame, measure: Measure = LATENCY) -> np.nd
 
 _WINDOW = 1 << 16      # narrow until a value bracket holds this few differences
 _LIST = 1 << 22        # list at most this many at once
-_DRAW_CELLS = 1 << 22  # bootstrap values held at once (`Series.draws`)
+_DRAW_CELLS = 1 << 20  # bootstrap values held at once (`Series.draws`): 8 MiB a piece
 _SAMPLE = 1 << 16      # pairs sampled to place the next bracket (`_pivots`)
 _FEW_CELLS = 1 << 22   # differences (times replicates left out), over the sizes, listed at once
 _TIED_PAIRS = 1 << 18  # pairs of distinct values of a column listed once each, their pairs counted
