@@ -200,7 +200,8 @@ def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkey
         assert all(0 <= u < r and 0 <= j < m for _, u, j, *_ in found)
 
 
-@pytest.mark.parametrize("shape", [(1,), (4,), (7, 3), (6, 8, 2), (3, 2001, 5), (3, 2000, 5)])
+@pytest.mark.parametrize("shape", [(1,), (4,), (7, 3), (6, 8, 2), (3, 64, 5), (2, 65, 3), (3, 66, 2), (3, 2001, 5),
+                                   (3, 2000, 5)])
 def test_nanmedian_gives_numpys_numbers_on_every_axis(shape):
     """The partition-based median equals np.median (odd and even counts, ties, wide magnitudes)
     and np.nanmedian where values are missing, bit for bit."""

@@ -173,6 +173,7 @@ _LIST = 1 << 22        # list at most this many at once
 _DRAW_CELLS = 1 << 20  # bootstrap values held at once (`Series.draws`): 8 MiB a piece
 _SAMPLE = 1 << 16      # pairs sampled to place the next bracket (`_pivots`)
 _FEW_CELLS = 1 << 22   # differences (times replicates left out), over the sizes, listed at once
+_SORTED_AXIS = 64      # medians over at most this many values sort them (`nanmedian`)
 _TIED_PAIRS = 1 << 18  # pairs of distinct values of a column listed once each, their pairs counted
 
 
@@ -369,14 +370,24 @@ def nanmedian(values: np.ndarray, axis: int) -> np.ndarray:
     """np.nanmedian, the same numbers: in one call where no value is missing (numpy's own takes
     a long axis, thousands of replicates, one slice at a time), and there as the middle order
     statistic (or the mean of the middle two) of one partition, which is what np.median takes,
-    without its checks and its mean over a slice (a bootstrap's medians in a quarter of the time)."""
+    without its checks and its mean over a slice (a bootstrap's medians in a quarter of the time).
+    A short axis (a fleet's few replicates a series) is sorted, faster there than partitioned; a
+    long one is partitioned at the upper middle only, the lower middle then the largest value
+    below it: numpy partitions at two places three times slower than at one."""
     if values.size and not np.isnan(values).any():
         n = values.shape[axis]
         half = n // 2
-        part = np.partition(values, [half] if n % 2 else [half - 1, half], axis=axis)
+        if n <= _SORTED_AXIS:
+            part = np.sort(values, axis=axis)
+            high = np.take(part, half, axis=axis)
+            return high if n % 2 else (np.take(part, half - 1, axis=axis) + high) / 2
+        part = np.partition(values, half, axis=axis)
+        high = np.take(part, half, axis=axis)
         if n % 2:
-            return np.take(part, half, axis=axis)
-        return (np.take(part, half - 1, axis=axis) + np.take(part, half, axis=axis)) / 2
+            return high
+        below = [slice(None)] * part.ndim
+        below[axis] = slice(0, half)
+        return (part[tuple(below)].max(axis=axis) + high) / 2
     return np.nanmedian(values, axis=axis)
 
 
