@@ -165,7 +165,7 @@ def latency_lines(part: pd.DataFrame):
 
 def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
     """One row per (rank configuration, size): median latency over repetitions, with the keys the
-    analyses group by (`locality`, `l3_pos`, `series`)."""
+    analyses group by (`locality`, `l3_pos`)."""
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
         return pd.DataFrame()
@@ -195,31 +195,7 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
         hi=("latency_ns_max", "max"),
     )
     series.text_again(out, str)
-    out["curve"] = series.joined(out, keys[:-1])
-    # the configuration a curve belongs to (series columns outside one figure's lines)
-    name_configs(out)
-    # ranks that should measure alike: same mode, pages, memory locality and L3 position in the node
-    out["comparable"] = series.joined(out, ["mode", "page_size", "policy", "weights", "locality", "l3_pos"])
     return out
-
-
-def name_configs(points: pd.DataFrame, without: tuple[str, ...] = ()) -> None:
-    """Add `config` (and `config_name`, the varying values joined): the series columns that name a
-    figure (series.WITHIN aside), less `without`; rows of different configurations are never
-    pooled into one finding."""
-    cols = [c for c in series.SERIES["latency"] if c in points and c not in series.WITHIN["latency"]
-            and c not in without]
-    varying = [c for c in cols if points[c].astype(str).nunique() > 1]
-    points["config"] = series.joined(points, cols) if cols else ""
-    if not varying:
-        points["config_name"] = ""
-        return
-    # named once per distinct configuration (a fleet's million rows hold a few)
-    codes = points.groupby(varying, sort=False, dropna=False).ngroup().to_numpy()
-    firsts = np.unique(codes, return_index=True)[1]
-    named = [", ".join(series.value_name(c, r[c]) for c in varying if str(r[c]) != "")
-             for _, r in points[varying].iloc[firsts].iterrows()]
-    points["config_name"] = np.array(named, dtype=object)[codes].tolist()   # a list: typed as before
 
 
 # ---------------------------------------------------------------------------------------------
