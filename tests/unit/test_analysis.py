@@ -196,6 +196,20 @@ def test_latency_locality_with_distances() -> None:
     assert analysis.latency_locality(latency_frame(stepped), topo_two_nodes()) == []
 
 
+def test_latency_locality_never_pools_ranks_of_different_configurations() -> None:
+    """A 4-rank run over both nodes (node 0 nearer node 0's memory, and faster) beside a 6-rank run
+    on node 0 alone, loaded and slow: pooled, node 0 would read slower than node 1 against the
+    distances; kept apart, the 4-rank run agrees with them and the 6-rank run, one node only,
+    compares nothing."""
+    light = latency_frame(lambda s, c: 100.0 if c < 8 else 150.0, mem=0)
+    loaded = latency_frame(lambda s, c: 400.0, cpus=(1, 2, 3, 5, 6, 7), mem=0)
+    found = analysis.latency_locality(pd.concat([light, loaded], ignore_index=True), topo_two_nodes())
+    assert [f.id for f in found] == ["latency_locality"]
+    (f,) = found
+    assert f.numbers["latency_ns"] == {0: 100.0, 1: 150.0} and f.numbers["distance_order_agrees"] is True
+    assert f.numbers["config"] == "4 ranks" and f.title.endswith("(4 ranks)") and "4 ranks" in f.summary
+
+
 # ------------------------------------------------------------ bandwidth, copy, GPU, placement
 
 def bandwidth_frame(peak_threads: int, mem: int, scale: float, reps: int = 3) -> pd.DataFrame:

@@ -281,8 +281,10 @@ def _tied_text(tied: list[_NodePair]) -> str:
 def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
     """Latency to one node's memory from each node's CPUs, normalised, next to the distances.
 
-    Uses the largest size measured from at least two CPU nodes; latency per CPU node is the
-    median over its ranks. Against the firmware distances, every pair of CPU nodes is the ratio of
+    One finding per configuration (every series column but those telling ranks apart,
+    `series.WITHIN`: a 1-rank run and a 14-rank run load the memory differently, so their ranks are
+    never pooled) and memory node. Uses the largest size measured from at least two CPU nodes;
+    latency per CPU node is the median over its ranks. Against the firmware distances, every pair of CPU nodes is the ratio of
     the geometric means over their ranks (ranks are the units) with a Welch t interval: a pair of
     different distances contradicts them when the farther node is faster beyond the noise and the
     10 % floor, and a pair of one distance differs when either is slower beyond both
@@ -294,8 +296,13 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
     if points.empty:
         return []
     single = points[~points["mem_nodes"].str.contains(",") & (points["mem_nodes"] != "")]
+    config = [c for c in series.series_columns(single, "latency") if c not in series.WITHIN["latency"]]
+    varying = [c for c in config if c not in ("mode", "page_size", levels.GRID_PAGES) and single[c].nunique() > 1]
     groups = []
-    for (mode, page, mem), g in single.groupby(["mode", "page_size", "mem_nodes"]):
+    for key, g in single.groupby(config + ["mem_nodes"]):
+        values = dict(zip(config, key))
+        mode, page, mem = values.get("mode", ""), values.get("page_size", ""), key[-1]
+        name = ", ".join(series.value_name(c, values[c]) for c in varying if str(values[c]) != "")
         sizes = [s for s, h in g.groupby("size_bytes") if h["cpu_node"].nunique() >= 2]
         if not sizes:
             continue
@@ -306,12 +313,12 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
         dist = {int(n): _distance(topo, int(n), mem_node) for n in by_node.groups}
         known = all(d is not None for d in dist.values())
         ordered, tied = _node_pairs(by_node, dist) if known else ([], [])
-        groups.append((mode, page, mem_node, size, by_node, dist, known, ordered, tied))
-    every_ordered = [p for g in groups for p in g[7]]
+        groups.append((mode, page, name, mem_node, size, by_node, dist, known, ordered, tied))
+    every_ordered = [p for g in groups for p in g[8]]
     _flag(every_ordered)
-    _flag([p for g in groups for p in g[8]])
+    _flag([p for g in groups for p in g[9]])
     findings = []
-    for mode, page, mem_node, size, by_node, dist, known, ordered, tied in groups:
+    for mode, page, name, mem_node, size, by_node, dist, known, ordered, tied in groups:
         spread = _two_sample_ratio(by_node.get_group(by_node.median().idxmax()),
                                    by_node.get_group(by_node.median().idxmin()))
         per_node = by_node.agg(["median", "min", "max", "count"])
@@ -330,8 +337,8 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
         dist_text = "firmware distances are not recorded for this system"
         if known:
             dist_text = _distance_text(dist, ordered, agrees, len(every_ordered)) + _tied_text(tied)
-        where = f"{_sz(size)}, {mode} mode" + (f", {page} pages" if page else "")
-        numbers = {"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size,
+        where = f"{_sz(size)}, {mode} mode" + (f", {page} pages" if page else "") + (f", {name}" if name else "")
+        numbers = {"mode": mode, "page_size": page, "config": name, "mem_node": mem_node, "size_bytes": size,
                    "fastest_cpu_node": fast, "slowest_cpu_node": slow, "fastest_ns": best,
                    "slowest_ns": per_node.loc[slow, "median"], "ratio_slowest_fastest": ratios[slow],
                    **_iv("geomean_ratio", spread),
@@ -344,7 +351,8 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
                      "latency_ns_min_rank": r["min"], "latency_ns_max_rank": r["max"], "ranks": int(r["count"]),
                      "distance": dist[int(n)]} for n, r in per_node.iterrows()]
         findings.append(Finding(
-            id="latency_locality", bench="latency", title=f"Latency to node {mem_node}'s memory by CPU node",
+            id="latency_locality", bench="latency",
+            title=f"Latency to node {mem_node}'s memory by CPU node" + (f" ({name})" if name else ""),
             summary=(f"With memory on node {mem_node} ({where}), latency is lowest from node "
                      f"{fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
                      f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
@@ -361,7 +369,8 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
                          f"{p.ratio.text('{:.2f}x')} node {p.b}'s ({where}; geometric means over ranks), faster "
                          f"beyond the noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(len(every_ordered))}): the "
                          "ordering contradicts the firmware distances."),
-                numbers={"mode": mode, "page_size": page, "mem_node": mem_node, "size_bytes": size, "claim": True,
+                numbers={"mode": mode, "page_size": page, "config": name, "mem_node": mem_node, "size_bytes": size,
+                         "claim": True,
                          "farther_cpu_node": p.a, "nearer_cpu_node": p.b, "distance_farther": p.distance_a,
                          "distance_nearer": p.distance_b, **_iv("ratio", p.ratio), "p_value": p.p_value,
                          "floor": MIN_EFFECT, "distance_order_agrees": False},
