@@ -66,7 +66,8 @@ def test_sample_length_doubles_while_the_spread_is_above_target(kernels_bin, tmp
     assert [s for _, s in tried] == [0.01, 0.02, 0.04], warning
     least = min(pct for pct, _ in tried)
     assert float(row["sample_s"]) in {s for pct, s in tried if pct == least}, (warning, row)   # (ties: as printed)
-    assert abs(float(row["spread_pct"]) - least) <= 0.05, (warning, row)
+    # the warning prints one decimal (half a step: 0.05), the CSV two (0.005): "0.4" and "0.35" agree
+    assert abs(float(row["spread_pct"]) - least) <= 0.055 + 1e-9, (warning, row)
     lo, med, hi = (float(row[c]) for c in ("latency_ns_min", "latency_ns_median", "latency_ns_max"))
     assert abs(float(row["spread_pct"]) - 100 * (hi - lo) / med) < 0.05 + 1e-3 * 100 * (hi - lo) / med
     # --spread=0 keeps the sample length fixed.
