@@ -284,12 +284,12 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
     One finding per configuration (every series column but those telling ranks apart,
     `series.WITHIN`: a 1-rank run and a 14-rank run load the memory differently, so their ranks are
     never pooled) and memory node. Uses the largest size measured from at least two CPU nodes;
-    latency per CPU node is the median over its ranks. Against the firmware distances, every pair of CPU nodes is the ratio of
-    the geometric means over their ranks (ranks are the units) with a Welch t interval: a pair of
-    different distances contradicts them when the farther node is faster beyond the noise and the
-    10 % floor, and a pair of one distance differs when either is slower beyond both
-    (Benjamini-Hochberg over each kind of pair of the call). A contradiction is a finding of its
-    own (`latency_ordering`).
+    latency per CPU node is the median over its ranks. Against the firmware distances, every pair
+    of CPU nodes is the ratio of the geometric means over their ranks (ranks are the units) with a
+    Welch t interval: a pair of different distances contradicts them when the farther node is
+    faster beyond the noise and the 10 % floor, and a pair of one distance differs when either is
+    slower beyond both (Benjamini-Hochberg over each kind of pair of the call). A contradiction is
+    a finding of its own (`latency_ordering`).
     """
     topo = _topology(topology)
     points = _latency_points(latency, topo)
