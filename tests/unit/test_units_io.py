@@ -112,8 +112,35 @@ def test_read_csv_leaves_skipped_columns_unread_but_never_a_checked_one(tmp_path
         read_csv(path, skip=("latency_ns_median",))
 
 
+def test_read_csv_codes_hold_the_same_text_as_categories_in_text_order(tmp_path, monkeypatch):
+    """`codes`: the columns pandas reads as text come back as categoricals of the same strings
+    (missing values missing), categories in text order so a grouping sorts as the text does;
+    numbers stay numbers, and a column whose first rows are numbers stays as pandas reads it."""
+    import pandas as pd
+
+    from numasweep import io
+
+    monkeypatch.setattr(io, "_SNIFF_ROWS", 3)
+    path = tmp_path / "latency.csv"
+    path.write_text("mode,mem_nodes,weights,size_bytes,latency_ns_median\n"
+                    "serial,1,,1024,80.5\nconcurrent,0,1:2,2048,81\nserial,0,,1024,80\n"
+                    "concurrent,0-1,,4096,90\nbase,1,1:2,1024,79\n")
+    plain, coded = read_csv(path), read_csv(path, codes=True)
+    for col in ("mode", "weights"):
+        assert isinstance(coded[col].dtype, pd.CategoricalDtype), col
+        assert list(coded[col].cat.categories) == sorted(coded[col].cat.categories)
+        assert coded[col].astype(object).where(coded[col].notna(), None).tolist() == \
+            plain[col].astype(object).where(plain[col].notna(), None).tolist()
+    assert [k for k, _ in coded.groupby("mode", observed=True)] == ["base", "concurrent", "serial"]
+    # numbers in the first three rows: not sniffed as text, read as pandas reads the whole column
+    assert not isinstance(coded["mem_nodes"].dtype, pd.CategoricalDtype)
+    assert coded["mem_nodes"].tolist() == plain["mem_nodes"].tolist()
+    assert coded["size_bytes"].dtype == plain["size_bytes"].dtype == "int64"
+    assert coded["latency_ns_median"].tolist() == plain["latency_ns_median"].tolist()
+
+
 def test_columns_left_unread_are_named_by_no_step_that_skips_them():
-    """analyse and figures leave io.UNREAD and io.REPORT_ONLY unread, the report io.UNREAD: safe
+    """analyse and figures leave io.UNREAD and io.REPORT_ONLY unread, the report and fleet io.UNREAD: safe
     only while the code of those steps never names such a column (a new use must take it out)."""
     from pathlib import Path
 
@@ -124,5 +151,5 @@ def test_columns_left_unread_are_named_by_no_step_that_skips_them():
              "stats", "tables", "series", "figures", "mlc_figures")
     named = {(m, c) for m in steps for c in io.UNREAD + io.REPORT_ONLY
              if f'"{c}"' in (package / f"{m}.py").read_text()}
-    named |= {(m, c) for m in ("report", "quality") for c in io.UNREAD if f'"{c}"' in (package / f"{m}.py").read_text()}
+    named |= {(m, c) for m in ("report", "quality", "fleet") for c in io.UNREAD if f'"{c}"' in (package / f"{m}.py").read_text()}
     assert named == set()

@@ -836,7 +836,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
         # one line per rank of each job (rank numbers repeat across jobs), at its worst size
         keys = pd.DataFrame({"job_id": df["job_id"] if "job_id" in df else "", who: df[who] if who in df else "",
                              "fraction": fraction})
-        keys["job_id"] = keys["job_id"].fillna("").astype(str)
+        keys["job_id"] = keys["job_id"].astype(object).fillna("").astype(str)
         keys = keys[fraction.notna()].reset_index(drop=True)
         at = keys.groupby(list(dict.fromkeys(["job_id", who])))["fraction"].idxmin()
         # those rows, column by column (a large campaign has a line per rank of every job)
@@ -850,7 +850,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None], topology: Any
             ("mode", picked(df.get("mode"), "")), ("cpu", picked(df.get("cpu"))), ("requested", picked(requested)),
             ("size_bytes", picked(df.get("size_bytes"))), ("fraction", picked(fraction)),
             ("page_fractions", picked(df[col])))}, index=pd.RangeIndex(len(pick)))
-        worst["job_id"] = worst["job_id"].fillna("").astype(str)
+        worst["job_id"] = worst["job_id"].astype(object).fillna("").astype(str)
         worst = worst.sort_values("fraction", kind="stable")
         bad = worst[worst["fraction"] < PLACEMENT_OK]
         what = {"src_page_fractions": "copy sources", "dst_page_fractions": "copy destinations"}.get(
@@ -1011,7 +1011,7 @@ def analyse(results_dir: str | Path, jobs: int | None = None, min_rows: int = PA
         except json.JSONDecodeError as exc:
             raise NumasweepError(f"{topo_path}: not valid JSON ({exc.msg}); regenerate it with "
                                  f"`python -m numasweep topology`") from None
-    frames = {b: read_csv(results_dir / f"{b}.csv", skip=UNREAD + REPORT_ONLY)
+    frames = {b: read_csv(results_dir / f"{b}.csv", skip=UNREAD + REPORT_ONLY, codes=True)
               if (results_dir / f"{b}.csv").exists() else None for b in benches.NAMES}
     if all(f is None for f in frames.values()):
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")

@@ -59,7 +59,7 @@ def load_results(results_dir: str | os.PathLike, skip: tuple[str, ...] = ()) -> 
     for bench in benches.NAMES:
         path = results_dir / f"{bench}.csv"
         if path.exists():
-            df = read_csv(path, skip=skip)
+            df = read_csv(path, skip=skip, codes=True)
             if len(df):
                 frames[bench] = df
     return frames

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from numasweep.errors import NumasweepError
-from numasweep.io import atomic_write_text
+from numasweep.io import UNREAD, atomic_write_text
 
 # Snakefile reads this module for planning (nodes, spread, slurm_nodelist) while it builds the
 # DAG: numpy, pandas and matplotlib (figures, stats, compare, report) cost seconds to import
@@ -253,7 +253,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not args.tolerance > 0:
         raise NumasweepError(f"--tolerance {args.tolerance}: give a fraction above 0, e.g. 0.1 for 10%")
-    frames = figures.load_results(args.results)
+    frames = figures.load_results(args.results, skip=UNREAD)  # provenance columns it never reads
     scores = screen(frames, args.tolerance)
     figure = None
     if not scores:
