@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from numasweep import mlc_analysis
 
@@ -40,6 +41,20 @@ def test_flat_loaded_latency_claims_no_knee() -> None:
     (f,) = mlc_analysis.loaded_latency(_loaded(knee=None))
     assert "knee_gb_s" not in f.numbers and "bends" not in f.summary
     assert f.numbers["rise"]["low"] <= 1 <= f.numbers["rise"]["high"]
+
+
+def test_loaded_latency_curves_of_different_series_are_never_pooled() -> None:
+    """Two chase buffers on the same nodes, 50 ns apart: two curves, each with its own idle
+    latency and a title naming its buffer (pooled, the first idle row would stand for both)."""
+    small = _loaded().assign(size_bytes=1 << 30)
+    large = _loaded().assign(size_bytes=1 << 31, **{c: (lambda d, c=c: d[c] + 50) for c in
+                                                    ("latency_ns_median", "latency_ns_min", "latency_ns_max")})
+    found = mlc_analysis.loaded_latency(pd.concat([small, large], ignore_index=True))
+    assert len(found) == 2 and len({f.title for f in found}) == 2
+    by_size = {f.numbers["size_bytes"]: f for f in found}
+    assert by_size[str(1 << 31)].numbers["idle_ns"] - by_size[str(1 << 30)].numbers["idle_ns"] == \
+        pytest.approx(50, abs=5)
+    assert all(f"size_bytes {size}" in f.title for size, f in by_size.items())
 
 
 def _c2c() -> pd.DataFrame:

@@ -171,3 +171,23 @@ def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Pa
         paths = figures.plot_bandwidth_vs_threads(frame, None, tmp_path / name)
         svgs = [p.read_text() for p in paths if p.suffix == ".svg"]
         assert svgs and all(("PolyCollection" in svg) == (name == "with") for svg in svgs), name
+
+
+def test_copies_of_two_configurations_never_share_a_matrix(tmp_path: Path) -> None:
+    """Two labelled sweeps of the same copies (or memory specs, systems): a matrix each, figure
+    and raw table, never one median over both."""
+    from report_data import copy_frame
+
+    from numasweep import report
+
+    fast, slow = copy_frame().assign(label="fast"), copy_frame().assign(label="slow")
+    slow["best_gb_s"] /= 2
+    both = pd.concat([fast, slow], ignore_index=True)
+    paths = figures.plot_copy_matrix(both, None, tmp_path)
+    assert sorted(p.name for p in paths if p.suffix == ".png") == ["copy_matrix--fast.png", "copy_matrix--slow.png"]
+    tables = report.copy_raw_tables(both)
+    assert [t["title"] for t in tables] == ["Copy bandwidth (GB/s), threads on node 0, 4 threads, 256MiB, fast",
+                                            "Copy bandwidth (GB/s), threads on node 0, 4 threads, 256MiB, slow"]
+    assert "| 0 | 20.00 | 12.50 |" in tables[0]["table"] and "| 0 | 10.00 | 6.25 |" in tables[1]["table"]
+    # one configuration: the file and titles as before
+    assert [p.name for p in figures.plot_copy_matrix(fast, None, tmp_path / "one")][0] == "copy_matrix--all.png"

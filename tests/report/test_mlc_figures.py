@@ -37,3 +37,27 @@ def test_mix_matrix_one_panel_per_traffic_kind(tmp_path: Path) -> None:
             for t in ("read", "r1w1") for c in range(2) for m in range(2)]
     paths = mlc_figures.plot_mix_matrix(pd.DataFrame(rows), tmp_path)
     assert [p.name for p in paths] == ["mix_bandwidth_matrix--all.png", "mix_bandwidth_matrix--all.svg"]
+
+
+def test_loaded_latency_configurations_never_share_a_figure_or_table(tmp_path: Path) -> None:
+    """Two chase buffers (or load thread counts, page sizes...) on the same nodes are two series:
+    each gets its figure and table, named by what tells them apart; the CPUs are named only where
+    one node and its memory have several placements."""
+    small = _loaded().assign(size_bytes=1 << 30)
+    large = _loaded().assign(size_bytes=1 << 31, **{c: (lambda d, c=c: d[c] + 50) for c in
+                                                    ("latency_ns_median", "latency_ns_min", "latency_ns_max")})
+    both = pd.concat([small, large], ignore_index=True)
+    paths = mlc_figures.plot_loaded_latency(both, tmp_path)
+    assert sorted(p.name for p in paths if p.suffix == ".png") == [
+        "loaded_latency--cpu0-mem1-1073741824.png", "loaded_latency--cpu0-mem1-2147483648.png"]
+    tables = mlc_figures.loaded_latency_tables(both.assign(load_cpus="1,2,3"))
+    assert [t["title"] for t in tables] == ["Chase on node 0, memory on node(s) 1, 1073741824",
+                                            "Chase on node 0, memory on node(s) 1, 2147483648"]
+    # each table's idle row is its own buffer's, not a median over both
+    idle = [float(t["table"].splitlines()[2].split("|")[5]) for t in tables]
+    assert idle[1] - idle[0] > 40
+    # a second chase CPU on the same node: named by its CPUs
+    other_cpu = _loaded().assign(chase_cpu=1, load_cpus="2,3,4")
+    two = pd.concat([_loaded().assign(load_cpus="1,2,3"), other_cpu], ignore_index=True)
+    names = sorted(name for name, _, _ in mlc_figures.loaded_configurations(two))
+    assert names == ["cpu0-mem1-chase0-load1,2,3", "cpu0-mem1-chase1-load2,3,4"]

@@ -375,22 +375,27 @@ def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: dict | None, figdir
 
 
 def plot_copy_matrix(copy: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+    """Per configuration (label, memory, ... : `series.configurations`), the copies of its largest
+    thread count and size, one panel per node the threads ran on."""
     keys = ["cpu_node", "src_node", "dst_node"]
-    rows = copy[copy["threads"] == copy["threads"].max()]
-    rows = rows[rows["bytes"] == rows["bytes"].max()]
-    table = rows.groupby(keys)["best_gb_s"].median().reset_index()
-    if len(table) < 2:
-        return []
-    cpu_nodes = sorted(table["cpu_node"].unique())
-    fig, axes = new_figure(ncols=len(cpu_nodes), width=max(6.5, 4.2 * len(cpu_nodes)))
-    for ax, node in zip(axes, cpu_nodes):
-        matrix = table[table["cpu_node"] == node].pivot_table(
-            index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
-        heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "source node", "destination node")
-        ax.set_title(f"threads on node {node}")
-    fig.suptitle(f"Copy bandwidth, {int(rows['threads'].max())} threads, "
-                 f"{format_size(int(rows['bytes'].max()))}")
-    return save(fig, figdir, "copy", "copy_matrix", "all")
+    paths: list[Path] = []
+    for variant, config in series.configurations(copy, "copy", without=("threads", "bytes")):
+        rows = config[config["threads"] == config["threads"].max()]
+        rows = rows[rows["bytes"] == rows["bytes"].max()]
+        table = rows.groupby(keys)["best_gb_s"].median().reset_index()
+        if len(table) < 2:
+            continue
+        cpu_nodes = sorted(table["cpu_node"].unique())
+        fig, axes = new_figure(ncols=len(cpu_nodes), width=max(6.5, 4.2 * len(cpu_nodes)))
+        for ax, node in zip(axes, cpu_nodes):
+            matrix = table[table["cpu_node"] == node].pivot_table(
+                index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
+            heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "source node", "destination node")
+            ax.set_title(f"threads on node {node}")
+        fig.suptitle(f"Copy bandwidth, {int(rows['threads'].max())} threads, "
+                     f"{format_size(int(rows['bytes'].max()))}" + ("" if variant == "all" else f", {variant}"))
+        paths += save(fig, figdir, "copy", "copy_matrix", variant)
+    return paths
 
 
 # ---------------------------------------------------------------------------------------------

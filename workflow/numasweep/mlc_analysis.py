@@ -1,8 +1,9 @@
 """Findings of the loaded-latency, core-to-core and mixed-bandwidth kernels (the measurements
 engineers reach Intel MLC for), each number with its interval:
 
-- **loaded latency** (numa_loaded_latency): per chase node, memory node and traffic kind, the
-  latency-against-achieved-bandwidth curve; its *knee* is the breakpoint of a hinge fit
+- **loaded latency** (numa_loaded_latency): per series (chase node and CPU, memory node, traffic
+  kind, load threads, buffers, page size, ...: every column of `series.SERIES`; those that vary
+  besides the named ones are said in the title), the latency-against-achieved-bandwidth curve; its *knee* is the breakpoint of a hinge fit
   (latency = a + b x + c max(0, x - knee), x the load's GB/s, the knee at the point that
   minimises the squared error with c > 0), with a percentile bootstrap over the curve's points,
   looked for only where the rise below is significant;
@@ -25,10 +26,11 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from numasweep import stats
+from numasweep import series, stats
 from numasweep.analysis import Finding
 
 DRAWS = 1000
+PLACED_CPUS = ("chase_cpu", "load_nodes", "load_cpus")  # where the chase and the load ran
 SHARED_CPU_PCT = 90  # a chase on its CPU for less of a sample than this shared the CPU
 
 
@@ -82,10 +84,17 @@ def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
     if table is None or table.empty or "load_gb_s" not in table:
         return []
     df = table.copy()
-    keys = [c for c in ("system", "host", "label", "chase_node", "mem_nodes", "traffic", "strategy",
-                        "load_threads", "page_size") if c in df]
+    # one curve per series (`series.SERIES`): two chase buffers, load sizes, policies or CPUs are
+    # never one curve; those of them that vary are named in the finding
+    keys = series.series_columns(df, "loaded_latency")
     for col in keys:
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
+    named = ("host", "chase_node", "mem_nodes", "traffic", "strategy", "load_threads", "label")
+    varying = series.config_columns(df, "loaded_latency", without=named)
+    # the CPUs are named where a chase node and its memory have several, not where they follow the node
+    where_cols = [c for c in ("chase_node", "mem_nodes") if c in df]
+    varying = [c for c in varying if c not in PLACED_CPUS or not where_cols
+               or df.groupby(where_cols)[c].nunique().max() > 1]
     findings = []
     for key, g in df.groupby(keys):
         row = dict(zip(keys, key))
@@ -106,7 +115,8 @@ def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
         load = f"{row['load_threads']} load threads" + (f" ({row['strategy']})" if row.get("strategy") else "") \
             if row.get("load_threads") else "load threads"
         where = (f"chase on node {row.get('chase_node', '?')}, {memory}, {load}, {row.get('traffic', '?')} traffic"
-                 + (f", {row['label']}" if row.get("label") else ""))
+                 + (f", {row['label']}" if row.get("label") else "")
+                 + "".join(f", {c} {row[c]}" for c in varying if row.get(c)))
         summary = (f"With {where}, latency goes from {y[0]:.0f} ns idle to {float(heaviest['latency_ns_median']):.0f} ns "
                    f"at {float(heaviest['load_gb_s']):.1f} GB/s of load: {rise.text('{:.2f}x')}.")
         numbers: dict[str, Any] = {"idle_ns": y[0], "peak_load_gb_s": float(heaviest["load_gb_s"]),

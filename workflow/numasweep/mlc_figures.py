@@ -9,16 +9,47 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from numasweep import series
 from numasweep.figures import LINESTYLES, PALETTE, heatmap, new_figure, save
 from numasweep.tables import as_text as _text
+
+
+# Where the chase and the load ran and where their memory was: these name a loaded-latency
+# figure and table (`cpu0-mem1`), the CPUs only where a node and memory have several placements.
+_PLACEMENT = ("chase_node", "mem_nodes", "chase_cpu", "load_nodes", "load_cpus")
+
+
+def loaded_configurations(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(file variant, words, rows) per loaded-latency configuration: one figure and one table
+    each, its lines the traffic kinds. Every series column but the traffic (and the host: a
+    fleet's hosts are pooled per point, as before) tells configurations apart
+    (`series.configurations`), so two load thread counts, page sizes or chase buffers never
+    share a line."""
+    df = table.assign(chase_node=_text(table["chase_node"]), mem_nodes=_text(table["mem_nodes"]))
+    place = [c for c in _PLACEMENT if c in df]
+    out = []
+    for variant, part in series.configurations(df, "loaded_latency", without=tuple(place)):
+        part = part.assign(**{c: _text(part[c]) for c in place})
+        cpus = part.groupby(["chase_node", "mem_nodes"])[place[2:]].transform("nunique").max(axis=1) \
+            if len(place) > 2 else pd.Series(1, index=part.index)
+        for key, rows in part.groupby(place, sort=True):
+            where = dict(zip(place, key))
+            name = f"cpu{where['chase_node']}-mem{where['mem_nodes'] or 'default'}"
+            words = f"chase on node {where['chase_node']}, memory on node(s) {where['mem_nodes'] or 'default'}"
+            if cpus.loc[rows.index].max() > 1:
+                name += f"-chase{where.get('chase_cpu', '')}-load{where.get('load_cpus', '')}"
+                words += f" (chase CPU {where.get('chase_cpu', '?')}, load CPUs {where.get('load_cpus', '?')})"
+            if variant != "all":
+                name, words = f"{name}-{variant}", f"{words}, {variant}"
+            out.append((name, words, rows))
+    return out
 
 
 def plot_loaded_latency(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
     if table is None or table.empty or "load_gb_s" not in table:
         return []
-    df = table.assign(chase_node=_text(table["chase_node"]), mem_nodes=_text(table["mem_nodes"]))
     paths: list[Path] = []
-    for (chase, mem), part in df.groupby(["chase_node", "mem_nodes"]):
+    for name, words, part in loaded_configurations(table):
         fig, (ax,) = new_figure()
         for i, (traffic, line) in enumerate(part.groupby("traffic", sort=False)):
             line = line.assign(x=pd.to_numeric(line["load_gb_s"]), y=pd.to_numeric(line["latency_ns_median"]))
@@ -29,9 +60,9 @@ def plot_loaded_latency(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
                         markersize=3, capsize=2, label=str(traffic))
         ax.set_xlabel("load bandwidth achieved (GB/s)")
         ax.set_ylabel("chase latency (ns)")
-        ax.set_title(f"Loaded latency: chase on node {chase}, memory on node(s) {mem or 'default'}")
+        ax.set_title(f"Loaded latency: {words}")
         ax.legend(title="traffic", fontsize=8)
-        paths += save(fig, figdir, "loaded_latency", "loaded_latency", f"cpu{chase}-mem{mem or 'default'}")
+        paths += save(fig, figdir, "loaded_latency", "loaded_latency", name)
     return paths
 
 
@@ -108,13 +139,12 @@ def _md(header: list[str], rows: list[list[object]]) -> str:
 
 def loaded_latency_tables(table: pd.DataFrame) -> list[dict]:
     tables = []
-    df = table.assign(chase_node=_text(table["chase_node"]), mem_nodes=_text(table["mem_nodes"]))
-    for (chase, mem), part in df.groupby(["chase_node", "mem_nodes"]):
+    for _, words, part in loaded_configurations(table):
         med = part.groupby(["traffic", "delay"], sort=False).agg(
             load=("load_gb_s", "median"), ns=("latency_ns_median", "median"), cpus=("load_cpus", "first")).reset_index()
         rows = [[r.traffic, "idle" if r.delay < 0 else int(r.delay), r.cpus, float(r.load), float(r.ns)]
                 for r in med.itertuples()]
-        tables.append({"title": f"Chase on node {chase}, memory on node(s) {mem or 'default'}",
+        tables.append({"title": words[0].upper() + words[1:],
                        "table": _md(["traffic", "delay", "load CPUs", "load GB/s", "latency (ns)"], rows)})
     return tables
 

@@ -296,13 +296,16 @@ def byte_counting(bandwidth: pd.DataFrame) -> dict | None:
 
 def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
     out = []
-    for (node, threads, nbytes), part in copy.groupby(["cpu_node", "threads", "bytes"], sort=True):
-        wide = part.pivot_table(index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
-        rows = [[int(s)] + [float(v) for v in row] for s, row in wide.iterrows()]
-        out.append({
-            "title": f"Copy bandwidth (GB/s), threads on node {node}, {threads} threads, {format_size(int(nbytes))}",
-            "table": md_table(["source \\ destination"] + [str(c) for c in wide.columns], rows),
-        })
+    for variant, config in series.configurations(copy, "copy", without=("threads", "bytes")):
+        other = "" if variant == "all" else f", {variant}"
+        for (node, threads, nbytes), part in config.groupby(["cpu_node", "threads", "bytes"], sort=True):
+            wide = part.pivot_table(index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
+            rows = [[int(s)] + [float(v) for v in row] for s, row in wide.iterrows()]
+            out.append({
+                "title": f"Copy bandwidth (GB/s), threads on node {node}, {threads} threads, "
+                         f"{format_size(int(nbytes))}{other}",
+                "table": md_table(["source \\ destination"] + [str(c) for c in wide.columns], rows),
+            })
     return out
 
 
