@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep import stats
-from numasweep.series import joined, per_value
+from numasweep.series import constant_keys, joined, per_value
 from numasweep.stats import Interval, Series
 
 MIN_EFFECT = 0.10   # floor of practical effect: a difference under 10 % is not reported
@@ -123,6 +123,9 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
     for col in keys + [factor]:
         df[col] = stats.key_column(df[col])
+    # series keys with one value in the table are not grouped by (`stats.series_table`)
+    same = constant_keys(df, [k for k in series_keys if k in df and k not in unit_keys])
+    keys = [k for k in keys if k not in same]
     text = _text_of(df[factor])
     side_a = _side(df[text == str(a)], keys, measure)
     side_b = _side(df[text == str(b)], keys, measure)
@@ -131,7 +134,8 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
         return []
     both["_d"] = both["_log_a"] - both["_log_b"]
     both["_dse"] = np.hypot(both["_se_a"], both["_se_b"])
-    skeys = [k for k in series_keys if k in df]
+    every = [k for k in series_keys if k in df]
+    skeys = [k for k in every if k not in same]
     ukeys = [k for k in unit_keys if k in df]
     out: list[Contrast] = []
     flat = both.reset_index()
@@ -141,9 +145,10 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
             .median().reset_index()
     groups = flat.groupby(skeys, dropna=False) if skeys else [((), flat)]
     for key, g in groups:
-        key = key if isinstance(key, tuple) else (key,)
-        series = Series(dict(zip(skeys, key)), *_units_by_size(g, measure.axis))
-        out.append(Contrast(dict(zip(skeys, key)), factor, a, b, ukeys, floor, series.noise()[3], [], ratios=series))
+        key = dict(zip(skeys, key if isinstance(key, tuple) else (key,)))
+        key = {k: same[k] if k in same else key[k] for k in every}
+        series = Series(key, *_units_by_size(g, measure.axis))
+        out.append(Contrast(dict(key), factor, a, b, ukeys, floor, series.noise()[3], [], ratios=series))
     _decide(out, q, onset)
     return out
 

@@ -17,7 +17,7 @@ name the configuration, and those that vary in a table split it into its variant
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -147,6 +147,14 @@ def _categorical(names: list[str], codes: np.ndarray, index: pd.Index, name: Any
     as the text does."""
     cats, inverse = np.unique(np.array(names, dtype=object), return_inverse=True)
     return pd.Series(pd.Categorical.from_codes(inverse[codes], categories=cats), index=index, name=name)
+
+
+def constant_keys(df: pd.DataFrame, keys: Sequence[str]) -> dict[str, Any]:
+    """The keys with one value in the whole table (a campaign's label, memory, policy...) and
+    that value: a grouping leaves them out and gives the value to every group. pandas builds an
+    array of group codes per key, each as long as the table when its rows are single
+    measurements (a million rows: 8 MB a key, a dozen keys, and as many again to join two sides)."""
+    return {k: df[k].iloc[0] for k in keys if len(df) and df[k].nunique(dropna=False) == 1}
 
 
 def text_again(df: pd.DataFrame, dtype: Any = object) -> None:

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from numasweep import series
 from numasweep.errors import NumasweepError
 
 LEVEL = 0.95            # confidence level of every interval
@@ -498,6 +499,9 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
     df["_se"] = run_standard_error(df, measure)
     if not reps:
         df["_rep"], reps = 0, ["_rep"]
+    same = series.constant_keys(df, keys)
+    every = keys
+    keys = [k for k in keys if k not in same]
     # One grouping for every series (a fleet has thousands): sorted by series, replicate and size,
     # so each series is a run of rows, its replicates runs within it in order.
     agg = df.groupby(keys + reps + [measure.axis], sort=True, dropna=False).agg(
@@ -521,7 +525,7 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
         labels = pd.MultiIndex(levels=index.levels[nk:nk + nr], codes=firsts.T.tolist()) if nr > 1 \
             else index.levels[nk].take(firsts[:, 0])
         key = {k: values[i][codes[a, i]] if codes[a, i] >= 0 else np.nan for i, k in enumerate(keys)}
-        out.append(Series(key, axis[used], wide, wse, list(labels)))
+        out.append(Series({k: same[k] if k in same else key[k] for k in every}, axis[used], wide, wse, list(labels)))
     return out
 
 

@@ -188,12 +188,18 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
     other = [c for c in series.series_columns(df, "latency") if c not in keys]
     for col in other:
         df[col] = as_text(df[col], categorical=True)
-    keys += other + ["size_bytes"]
-    out = df.groupby(keys, as_index=False).agg(
+    keys += other
+    same = series.constant_keys(df, keys)
+    out = df.groupby([k for k in keys if k not in same] + ["size_bytes"], as_index=False).agg(
         latency_ns=("latency_ns_median", "median"),
         lo=("latency_ns_min", "min"),
         hi=("latency_ns_max", "max"),
     )
+    for k in same:      # the one value, in the column's type
+        out[k] = df[k].take(np.zeros(len(out), dtype=np.int64)).to_numpy() if not isinstance(
+            df[k].dtype, pd.CategoricalDtype) else pd.Categorical.from_codes(
+            np.full(len(out), df[k].cat.codes.iloc[0]), dtype=df[k].dtype)
+    out = out[keys + ["size_bytes", "latency_ns", "lo", "hi"]]
     series.text_again(out, str)
     return out
 
