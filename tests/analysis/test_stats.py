@@ -66,6 +66,24 @@ def test_within_run_spread_is_the_noise_of_a_single_replicate():
     assert se == pytest.approx([expected, expected]) and "within-run" in rule
 
 
+def test_a_key_of_one_value_names_every_series_as_a_grouped_one_would():
+    """A series key with one value in the table (left out of the grouping, `series.constant_keys`)
+    still names each series, in the keys' order, with the value and type a grouping gives; and the
+    series are those of the same table whose key varies, less the other value's."""
+    rng = np.random.default_rng(3)
+    rows = [{"label": "a", "mode": mode, "ranks": 2, "rank": r, "size_bytes": size,
+             "latency_ns_median": 50 + 10 * (mode == "serial") + rng.normal(0, 1)}
+            for mode in ("concurrent", "serial") for r in range(3) for size in (4096, 8192, 16384)]
+    df = pd.DataFrame(rows)
+    one = stats.series_table(df, ["label", "mode", "ranks"], ["rank"])
+    other = pd.concat([df, df.assign(label="b", ranks=4)], ignore_index=True)
+    both = [s for s in stats.series_table(other, ["label", "mode", "ranks"], ["rank"]) if s.key["label"] == "a"]
+    assert [s.key for s in one] == [s.key for s in both] == [{"label": "a", "mode": m, "ranks": 2}
+                                                           for m in ("concurrent", "serial")]
+    assert [type(v) for v in one[0].key.values()] == [type(v) for v in both[0].key.values()]
+    assert all(np.array_equal(a.logs, b.logs) and a.replicates == b.replicates for a, b in zip(one, both))
+
+
 def test_p_values_in_one_call_are_each_series_own():
     """`excess_pvalues` over many series: bit for bit `excess_pvalue` of each, whatever its
     shape, floor, missing noise or infinite degrees of freedom."""

@@ -154,7 +154,8 @@ def constant_keys(df: pd.DataFrame, keys: Sequence[str]) -> dict[str, Any]:
     that value: a grouping leaves them out and gives the value to every group. pandas builds an
     array of group codes per key, each as long as the table when its rows are single
     measurements (a million rows: 8 MB a key, a dozen keys, and as many again to join two sides)."""
-    return {k: df[k].iloc[0] for k in keys if len(df) and df[k].nunique(dropna=False) == 1}
+    one = {k: df[k].iloc[0] for k in keys if len(df) and df[k].nunique(dropna=False) == 1}
+    return {k: v.item() if isinstance(v, np.generic) else v for k, v in one.items()}   # as a grouping's
 
 
 def text_again(df: pd.DataFrame, dtype: Any = object) -> None:
