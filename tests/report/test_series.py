@@ -192,3 +192,26 @@ def test_categorical_identities_hold_the_same_text_and_group_in_the_same_order()
     assert local.astype(object).tolist() == ["local", "1->0", "local", "local", "local"]
     points = series.point_table(df, "latency", ["latency_ns_median"])
     assert all(not isinstance(points[c].dtype, pd.CategoricalDtype) for c in points)
+
+
+def test_keys_of_one_value_come_back_as_the_grouped_keys_would():
+    """point_table and latency_points leave out of their grouping the keys with one value in the
+    table (`series.constant_keys`) and put them back: the rows, columns, their order and types
+    are those of the same rows taken from a table where those keys vary."""
+    df = latency_frame(modes=("serial", "concurrent")).assign(label="first")
+    wider = pd.concat([df, df.assign(label="second", ranks=df["ranks"] + 1, policy="interleave")], ignore_index=True)
+
+    def own(table: pd.DataFrame) -> pd.DataFrame:
+        return table[table["label"].astype(str) != "second"].reset_index(drop=True)
+
+    for one, many in ((series.point_table(df, "latency", ["latency_ns_median"]),
+                       series.point_table(wider, "latency", ["latency_ns_median"])),
+                      (tables.latency_points(df, {}), tables.latency_points(wider, {}))):
+        many = own(many)
+        assert list(one.columns) == list(many.columns)
+        assert [str(t) for t in one.dtypes] == [str(t) for t in many.dtypes]
+        pd.testing.assert_frame_equal(one, many)
+    # nothing varies: one group, the keys still there
+    single = df[(df["mode"] == "serial") & (df["size_bytes"] == df["size_bytes"].min())].head(1)
+    point = series.point_table(single, "latency", ["latency_ns_median"])
+    assert len(point) == 1 and point["mode"].tolist() == ["serial"]

@@ -118,8 +118,18 @@ def _groups(df: pd.DataFrame, keys: list[str]) -> tuple[pd.Index, np.ndarray]:
     columns are not copied per column)."""
     if not keys:
         return pd.Index([0], name="_one"), np.zeros(len(df), dtype=np.int64)
-    by = df.groupby(keys, sort=True, dropna=False)
-    return by.size().index, by.ngroup().to_numpy()      # group numbers in the index's order
+    same = series.constant_keys(df, keys)        # not grouped by: the same value in every series
+    vary = [k for k in keys if k not in same]
+    if not vary:
+        return pd.MultiIndex.from_tuples([tuple(same[k] for k in keys)], names=keys) if len(keys) > 1 \
+            else pd.Index([same[keys[0]]], name=keys[0]), np.zeros(len(df), dtype=np.int64)
+    by = df.groupby(vary, sort=True, dropna=False)
+    index = by.size().index                     # group numbers in this order
+    if same:
+        n = len(index)
+        index = pd.MultiIndex.from_arrays([[same[k]] * n if k in same else index.get_level_values(k)
+                                           for k in keys], names=keys)
+    return index, by.ngroup().to_numpy()
 
 
 def _key(index: pd.Index, key: Any) -> dict:

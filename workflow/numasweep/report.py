@@ -173,7 +173,8 @@ def commands(frames: dict[str, pd.DataFrame], host_names: list[str] | None = Non
     for df in frames.values():
         for key in COMMAND_KEYS:
             if key in df:
-                seen.update(dict.fromkeys(df[key].dropna().astype(str).unique()))
+                # distinct first (a categorical column holds each line once), then as text
+                seen.update(dict.fromkeys(str(v) for v in df[key].dropna().unique()))
                 break
     loops: dict[str, list[tuple[int, str]]] = {}   # line with ${rep} -> (repetition, line), in order
     for line in seen:

@@ -158,6 +158,17 @@ def constant_keys(df: pd.DataFrame, keys: Sequence[str]) -> dict[str, Any]:
     return {k: v.item() if isinstance(v, np.generic) else v for k, v in one.items()}   # as a grouping's
 
 
+def with_constants(out: pd.DataFrame, df: pd.DataFrame, same: dict[str, Any], order: list[str]) -> pd.DataFrame:
+    """A grouping's result with the `constant_keys` it left out put back: each column of `df` in
+    `same` as its one value in every row, in the column's type, the columns in `order` first."""
+    rows = np.zeros(len(out), dtype=np.int64)
+    for k in same:
+        values = df[k]
+        out[k] = pd.Categorical.from_codes(np.full(len(out), values.cat.codes.iloc[0]), dtype=values.dtype) \
+            if isinstance(values.dtype, pd.CategoricalDtype) else values.take(rows).to_numpy()
+    return out[[c for c in order if c in out] + [c for c in out.columns if c not in order]]
+
+
 def text_again(df: pd.DataFrame, dtype: Any = object) -> None:
     """The categorical columns of a small table (a grouping's result) back to `dtype`, in place:
     its rows go on to code that compares and joins text."""
@@ -173,8 +184,10 @@ def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[st
     values = [v for v in values if v in df.columns]
     # only the columns it groups and takes: the others of a large table are not normalised
     df = normalise(df[list(dict.fromkeys(keys + values + [c for c in first if c in df.columns]))], bench)
-    grouped = df.groupby(keys, sort=True, dropna=False)
-    out = grouped[values].median().reset_index()
+    same = constant_keys(df, keys)
+    grouped = df.groupby([k for k in keys if k not in same], sort=True, dropna=False) if len(same) < len(keys) \
+        else df.groupby(np.zeros(len(df), dtype=np.int64))
+    out = with_constants(grouped[values].median().reset_index(drop=len(same) == len(keys)), df, same, keys + values)
     text_again(out)
     for col in first:
         if col in df.columns and col not in keys:

@@ -195,11 +195,7 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
         lo=("latency_ns_min", "min"),
         hi=("latency_ns_max", "max"),
     )
-    for k in same:      # the one value, in the column's type
-        out[k] = df[k].take(np.zeros(len(out), dtype=np.int64)).to_numpy() if not isinstance(
-            df[k].dtype, pd.CategoricalDtype) else pd.Categorical.from_codes(
-            np.full(len(out), df[k].cat.codes.iloc[0]), dtype=df[k].dtype)
-    out = out[keys + ["size_bytes", "latency_ns", "lo", "hi"]]
+    out = series.with_constants(out, df, same, keys + ["size_bytes"])
     series.text_again(out, str)
     return out
 
