@@ -80,6 +80,13 @@ def hinge_knee(x: np.ndarray, y: np.ndarray, bend: int = 1) -> float | np.ndarra
     return float(knee[0]) if y.ndim == 1 else knee
 
 
+def named_cpus(df: pd.DataFrame) -> list[str]:
+    """The columns of PLACED_CPUS a loaded-latency finding, figure or table names: those with
+    several values for one chase node and memory, not those that follow the node."""
+    where = [c for c in ("chase_node", "mem_nodes") if c in df]
+    return [c for c in PLACED_CPUS if c in df and where and df.groupby(where)[c].nunique().max() > 1]
+
+
 def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
     if table is None or table.empty or "load_gb_s" not in table:
         return []
@@ -90,11 +97,9 @@ def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
     for col in keys:
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
     named = ("host", "chase_node", "mem_nodes", "traffic", "strategy", "load_threads", "label")
-    varying = series.config_columns(df, "loaded_latency", without=named)
-    # the CPUs are named where a chase node and its memory have several, not where they follow the node
-    where_cols = [c for c in ("chase_node", "mem_nodes") if c in df]
-    varying = [c for c in varying if c not in PLACED_CPUS or not where_cols
-               or df.groupby(where_cols)[c].nunique().max() > 1]
+    cpus = named_cpus(df)
+    varying = [c for c in series.config_columns(df, "loaded_latency", without=named)
+               if c not in PLACED_CPUS or c in cpus]
     findings = []
     for key, g in df.groupby(keys):
         row = dict(zip(keys, key))

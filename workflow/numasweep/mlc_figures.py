@@ -14,29 +14,25 @@ from numasweep.figures import LINESTYLES, PALETTE, heatmap, new_figure, save
 from numasweep.tables import as_text as _text
 
 
-# Where the chase and the load ran and where their memory was: these name a loaded-latency
-# figure and table (`cpu0-mem1`), the CPUs only where a node and memory have several placements.
-_PLACEMENT = ("chase_node", "mem_nodes", "chase_cpu", "load_nodes", "load_cpus")
-
-
 def loaded_configurations(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     """(file variant, words, rows) per loaded-latency configuration: one figure and one table
     each, its lines the traffic kinds. Every series column but the traffic (and the host: a
     fleet's hosts are pooled per point, as before) tells configurations apart
     (`series.configurations`), so two load thread counts, page sizes or chase buffers never
     share a line."""
-    df = table.assign(chase_node=_text(table["chase_node"]), mem_nodes=_text(table["mem_nodes"]))
-    place = [c for c in _PLACEMENT if c in df]
+    from numasweep.mlc_analysis import PLACED_CPUS, named_cpus
+
+    # where the chase and the load ran and where their memory was name the figure (`cpu0-mem1`)
+    place = [c for c in ("chase_node", "mem_nodes", *PLACED_CPUS) if c in table]
+    df = table.assign(**{c: _text(table[c]) for c in place})
+    cpus = named_cpus(df)
     out = []
     for variant, part in series.configurations(df, "loaded_latency", without=tuple(place)):
-        part = part.assign(**{c: _text(part[c]) for c in place})
-        cpus = part.groupby(["chase_node", "mem_nodes"])[place[2:]].transform("nunique").max(axis=1) \
-            if len(place) > 2 else pd.Series(1, index=part.index)
         for key, rows in part.groupby(place, sort=True):
             where = dict(zip(place, key))
             name = f"cpu{where['chase_node']}-mem{where['mem_nodes'] or 'default'}"
             words = f"chase on node {where['chase_node']}, memory on node(s) {where['mem_nodes'] or 'default'}"
-            if cpus.loc[rows.index].max() > 1:
+            if cpus:
                 name += f"-chase{where.get('chase_cpu', '')}-load{where.get('load_cpus', '')}"
                 words += f" (chase CPU {where.get('chase_cpu', '?')}, load CPUs {where.get('load_cpus', '?')})"
             if variant != "all":

@@ -119,11 +119,7 @@ def _groups(df: pd.DataFrame, keys: list[str]) -> tuple[pd.Index, np.ndarray]:
     if not keys:
         return pd.Index([0], name="_one"), np.zeros(len(df), dtype=np.int64)
     same = series.constant_keys(df, keys)        # not grouped by: the same value in every series
-    vary = [k for k in keys if k not in same]
-    if not vary:
-        return pd.MultiIndex.from_tuples([tuple(same[k] for k in keys)], names=keys) if len(keys) > 1 \
-            else pd.Index([same[keys[0]]], name=keys[0]), np.zeros(len(df), dtype=np.int64)
-    by = df.groupby(vary, sort=True, dropna=False)
+    by = df.groupby([k for k in keys if k not in same], sort=True, dropna=False)
     index = by.size().index                     # group numbers in this order
     if same:
         n = len(index)

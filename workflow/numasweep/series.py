@@ -153,8 +153,10 @@ def constant_keys(df: pd.DataFrame, keys: Sequence[str]) -> dict[str, Any]:
     """The keys with one value in the whole table (a campaign's label, memory, policy...) and
     that value: a grouping leaves them out and gives the value to every group. pandas builds an
     array of group codes per key, each as long as the table when its rows are single
-    measurements (a million rows: 8 MB a key, a dozen keys, and as many again to join two sides)."""
-    one = {k: df[k].iloc[0] for k in keys if len(df) and df[k].nunique(dropna=False) == 1}
+    measurements (a million rows: 8 MB a key, a dozen keys, and as many again to join two sides).
+    The last key (a point's axis, where there is one) is never among them, so a grouping always
+    has one."""
+    one = {k: df[k].iloc[0] for k in keys[:-1] if len(df) and df[k].nunique(dropna=False) == 1}
     return {k: v.item() if isinstance(v, np.generic) else v for k, v in one.items()}   # as a grouping's
 
 
@@ -185,9 +187,8 @@ def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[st
     # only the columns it groups and takes: the others of a large table are not normalised
     df = normalise(df[list(dict.fromkeys(keys + values + [c for c in first if c in df.columns]))], bench)
     same = constant_keys(df, keys)
-    grouped = df.groupby([k for k in keys if k not in same], sort=True, dropna=False) if len(same) < len(keys) \
-        else df.groupby(np.zeros(len(df), dtype=np.int64))
-    out = with_constants(grouped[values].median().reset_index(drop=len(same) == len(keys)), df, same, keys + values)
+    grouped = df.groupby([k for k in keys if k not in same], sort=True, dropna=False)
+    out = with_constants(grouped[values].median().reset_index(), df, same, keys + values)
     text_again(out)
     for col in first:
         if col in df.columns and col not in keys:
