@@ -459,7 +459,9 @@ class Series:
     def _draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         r, m = self.logs.shape
         pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
-        run_se = np.nan_to_num(self.run_se, nan=0.0)
+        # each replicate's within-run error and log side by side: one gather a piece, not two
+        # (`take` of rows of both is several times faster than two fancy indexings)
+        both = np.stack([np.nan_to_num(self.run_se, nan=0.0), self.logs], axis=1)
         # a few draws at a time: thousands of replicates would hold n x r x m values at once; the
         # generator gives the same numbers in pieces as in one call
         step = max(1, _DRAW_CELLS // max(1, pick.shape[1] * m))
@@ -469,9 +471,10 @@ class Series:
         with ThreadPoolExecutor(max_workers=1) as medians:
             for a in range(0, n, step):
                 p = pick[a:a + step]
-                logs = rng.standard_normal((len(p), p.shape[1], m))     # in place: no temporaries,
-                logs *= run_se[p]                                        # the same sums
-                logs += self.logs[p]
+                logs = rng.standard_normal((len(p), p.shape[1], m))     # in place, the same sums
+                picked = np.take(both, p, axis=0)
+                logs *= picked[:, :, 0]
+                logs += picked[:, :, 1]
                 if pending is not None:
                     out.append(pending.result())
                 pending = medians.submit(nanmedian, logs, 1)
