@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -137,6 +138,81 @@ def test_read_csv_codes_hold_the_same_text_as_categories_in_text_order(tmp_path,
     assert coded["mem_nodes"].tolist() == plain["mem_nodes"].tolist()
     assert coded["size_bytes"].dtype == plain["size_bytes"].dtype == "int64"
     assert coded["latency_ns_median"].tolist() == plain["latency_ns_median"].tolist()
+
+
+def _table(path, rows=40):
+    """A small aggregated latency table: text with blanks, integers, floats, a boolean column."""
+    lines = ["job_id,mode,weights,size_bytes,latency_ns_median,retaken,label"]
+    for i in range(rows):
+        lines.append(f"lat-{i % 7},{'serial' if i % 3 else 'concurrent'},{'1:2' if i % 4 == 0 else ''},"
+                     f"{1024 << (i % 5)},{80 + i / 8},{'True' if i % 6 == 0 else 'False'},{'x' if i % 9 == 0 else ''}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_columnar_copy_gives_the_table_the_csv_gives(tmp_path, monkeypatch):
+    """aggregate's columnar copy (`io.write_columns`) must give what parsing the CSV gives, column
+    by column, with any columns skipped, categories and their order included; and it must be what
+    is read: the parser is never called while the copy matches its CSV."""
+    import pandas as pd
+
+    from numasweep import io
+
+    path = _table(tmp_path / "latency.csv")
+    assert io.write_columns(path) is None
+    copy = io.columns_path(path)
+    assert copy.name == "latency.npz" and copy.is_file()
+    monkeypatch.setattr(copy.__class__, "is_file", lambda self: False if self == copy else Path.is_file(self))
+    parsed = {skip: read_csv(path, skip=skip, codes=True) for skip in ((), ("label", "retaken"), ("mode",))}
+    monkeypatch.undo()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the CSV was parsed although its columnar copy matches it")
+
+    monkeypatch.setattr(pd, "read_csv", refuse)
+    for skip, table in parsed.items():
+        pd.testing.assert_frame_equal(read_csv(path, skip=skip, codes=True), table, check_categorical=True,
+                                      check_exact=True)
+    assert isinstance(parsed[()]["mode"].dtype, pd.CategoricalDtype)
+
+
+def test_a_changed_or_damaged_csv_copy_is_never_read(tmp_path, capsys):
+    """The copy stands for its CSV only while the CSV is unchanged: a cell corrected by hand (the
+    same size, the same modification time even) and a table written again are read from the CSV;
+    a damaged copy is one warning line, and the CSV is read."""
+    import os
+
+    from numasweep import io
+
+    path = _table(tmp_path / "latency.csv")
+    io.write_columns(path)
+    before = os.stat(path)
+    path.write_text(path.read_text().replace("80.5,", "90.5,", 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size
+    assert 90.5 in read_csv(path, codes=True)["latency_ns_median"].tolist()
+    _table(path, rows=41)
+    assert len(read_csv(path, codes=True)) == 41
+    io.write_columns(path)
+    copy = io.columns_path(path)
+    copy.write_bytes(copy.read_bytes()[:len(copy.read_bytes()) // 2])
+    capsys.readouterr()
+    assert len(read_csv(path, codes=True)) == 41
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "latency.npz: unreadable" in err[0] and "reading latency.csv instead" in err[0], err
+
+
+def test_a_column_of_text_and_numbers_is_left_to_the_csv(tmp_path, monkeypatch):
+    """A column whose first rows are numbers and later ones text cannot be kept without a pickle:
+    the copy says why and holds nothing, and the table is read from the CSV as before."""
+    from numasweep import io
+
+    monkeypatch.setattr(io, "_SNIFF_ROWS", 3)
+    path = tmp_path / "latency.csv"
+    path.write_text("mode,mem_nodes,size_bytes,latency_ns_median\n"
+                    "serial,1,1024,80\nserial,0,2048,81\nserial,0,1024,80\nserial,0-1,4096,90\n")
+    assert "mem_nodes" in io.write_columns(path)
+    assert read_csv(path, codes=True)["mem_nodes"].tolist() == read_csv(path)["mem_nodes"].tolist()
 
 
 def test_columns_left_unread_are_named_by_no_step_that_skips_them():

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 from numasweep import benches, quality
 from numasweep.errors import NumasweepError
-from numasweep.io import atomic_write, atomic_write_text, read_csv
+from numasweep.io import atomic_write, atomic_write_text, columns_path, read_csv, write_columns
 from numasweep.provenance import COLUMNS as PROVENANCE_COLUMNS
 
 # A kernel CSV without its benchmark's `required` columns (numasweep.benches) is malformed; each
@@ -160,6 +161,10 @@ def aggregate(csvs: list[Path], bench: str, keep_going: bool = False) -> tuple[p
 
 
 def write(table: pd.DataFrame, problems: list[str], output: Path) -> None:
+    """The aggregated CSV and the problems skipped; a columnar copy written before is removed (a
+    reader would ignore it: it was made from another CSV)."""
+    if columns_path(output).is_file():
+        columns_path(output).unlink()
     atomic_write(output, lambda fh: table.to_csv(fh, index=False))
     problems_file = output.parent / "aggregate_problems.json"
     key = output.stem
@@ -174,6 +179,21 @@ def write(table: pd.DataFrame, problems: list[str], output: Path) -> None:
         problems_file.unlink()
 
 
+def write_copy(output: Path) -> None:
+    """The columnar copy of the aggregated table (`io.write_columns`), read back from the CSV just
+    written so that both give the same table. Call it once the table is freed: it parses the CSV.
+    The CSV is the result: a copy that cannot be written is a warning line, never a failure."""
+    try:
+        why = write_columns(output)
+    except (OSError, NumasweepError) as exc:
+        print(f"numasweep: warning: {columns_path(output)}: not written ({getattr(exc, 'strerror', None) or exc}); "
+              f"analyse, figures and report read {output.name} instead", file=sys.stderr)
+        return
+    if why:
+        print(f"numasweep: note: {columns_path(output)} holds no columns ({why}); "
+              f"analyse, figures and report read {output.name} instead", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m numasweep aggregate", description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="+", type=Path, help="per-job CSVs of one benchmark")
@@ -184,7 +204,10 @@ def main(argv: list[str]) -> int:
     bench = args.bench or args.output.stem
     table, problems = aggregate(args.csv, bench, args.keep_going)
     write(table, problems, args.output)
+    rows = len(table)
+    del table
+    write_copy(args.output)
     for p in problems:
         print(f"numasweep: warning: skipped {p}")
-    print(f"{args.output}: {len(table)} rows from {len(args.csv) - len(problems)} job(s)")
+    print(f"{args.output}: {rows} rows from {len(args.csv) - len(problems)} job(s)")
     return 0
