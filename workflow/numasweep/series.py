@@ -109,7 +109,8 @@ def normalise(df: pd.DataFrame, bench: str) -> pd.DataFrame:
     df = df.copy(deep=False)
     for col in point_columns(df, bench):
         if col in NUMERIC:
-            df[col] = pd.to_numeric(df[col], errors="coerce").fillna(-1).astype("int64")
+            if df[col].dtype != "int64":        # one of int64 holds no NaN: shared, not copied
+                df[col] = pd.to_numeric(df[col], errors="coerce").fillna(-1).astype("int64")
         else:
             df[col] = text_codes(df[col])
     return df
