@@ -179,8 +179,9 @@ def _stamp(csv: Path) -> dict:
 
 def write_columns(csv: str | os.PathLike) -> str | None:
     """Write the columnar copy of the aggregated table `csv` (`columns_path`). Returns None, or why
-    it holds no columns (readers then parse the CSV): a column of text and numbers mixed, which
-    only a pickle would keep, or a table a reader would refuse (its one-line error is the why)."""
+    it holds no columns (readers then parse the CSV): a column of text and numbers mixed (or a
+    table without rows), which only a pickle would keep, or a table a reader would refuse (its
+    one-line error is the why)."""
     import json
 
     import numpy as np
@@ -206,7 +207,7 @@ def write_columns(csv: str | os.PathLike) -> str | None:
             arrays[f"values{i}"] = col.to_numpy()
             columns.append([name, "values", str(col.dtype)])
         else:
-            why = f"column {name} holds text and numbers"
+            why = f"column {name} is read as {col.dtype}: neither numbers nor text alone"
             break
     del df
     if why:
