@@ -234,3 +234,26 @@ def test_nanmedian_gives_numpys_numbers_on_every_axis(shape):
         warnings.simplefilter("ignore", RuntimeWarning)     # an all-NaN slice, as numpy warns
         for axis in range(len(shape)):
             assert np.array_equal(stats.nanmedian(gaps, axis), np.nanmedian(gaps, axis=axis), equal_nan=True)
+
+
+@pytest.mark.parametrize("columns", [(3, 4, 5), (0, 2, 9), (7,)])
+def test_draws_at_some_sizes_are_the_full_draws_there(columns):
+    """`Series.draws(..., columns)` takes the bootstrap's medians at the asked sizes only: they
+    must be the numbers a draw of every size gives there (the generator draws every value in
+    turn), NaN at the others, and drawn in several pieces as in one (`_DRAW_CELLS`)."""
+    rng = np.random.default_rng(7)
+    r, m = 301, 10
+    logs = rng.normal(4.0, 0.05, (r, m))
+    logs[rng.random((r, m)) < 0.02] = np.nan           # a few sizes missing from a few replicates
+    run_se = np.where(rng.random((r, m)) < 0.5, 0.01, np.nan)
+    s = stats.Series({}, 2 ** np.arange(10, 10 + m), logs, run_se, list(range(r)))
+    full = s.draws(11, 40)
+    part = s.draws(11, 40, columns)
+    assert part.shape == full.shape
+    np.testing.assert_array_equal(part[:, list(columns)], full[:, list(columns)])
+    assert np.isnan(np.delete(part, list(columns), axis=1)).all()
+    assert s.draws(11, 40, columns) is part            # drawn once per (seed, n, columns)
+    other = stats.Series({}, s.sizes, logs, run_se, list(range(r)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stats, "_DRAW_CELLS", r * m * 3)    # pieces of three draws
+        np.testing.assert_array_equal(other.draws(11, 40, columns), part)

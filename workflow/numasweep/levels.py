@@ -227,11 +227,14 @@ def _half_ways(sizes: np.ndarray, logs: np.ndarray, a: int, b: int) -> np.ndarra
     return _crossings(sizes[a:b + 1], lat, (lat[:, 0] + lat[:, -1]) / 2)
 
 
-def _location(series: Series, a: int, b: int, seed: int) -> Interval:
+def _location(series: Series, a: int, b: int, seed: int, columns: Sequence[int] | None = None) -> Interval:
+    """Where the curve crosses half-way between sizes a and b, with its bootstrap interval;
+    `columns`: the sizes (a to b among them) of every transition located on the same draws."""
     est = 2 ** _half_way(series.sizes, series.center(), a, b)
     if series.logs.shape[0] < 2 and not np.isfinite(series.run_se).any():
         return Interval.unknown(est, "one replicate without spread")
-    locs = np.array([2 ** v for v in _half_ways(series.sizes, series.draws(seed, LOCATION_DRAWS), a, b).tolist()])
+    draws = series.draws(seed, LOCATION_DRAWS, columns)
+    locs = np.array([2 ** v for v in _half_ways(series.sizes, draws, a, b).tolist()])
     # the sizes tested resolve a location to half a step either side, whatever the noise
     half = 2 ** (float(np.median(np.diff(np.log2(series.sizes)))) / 2)
     return Interval(float(est), float(np.quantile(locs, 0.025)) / half, float(np.quantile(locs, 0.975)) * half,
@@ -379,15 +382,17 @@ def _segment(s: Series, rising: dict[int, float], capacities: Sequence[Capacity]
             runs[-1].append(j)
         else:
             runs.append([j])
-    for run in [part for r in runs for part in _split(r, s.sizes, y, capacities, step)]:
+    kept = [run for r in runs for run in _split(r, s.sizes, y, capacities, step)
+            if not float(y[run[-1] + 1] - y[run[0]]) < math.log1p(TRANSITION_FLOOR)]
+    # the bootstrap takes its medians only at the sizes the transitions span, on one set of draws
+    columns = sorted({j for run in kept for j in range(run[0], run[-1] + 2)})
+    for run in kept:
         a, b = run[0], run[-1] + 1
         d = float(y[b] - y[a])
-        if d < math.log1p(TRANSITION_FLOOR):
-            continue
         ratio = stats.t_interval(d, float(math.hypot(se[a], se[b])), float(min(dof[a], dof[b])))
         out.append(Transition(
             from_size_bytes=int(s.sizes[a]), to_size_bytes=int(s.sizes[b]),
-            location_bytes=_location(s, a, b, seed), ratio=ratio,
+            location_bytes=_location(s, a, b, seed, columns), ratio=ratio,
             latency_before_ns=float(math.exp(y[a])), latency_after_ns=float(math.exp(y[b])),
             p_value=max(rising[j] for j in run), kind="unexplained"))
     return out

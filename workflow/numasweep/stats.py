@@ -450,21 +450,31 @@ class Series:
             return run, np.full(m, np.inf), run, "within-run spread only (one replicate: run-to-run variation unseen)"
         return se, dof, sig, "unknown (one replicate, no within-run spread)"
 
-    def draws(self, seed: int, n: int) -> np.ndarray:
+    def draws(self, seed: int, n: int, columns: Sequence[int] | None = None) -> np.ndarray:
         """Bootstrap draws of the log centre: replicates resampled whole, within-run error redrawn,
         from a generator seeded with `seed`. The same seed gives the same draws, so they are drawn
-        once per (seed, n): every transition of a curve is located on the one set of draws."""
-        if (seed, n) not in self._draws:
-            self._draws[seed, n] = self._draw(np.random.default_rng(seed), n)
-            self._draws[seed, n].flags.writeable = False
-        return self._draws[seed, n]
+        once per (seed, n, columns): every transition of a curve is located on the one set of
+        draws. `columns`: the only sizes a caller reads; the others are NaN. The generator still
+        draws every value in turn, so those sizes hold the numbers of a draw of them all, at a
+        fraction of the cost of the rest (the medians over the replicates)."""
+        key = (seed, n, None if columns is None else tuple(int(j) for j in columns))
+        if key not in self._draws:
+            self._draws[key] = self._draw(np.random.default_rng(seed), n, key[2])
+            self._draws[key].flags.writeable = False
+        return self._draws[key]
 
-    def _draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    def _draw(self, rng: np.random.Generator, n: int, columns: tuple[int, ...] | None = None) -> np.ndarray:
         r, m = self.logs.shape
         pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
+        cols = np.arange(m) if columns is None else np.asarray(columns, dtype=np.int64)
+        contiguous = len(cols) > 0 and np.array_equal(cols, np.arange(cols[0], cols[0] + len(cols)))
+        keep = slice(int(cols[0]), int(cols[0]) + len(cols)) if contiguous else cols
+
+        def kept(values: np.ndarray) -> np.ndarray:
+            return values[..., keep] if contiguous else np.take(values, keep, axis=-1)
         # each replicate's within-run error and log side by side: one gather a piece, not two
         # (`take` of rows of both is several times faster than two fancy indexings)
-        both = np.stack([np.nan_to_num(self.run_se, nan=0.0), self.logs], axis=1)
+        both = kept(np.stack([np.nan_to_num(self.run_se, nan=0.0), self.logs], axis=1))
         # a few draws at a time: thousands of replicates would hold n x r x m values at once; the
         # generator gives the same numbers in pieces as in one call
         step = max(1, _DRAW_CELLS // max(1, pick.shape[1] * m))
@@ -474,7 +484,7 @@ class Series:
         with ThreadPoolExecutor(max_workers=1) as medians:
             for a in range(0, n, step):
                 p = pick[a:a + step]
-                logs = rng.standard_normal((len(p), p.shape[1], m))     # in place, the same sums
+                logs = kept(rng.standard_normal((len(p), p.shape[1], m)))    # in place, the same sums
                 picked = np.take(both, p, axis=0)
                 logs *= picked[:, :, 0]
                 logs += picked[:, :, 1]
@@ -483,7 +493,12 @@ class Series:
                 pending = medians.submit(nanmedian, logs, 1)
             if pending is not None:
                 out.append(pending.result())
-        return np.concatenate(out) if out else np.empty((0, m))
+        found = np.concatenate(out) if out else np.empty((0, len(cols)))
+        if columns is None:
+            return found
+        full = np.full((len(found), m), np.nan)
+        full[:, cols] = found
+        return full
 
 
 def key_column(values: pd.Series) -> pd.Series:
