@@ -257,3 +257,27 @@ def test_draws_at_some_sizes_are_the_full_draws_there(columns):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(stats, "_DRAW_CELLS", r * m * 3)    # pieces of three draws
         np.testing.assert_array_equal(other.draws(11, 40, columns), part)
+
+
+@pytest.mark.parametrize("repeat", [False, True])
+def test_points_are_sorted_and_taken_as_the_grouping_takes_them(repeat):
+    """`stats._sorted_points` sorts a table of one row a point on one integer key instead of
+    grouping it: the distinct values, codes and medians must be those of pandas' sorted grouping,
+    text (categorical) and number keys alike; a table with repeated points is grouped."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    df = pd.DataFrame({"mode": pd.Categorical(rng.choice(["serial", "concurrent", "base"], n)),
+                       "rank": rng.integers(0, 40, n), "host": pd.Categorical(rng.choice(["b", "a"], n)),
+                       "size_bytes": 2 ** rng.integers(10, 25, n)})
+    df = df.drop_duplicates(ignore_index=True)
+    if repeat:
+        df = pd.concat([df, df.iloc[::5]], ignore_index=True)
+    df["_log"] = rng.normal(4, 0.1, len(df))
+    df["_se"] = np.where(rng.random(len(df)) < 0.3, np.nan, 0.01)
+    by = ["mode", "rank", "host", "size_bytes"]
+    levels, codes, logs, ses = stats._sorted_points(df, by)
+    agg = df.groupby(by, sort=True, dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
+    assert [lvl.tolist() for lvl in levels] == [lvl.tolist() for lvl in agg.index.levels]
+    np.testing.assert_array_equal(codes, np.column_stack(agg.index.codes))
+    np.testing.assert_array_equal(logs, agg["_log"].to_numpy())
+    np.testing.assert_array_equal(ses, agg["_se"].to_numpy())

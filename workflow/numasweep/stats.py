@@ -525,16 +525,12 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
     keys = [k for k in keys if k not in same]
     # One grouping for every series (a fleet has thousands): sorted by series, replicate and size,
     # so each series is a run of rows, its replicates runs within it in order.
-    agg = df.groupby(keys + reps + [measure.axis], sort=True, dropna=False).agg(
-        _log=("_log", "median"), _se=("_se", "median"))
-    index = agg.index if isinstance(agg.index, pd.MultiIndex) else pd.MultiIndex.from_arrays([agg.index])
-    codes = np.column_stack(index.codes) if len(agg) else np.empty((0, len(index.levels)), np.int64)
-    values = [lvl.tolist() for lvl in index.levels]
+    levels, codes, logs, ses = _sorted_points(df, keys + reps + [measure.axis])
+    values = [lvl.tolist() for lvl in levels]
     nk, nr = len(keys), len(reps)
     axis = np.asarray(values[-1], dtype=np.int64)
     new = np.r_[True, (codes[1:, :nk] != codes[:-1, :nk]).any(axis=1)] if len(codes) else np.empty(0, bool)
     starts = np.flatnonzero(new)
-    logs, ses = agg["_log"].to_numpy(), agg["_se"].to_numpy()
     out = []
     for a, b in zip(starts, np.r_[starts[1:], len(codes)]):
         rc, sc = codes[a:b, nk:nk + nr], codes[a:b, -1]
@@ -543,11 +539,37 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
         wide, wse = np.full((2, rid[-1] + 1, len(used)), np.nan)
         wide[rid, si], wse[rid, si] = logs[a:b], ses[a:b]
         firsts = rc[np.r_[True, rid[1:] != rid[:-1]]]
-        labels = pd.MultiIndex(levels=index.levels[nk:nk + nr], codes=firsts.T.tolist()) if nr > 1 \
-            else index.levels[nk].take(firsts[:, 0])
+        labels = pd.MultiIndex(levels=levels[nk:nk + nr], codes=firsts.T.tolist()) if nr > 1 \
+            else levels[nk].take(firsts[:, 0])
         key = {k: values[i][codes[a, i]] if codes[a, i] >= 0 else np.nan for i, k in enumerate(keys)}
         out.append(Series({k: same[k] if k in same else key[k] for k in every}, axis[used], wide, wse, list(labels)))
     return out
+
+
+def _sorted_points(df: pd.DataFrame, by: list[str]) -> tuple[list[pd.Index], np.ndarray, np.ndarray, np.ndarray]:
+    """The median `_log` and `_se` of the rows of each distinct `by`, sorted by `by`: (each
+    column's sorted distinct values, per point the codes of its values in them, the medians),
+    as pandas' sorted grouping gives them. A table of one row a point and no missing key, the
+    usual one, is only sorted, on one integer key made of the columns' codes: the grouping's
+    medians of one value each would be those values."""
+    parts = [pd.factorize(df[c], sort=True) for c in by]
+    sizes = [len(uniques) for _, uniques in parts]
+    if len(df) and all(c.min() >= 0 for c, _ in parts) and math.prod(sizes) < 2 ** 62:
+        key = np.zeros(len(df), np.int64)
+        for (c, _), size in zip(parts, sizes):
+            key = key * size + c
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        if not (key[1:] == key[:-1]).any():
+            codes = np.empty((len(df), len(by)), np.int64)
+            for i in range(len(by) - 1, -1, -1):
+                key, codes[:, i] = np.divmod(key, sizes[i])
+            return ([pd.Index(uniques, name=c) for c, (_, uniques) in zip(by, parts)], codes,
+                    df["_log"].to_numpy()[order], df["_se"].to_numpy()[order])
+    agg = df.groupby(by, sort=True, dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
+    index = agg.index if isinstance(agg.index, pd.MultiIndex) else pd.MultiIndex.from_arrays([agg.index])
+    codes = np.column_stack(index.codes) if len(agg) else np.empty((0, len(index.levels)), np.int64)
+    return list(index.levels), codes, agg["_log"].to_numpy(), agg["_se"].to_numpy()
 
 
 # ---------------------------------------------------------------- intervals and tests
