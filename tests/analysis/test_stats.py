@@ -281,3 +281,23 @@ def test_points_are_sorted_and_taken_as_the_grouping_takes_them(repeat):
     np.testing.assert_array_equal(codes, np.column_stack(agg.index.codes))
     np.testing.assert_array_equal(logs, agg["_log"].to_numpy())
     np.testing.assert_array_equal(ses, agg["_se"].to_numpy())
+
+
+@pytest.mark.parametrize("ordered_categories", [True, False])
+def test_units_of_a_ratio_series_come_sorted_by_name_from_codes_or_text(ordered_categories):
+    """`contrasts._units_by_size` takes a categorical unit column's codes where its categories are
+    in text order, and the text otherwise: the units, sizes and values must be the same."""
+    from numasweep import contrasts
+
+    rng = np.random.default_rng(5)
+    names = [f"{a}|{b}" for a in (0, 1, 10, 2) for b in ("x", "y")]
+    rows = pd.DataFrame([(u, s) for u in names for s in (4096, 8192, 16384)], columns=["_unit", "size_bytes"])
+    rows = rows.sample(frac=1, random_state=1).iloc[:-2].reset_index(drop=True)
+    rows["_d"], rows["_dse"] = rng.normal(0, 0.1, len(rows)), rng.random(len(rows))
+    as_text = contrasts._units_by_size(rows.assign(_unit=rows["_unit"].astype(object)), "size_bytes")
+    categories = sorted(names) if ordered_categories else sorted(names, reverse=True)
+    coded = contrasts._units_by_size(rows.assign(_unit=pd.Categorical(rows["_unit"], categories=categories)),
+                                     "size_bytes")
+    assert coded[3] == as_text[3] == sorted(set(rows["_unit"]))
+    for a, b in zip(coded[:3], as_text[:3]):
+        np.testing.assert_array_equal(a, b)
