@@ -202,6 +202,34 @@ def test_a_changed_or_damaged_csv_copy_is_never_read(tmp_path, capsys):
     assert len(err) == 1 and "latency.npz: unreadable" in err[0] and "reading latency.csv instead" in err[0], err
 
 
+def test_a_touched_or_copied_csv_keeps_its_columnar_copy(tmp_path, monkeypatch):
+    """Snakemake touches a job's outputs after it ends, and a copy without file times (scp -r)
+    gives the CSV a new modification time: the same content must still be read from the copy
+    (its CRC-32 checked), without parsing the CSV."""
+    import os
+    import shutil
+
+    import pandas as pd
+
+    from numasweep import io
+
+    path = _table(tmp_path / "latency.csv")
+    io.write_columns(path)
+    expected = read_csv(path, codes=True)
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 5_000_000_000))
+    elsewhere = tmp_path / "copied"
+    elsewhere.mkdir()
+    for f in (path, io.columns_path(path)):
+        shutil.copyfile(f, elsewhere / f.name)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the CSV was parsed although its columnar copy matches it")
+
+    monkeypatch.setattr(pd, "read_csv", refuse)
+    for csv in (path, elsewhere / path.name):
+        pd.testing.assert_frame_equal(read_csv(csv, codes=True), expected)
+
+
 def test_a_column_of_text_and_numbers_is_left_to_the_csv(tmp_path, monkeypatch):
     """A column whose first rows are numbers and later ones text cannot be kept without a pickle:
     the copy says why and holds nothing, and the table is read from the CSV as before."""
