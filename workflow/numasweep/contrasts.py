@@ -105,11 +105,11 @@ def _units_by_size(g: pd.DataFrame, axis: str) -> tuple[np.ndarray, np.ndarray, 
     (ascending), NaN where a unit lacks a size; a unit has one row a size. A pivot table would give
     the same, at a few milliseconds a series: a fleet has thousands."""
     unit = g["_unit"]
-    if isinstance(unit.dtype, pd.CategoricalDtype) and unit.cat.categories.is_monotonic_increasing \
-            and (unit.cat.codes.to_numpy() >= 0).all():
+    codes = unit.cat.codes.to_numpy() if isinstance(unit.dtype, pd.CategoricalDtype) else None
+    if codes is not None and unit.cat.categories.is_monotonic_increasing and (codes >= 0).all():
         # categories in text order (as `series.joined` makes them): the codes sort as the names,
         # without comparing a string per row
-        used, ui = np.unique(unit.cat.codes.to_numpy(), return_inverse=True)
+        used, ui = np.unique(codes, return_inverse=True)
         units = np.asarray(unit.cat.categories.take(used), dtype=object)
     else:
         units, ui = np.unique(unit.to_numpy(object), return_inverse=True)

@@ -105,6 +105,12 @@ def _text_columns(path: Path, usecols: Callable[[str], bool] | None) -> list[str
     return [c for c in head.columns if pd.api.types.is_string_dtype(head[c]) or head[c].dtype == object]
 
 
+def _first_line(exc: BaseException) -> str:
+    """An exception's message in one line, or its type where it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = (),
              skip: tuple[str, ...] = (), codes: bool = False) -> pd.DataFrame:
     """A result CSV with the columns it must have, or a one-line error naming the file and the fix.
@@ -128,9 +134,8 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
             dtype = {c: "category" for c in _text_columns(path, usecols)} if codes else None
             df = pd.read_csv(path, usecols=usecols, dtype=dtype)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NumasweepError(
-            f"{path}: corrupt CSV ({first}); delete it and rerun its job"
+            f"{path}: corrupt CSV ({_first_line(exc)}); delete it and rerun its job"
         ) from None
     missing = [c for c in required if c not in df.columns]
     if missing:
@@ -273,7 +278,7 @@ def _read_columns(path: Path, usecols: Callable[[str], bool] | None) -> pd.DataF
                 else:
                     data[name] = z[f"values{i}"]
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
-        print(f"numasweep: warning: {npz}: unreadable ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}); "
+        print(f"numasweep: warning: {npz}: unreadable ({_first_line(exc)}); "
               f"reading {path.name} instead (rerun aggregate, or delete {npz.name})", file=sys.stderr)
         return None
     return pd.DataFrame(data, copy=False)
