@@ -100,6 +100,29 @@ def test_config_errors_name_the_key_path(config: dict, message: str) -> None:
     assert "\n" not in str(err.value)
 
 
+def test_a_gpu_without_a_numa_node_is_driven_from_the_first_node_with_cpus() -> None:
+    """A GPU whose sysfs numa_node is -1 (a virtual machine's, seen on a cloud H100 guest) has no
+    node: its host thread goes to the first node with CPUs, and the plan says which cores."""
+    import dataclasses
+
+    topo = _arch("ulisse")
+    topo = dataclasses.replace(topo, gpus=[topology.Gpu(0, "NVIDIA H100 80GB HBM3", "0000:00:06.0", None)])
+    config = {b: {"sweeps": []} for b in benches.NAMES} | {"gpu_xfer": {"sweeps": [{"pinned": [True, False]}]}}
+    jobs = grid.expand(config, topo).by_bench("gpu_xfer")
+    first = next(node for node in topo.nodes if node.cpus)
+    assert len(jobs) == 2 and all(job.cpus[0] in first.cpus for job in jobs)
+
+
+def test_a_gpu_campaign_on_a_machine_without_gpus_says_so() -> None:
+    """Only gpu_xfer sweeps, on a topology that lists no GPU: the one line gives that reason,
+    not "add a sweep"."""
+    config = {b: {"sweeps": []} for b in benches.NAMES} | {"gpu_xfer": {"sweeps": [{"ngpus": [1]}]}}
+    with pytest.raises(NumasweepError) as err:
+        grid.expand(config, _arch("ulisse"))
+    assert "lists no GPU" in str(err.value) and "nvidia-smi" in str(err.value)
+    assert "the sweep is empty" not in str(err.value) and "\n" not in str(err.value)
+
+
 def test_two_sweeps_with_the_same_ids_need_a_label() -> None:
     sweep = {"domains": [[0]], "sizes": "1-2"}
     config = {"latency": {"sweeps": [sweep, {**sweep, "sizes": "4-8"}]}}

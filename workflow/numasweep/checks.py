@@ -127,7 +127,7 @@ def _sizes_fit(config: dict, topo: Any) -> None:
     for where, sw in _sweeps(config, "gpu_xfer"):
         for size in _size_list(sw["sizes"]):
             for spec in sw["memory"]:
-                _fit(topo, f"{where}.sizes", size, spec, [_gpu_cpu_node(topo, sw)])
+                _fit(topo, f"{where}.sizes", size, spec, [gpu_cpu_node(topo, sw)])
 
 
 # ---------------------------------------------------------------- caches
@@ -185,10 +185,15 @@ def without_thp(jobs: list, topo: Any) -> tuple[list, list[str]]:
 # ---------------------------------------------------------------- GPUs
 
 
-def _gpu_cpu_node(topo: Any, sw: dict) -> int:
+def gpu_cpu_node(topo: Any, sw: dict) -> int:
+    """The node whose cores drive a gpu_xfer sweep's GPUs: its `cpu_node`, else the first GPU's
+    node, else (a GPU whose sysfs numa_node is -1, as in most virtual machines) the first node
+    with CPUs."""
     if sw["cpu_node"] is not None:
         return sw["cpu_node"]
-    return topo.gpus[0].node if topo.gpus and topo.gpus[0].node is not None else topo.nodes[0].id
+    if topo.gpus and topo.gpus[0].node is not None:
+        return topo.gpus[0].node
+    return next((node.id for node in topo.nodes if node.cpus), topo.nodes[0].id)
 
 
 def _gpu_counts(config: dict, topo: Any) -> None:
@@ -203,7 +208,7 @@ def _gpu_counts(config: dict, topo: Any) -> None:
                 f"{where}.ngpus: {wanted} GPUs asked, but the topology '{topo.system}' has {have} GPU"
                 f"{'s' if have != 1 else ''}; use ngpus up to {have} (or gpu_xfer.force: true for a dry run)"
             )
-        node = _gpu_cpu_node(topo, sw)
+        node = gpu_cpu_node(topo, sw)
         try:
             free = len(topo.free_cores(node))
         except NumasweepError:

@@ -372,14 +372,11 @@ def _copy_cpu_node(topo: Any, choice: str | int, src: int, dst: int) -> int:
 
 
 def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
-    gpus = list(topo.gpus)
     for i, sw in enumerate(section["sweeps"]):
         where = f"gpu_xfer.sweeps[{i}]"
         for m, spec in enumerate(sw["memory"]):
             _check_memory(topo, spec, f"{where}.memory[{m}]")
-        cpu_node = sw["cpu_node"]
-        if cpu_node is None:
-            cpu_node = gpus[0].node if gpus else topo.nodes[0].id
+        cpu_node = checks.gpu_cpu_node(topo, sw)
         _check_nodes(topo, [cpu_node], f"{where}.cpu_node")
         sizes = _sizes(sw["sizes"], f"{where}.sizes")
         for ngpus, memory, pinned, rep in itertools.product(
@@ -436,6 +433,12 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
             skipped["gpu_xfer"] = (
                 f"the topology '{topo.system}' lists no GPU; gpu_xfer.force: true plans the jobs anyway (dry run)"
             )
+    if not jobs and skipped:
+        # A GPU campaign on a machine without GPUs: the reason, not "add a sweep".
+        raise NumasweepError(
+            f"{source}: no job to run: gpu_xfer: {skipped['gpu_xfer']}; run it on a machine with NVIDIA GPUs "
+            "(nvidia-smi lists them) or name an arch file that lists them"
+        )
     if not jobs:
         raise NumasweepError(
             f"{source}: the sweep is empty: the sweeps of {', '.join(benches.NAMES)} give no job; add a sweep "
