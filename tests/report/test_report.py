@@ -189,6 +189,18 @@ def test_virtual_machine_is_stated(tmp_path: Path) -> None:
     assert "**Virtual machine.**" in text and "(KVM)" in text and "emulated or virtual machine" in text
 
 
+def test_a_gpu_without_a_numa_node_is_said_so(tmp_path: Path) -> None:
+    """A virtual machine's GPU often has no NUMA node (sysfs numa_node -1, null in topology.json):
+    the system section says the node is unknown, never "node None"."""
+    results = write_results(tmp_path / "res", benches=("gpu_xfer",), hypervisor="KVM")
+    topo = json.loads((results / "topology.json").read_text())
+    topo["gpus"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "pci": "0000:00:06.0", "node": None}]
+    (results / "topology.json").write_text(json.dumps(topo))
+    text = report.render(results, {"findings": []}, None, tmp_path / "r.md").read_text()
+    assert "- **GPU 0**: NVIDIA H100 80GB HBM3 (0000:00:06.0), on NUMA node unknown" in text
+    assert "None" not in text
+
+
 def test_cross_system_report_side_by_side(tmp_path: Path) -> None:
     a = write_results(tmp_path / "a", benches=("latency",), system="alpha")
     b = write_results(tmp_path / "b", benches=("latency", "bandwidth"), system="beta", hypervisor="QEMU")

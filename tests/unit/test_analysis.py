@@ -291,6 +291,40 @@ def test_gpu_plateau_pinned_and_weights() -> None:
     assert {f.numbers["best_weights"] for f in found if f.id == "gpu_weights"} == {"1,1"}
 
 
+def test_gpu_claims_carry_an_interval_over_runs_or_say_there_is_none() -> None:
+    """Planted: pinned plateau 50 GiB/s, pageable 20, weights 1,3 at 0.8x, each run (repetition)
+    off by a few percent. With three runs every plateau, pinned/pageable and best-weights claim
+    has a 95% interval over the runs that holds the planted value; with one run each says
+    "one run: no interval"."""
+    def table(runs: int) -> pd.DataFrame:
+        rows = []
+        for pinned, scale in (("1", 50.0), ("0", 20.0)):
+            for weight, wscale in (("1,1", 1.0), ("1,3", 0.8)):
+                for rep in range(runs):
+                    drift = (1.0, 1.03, 0.975)[rep]
+                    for k in range(10, 30, 2):
+                        bw = scale * wscale * drift * min(1.0, 2 ** (k - 20)) * (1 + 0.002 * (k % 3))
+                        rows.append({"access_size(bytes)": 1 << k, "read_bw(gib/s)": bw, "write_bw(gib/s)": bw,
+                                     "policy": "weighted", "numa_nodes": "0,1", "numa_weight": weight,
+                                     "pinned": pinned, "repetition": rep})
+        return pd.DataFrame(rows)
+
+    found = analysis.gpu_transfers(table(3), topo_two_nodes())
+    planted = {("gpu_plateau", "1", "1,1"): 50.0, ("gpu_plateau", "0", "1,1"): 20.0,
+               ("gpu_plateau", "1", "1,3"): 40.0, ("gpu_plateau", "0", "1,3"): 16.0}
+    claims = [f for f in found if f.id in ("gpu_plateau", "gpu_pinned", "gpu_weights")]
+    assert {f.id for f in claims} == {"gpu_plateau", "gpu_pinned", "gpu_weights"}
+    for f in claims:
+        n = f.numbers
+        truth = {"gpu_pinned": 2.5, "gpu_weights": 1.25}.get(f.id) or planted[(f.id, n["pinned"], n["numa_weight"])]
+        low, high = n["low"], n["high"]
+        assert low < truth < high and high / low < 1.2, (f.summary, n)
+        assert "95% interval" in f.summary and "no interval" not in f.summary
+    for f in analysis.gpu_transfers(table(1), topo_two_nodes()):
+        if f.id in ("gpu_plateau", "gpu_pinned", "gpu_weights"):
+            assert "(one run: no interval)" in f.summary, f.summary
+
+
 def test_placement_flags_ranks_below_threshold() -> None:
     df = latency_frame(stepped, cpus=(0, 8))
     df["page_fractions"] = np.where(df["rank"] == 1, "0:0.0500,1:0.9500", "0:1.0000,1:0.0000")

@@ -737,6 +737,44 @@ def _plateau(curve: pd.Series) -> tuple[float, int]:
     return float(top.median()), int(top.index.min())
 
 
+def _gpu_memory(policy: str, nodes: str, weight: str) -> tuple[str, str]:
+    """A gpu_xfer run's host memory in words, short (titles) and long (summaries). A run under
+    the local policy names no node: its memory is on the node of the thread that touches it."""
+    name = policy or "default"
+    if not nodes:
+        where = ", memory on the host thread's node" if policy == "local" else ""
+        return name, f"{name} policy{where}"
+    weights = f" weights {weight}" if weight else ""
+    return f"{name} {nodes}{weights}", f"{name} policy, memory on node(s) {nodes}" + (f" with{weights}" if weight else "")
+
+
+def _gpu_level(g: pd.DataFrame, column: str, curve: pd.Series) -> tuple[Interval, np.ndarray]:
+    """A GPU series' plateau with its interval, and each run's level: each run (repetition) gives
+    the median of its log bandwidths over the plateau sizes of the median curve, the plateau is
+    their mean, with a t interval over the runs (sizes are never counted as independent); one run
+    gives its level with no interval."""
+    sizes = [s for s in curve.index if curve[s] >= SATURATION * curve.max()]
+    reps = g[series.REPETITION] if series.REPETITION in g else pd.Series("0", index=g.index)
+    per_run = (g.assign(_run=_text(reps)).groupby(["_run", benches.GPU_SIZE])[column].median()
+               .unstack(benches.GPU_SIZE).reindex(columns=sizes))
+    logs = np.log(per_run.to_numpy(float))
+    levels = np.nanmedian(logs[np.isfinite(logs).any(axis=1)], axis=1)
+    n = len(levels)
+    if n < 2:
+        return Interval.unknown(math.exp(levels.mean()), "one run: no interval"), np.exp(levels)
+    interval = stats.t_interval(float(levels.mean()), float(levels.std(ddof=1) / math.sqrt(n)), n - 1,
+                                method=f"t interval over {n} runs' median log level ({n - 1} df)")
+    return interval, np.exp(levels)
+
+
+def _gpu_interval_text(level: Interval, runs: str, fmt: str) -> str:
+    """'51.1 GiB/s (95% interval 50.8 to 51.4, 3 runs)', or '(one run: no interval)'."""
+    if not (np.isfinite(level.low) and np.isfinite(level.high)):
+        return f"{fmt.format(level.estimate)} (one run: no interval)"
+    return (f"{fmt.format(level.estimate)} ({level.level * 100:.0f}% interval {fmt.format(level.low)} to "
+            f"{fmt.format(level.high)}, {runs})")
+
+
 def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
     """GPU transfer bandwidth plateau per direction and policy, pinned vs pageable, best weights."""
     if gpu is None or gpu.empty or benches.GPU_SIZE not in gpu:
@@ -755,22 +793,23 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
             curve = g.groupby(benches.GPU_SIZE)[column].median().dropna().sort_index()
             if len(curve) < 2:
                 continue
-            value, start = _plateau(curve)
+            _, start = _plateau(curve)
+            level, run_levels = _gpu_level(g, column, curve)
+            value, runs = level.estimate, len(run_levels)
             plateaus.append({"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
                              "pinned": pinned, "ngpus": ngpus, "gpu": gpu_id, "label": label, "host": host,
-                             "plateau_gib_s": value, "from_size_bytes": start})
+                             "plateau_gib_s": value, "from_size_bytes": start, "run_levels": run_levels})
             who = f"{ngpus} GPU{'s' if ngpus not in ('', '1') else ''}, GPU {gpu_id}" + (f", {label}" if label else "")
-            mem = f"memory on node(s) {nodes}" + (f" with weights {weight}" if weight else "")
+            short, mem = _gpu_memory(policy, nodes, weight)
             pin = {"1": "pinned", "true": "pinned", "0": "pageable", "false": "pageable"}.get(pinned.lower(), pinned)
             findings.append(Finding(
                 id="gpu_plateau", bench="gpu_xfer",
-                title=(f"GPU {direction}: {policy or 'default'} {nodes}" + (f" weights {weight}" if weight else "")
-                       + f", {pin or 'pinning unknown'} ({who})"),
-                summary=(f"GPU {direction}s ({who}, {pin or 'pinning unknown'}, {policy or 'default'} policy, {mem}) reach a "
-                         f"plateau of {value:.1f} GiB/s from {_sz(start)} on."),
+                title=f"GPU {direction}: {short}, {pin or 'pinning unknown'} ({who})",
+                summary=(f"GPU {direction}s ({who}, {pin or 'pinning unknown'}, {mem}) reach a "
+                         f"plateau of {_gpu_interval_text(level, f'{runs} runs', '{:.1f} GiB/s')} from {_sz(start)} on."),
                 numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
                          "pinned": pinned, "ngpus": ngpus, "gpu": gpu_id, "plateau_gib_s": value,
-                         "from_size_bytes": start},
+                         "low": level.low, "high": level.high, "runs": runs, "from_size_bytes": start},
                 evidence=[{"size_bytes": int(s), "gib_s": v} for s, v in curve.items()],
             ))
     table = pd.DataFrame(plateaus)
@@ -778,18 +817,22 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
         return findings
     for (direction, policy, nodes, weight, ngpus, gpu_id, label, host), g in table.groupby(
             ["direction", "policy", "numa_nodes", "numa_weight", "ngpus", "gpu", "label", "host"]):
-        pins = {p.lower(): v for p, v in zip(g["pinned"], g["plateau_gib_s"])}
-        pinned = pins.get("1", pins.get("true"))
-        pageable = pins.get("0", pins.get("false"))
+        pins = {p.lower(): (v, r) for p, v, r in zip(g["pinned"], g["plateau_gib_s"], g["run_levels"])}
+        pinned, pinned_runs = pins.get("1", pins.get("true", (None, None)))
+        pageable, pageable_runs = pins.get("0", pins.get("false", (None, None)))
         if pinned is None or pageable is None:
             continue
+        # the runs of each side are independent jobs: a Welch interval over their levels
+        ratio, _, _ = stats.welch(pinned_runs, pageable_runs, method="Welch t interval over runs on the log ratio")
+        runs = f"{len(pinned_runs)} and {len(pageable_runs)} runs"
         findings.append(Finding(
             id="gpu_pinned", bench="gpu_xfer",
-            title=f"Pinned vs pageable GPU {direction}s ({policy or 'default'} {nodes}, {ngpus} GPU(s), GPU {gpu_id})",
-            summary=(f"Pinned host memory gives {pinned / pageable:.2f}x the {direction} plateau of pageable memory "
-                     f"({pinned:.1f} vs {pageable:.1f} GiB/s, {policy or 'default'} policy, node(s) {nodes})."),
+            title=f"Pinned vs pageable GPU {direction}s ({_gpu_memory(policy, nodes, weight)[0]}, {ngpus} GPU(s), GPU {gpu_id})",
+            summary=(f"Pinned host memory gives {_gpu_interval_text(ratio, runs, '{:.2f}x')} the {direction} plateau "
+                     f"of pageable memory ({pinned:.1f} vs {pageable:.1f} GiB/s, {_gpu_memory(policy, nodes, weight)[1]})."),
             numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "pinned_gib_s": pinned,
-                     "pageable_gib_s": pageable, "ratio": pinned / pageable},
+                     "pageable_gib_s": pageable, "ratio": ratio.estimate, "low": ratio.low, "high": ratio.high,
+                     "method": ratio.method},
         ))
     weighted = table[table["numa_weight"] != ""]
     for (direction, nodes, pinned, ngpus, gpu_id, label, host), g in weighted.groupby(
@@ -798,16 +841,20 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
             continue
         g = g.sort_values("plateau_gib_s", ascending=False)
         best, worst = g.iloc[0], g.iloc[-1]
+        ratio, _, _ = stats.welch(best["run_levels"], worst["run_levels"],
+                                  method="Welch t interval over runs on the log ratio")
+        runs = f"{len(best['run_levels'])} and {len(worst['run_levels'])} runs"
         findings.append(Finding(
             id="gpu_weights", bench="gpu_xfer",
             title=(f"Best weights for GPU {direction}s over nodes {nodes} "
                    f"({'pinned' if pinned in ('1', 'true') else 'pageable'}, {ngpus} GPU(s), GPU {gpu_id})"),
             summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest {direction} plateau "
-                     f"({best['plateau_gib_s']:.1f} GiB/s), {best['plateau_gib_s'] / worst['plateau_gib_s']:.2f}x "
+                     f"({best['plateau_gib_s']:.1f} GiB/s), {_gpu_interval_text(ratio, runs, '{:.2f}x')} "
                      f"weights {worst['numa_weight']}."),
             numbers={"direction": direction, "numa_nodes": nodes, "best_weights": best["numa_weight"],
                      "best_gib_s": best["plateau_gib_s"], "worst_weights": worst["numa_weight"],
-                     "worst_gib_s": worst["plateau_gib_s"], "ratio": best["plateau_gib_s"] / worst["plateau_gib_s"]},
+                     "worst_gib_s": worst["plateau_gib_s"], "ratio": ratio.estimate, "low": ratio.low,
+                     "high": ratio.high, "method": ratio.method},
             evidence=[{"numa_weight": r["numa_weight"], "plateau_gib_s": r["plateau_gib_s"]} for _, r in g.iterrows()],
         ))
     return findings
