@@ -70,11 +70,11 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def build_kernels() -> None:
-    """make -C kernels cpu, with the default flags; a failure ends the script in one line."""
-    build = subprocess.run(["make", "-C", str(REPO / "kernels"), "cpu"], capture_output=True, text=True)
+def build_kernels(target: str = "cpu") -> None:
+    """make -C kernels TARGET, with the default flags; a failure ends the script in one line."""
+    build = subprocess.run(["make", "-C", str(REPO / "kernels"), target], capture_output=True, text=True)
     if build.returncode != 0:
-        fail(f"make -C kernels cpu failed: {(build.stderr.strip() or build.stdout.strip()).splitlines()[-1]}")
+        fail(f"make -C kernels {target} failed: {(build.stderr.strip() or build.stdout.strip()).splitlines()[-1]}")
 
 
 def print_targets(verdicts: list[str]) -> None:
