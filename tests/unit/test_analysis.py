@@ -325,6 +325,26 @@ def test_gpu_claims_carry_an_interval_over_runs_or_say_there_is_none() -> None:
             assert "(one run: no interval)" in f.summary, f.summary
 
 
+def test_a_gpu_curve_that_falls_back_at_large_sizes_peaks_and_says_where_it_ends() -> None:
+    """Planted: pageable copies rising to 20 GiB/s at 1 MiB, then falling to 10 GiB/s at 256 MiB
+    (as pageable copies did on an H100 guest); pinned ones rising to a 50 GiB/s plateau. Only the
+    pinned curve is said to hold a plateau "from S on"."""
+    rows = []
+    for k in range(12, 29):
+        size = 1 << k
+        pageable = 20.0 * min(1.0, 2 ** (k - 20)) * (1.0 if k <= 20 else 0.5 ** ((k - 20) / 8))
+        pinned = 50.0 * min(1.0, 2 ** (k - 22))
+        for pin, bw in (("0", pageable), ("1", pinned)):
+            rows.append({"access_size(bytes)": size, "read_bw(gib/s)": bw, "policy": "local", "numa_nodes": "",
+                         "numa_weight": "", "pinned": pin})
+    found = {f.numbers["pinned"]: f for f in analysis.gpu_transfers(pd.DataFrame(rows)) if f.id == "gpu_plateau"}
+    falls, holds = found["0"], found["1"]
+    assert not falls.numbers["plateau_holds"] and holds.numbers["plateau_holds"]
+    assert "peak at 20.0 GiB/s" in falls.summary and "from" not in falls.summary
+    assert "and move 10.0 GiB/s at the largest size, 256MiB" in falls.summary
+    assert "reach a plateau of 50.0 GiB/s (one run: no interval) from 4MiB on" in holds.summary
+
+
 def test_placement_flags_ranks_below_threshold() -> None:
     df = latency_frame(stepped, cpus=(0, 8))
     df["page_fractions"] = np.where(df["rank"] == 1, "0:0.0500,1:0.9500", "0:1.0000,1:0.0000")

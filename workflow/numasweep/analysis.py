@@ -794,6 +794,11 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
             if len(curve) < 2:
                 continue
             _, start = _plateau(curve)
+            # "from S on" only where every larger size stays in the band: a curve that falls
+            # back at the large sizes (pageable copies often do) peaks, and says where it ends.
+            in_band = (curve >= SATURATION * curve.max()).to_numpy()
+            holds = bool(in_band[list(curve.index).index(start):].all())
+            band_end = int(curve.index[np.flatnonzero(in_band)[-1]])
             level, run_levels = _gpu_level(g, column, curve)
             value, runs = level.estimate, len(run_levels)
             plateaus.append({"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
@@ -805,11 +810,18 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
             findings.append(Finding(
                 id="gpu_plateau", bench="gpu_xfer",
                 title=f"GPU {direction}: {short}, {pin or 'pinning unknown'} ({who})",
-                summary=(f"GPU {direction}s ({who}, {pin or 'pinning unknown'}, {mem}) reach a "
-                         f"plateau of {_gpu_interval_text(level, f'{runs} runs', '{:.1f} GiB/s')} from {_sz(start)} on."),
+                summary=(f"GPU {direction}s ({who}, {pin or 'pinning unknown'}, {mem}) "
+                         + (f"reach a plateau of {_gpu_interval_text(level, f'{runs} runs', '{:.1f} GiB/s')} from "
+                            f"{_sz(start)} on." if holds else
+                            f"peak at {_gpu_interval_text(level, f'{runs} runs', '{:.1f} GiB/s')} "
+                            + (f"over {_sz(start)} to {_sz(band_end)}, the sizes" if band_end != start
+                               else f"at {_sz(start)}, the only size")
+                            + f" within {(1 - SATURATION) * 100:.0f}% of the highest, and move "
+                            f"{float(curve.iloc[-1]):.1f} GiB/s at the largest size, {_sz(int(curve.index[-1]))}.")),
                 numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
                          "pinned": pinned, "ngpus": ngpus, "gpu": gpu_id, "plateau_gib_s": value,
-                         "low": level.low, "high": level.high, "runs": runs, "from_size_bytes": start},
+                         "low": level.low, "high": level.high, "runs": runs, "from_size_bytes": start,
+                         "plateau_holds": holds, "largest_size_gib_s": float(curve.iloc[-1])},
                 evidence=[{"size_bytes": int(s), "gib_s": v} for s, v in curve.items()],
             ))
     table = pd.DataFrame(plateaus)
@@ -828,8 +840,9 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
         findings.append(Finding(
             id="gpu_pinned", bench="gpu_xfer",
             title=f"Pinned vs pageable GPU {direction}s ({_gpu_memory(policy, nodes, weight)[0]}, {ngpus} GPU(s), GPU {gpu_id})",
-            summary=(f"Pinned host memory gives {_gpu_interval_text(ratio, runs, '{:.2f}x')} the {direction} plateau "
-                     f"of pageable memory ({pinned:.1f} vs {pageable:.1f} GiB/s, {_gpu_memory(policy, nodes, weight)[1]})."),
+            summary=(f"Pinned host memory gives {_gpu_interval_text(ratio, runs, '{:.2f}x')} the {direction} bandwidth "
+                     f"of pageable memory, each at its plateau or peak ({pinned:.1f} vs {pageable:.1f} GiB/s, "
+                     f"{_gpu_memory(policy, nodes, weight)[1]})."),
             numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "pinned_gib_s": pinned,
                      "pageable_gib_s": pageable, "ratio": ratio.estimate, "low": ratio.low, "high": ratio.high,
                      "method": ratio.method},
