@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from numasweep import system_state
 from numasweep.system_state import SystemState, quality_notes
 
@@ -46,6 +48,18 @@ def test_constructed_tree_reads_back_every_field(tmp_path: Path) -> None:
         cpu_governors=("performance", "powersave"), cpufreq_driver="intel_pstate", smt="on",
         hypervisor="QEMU", cuda_driver="550.54.15",
     )
+
+
+@pytest.mark.parametrize("line, version", [
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5 2024", "550.54.15"),
+    # the open kernel module's line (on an H100 guest the old pattern read "for" from it)
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+     "(dvs-builder@host)  Thu Oct 30 2025", "580.159.04"),
+    ("NVRM version: something else entirely", None),
+])
+def test_cuda_driver_version_of_both_kernel_modules(tmp_path: Path, line: str, version: str | None) -> None:
+    write(tmp_path / "proc", {"driver/nvidia/version": line})
+    assert system_state._cuda_driver(tmp_path / "proc") == version
 
 
 def test_missing_files_read_as_unknown(tmp_path: Path) -> None:

@@ -92,9 +92,11 @@ def read(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SystemState:
 
 
 def _cuda_driver(proc: Path) -> str | None:
-    """`NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15 ...` -> `550.54.15`."""
+    """`NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15 ...` -> `550.54.15`, and the
+    open module's `NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ...` ->
+    `580.159.04`: the first dotted number after "Kernel Module"."""
     text = _text(proc / "driver" / "nvidia" / "version")
-    match = re.search(r"Kernel Module\s+(\S+)", text or "")
+    match = re.search(r"Kernel Module\b.*?\s(\d+(?:\.\d+)+)\b", text or "")
     return match.group(1) if match else None
 
 
