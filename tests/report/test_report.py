@@ -256,7 +256,7 @@ def test_cli_errors_are_one_line(full_results: Path, tmp_path: Path, capsys) -> 
     assert not (tmp_path / "r.md").exists()
 
 
-@pytest.mark.parametrize("name", ["lumi-g-remote", "ulisse"])
+@pytest.mark.parametrize("name", ["lumi-g-remote", "ulisse", "h100-vm"])
 def test_other_examples_render(repo: Path, tmp_path: Path, name: str) -> None:
     example = repo / "examples" / name
     findings = analysis.analyse(example)
