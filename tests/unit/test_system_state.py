@@ -52,9 +52,10 @@ def test_constructed_tree_reads_back_every_field(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("line, version", [
     ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5 2024", "550.54.15"),
-    # the open kernel module's line (on an H100 guest the old pattern read "for" from it)
-    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
-     "(dvs-builder@host)  Thu Oct 30 2025", "580.159.04"),
+    # the open kernel module's line, as an H100 guest's /proc/driver/nvidia/version read (the old
+    # pattern took "for" from it)
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  ",
+     "580.159.04"),
     ("NVRM version: something else entirely", None),
 ])
 def test_cuda_driver_version_of_both_kernel_modules(tmp_path: Path, line: str, version: str | None) -> None:
