@@ -106,6 +106,18 @@ def test_corrupt_csv_names_the_file(tmp_path: Path, capsys) -> None:
     assert err.startswith("numasweep: error:") and "copy.csv" in err and len(err.splitlines()) == 1
 
 
+def test_drawers_in_worker_processes_draw_the_same_figures(full_results: Path, tmp_path: Path) -> None:
+    """The drawers split over forked workers (as on a large table) write the same files, in the
+    same order, pixel for pixel, as one process."""
+    one = figures.draw_all(full_results, tmp_path / "one", jobs=1)
+    two = figures.draw_all(full_results, tmp_path / "two", jobs=2, min_rows=0)
+    assert [p.relative_to(tmp_path / "one") for p in one] == [p.relative_to(tmp_path / "two") for p in two]
+    assert len({p.parent.name for p in one}) >= 3
+    for a, b in zip(one, two):
+        if a.suffix == ".png":
+            assert a.read_bytes() == b.read_bytes(), a.name
+
+
 def test_bandwidth_without_kernel_name_still_plots(tmp_path: Path) -> None:
     from report_data import bandwidth_frame
 

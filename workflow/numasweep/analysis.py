@@ -17,7 +17,7 @@ Bandwidth and copy findings (`bandwidth_analysis`) rest on the same model, with 
 sizes and repetitions for units. GPU plateaus here are medians over repetitions.
 `analyse` runs them as parts that need nothing from each other (`_parts`: the latency levels,
 contrasts and outliers apart, each analysis of the other benchmarks), side by side in forked
-worker processes on a large table (`_run_parts`); each part seeds its own draws, so the findings
+worker processes on a large table (`workers.run`); each part seeds its own draws, so the findings
 are the same numbers in one process or several.
 """
 
@@ -28,8 +28,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -37,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from numasweep import benches, contrasts, levels, series, stats
+from numasweep import benches, contrasts, levels, series, stats, workers
 from numasweep.errors import NumasweepError
 from numasweep.stats import Interval
 from numasweep.topology import Topology
@@ -959,12 +957,6 @@ def _placement_fractions(df: pd.DataFrame, col: str, req_col: str) -> tuple[pd.S
 
 LATENCY_ANALYSES = (latency_findings, latency_locality)
 
-# From this many rows of aggregated results, `analyse` runs its parts side by side in worker
-# processes (one per CPU it may use, at most one per part); below, the forks cost more than
-# they save.
-PARALLEL_ROWS = 200_000
-
-
 def _parts(frames: dict[str, pd.DataFrame | None], topo: dict) -> list[Callable[[], list[Finding]]]:
     """Every analysis of `analyse` as parts that need nothing from each other, in the order of
     their findings."""
@@ -981,83 +973,7 @@ def _parts(frames: dict[str, pd.DataFrame | None], topo: dict) -> list[Callable[
     return _latency_parts(lat, topo) + [functools.partial(fn, *args) for fn, *args in calls]
 
 
-# The parts a forked worker runs, by their index: inherited through the fork, never pickled
-# (a part holds the whole table).
-_PARTS: list[Callable[[], list[Finding]]] = []
-_PARENT = 0        # the process that forks them
-
-
-def _run_part(index: int) -> list[Finding]:
-    return _PARTS[index]()
-
-
-def _worker_start() -> None:
-    """A worker ends with the process that forked it (Linux's parent-death signal): killed
-    analyse leaves no worker computing on, on a login node or a workstation."""
-    import signal
-
-    from numasweep.runjob import set_parent_death_signal
-
-    set_parent_death_signal(signal.SIGKILL)
-    if os.getppid() != _PARENT:      # the parent died before the signal was set
-        os._exit(1)
-
-
-def _stop(pool: Any) -> None:
-    """A process pool's queued parts cancelled and its workers ended, without waiting for them."""
-    workers = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for worker in workers:
-        worker.terminate()
-
-
-def _run_parts(parts: list[Callable[[], list[Finding]]], jobs: int) -> list[Finding]:
-    """The parts' findings in order: in this process (jobs 1), or in up to `jobs` forked workers,
-    each part on the first one free. Every part seeds its own random draws, so the findings are
-    the same numbers either way."""
-    global _PARTS, _PARENT
-    if jobs <= 1 or len(parts) <= 1:
-        return [f for part in parts for f in part()]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    _PARTS, _PARENT = parts, os.getpid()
-    pool = ProcessPoolExecutor(min(jobs, len(parts)), mp_context=multiprocessing.get_context("fork"),
-                               initializer=_worker_start)
-    try:
-        try:
-            futures = [pool.submit(_run_part, i) for i in range(len(parts))]     # the forks
-        except OSError as exc:      # no fork (a memory limit, a process limit): the same work here
-            _stop(pool)
-            print(f"numasweep: analyse: no worker processes ({exc.strerror or exc}); working in one process",
-                  file=sys.stderr)
-            return [f for part in parts for f in part()]
-        try:
-            found = [f for future in futures for f in future.result()]
-        except BaseException:       # a part's error, Ctrl-C: the other parts are not waited for
-            _stop(pool)
-            raise
-        pool.shutdown()
-        return found
-    except BrokenProcessPool:
-        raise NumasweepError("analyse: a worker process died (killed, or out of memory); rerun it in one process: "
-                             "`--jobs 1` (under Snakemake: `--set-threads analyse=1`)") from None
-    finally:
-        _PARTS = []
-
-
-def _workers(frames: dict[str, pd.DataFrame | None], jobs: int | None, min_rows: int) -> int:
-    """Worker processes: none below `min_rows` rows in all, else `jobs` (None: one per CPU this
-    process may use)."""
-    if sum(len(f) for f in frames.values() if f is not None) < min_rows:
-        return 1
-    if jobs is None:
-        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, jobs)
-
-
-def analyse(results_dir: str | Path, jobs: int | None = None, min_rows: int = PARALLEL_ROWS) -> dict:
+def analyse(results_dir: str | Path, jobs: int | None = None, min_rows: int = workers.PARALLEL_ROWS) -> dict:
     """All findings for one results folder (results/<system>/ or examples/<name>/). From `min_rows`
     rows, its parts run in up to `jobs` worker processes (None: one per CPU); the same findings."""
     results_dir = Path(results_dir)
@@ -1075,7 +991,7 @@ def analyse(results_dir: str | Path, jobs: int | None = None, min_rows: int = PA
               if (results_dir / f"{b}.csv").exists() else None for b in benches.NAMES}
     if all(f is None for f in frames.values()):
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")
-    findings = _run_parts(_parts(frames, topo), _workers(frames, jobs, min_rows))
+    findings = workers.run(_parts(frames, topo), workers.count(frames, jobs, min_rows), "analyse")
     return {"system": topo.get("system") or results_dir.name, "findings": [f.to_dict() for f in findings]}
 
 
@@ -1085,7 +1001,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--results", required=True, help="results/<system> or examples/<name>")
     p.add_argument("-o", "--output", required=True, help="findings.json to write")
     p.add_argument("--jobs", type=int, default=None,
-                   help=f"at most this many worker processes, used from {PARALLEL_ROWS:,} rows of results "
+                   help=f"at most this many worker processes, used from {workers.PARALLEL_ROWS:,} rows of results "
                         "(default: one per CPU); the findings are the same, the memory grows with them")
     args = p.parse_args(argv)
     result = analyse(args.results, args.jobs)

@@ -8,6 +8,7 @@ it wrote and writes nothing when the data it needs is absent.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numasweep import benches, levels, series, tables
+from numasweep import benches, levels, series, tables, workers
 from numasweep.errors import NumasweepError
 from numasweep.io import REPORT_ONLY, UNREAD, read_csv
 from numasweep.units import format_size
@@ -444,24 +445,33 @@ DRAWERS = {
 }
 
 
-def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[Path]:
-    """Every figure the results support; each bench gets its folder even when it has none."""
+def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike, jobs: int | None = 1,
+             min_rows: int = workers.PARALLEL_ROWS) -> list[Path]:
+    """Every figure the results support; each bench gets its folder even when it has none. From
+    `min_rows` rows, the drawers run in up to `jobs` forked worker processes (None: one per CPU);
+    the same files."""
+    from numasweep import mlc_figures  # it builds on this module
+
     figdir = Path(figdir)
     topology = load_topology(results_dir)
     frames = load_results(results_dir, UNREAD + REPORT_ONLY)
-    paths: list[Path] = []
+    parts = []
     for bench, drawers in DRAWERS.items():
         (figdir / bench).mkdir(parents=True, exist_ok=True)
         if bench in frames:
-            for draw in drawers:
-                paths += draw(frames[bench], topology, figdir)
-    from numasweep import mlc_figures  # it builds on this module
-
+            parts += [functools.partial(draw, frames[bench], topology, figdir) for draw in drawers]
     for bench, draw in mlc_figures.DRAWERS.items():
         (figdir / bench).mkdir(parents=True, exist_ok=True)
         if bench in frames:
-            paths += draw(frames[bench], figdir)
-    return paths
+            parts.append(functools.partial(draw, frames[bench], figdir))
+    jobs = workers.count(frames, jobs, min_rows)
+    if jobs > 1:
+        # What every worker needs, worked out once before the forks: matplotlib imported, the
+        # latency table reduced (tables.latency_table keeps it for the table it came from).
+        import matplotlib.figure  # noqa: F401
+        if "latency" in frames:
+            tables.latency_table(frames["latency"])
+    return workers.run(parts, jobs, "figures")
 
 
 def figure_kind(path: Path) -> str:
@@ -473,8 +483,11 @@ def main(argv: list[str]) -> int:
                                      description="draw the figures from aggregated results")
     parser.add_argument("--results", required=True, help="folder with topology.json and <bench>.csv")
     parser.add_argument("-o", "--output", required=True, help="figure folder (one subfolder per bench)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help=f"at most this many worker processes, used from {workers.PARALLEL_ROWS:,} rows of "
+                             "results (default: one per CPU); the same figures")
     args = parser.parse_args(argv)
-    paths = draw_all(args.results, args.output)
+    paths = draw_all(args.results, args.output, args.jobs)
     for path in paths:
         print(path)
     return 0

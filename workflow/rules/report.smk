@@ -28,7 +28,7 @@ rule analyse:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
         CONDA_ENV
-    # On a large table (numasweep.analysis.PARALLEL_ROWS) its parts run side by side in worker
+    # On a large table (numasweep.workers.PARALLEL_ROWS) its parts run side by side in worker
     # processes, one a thread Snakemake gives (capped by --cores; 1 under the SLURM profile).
     threads: 8
     params:
@@ -61,6 +61,8 @@ rule figures:
         f"logs/{SYSTEM}/report/figures.log",
     conda:
         CONDA_ENV
+    # Like analyse: on a large table its drawers run side by side, one worker a thread.
+    threads: 8
     params:
         results=results_folder,
         # The parent of the per-benchmark folders the rule outputs.
@@ -68,7 +70,7 @@ rule figures:
         # read by figure.rst: one caption sentence per figure kind
         captions=benches.CAPTIONS,
     shell:
-        "python -m numasweep figures --results {params.results:q} -o {params.figures:q} > {log:q} 2>&1"
+        "python -m numasweep figures --results {params.results:q} -o {params.figures:q} --jobs {threads} > {log:q} 2>&1"
 
 
 rule report_md:
