@@ -14,7 +14,8 @@ floor of practical effect stays. A finding's `numbers["claim"]` says whether it 
 distances (Welch intervals over ranks, Benjamini-Hochberg over the pairs of the call); a farther
 node faster beyond the floor and the noise is a finding of its own (`latency_ordering`).
 Bandwidth and copy findings (`bandwidth_analysis`) rest on the same model, with thread counts for
-sizes and repetitions for units. GPU plateaus here are medians over repetitions.
+sizes and repetitions for units. A GPU plateau here is the mean over runs (repetitions) of each
+run's median over the plateau sizes, with a t interval over the runs; its ratios get Welch intervals.
 `analyse` runs them as parts that need nothing from each other (`_parts`: the latency levels,
 contrasts and outliers apart, each analysis of the other benchmarks), side by side in forked
 worker processes on a large table (`workers.run`); each part seeds its own draws, so the findings
