@@ -123,6 +123,20 @@ def test_a_gpu_campaign_on_a_machine_without_gpus_says_so() -> None:
     assert "the sweep is empty" not in str(err.value) and "\n" not in str(err.value)
 
 
+def test_text_from_the_command_line_is_read_as_the_type_the_schema_asks() -> None:
+    """Snakemake's `--config gpu_xfer='{force: true}'` gives every value inside the mapping as
+    text: 'true', '2' and '100' are taken as the boolean and integers the schema asks for (a key of
+    its own, an item of a list, a key by $ref); other text is still refused with its key path."""
+    config = grid.validate_config({"gpu_xfer": {"force": "true", "sweeps": [
+        {"ngpus": ["1", "2"], "repetitions": "2", "iterations": "100", "pinned": ["false"], "sizes": "4K-1M"}]}})
+    section = config["gpu_xfer"]
+    sweep = section["sweeps"][0]
+    assert section["force"] is True and sweep["ngpus"] == [1, 2] and sweep["pinned"] == [False]
+    assert (sweep["repetitions"], sweep["iterations"], sweep["sizes"]) == (2, 100, "4K-1M")
+    with pytest.raises(NumasweepError, match=r"gpu_xfer\.force: wrong type \('maybe'\)"):
+        grid.validate_config({"gpu_xfer": {"force": "maybe"}})
+
+
 def test_two_sweeps_with_the_same_ids_need_a_label() -> None:
     sweep = {"domains": [[0]], "sizes": "1-2"}
     config = {"latency": {"sweeps": [sweep, {**sweep, "sizes": "4-8"}]}}

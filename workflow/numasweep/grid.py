@@ -15,6 +15,7 @@ import argparse
 import copy
 import functools
 import itertools
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,15 +74,46 @@ def _fill_defaults(validator_class: type) -> type:
     `latency:` section becomes `{sweeps: []}` and each sweep gets every key.
     """
     validate_properties = validator_class.VALIDATORS["properties"]
+    validate_items = validator_class.VALIDATORS["items"]
 
     def set_defaults(validator, properties, instance, schema):  # noqa: ANN001
         if isinstance(instance, dict):
             for name, sub in properties.items():
                 if "default" in sub and name not in instance:
                     instance[name] = copy.deepcopy(sub["default"])
+                elif name in instance:
+                    instance[name] = _from_text(instance[name], sub)
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+    def items_from_text(validator, items, instance, schema):  # noqa: ANN001
+        if isinstance(instance, list) and isinstance(items, dict):
+            instance[:] = [_from_text(v, items) for v in instance]
+        yield from validate_items(validator, items, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults, "items": items_from_text})
+
+
+def _from_text(value: Any, schema: dict) -> Any:
+    """Snakemake's `--config key=...` reads every value inside a mapping or list as text
+    (`--config gpu_xfer='{force: true}'` gives the text 'true'): text that spells the boolean or
+    the number the schema asks for is taken as one; anything else is left to the validation."""
+    if not isinstance(value, str):
+        return value
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        schema = _schema().get("$defs", {}).get(ref[len("#/$defs/"):], {})
+    types = schema.get("type", [])
+    types = types if isinstance(types, list) else [types]
+    if "boolean" in types and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if ("integer" in types or "number" in types) and re.fullmatch(r"[+-]?\d+", value.strip()):
+        return int(value)
+    if "number" in types:
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 _Validator = _fill_defaults(jsonschema.Draft202012Validator)
