@@ -730,10 +730,10 @@ def _contrast_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
 
 # ---------------------------------------------------------------- GPU
 
-def _plateau(curve: pd.Series) -> tuple[float, int]:
-    """Median bandwidth over the sizes reaching SATURATION of the maximum, and the first such size."""
-    top = curve[curve >= SATURATION * curve.max()]
-    return float(top.median()), int(top.index.min())
+def plateau_sizes(curve: pd.Series) -> list[int]:
+    """The sizes at which a bandwidth curve reaches SATURATION of its maximum, ascending."""
+    curve = curve.dropna()
+    return [int(s) for s in curve[curve >= SATURATION * curve.max()].index]
 
 
 def _gpu_memory(policy: str, nodes: str, weight: str) -> tuple[str, str]:
@@ -747,12 +747,11 @@ def _gpu_memory(policy: str, nodes: str, weight: str) -> tuple[str, str]:
     return f"{name} {nodes}{weights}", f"{name} policy, memory on node(s) {nodes}" + (f" with{weights}" if weight else "")
 
 
-def _gpu_level(g: pd.DataFrame, column: str, curve: pd.Series) -> tuple[Interval, np.ndarray]:
+def _gpu_level(g: pd.DataFrame, column: str, sizes: list[int]) -> tuple[Interval, np.ndarray]:
     """A GPU series' plateau with its interval, and each run's level: each run (repetition) gives
     the median of its log bandwidths over the plateau sizes of the median curve, the plateau is
     their mean, with a t interval over the runs (sizes are never counted as independent); one run
     gives its level with no interval."""
-    sizes = [s for s in curve.index if curve[s] >= SATURATION * curve.max()]
     reps = g[series.REPETITION] if series.REPETITION in g else pd.Series("0", index=g.index)
     per_run = (g.assign(_run=_text(reps)).groupby(["_run", benches.GPU_SIZE])[column].median()
                .unstack(benches.GPU_SIZE).reindex(columns=sizes))
@@ -792,13 +791,12 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
             curve = g.groupby(benches.GPU_SIZE)[column].median().dropna().sort_index()
             if len(curve) < 2:
                 continue
-            _, start = _plateau(curve)
+            band = plateau_sizes(curve)
+            start, band_end = band[0], band[-1]
             # "from S on" only where every larger size stays in the band: a curve that falls
             # back at the large sizes (pageable copies often do) peaks, and says where it ends.
-            in_band = (curve >= SATURATION * curve.max()).to_numpy()
-            holds = bool(in_band[list(curve.index).index(start):].all())
-            band_end = int(curve.index[np.flatnonzero(in_band)[-1]])
-            level, run_levels = _gpu_level(g, column, curve)
+            holds = band == [int(s) for s in curve.index if s >= start]
+            level, run_levels = _gpu_level(g, column, band)
             value, runs = level.estimate, len(run_levels)
             plateaus.append({"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
                              "pinned": pinned, "ngpus": ngpus, "gpu": gpu_id, "label": label, "host": host,
@@ -836,12 +834,12 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
         # the runs of each side are independent jobs: a Welch interval over their levels
         ratio, _, _ = stats.welch(pinned_runs, pageable_runs, method="Welch t interval over runs on the log ratio")
         runs = f"{len(pinned_runs)} and {len(pageable_runs)} runs"
+        short, mem = _gpu_memory(policy, nodes, weight)
         findings.append(Finding(
             id="gpu_pinned", bench="gpu_xfer",
-            title=f"Pinned vs pageable GPU {direction}s ({_gpu_memory(policy, nodes, weight)[0]}, {ngpus} GPU(s), GPU {gpu_id})",
+            title=f"Pinned vs pageable GPU {direction}s ({short}, {ngpus} GPU(s), GPU {gpu_id})",
             summary=(f"Pinned host memory gives {_gpu_interval_text(ratio, runs, '{:.2f}x')} the {direction} bandwidth "
-                     f"of pageable memory, each at its plateau or peak ({pinned:.1f} vs {pageable:.1f} GiB/s, "
-                     f"{_gpu_memory(policy, nodes, weight)[1]})."),
+                     f"of pageable memory, each at its plateau or peak ({pinned:.1f} vs {pageable:.1f} GiB/s, {mem})."),
             numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "pinned_gib_s": pinned,
                      "pageable_gib_s": pageable, "ratio": ratio.estimate, "low": ratio.low, "high": ratio.high,
                      "method": ratio.method},

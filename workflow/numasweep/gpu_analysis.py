@@ -38,12 +38,6 @@ def _prepare(gpu: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _plateau_sizes(curve: pd.Series) -> list[int]:
-    """The sizes at which a bandwidth curve reaches SATURATION of its maximum."""
-    curve = curve.dropna()
-    return [int(s) for s in curve[curve >= analysis.SATURATION * curve.max()].index]
-
-
 def _ratio(a: pd.DataFrame, b: pd.DataFrame, sizes: list[int]) -> stats.Interval:
     """a / b over `sizes`: per repetition the mean log ratio, a t interval over repetitions."""
     logs = []
@@ -78,7 +72,7 @@ def aggregate(gpu: pd.DataFrame | None) -> list[Finding]:
                 continue  # a run whose table lacks some of its GPUs is no aggregate
             total = per_gpu.sum(axis=1, min_count=ngpus)  # (repetition, size)
             curve = total.groupby(SIZE).median()
-            sizes = _plateau_sizes(curve)
+            sizes = analysis.plateau_sizes(curve)
             if len(curve) < 2 or not sizes:
                 continue
             together = float(curve.reindex(sizes).median())
@@ -130,7 +124,7 @@ def host_node(gpu: pd.DataFrame | None) -> list[Finding]:
             if own_node not in by_node or len(by_node) < 2:
                 continue
             own = by_node.pop(own_node)
-            sizes = _plateau_sizes(own.median())
+            sizes = analysis.plateau_sizes(own.median())
             if not sizes:
                 continue
             ratios = {n: _ratio(own, other, sizes) for n, other in by_node.items()}
