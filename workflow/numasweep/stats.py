@@ -273,12 +273,21 @@ def _middle(lo: float, hi: float) -> float:
 
 
 def _bracket(cols: Sequence[_PairDiffs], rank: int, lo: float = -1.0, clo: int = 0,
-             hi: float | None = None, chi: int | None = None) -> tuple[float, int, float, int]:
+             hi: float | None = None, chi: int | None = None,
+             counted: list[tuple[float, int]] | None = None) -> tuple[float, int, float, int]:
     """(lo, pairs at or below lo, hi, pairs at or below hi) with the pooled difference of 0-based
     `rank` in (lo, hi]: narrowed until few pairs or a single value are left. Each round counts the
     pairs at or below two values placed either side of the rank by a sample of the pairs still in
     the bracket (half way when the sample cannot place them); the bracket holds whatever the values,
-    so the order statistics do not depend on the sample."""
+    so the order statistics do not depend on the sample. `counted`: (value, pairs at or below it)
+    already counted on these columns, where the bracket starts when they are closer to the rank,
+    and where each value counted here is added (the medians of a series, then of the series with
+    each replicate left out, search around the same ranks)."""
+    for v, c in counted or ():
+        if c <= rank and v > lo:
+            lo, clo = v, c
+        elif c > rank and (hi is None or chi is None or v < hi):
+            hi, chi = v, c
     if hi is None or chi is None:
         hi = max(float(c.x[-1] - c.x[0]) for c in cols if c.pairs)
         chi = sum(c.pairs for c in cols)
@@ -300,6 +309,8 @@ def _bracket(cols: Sequence[_PairDiffs], rank: int, lo: float = -1.0, clo: int =
                 continue
             at = [c.upper(c.idx, mid) for c in cols]
             c = sum(int(np.sum(u - col.idx - 1)) for u, col in zip(at, cols))
+            if counted is not None:
+                counted.append((mid, c))
             if c > rank:
                 hi, chi, at_hi = mid, c, at
             else:
@@ -344,7 +355,8 @@ def _distinct(cols: Sequence[_PairDiffs], lo: float, clo: int, hi: float, chi: i
     return np.concatenate([v for v, _ in parts]), np.concatenate([n for _, n in parts])
 
 
-def _ranked(cols: Sequence[_PairDiffs], rlo: int, rhi: int) -> tuple[np.ndarray, np.ndarray]:
+def _ranked(cols: Sequence[_PairDiffs], rlo: int, rhi: int,
+            counted: list[tuple[float, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct pooled differences around ranks rlo..rhi and, for each, how many differences
     are at or below it: the order statistic of rank q is values[searchsorted(at_or_below, q, "right")].
     Columns of few distinct values give every distinct difference at once (`_PairDiffs.tied`)."""
@@ -355,15 +367,15 @@ def _ranked(cols: Sequence[_PairDiffs], rlo: int, rhi: int) -> tuple[np.ndarray,
         d, below = d[order], np.cumsum(np.concatenate([t[1] for t in tied])[order])
         last = np.r_[d[1:] != d[:-1], True]              # a value shared by columns counted once
         return d[last], below[last]
-    lo, clo, hi, chi = _bracket(cols, rlo)
+    lo, clo, hi, chi = _bracket(cols, rlo, counted=counted)
     if rhi >= chi:
-        _, _, hi, chi = _bracket(cols, rhi, hi, chi)
+        _, _, hi, chi = _bracket(cols, rhi, hi, chi, counted=counted)
     return _distinct(cols, lo, clo, hi, chi)
 
 
-def _pooled_median(cols: Sequence[_PairDiffs], n: int) -> float:
+def _pooled_median(cols: Sequence[_PairDiffs], n: int, counted: list[tuple[float, int]] | None = None) -> float:
     """np.median of the n pooled differences of `cols`: the middle one, or the mean of the two."""
-    values, below = _ranked(cols, (n - 1) // 2, n // 2)
+    values, below = _ranked(cols, (n - 1) // 2, n // 2, counted)
     low, high = values[np.searchsorted(below, [(n - 1) // 2, n // 2], side="right")]
     return low if n % 2 else np.mean([low, high])
 
@@ -405,6 +417,9 @@ class Series:
     replicates: list
     _noise: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by band: never mutated
     _draws: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by (seed, n): never mutated
+    # by (first, last + 1) size of a band: (value, pooled differences at or below it) counted by
+    # the noise, where the noise with each replicate left out starts (`_bracket`); a few numbers
+    _counted: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def k(self) -> np.ndarray:
@@ -431,15 +446,15 @@ class Series:
         if np.nanmax(k, initial=0) >= 2:
             # The median of every pairwise difference of a size's replicates, pooled over the band,
             # selected without listing the k^2 / 2 differences (`_PairDiffs`).
-            cols = [_PairDiffs(self.logs[:, j]) for j in range(m)]
             few = _pooled_medians(self.logs, band) if _few(self.logs.shape[0], m, band, False) else None
+            cols = [_PairDiffs(self.logs[:, j]) for j in range(m)] if few is None else []
             for j in range(m):
                 lo, hi = max(0, j - band), min(m, j + band + 1)
-                band_cols = cols[lo:hi]
-                n = sum(c.pairs for c in band_cols)
+                n = int(np.sum(k[lo:hi] * (k[lo:hi] - 1) // 2))
                 if n == 0 or k[j] == 0:
                     continue
-                sig[j] = SHAMOS * float(few[j] if few is not None else _pooled_median(band_cols, n))
+                sig[j] = SHAMOS * float(few[j] if few is not None else
+                                        _pooled_median(cols[lo:hi], n, self._counted.setdefault((lo, hi), [])))
                 factor = MEDIAN_EFFICIENCY if k[j] >= 3 else 1.0
                 se[j] = factor * sig[j] / math.sqrt(k[j])
                 dof[j] = max(1, int(np.sum(np.maximum(k[lo:hi] - 1, 0))))
@@ -452,50 +467,47 @@ class Series:
 
     def draws(self, seed: int, n: int, columns: Sequence[int] | None = None) -> np.ndarray:
         """Bootstrap draws of the log centre: replicates resampled whole, within-run error redrawn,
-        from a generator seeded with `seed`. The same seed gives the same draws, so they are drawn
+        from generators seeded with `seed`. The same seed gives the same draws, so they are drawn
         once per (seed, n, columns): every transition of a curve is located on the one set of
-        draws. `columns`: the only sizes a caller reads; the others are NaN. The generator still
-        draws every value in turn, so those sizes hold the numbers of a draw of them all, at a
-        fraction of the cost of the rest (the medians over the replicates)."""
+        draws. `columns`: the only sizes a caller reads; the others are NaN. Each size redraws its
+        within-run errors from a generator of its own, spawned from the seed, so a size holds the
+        same numbers whichever sizes are read with it, and only the sizes read are drawn."""
         key = (seed, n, None if columns is None else tuple(int(j) for j in columns))
         if key not in self._draws:
-            self._draws[key] = self._draw(np.random.default_rng(seed), n, key[2])
+            self._draws[key] = self._draw(seed, n, key[2])
             self._draws[key].flags.writeable = False
         return self._draws[key]
 
-    def _draw(self, rng: np.random.Generator, n: int, columns: tuple[int, ...] | None = None) -> np.ndarray:
+    def _draw(self, seed: int, n: int, columns: tuple[int, ...] | None = None) -> np.ndarray:
         r, m = self.logs.shape
-        pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
+        pick = np.random.default_rng(seed).integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
         cols = np.arange(m) if columns is None else np.asarray(columns, dtype=np.int64)
-        contiguous = len(cols) > 0 and np.array_equal(cols, np.arange(cols[0], cols[0] + len(cols)))
-        keep = slice(int(cols[0]), int(cols[0]) + len(cols)) if contiguous else cols
-
-        def kept(values: np.ndarray) -> np.ndarray:
-            return values[..., keep] if contiguous else np.take(values, keep, axis=-1)
-        # each replicate's within-run error and log side by side: one gather a piece, not two
-        # (`take` of rows of both is several times faster than two fancy indexings)
-        both = kept(np.stack([np.nan_to_num(self.run_se, nan=0.0), self.logs], axis=1))
-        # a few draws at a time: thousands of replicates would hold n x r x m values at once; the
-        # generator gives the same numbers in pieces as in one call
-        step = max(1, _DRAW_CELLS // max(1, pick.shape[1] * m))
+        streams = np.random.SeedSequence(seed).spawn(m)         # one per size, whatever is read
+        gens = [np.random.default_rng(streams[j]) for j in cols]
+        se = np.ascontiguousarray(np.nan_to_num(self.run_se[:, cols], nan=0.0).T)   # (columns, replicates)
+        logs = np.ascontiguousarray(self.logs[:, cols].T)
+        # a few draws at a time: thousands of replicates would hold n x r values a size at once;
+        # a generator gives the same numbers in pieces as in one call
+        step = max(1, _DRAW_CELLS // max(1, r * len(cols)))
         # The medians of one piece are taken on a second thread while the next piece is drawn
-        # (numpy leaves Python's lock for both): the generator runs in order on this thread alone.
+        # (numpy leaves Python's lock for both): each generator runs in order on this thread alone.
         out, pending = [], None
         with ThreadPoolExecutor(max_workers=1) as medians:
             for a in range(0, n, step):
                 p = pick[a:a + step]
-                logs = kept(rng.standard_normal((len(p), p.shape[1], m)))    # in place, the same sums
-                picked = np.take(both, p, axis=0)
-                logs *= picked[:, :, 0]
-                logs += picked[:, :, 1]
+                piece = np.empty((len(cols), len(p), p.shape[1]))
+                for c, gen in enumerate(gens):
+                    gen.standard_normal(out=piece[c])
+                    piece[c] *= np.take(se[c], p)
+                    piece[c] += np.take(logs[c], p)
                 if pending is not None:
                     out.append(pending.result())
-                pending = medians.submit(nanmedian, logs, 1)
+                pending = medians.submit(nanmedian, piece, 2)
             if pending is not None:
                 out.append(pending.result())
-        found = np.concatenate(out) if out else np.empty((0, len(cols)))
+        found = np.concatenate(out, axis=1).T if out else np.empty((0, len(cols)))
         if columns is None:
-            return found
+            return np.ascontiguousarray(found)
         full = np.full((len(found), m), np.nan)
         full[:, cols] = found
         return full
@@ -816,7 +828,7 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         sig[uses] = SHAMOS * _left_out_medians(s.logs)[uses]
         dof[uses] = dofs[uses]
     elif uses.any():
-        _left_out_ranked(s.logs, finite, uses, total - mine, mine, sig)
+        _left_out_ranked(s, finite, uses, total - mine, mine, sig)
         dof[uses] = dofs[uses]
     for u in np.nonzero(~pairwise)[0]:      # the others' own runs (`Series.noise`), one by one
         rest = Series(s.key, s.sizes, np.delete(s.logs, u, axis=0), np.delete(s.run_se, u, axis=0),
@@ -825,11 +837,13 @@ def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     return dof, sig, ref, k
 
 
-def _left_out_ranked(logs: np.ndarray, finite: np.ndarray, uses: np.ndarray, lefts: np.ndarray, mines: np.ndarray,
+def _left_out_ranked(s: Series, finite: np.ndarray, uses: np.ndarray, lefts: np.ndarray, mines: np.ndarray,
                      sig: np.ndarray) -> None:
     """`_left_out`'s sigma for many replicates, into `sig` where `uses`: per size, the median of
     the others' band differences found by counting value brackets (`_ranked`), never listing
-    the k^2 / 2 differences."""
+    the k^2 / 2 differences; from the values the series' own noise counted, which lie about the
+    same ranks."""
+    logs = s.logs
     r, m = logs.shape
     cols = [_PairDiffs(logs[:, j]) for j in range(m)]
     # sorted position of each replicate's value in its size's column (any of equal values)
@@ -845,7 +859,8 @@ def _left_out_ranked(logs: np.ndarray, finite: np.ndarray, uses: np.ndarray, lef
         lo, hi = max(0, j - 1), min(m, j + 2)
         band = cols[lo:hi]
         q = [(left - 1) // 2, left // 2]
-        values, below = _ranked(band, int(q[0][use].min()), int((q[1] + mine)[use].max()))
+        values, below = _ranked(band, int(q[0][use].min()), int((q[1] + mine)[use].max()),
+                                s._counted.setdefault((lo, hi), []))
 
         def own(v_idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
             """Per replicate of `rows` (others 0): its own differences at or below values[v_idx]."""
