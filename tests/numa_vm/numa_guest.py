@@ -8,6 +8,7 @@ file it writes under `$OUT`, a host folder shared writable with the guest.
 
 from __future__ import annotations
 
+import compileall
 import os
 import re
 import shlex
@@ -154,12 +155,14 @@ def panicked_before_command(console: Path) -> bool:
 def copy_repo_with_kernels(repo: Path, out: Path) -> None:
     """A copy of the repository under `out/repo` for the guest's workflow runs, with the
     kernels built for the guest's CPU (GUEST_BUILD) as its build folder, copied with their
-    times kept, so the guest's build jobs find them up to date."""
+    times kept, so the guest's build jobs find them up to date, and its Python byte-compiled
+    here: the guest would compile it at its first import, seconds under emulation."""
     sys.path.insert(0, str(repo / "tests" / "workflow"))
     from workflow_helpers import copy_repo
 
     copy_repo(repo, out / "repo")
     shutil.copytree(repo / GUEST_BUILD, out / "repo" / "build", symlinks=True)
+    compileall.compile_dir(out / "repo" / "workflow", quiet=1)
 
 
 def render_report(repo: Path, out: Path, system: str) -> str:
