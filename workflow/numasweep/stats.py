@@ -417,8 +417,8 @@ class Series:
     replicates: list
     _noise: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by band: never mutated
     _draws: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by (seed, n): never mutated
-    # by (first, last + 1) size of a band: (value, pooled differences at or below it) counted by
-    # the noise, where the noise with each replicate left out starts (`_bracket`); a few numbers
+    # by (first, last + 1) size of a band: (value, pooled differences at or below it) as counted
+    # so far (`_bracket`), where a later search of the same columns starts; a few numbers
     _counted: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -841,8 +841,8 @@ def _left_out_ranked(s: Series, finite: np.ndarray, uses: np.ndarray, lefts: np.
                      sig: np.ndarray) -> None:
     """`_left_out`'s sigma for many replicates, into `sig` where `uses`: per size, the median of
     the others' band differences found by counting value brackets (`_ranked`), never listing
-    the k^2 / 2 differences; from the values the series' own noise counted, which lie about the
-    same ranks."""
+    the k^2 / 2 differences; where the series' noise came first, from the values it counted,
+    which lie about the same ranks."""
     logs = s.logs
     r, m = logs.shape
     cols = [_PairDiffs(logs[:, j]) for j in range(m)]
