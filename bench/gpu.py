@@ -52,8 +52,8 @@ from kernels import (  # noqa: E402
     verdict,
 )
 
-from numasweep.errors import NumasweepError  # noqa: E402
-from numasweep.units import format_size, parse_size  # noqa: E402
+from numasweep.core.errors import NumasweepError  # noqa: E402
+from numasweep.core.units import format_size, parse_size  # noqa: E402
 
 SIZES = "4K,64K,1M,4M,16M,64M,256M"
 TARGET_FROM = 64 << 20           # the 3% target applies from 64 MiB on

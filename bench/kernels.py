@@ -40,9 +40,9 @@ from typing import Callable, NoReturn
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "workflow"))
 
-from numasweep.errors import NumasweepError  # noqa: E402
-from numasweep.io import read_csv  # noqa: E402
-from numasweep.units import format_size, parse_size  # noqa: E402
+from numasweep.core.errors import NumasweepError  # noqa: E402
+from numasweep.core.io import read_csv  # noqa: E402
+from numasweep.core.units import format_size, parse_size  # noqa: E402
 
 BIN = REPO / "build" / "bin"
 LATENCY_SIZES = "16K,64K,256K,1M,4M,16M,64M,256M,1G,4G"

@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernels import (BIN, REPO, Rounds, build_kernels, fail, interleave, load, multichase_binary,  # noqa: E402
                      print_targets, run, say_error, verdict)
 
-from numasweep.errors import NumasweepError  # noqa: E402
-from numasweep.io import read_csv  # noqa: E402
-from numasweep.units import format_size, parse_size  # noqa: E402
+from numasweep.core.errors import NumasweepError  # noqa: E402
+from numasweep.core.io import read_csv  # noqa: E402
+from numasweep.core.units import format_size, parse_size  # noqa: E402
 
 
 def allowed_cpus() -> list[int]:

@@ -89,10 +89,11 @@ def results_campaign(rows: int, arch: str = "config/arch/lumi-g.yaml", hosts: in
 
 def write_results(folder: Path, rows: int, arch: str = "config/arch/lumi-g.yaml", hosts: int = 1) -> list[Path]:
     """A results folder of model data: topology.json and latency/<id>.csv + .json per job; with
-    more than one host, a fleet campaign (`numasweep.fleet.spread`: each job once per node)."""
+    more than one host, a fleet campaign (`numasweep.planning.fleet.spread`: each job once per node)."""
     import model  # tests/replay/model.py: the stated model every value comes from
 
-    from numasweep import fleet, grid, topology
+    from numasweep.planning import fleet, grid
+    from numasweep.core import topology
 
     topo = topology.load(REPO / arch)
     plan = grid.expand(grid.merge(grid.load_config_file(grid.DEFAULT_CONFIG), results_campaign(rows, arch, hosts)),

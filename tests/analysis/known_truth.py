@@ -9,7 +9,8 @@ import numpy as np
 import tempfile
 from pathlib import Path
 
-from numasweep import analysis, contrasts, levels
+from numasweep.findings import analysis, levels
+from numasweep.statistics import contrasts
 
 from truth import Planted
 

@@ -1,4 +1,4 @@
-"""Bandwidth and copy findings (numasweep.bandwidth_analysis) against tables with planted truth.
+"""Bandwidth and copy findings (numasweep.findings.bandwidth_analysis) against tables with planted truth.
 
 The generator `plant` (below) states the model the tables come from; every test data set is
 drawn from it, never measured:
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numasweep import analysis, bandwidth_analysis
+from numasweep.findings import analysis, bandwidth_analysis
 
 DISTANCES = (12, 16, 21, 32)
 WEIGHTS = {"3,1": 1.0, "1,1": 0.85, "1,3": 0.7}

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numasweep import gpu_analysis
+from numasweep.findings import gpu_analysis
 
 SIZES = [1 << k for k in range(12, 31, 2)]
 HALF = 256 << 10

@@ -10,7 +10,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from numasweep import analysis, contrasts, levels
+from numasweep.findings import analysis, levels
+from numasweep.statistics import contrasts
 
 import known_truth as kt
 import truth

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from numasweep import analysis
+from numasweep.findings import analysis
 
 MIB = 1 << 20
 SIZES = (64 * MIB, 1024 * MIB)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from numasweep import contrasts, levels, topology
+from numasweep.statistics import contrasts
+from numasweep.findings import levels
+from numasweep.core import topology
 
 GiB = 1 << 30
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numasweep import mlc_analysis
+from numasweep.findings import mlc_analysis
 
 RNG_SEED = 11
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numasweep import stats
-from numasweep.errors import NumasweepError
+from numasweep.statistics import stats
+from numasweep.core.errors import NumasweepError
 
 
 def _table(values):
@@ -289,7 +289,7 @@ def test_points_are_sorted_and_taken_as_the_grouping_takes_them(repeat):
 def test_units_of_a_ratio_series_come_sorted_by_name_from_codes_or_text(ordered_categories):
     """`contrasts._units_by_size` takes a categorical unit column's codes where its categories are
     in text order, and the text otherwise: the units, sizes and values must be the same."""
-    from numasweep import contrasts
+    from numasweep.statistics import contrasts
 
     rng = np.random.default_rng(5)
     names = [f"{a}|{b}" for a in (0, 1, 10, 2) for b in ("x", "y")]

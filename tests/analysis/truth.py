@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from numasweep.topology import Topology
+from numasweep.core.topology import Topology
 
 KiB, MiB = 1 << 10, 1 << 20
 

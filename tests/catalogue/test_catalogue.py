@@ -78,7 +78,7 @@ CONFIGS = {
 }
 for _name, (_config, _says) in CONFIGS.items():
     case("config", _name, _grid(_config), _says)
-# Checked against the topology at plan time (numasweep/checks.py); LUMI-G nodes hold 128G each.
+# Checked against the topology at plan time (numasweep/planning/checks.py); LUMI-G nodes hold 128G each.
 PLAN_TIME = {
     "latency size over node memory": ({"latency": {"sweeps": [{"domains": [[0]], "sizes": "2048G"}]}},
                                       "latency.sweeps[0].sizes", "2048GiB", "128GiB", "node 0"),

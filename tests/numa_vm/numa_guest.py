@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep.io import read_csv
+from numasweep.core.io import read_csv
 
 HERE = Path(__file__).resolve().parent
 RUN_SH = HERE / "run.sh"

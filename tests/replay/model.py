@@ -2,7 +2,7 @@
 
 `write_job(job, topo, folder)` writes `<folder>/<bench>/<id>.csv` with exactly the columns the
 kernel writes (docs/INTERFACES.md, kernels/README.md) and `<id>.json`, the provenance record
-(numasweep.provenance), for one `numasweep.grid.Job` on a `numasweep.topology.Topology`.
+(numasweep.running.provenance), for one `numasweep.planning.grid.Job` on a `numasweep.core.topology.Topology`.
 Every value comes from the formulas below, so a test knows which effects the analysis must
 find. The only variation is a relative jitter of at most JITTER, seeded by the job id
 (`random.Random(job.id)`): the same job always gets the same numbers.
@@ -41,9 +41,10 @@ import random
 import re
 from pathlib import Path
 
-from numasweep import benches, fleet, grid, placement
-from numasweep.topology import Topology
-from numasweep.units import parse_size, parse_sizes  # noqa: F401 (parse_sizes: also for tests)
+from numasweep import benches
+from numasweep.planning import fleet, grid, placement
+from numasweep.core.topology import Topology
+from numasweep.core.units import parse_size, parse_sizes  # noqa: F401 (parse_sizes: also for tests)
 
 L1_NS, L2_NS, L3_NS, DRAM_NS = 1.5, 4.0, 12.0, 80.0
 TLB_REACH, TLB_FACTOR = 8 << 20, 1.3
@@ -289,7 +290,7 @@ def write_job(job: grid.Job, topo: Topology, folder: Path) -> Path:
     """`<folder>/<bench>/<id>.csv` and `.json` for one job; returns the CSV's path."""
     rng = random.Random(job.id)
     rows = ROWS[job.bench](job, topo, rng)
-    # a fleet campaign's copy of a job ran on its node (numasweep.fleet): that node is its host
+    # a fleet campaign's copy of a job ran on its node (numasweep.planning.fleet): that node is its host
     host = job.grid.get(fleet.NODE_COLUMN) or HOST
     for r in rows:
         r["host"] = host

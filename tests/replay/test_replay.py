@@ -25,7 +25,9 @@ sys.path.insert(0, str(REPO / "tests" / "workflow"))
 import model  # noqa: E402
 from workflow_helpers import copy_repo, planned_jobs, snakemake  # noqa: E402
 
-from numasweep import grid, series, topology  # noqa: E402
+from numasweep.planning import grid  # noqa: E402
+from numasweep.results import series  # noqa: E402
+from numasweep.core import topology  # noqa: E402
 
 # config/config.yaml detects the machine (arch: auto); its replay uses an arch with GPUs and
 # two L3 groups per node so that every benchmark and every effect is planned.
@@ -128,7 +130,7 @@ def test_no_two_series_share_a_finding_or_a_line(replay):
 def test_worker_processes_give_the_same_findings(replay):
     """`analyse` in worker processes (forced here, below its row threshold) writes what the
     workflow's one-process run wrote, part for part and in order."""
-    from numasweep import analysis
+    from numasweep.findings import analysis
 
     assert analysis.analyse(replay["results"], jobs=2, min_rows=0)["findings"] == replay["findings"]
 

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from numasweep import aggregate, analysis, grid, report
-from numasweep.topology import Topology
+from numasweep.results import aggregate
+from numasweep.findings import analysis
+from numasweep.planning import grid
+from numasweep.reporting import report
+from numasweep.core.topology import Topology
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
 import model  # noqa: E402

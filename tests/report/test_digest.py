@@ -1,4 +1,4 @@
-"""A fleet's findings alike but for their host are said once in the report (numasweep.digest).
+"""A fleet's findings alike but for their host are said once in the report (numasweep.results.digest).
 
 The findings here are written by hand in the shape `analyse` gives them (title with the series'
 name in parentheses, numbers with `analysis._iv` intervals); the end-to-end case renders a
@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from numasweep import aggregate, analysis, digest, report
+from numasweep.results import aggregate, digest
+from numasweep.findings import analysis
+from numasweep.reporting import report
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("pipeline_bench", REPO / "bench" / "pipeline.py")

@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 from report_data import latency_frame, topology, write_results
-from numasweep import benches, figures, tables
+from numasweep import benches
+from numasweep.reporting import figures
+from numasweep.results import tables
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -190,7 +192,7 @@ def test_copies_of_two_configurations_never_share_a_matrix(tmp_path: Path) -> No
     and raw table, never one median over both."""
     from report_data import copy_frame
 
-    from numasweep import report
+    from numasweep.reporting import report
 
     fast, slow = copy_frame().assign(label="fast"), copy_frame().assign(label="slow")
     slow["best_gb_s"] /= 2

@@ -13,7 +13,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
 from test_mlc_findings import _c2c, _loaded  # noqa: E402
 
-from numasweep import mlc_figures  # noqa: E402
+from numasweep.reporting import mlc_figures  # noqa: E402
 
 
 def test_loaded_latency_figure_written(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from report_data import MiB, write_results
-from numasweep import analysis, figures, report
+from numasweep.findings import analysis
+from numasweep.reporting import figures, report
 from numasweep.__main__ import main
-from numasweep.units import format_size
+from numasweep.core.units import format_size
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -163,7 +164,7 @@ def test_absent_data_leaves_sections_out(tmp_path: Path) -> None:
 def test_commands_reach_the_report_through_the_aggregated_table(tmp_path: Path) -> None:
     """The launch line travels provenance -> aggregate's `command` column -> report; a
     provenance file the report's rule does not declare is never read."""
-    from numasweep import aggregate
+    from numasweep.results import aggregate
 
     results = write_results(tmp_path / "res", benches=("latency",))
     jobs = results / "latency"
@@ -290,7 +291,7 @@ def test_every_finding_id_has_its_subject(repo: Path) -> None:
     """Each id the analyses give (Finding(id=...) in the package) lands in one analysis section,
     never in the catch-all; compare's regressions are its own section's (compare.markdown)."""
     package = repo / "workflow" / "numasweep"
-    found = {m for path in package.glob("*.py") if path.name != "compare.py"
+    found = {m for path in package.rglob("*.py") if path.name != "compare.py"
              for m in re.findall(r"Finding\(\s*id=\"([a-z0-9_]+)\"", path.read_text())}
     assert {"cache_threshold", "tlb_cost", "loaded_latency", "gpu_aggregate", "rank_scaling", "placement"} <= found
     assert {i: report.subject_of(i).title for i in found if report.subject_of(i) is report.OTHER} == {}
@@ -306,7 +307,7 @@ def test_launch_lines_are_listed_once_in_order_of_first_appearance():
 
 def test_latency_table_is_reduced_once_per_table_and_each_caller_gets_its_own_copy():
     """Model rows: one series, two sizes, two repetitions."""
-    from numasweep import tables
+    from numasweep.results import tables
 
     df = pd.DataFrame({"rank": [0, 0, 0, 0], "cpu": [1, 1, 1, 1], "mode": ["serial"] * 4,
                        "size_bytes": [MiB, MiB, 2 * MiB, 2 * MiB], "repetition": [0, 1, 0, 1],

@@ -1,4 +1,4 @@
-"""Series identity (numasweep.series): runs that differ in any series column stay apart in every
+"""Series identity (numasweep.results.series): runs that differ in any series column stay apart in every
 table, figure and finding; only repetitions are pooled."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 from report_data import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
-from numasweep import analysis, figures, report, series, tables
+from numasweep.findings import analysis
+from numasweep.reporting import figures, report
+from numasweep.results import series, tables
 
 
 def render(results: Path, out: Path) -> tuple[str, dict, list[Path]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from numasweep.units import parse_cpulist
+from numasweep.core.units import parse_cpulist
 from slurmtest import (
     HERE,
     Cluster,

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numasweep import analysis, bandwidth_analysis
-from numasweep.errors import NumasweepError
+from numasweep.findings import analysis, bandwidth_analysis
+from numasweep.core.errors import NumasweepError
 
 MIB = 1 << 20
 SIZES = [MIB << k for k in range(11)]  # 1 MiB .. 1 GiB

@@ -1,10 +1,11 @@
-"""Plan-time checks against the topology (numasweep/checks.py) that warn rather than refuse."""
+"""Plan-time checks against the topology (numasweep/planning/checks.py) that warn rather than refuse."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from numasweep import checks, grid, topology
+from numasweep.planning import checks, grid
+from numasweep.core import topology
 
 REPO = Path(__file__).resolve().parents[2]
 LUMI = topology.load(REPO / "config" / "arch" / "lumi-g.yaml")

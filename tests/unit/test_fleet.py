@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep import figures, fleet, grid, stats, topology
+from numasweep.reporting import figures
+from numasweep.planning import fleet, grid
+from numasweep.statistics import stats
+from numasweep.core import topology
 
 SIZES = [2**k for k in range(12, 26)]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from numasweep.errors import NumasweepError
-from numasweep.launch import direct_argv, mpirun_argv, srun_argv
-from numasweep.placement import RankPlacement, plan
-from numasweep.topology import detect, load_arch
+from numasweep.core.errors import NumasweepError
+from numasweep.planning.launch import direct_argv, mpirun_argv, srun_argv
+from numasweep.planning.placement import RankPlacement, plan
+from numasweep.core.topology import detect, load_arch
 
 REPO = Path(__file__).resolve().parents[2]
 LUMI = load_arch(REPO / "config" / "arch" / "lumi-g.yaml")
@@ -108,8 +108,8 @@ def test_plan_command_shows_the_workflow_launch_line():
     import shlex
     import sys
 
-    from numasweep import grid
-    from numasweep.launch import job_argv
+    from numasweep.planning import grid
+    from numasweep.planning.launch import job_argv
 
     for domains, rpd in (("0", 1), ("0,1", 2)):
         config = {"latency": {"sweeps": [{"domains": [[int(d) for d in domains.split(",")]],

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numasweep import legacy
-from numasweep.errors import NumasweepError
+from numasweep.results import legacy
+from numasweep.core.errors import NumasweepError
 
 LUMI_TOPO = "examples/lumi-g/topology.json"
 

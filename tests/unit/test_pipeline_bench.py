@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from numasweep import aggregate, grid, topology
+from numasweep.results import aggregate
+from numasweep.planning import grid
+from numasweep.core import topology
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("pipeline_bench", REPO / "bench" / "pipeline.py")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from numasweep.errors import NumasweepError
-from numasweep.placement import (MemorySpec, check_cpus, parse_memory, plan, plan_cpus, rank_scaling,
+from numasweep.core.errors import NumasweepError
+from numasweep.planning.placement import (MemorySpec, check_cpus, parse_memory, plan, plan_cpus, rank_scaling,
                                  scaling_name)
-from numasweep.topology import load_arch
+from numasweep.core.topology import load_arch
 
 REPO = Path(__file__).resolve().parents[2]
 LUMI = load_arch(REPO / "config" / "arch" / "lumi-g.yaml")

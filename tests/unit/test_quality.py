@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numasweep import aggregate, quality, report
-from numasweep.system_state import SystemState
+from numasweep.results import aggregate, quality
+from numasweep.reporting import report
+from numasweep.core.system_state import SystemState
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numasweep import compare, store
-from numasweep.errors import NumasweepError
+from numasweep.reporting import compare
+from numasweep.results import store
+from numasweep.core.errors import NumasweepError
 
 SIZES = [2**k for k in range(12, 26, 2)]  # 4 KiB .. 16 MiB
 

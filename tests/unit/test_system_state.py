@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from numasweep import system_state
-from numasweep.system_state import SystemState, quality_notes
+from numasweep.core import system_state
+from numasweep.core.system_state import SystemState, quality_notes
 
 
 def write(root: Path, files: dict[str, str]) -> None:

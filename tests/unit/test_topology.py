@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from numasweep.errors import NumasweepError
-from numasweep.topology import Topology, detect, load, load_arch
+from numasweep.core.errors import NumasweepError
+from numasweep.core.topology import Topology, detect, load, load_arch
 
 REPO = Path(__file__).resolve().parents[2]
 ARCH = REPO / "config" / "arch"

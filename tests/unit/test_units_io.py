@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from numasweep.errors import NumasweepError
-from numasweep.io import atomic_write_text, read_csv
-from numasweep.units import format_cpulist, format_size, parse_cpulist, parse_size, parse_sizes
+from numasweep.core.errors import NumasweepError
+from numasweep.core.io import atomic_write_text, read_csv
+from numasweep.core.units import format_cpulist, format_size, parse_cpulist, parse_size, parse_sizes
 
 MiB = 1 << 20
 
@@ -119,7 +119,7 @@ def test_read_csv_codes_hold_the_same_text_as_categories_in_text_order(tmp_path,
     numbers stay numbers, and a column whose first rows are numbers stays as pandas reads it."""
     import pandas as pd
 
-    from numasweep import io
+    from numasweep.core import io
 
     monkeypatch.setattr(io, "_SNIFF_ROWS", 3)
     path = tmp_path / "latency.csv"
@@ -156,7 +156,7 @@ def test_the_columnar_copy_gives_the_table_the_csv_gives(tmp_path, monkeypatch):
     is read: the parser is never called while the copy matches its CSV."""
     import pandas as pd
 
-    from numasweep import io
+    from numasweep.core import io
 
     path = _table(tmp_path / "latency.csv")
     assert io.write_columns(path) is None
@@ -182,7 +182,7 @@ def test_a_changed_or_damaged_csv_copy_is_never_read(tmp_path, capsys):
     a damaged copy is one warning line, and the CSV is read."""
     import os
 
-    from numasweep import io
+    from numasweep.core import io
 
     path = _table(tmp_path / "latency.csv")
     io.write_columns(path)
@@ -211,7 +211,7 @@ def test_a_touched_or_copied_csv_keeps_its_columnar_copy(tmp_path, monkeypatch):
 
     import pandas as pd
 
-    from numasweep import io
+    from numasweep.core import io
 
     path = _table(tmp_path / "latency.csv")
     io.write_columns(path)
@@ -233,7 +233,7 @@ def test_a_touched_or_copied_csv_keeps_its_columnar_copy(tmp_path, monkeypatch):
 def test_a_column_of_text_and_numbers_is_left_to_the_csv(tmp_path, monkeypatch):
     """A column whose first rows are numbers and later ones text cannot be kept without a pickle:
     the copy says why and holds nothing, and the table is read from the CSV as before."""
-    from numasweep import io
+    from numasweep.core import io
 
     monkeypatch.setattr(io, "_SNIFF_ROWS", 3)
     path = tmp_path / "latency.csv"
@@ -248,12 +248,18 @@ def test_columns_left_unread_are_named_by_no_step_that_skips_them():
     only while the code of those steps never names such a column (a new use must take it out)."""
     from pathlib import Path
 
-    from numasweep import io
+    from numasweep.core import io
 
-    package = Path(io.__file__).parent
+    package = Path(io.__file__).parents[1]
+
+    def source(module: str) -> str:
+        found = list(package.rglob(f"{module}.py"))
+        assert len(found) == 1, f"{module}.py: {len(found)} files in the package"
+        return found[0].read_text()
+
     steps = ("analysis", "bandwidth_analysis", "gpu_analysis", "mlc_analysis", "scaling", "levels", "contrasts",
              "stats", "tables", "series", "figures", "mlc_figures")
     named = {(m, c) for m in steps for c in io.UNREAD + io.REPORT_ONLY
-             if f'"{c}"' in (package / f"{m}.py").read_text()}
-    named |= {(m, c) for m in ("report", "quality", "fleet") for c in io.UNREAD if f'"{c}"' in (package / f"{m}.py").read_text()}
+             if f'"{c}"' in source(m)}
+    named |= {(m, c) for m in ("report", "quality", "fleet") for c in io.UNREAD if f'"{c}"' in source(m)}
     assert named == set()

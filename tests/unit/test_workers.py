@@ -1,4 +1,4 @@
-"""numasweep.workers: the parts of a step (analyse, figures) in forked worker processes."""
+"""numasweep.core.workers: the parts of a step (analyse, figures) in forked worker processes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numasweep import workers
-from numasweep.errors import NumasweepError
+from numasweep.core import workers
+from numasweep.core.errors import NumasweepError
 
 
 def test_parts_run_in_worker_processes_in_order() -> None:
@@ -93,7 +93,7 @@ def _sleeping_workers(folder: Path, **popen) -> tuple[subprocess.Popen, list[int
     `folder` first), started and waited for until both workers sleep."""
     script = f"""
 import os, sys, time
-from numasweep import workers
+from numasweep.core import workers
 
 def part(i):
     def run():

@@ -1,4 +1,4 @@
-"""Batches (config key `batch`, numasweep.batch): several grid points in one Snakemake job.
+"""Batches (config key `batch`, numasweep.planning.batch): several grid points in one Snakemake job.
 
 Dry runs of shipped campaigns count the batch jobs against the points grouped here (by the
 resources a job depends on); real local sweeps check that a batched run publishes exactly the
@@ -25,7 +25,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from numasweep import grid, runjob, topology
+from numasweep.planning import grid
+from numasweep.running import runjob
+from numasweep.core import topology
 from test_runner import SLOW, WRITE, _children_groups, _env, _group_members  # run-job's test helpers
 from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, snakemake
 
@@ -92,7 +94,7 @@ def test_fleet_batches_hold_one_node_and_name_it(repo_copy: Path) -> None:
 
 def test_a_batch_shell_stays_under_the_kernel_limit_of_one_argument() -> None:
     """Long launch lines close a batch before its command passes what `bash -c` may take."""
-    from numasweep import batch
+    from numasweep.planning import batch
 
     jobs = _plan("config/campaigns/lumi-g.yaml").by_bench("latency")
     jobs = [j for j in jobs if j.tasks == jobs[0].tasks]

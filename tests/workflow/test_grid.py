@@ -11,9 +11,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from numasweep import aggregate, benches, grid, topology
-from numasweep.errors import NumasweepError
-from numasweep.provenance import parse_version
+from numasweep.results import aggregate
+from numasweep import benches
+from numasweep.planning import grid
+from numasweep.core import topology
+from numasweep.core.errors import NumasweepError
+from numasweep.running.provenance import parse_version
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -223,7 +226,7 @@ def test_aggregate_writes_the_columnar_copy_of_its_table_and_drops_a_stale_one(t
     """`aggregate` leaves `<bench>.npz` beside the CSV, the table a reader gets from either; a table
     written again removes the copy made from the old one, and a copy that cannot be written is a
     warning line: the CSV is kept."""
-    from numasweep.io import columns_path, read_csv
+    from numasweep.core.io import columns_path, read_csv
 
     jobs = [_job(tmp_path, f"copy-s{n}-d1", f"{n},1,1024,{5.5 + n}\n") for n in range(2)]
     out = tmp_path / "copy.csv"

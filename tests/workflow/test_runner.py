@@ -339,7 +339,7 @@ def test_weights_left_by_a_killed_kernel_are_restored_by_the_next_run(kernels_bi
     finally:
         WEIGHTS.write_text(before)
     # The provenance records it, and the report's data-quality notes say so.
-    from numasweep import aggregate, quality
+    from numasweep.results import aggregate, quality
 
     record = json.loads(csv.with_suffix(".json").read_text())
     assert f"killed run PID {kernel.pid}" in record["system"]["weights_restored"]

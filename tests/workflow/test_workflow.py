@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from numasweep import io, system_state
+from numasweep.core import io, system_state
 from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """numasweep: NUMA memory benchmark campaigns, from sweep to report."""
 
-from numasweep.errors import NumasweepError
+from numasweep.core.errors import NumasweepError
 
 __all__ = ["NumasweepError"]

@@ -10,22 +10,22 @@ from __future__ import annotations
 import importlib
 import sys
 
-from numasweep.errors import NumasweepError
+from numasweep.core.errors import NumasweepError
 
 COMMANDS = {
-    "topology": ("numasweep.topology", "detect the topology or load an arch file; write topology.json"),
-    "plan": ("numasweep.plan", "preview a placement: per-rank table and launch lines"),
-    "grid": ("numasweep.grid", "list the jobs a config expands to"),
-    "run-job": ("numasweep.runjob", "run one benchmark job: lock, launch, archive, provenance"),
-    "run-batch": ("numasweep.runjob:run_batch", "run the grid points of one batch (config key batch) as run-job does"),
-    "aggregate": ("numasweep.aggregate", "merge per-job CSVs into one tidy CSV per benchmark"),
-    "import-legacy": ("numasweep.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
-    "analyse": ("numasweep.analysis", "compute findings.json from aggregated results"),
-    "figures": ("numasweep.figures", "draw the figures from aggregated results"),
-    "report": ("numasweep.report", "render the Markdown report"),
-    "store": ("numasweep.store", "record a finished run in the results store; list the runs"),
-    "compare": ("numasweep.compare", "compare results with references or an earlier run of the store"),
-    "fleet": ("numasweep.fleet", "rank the nodes of a fleet campaign and flag those out of line"),
+    "topology": ("numasweep.core.topology", "detect the topology or load an arch file; write topology.json"),
+    "plan": ("numasweep.planning.plan", "preview a placement: per-rank table and launch lines"),
+    "grid": ("numasweep.planning.grid", "list the jobs a config expands to"),
+    "run-job": ("numasweep.running.runjob", "run one benchmark job: lock, launch, archive, provenance"),
+    "run-batch": ("numasweep.running.runjob:run_batch", "run the grid points of one batch (config key batch) as run-job does"),
+    "aggregate": ("numasweep.results.aggregate", "merge per-job CSVs into one tidy CSV per benchmark"),
+    "import-legacy": ("numasweep.results.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
+    "analyse": ("numasweep.findings.analysis", "compute findings.json from aggregated results"),
+    "figures": ("numasweep.reporting.figures", "draw the figures from aggregated results"),
+    "report": ("numasweep.reporting.report", "render the Markdown report"),
+    "store": ("numasweep.results.store", "record a finished run in the results store; list the runs"),
+    "compare": ("numasweep.reporting.compare", "compare results with references or an earlier run of the store"),
+    "fleet": ("numasweep.planning.fleet", "rank the nodes of a fleet campaign and flag those out of line"),
 }
 
 

@@ -12,8 +12,10 @@ min_version("9.0")
 # The package lives in workflow/; putting it first makes a checkout work without installing it.
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from numasweep import batch, benches, fleet, grid, launch, topology  # noqa: E402
-from numasweep.errors import NumasweepError  # noqa: E402
+from numasweep.planning import batch, fleet, grid, launch  # noqa: E402
+from numasweep import benches  # noqa: E402
+from numasweep.core import topology  # noqa: E402
+from numasweep.core.errors import NumasweepError  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
 # The config is validated once, here, against workflow/schemas/config.schema.yaml:
@@ -47,7 +49,7 @@ os.environ["PATH"] = os.pathsep.join(
 CONDA_ENV = "../../environment.yml"
 WRAPPER = CONFIG["wrapper"]
 LAUNCHER = CONFIG["launcher"]
-# How launch lines are built (numasweep.launch.result_line).
+# How launch lines are built (numasweep.planning.launch.result_line).
 LAUNCH = dict(
     launcher=LAUNCHER, wrapper=WRAPPER, bin_dir=BIN_DIR, srun_mpi=CONFIG["srun_mpi"]
 )
@@ -110,7 +112,7 @@ else:
     RESULTS_DIR = f"results/{SYSTEM}"
     BENCHES = PLAN.benches()
     JOBS = {job.id: job for job in PLAN.jobs}
-    # config `batch` > 1: one benchmark job per batch of points (numasweep.batch), by
+    # config `batch` > 1: one benchmark job per batch of points (numasweep.planning.batch), by
     # batch id, and each point's run-batch option; empty: one job per point.
     POINTS = (
         batch.point_options(PLAN.jobs, RESULTS_DIR, **LAUNCH)
@@ -310,7 +312,7 @@ def mpi_launcher(wildcards):
 # job would leave a valid but short table: they write to <id>.csv.partial
 # (launch.result_line), and only a job whose kernel succeeded renames it to <id>.csv.
 
-# Every benchmark job is one line: `python -m numasweep run-job` (numasweep/runjob.py) runs the
+# Every benchmark job is one line: `python -m numasweep run-job` (numasweep/running/runjob.py) runs the
 # launch line in its own process group under a per-job lock, keeps the kernel's output in the
 # log, renames <id>.csv.partial to <id>.csv only after the kernel succeeded and the table
 # checks out, copies CSV, provenance and log into archive/ and writes the provenance record.
@@ -323,7 +325,7 @@ BENCH_SHELL = (
 )
 
 
-# A batch job (config batch > 1, numasweep.batch): `python -m numasweep run-batch` runs its
+# A batch job (config batch > 1, numasweep.planning.batch): `python -m numasweep run-batch` runs its
 # points one after another as run-job does, each published under its own <id>.csv, .json and
 # .log, skipping those already measured; its output is the manifest listing them, written last.
 BATCH_SHELL = (
@@ -357,7 +359,7 @@ def _end_running_jobs(signum, frame):
     """SIGINT/SIGTERM to snakemake: end each running job's runner (which ends its process
     group) before snakemake's own handling, which would otherwise wait for the job and then
     mark its result incomplete."""
-    from numasweep.runjob import end_runners
+    from numasweep.running.runjob import end_runners
 
     end_runners(os.getpid())
     handler = _PREVIOUS_HANDLERS.get(signum)

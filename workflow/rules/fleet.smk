@@ -1,4 +1,4 @@
-# Fleet mode (numasweep.fleet): the nodes of a fleet campaign ranked, those out of line flagged,
+# Fleet mode (numasweep.planning.fleet): the nodes of a fleet campaign ranked, those out of line flagged,
 # with a figure: report/<system>/fleet.md, a section of the report.
 #
 # Needs from common.smk: RESULTS_DIR, REPORT_DIR, SYSTEM, BENCHES, CONFIG and CONDA_ENV.

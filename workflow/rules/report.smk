@@ -28,7 +28,7 @@ rule analyse:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
         CONDA_ENV
-    # On a large table (numasweep.workers.PARALLEL_ROWS) its parts run side by side in worker
+    # On a large table (numasweep.core.workers.PARALLEL_ROWS) its parts run side by side in worker
     # processes, one a thread Snakemake gives (capped by --cores; 1 under the SLURM profile).
     threads: 8
     params:

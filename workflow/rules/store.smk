@@ -1,4 +1,4 @@
-# The results store and comparisons (numasweep.store, numasweep.compare).
+# The results store and comparisons (numasweep.results.store, numasweep.reporting.compare).
 #
 # Needs from common.smk: RESULTS_DIR, REPORT_DIR, SYSTEM, BENCHES, STORE (the SQLite file),
 # CONFIG, FROM_CACHE and CONDA_ENV. The store itself is no output of any rule (snakemake deletes

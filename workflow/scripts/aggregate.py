@@ -1,4 +1,4 @@
-"""Entry point of rule aggregate: merge one benchmark's job CSVs (numasweep.aggregate), named
+"""Entry point of rule aggregate: merge one benchmark's job CSVs (numasweep.results.aggregate), named
 as inputs or, with batches (config batch > 1), listed by the batches' manifests."""
 
 import sys
@@ -6,9 +6,9 @@ from pathlib import Path
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (snakemake is injected)
 
-from numasweep.aggregate import aggregate, write, write_copy  # noqa: E402
-from numasweep.batch import point_csvs  # noqa: E402
-from numasweep.errors import NumasweepError  # noqa: E402
+from numasweep.results.aggregate import aggregate, write, write_copy  # noqa: E402
+from numasweep.planning.batch import point_csvs  # noqa: E402
+from numasweep.core.errors import NumasweepError  # noqa: E402
 
 manifests = snakemake.input.get("manifests")  # noqa: F821
 keep_going = snakemake.params.keep_going  # noqa: F821

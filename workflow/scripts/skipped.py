@@ -5,7 +5,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (snakemake is injected)
 
-from numasweep.io import atomic_write_text  # noqa: E402
+from numasweep.core.io import atomic_write_text  # noqa: E402
 
 atomic_write_text(
     snakemake.output[0],  # noqa: F821

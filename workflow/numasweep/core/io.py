@@ -1,0 +1,284 @@
+"""Reading and writing result files so that a bad file names itself and a crash loses nothing."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, TextIO
+
+from numasweep import benches
+from numasweep.core.errors import NumasweepError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename: never a half-written file.
+
+    The folder must exist (a mistyped -o is refused rather than creating folders), and a
+    folder given as the file or a place that cannot be written is one NumasweepError."""
+    atomic_write(path, lambda fh: fh.write(text))
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], binary: bool = False) -> None:
+    """`atomic_write_text` for a writer given the open file (`binary`: opened for bytes): a large
+    table goes to the file as it is formatted instead of first into one string."""
+    path = Path(path)
+    if path.is_dir():
+        raise NumasweepError(f"{path}: is a folder; give a file name to write (e.g. {path}/{path.name or 'out'}.csv)")
+    if not path.parent.is_dir():
+        raise NumasweepError(f"{path}: no folder '{path.parent}'; create it (mkdir -p {path.parent}) or give another path")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise NumasweepError(f"{path}: cannot write there ({exc.strerror}); give a path in a folder you can write") from None
+    # mkstemp makes the file private (0600); results are shared like any file the user writes.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+    try:
+        with os.fdopen(fd, "wb" if binary else "w") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
+    """A YAML file's content; a syntax error is one NumasweepError naming the file, line and column."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NumasweepError(f"{path}: cannot read the {what} ({getattr(exc, 'strerror', None) or exc}); "
+                             "give a readable YAML file") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+        context = getattr(exc, "context", None)
+        said = f"{context}, {problem}" if context else problem
+        raise NumasweepError(f"{where}: YAML syntax error in the {what} ({said}); correct that line") from None
+
+
+def pattern_problem(error: object) -> str | None:
+    """A schema `pattern` error in words, from the schema's `allowed` note (jsonschema ignores the
+    key): "'a b' has characters outside lower-case letters, ...; use only those". None without it."""
+    allowed = getattr(error, "schema", {}).get("allowed")
+    if getattr(error, "validator", None) != "pattern" or not allowed:
+        return None
+    return f"{getattr(error, 'instance', '')!r} is not allowed: use only {allowed.strip()}"
+
+
+# Columns of an aggregated table that analyse, figures and report never read: when and on which
+# build each job ran (its provenance record keeps them, and `store` reads those) and the kernel's
+# load count. A million rows load in about half the time and memory without them.
+UNREAD = ("start", "end", "slurm_job_id", "kernel_commit", "topology_digest", "loads")
+# Columns only the report reads (the launch lines, the hosts and run columns of its data-quality
+# part): analyse and figures leave these unread too.
+REPORT_ONLY = ("command", "prov_host", "sample_s", "spread_pct", "first_touch_s", "cycle_build_s", "on_cpu_pct",
+               "retaken", "timer_ticks")
+
+
+# Rows read to tell a table's text columns: pandas reads a column as text when one of its values
+# is not a number, and a text column read as categories holds the same strings in a fraction of
+# the memory (a million rows of a few hundred identities: 126 MiB against 780, and the reader's
+# peak 318 MiB against 450).
+_SNIFF_ROWS = 1000
+
+
+def _text_columns(path: Path, usecols: Callable[[str], bool] | None) -> list[str]:
+    """The columns of `path` (of those `usecols` keeps) that pandas reads as text in its first
+    rows: text there is text in the whole column. A column of numbers or empty there is left to
+    the reader (one text value further down makes it text, as without `codes`)."""
+    import pandas as pd
+
+    head = pd.read_csv(path, usecols=usecols, nrows=_SNIFF_ROWS)
+    return [c for c in head.columns if pd.api.types.is_string_dtype(head[c]) or head[c].dtype == object]
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message in one line, or its type where it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = (),
+             skip: tuple[str, ...] = (), codes: bool = False) -> pd.DataFrame:
+    """A result CSV with the columns it must have, or a one-line error naming the file and the fix.
+    Columns in `skip` are not read, unless required or checked (`benches.Bench.positive`).
+    `codes`: the text columns as categoricals, each distinct text held once (`_text_columns`);
+    pandas' reader puts the categories in text order, so a grouping sorts as the text does. Read
+    from the table's columnar copy where aggregate wrote one for this CSV (`write_columns`)."""
+    # pandas is imported here, not at the top: the per-job provenance step imports this module
+    # and only writes text, and pandas costs seconds to import on a slow or emulated machine.
+    import pandas as pd
+
+    path = Path(path)
+    if not path.exists():
+        raise NumasweepError(f"{path}: no such result file; rerun the job that writes it")
+    bench = benches.BENCHES.get(path.stem)
+    unread = set(skip) - set(required) - set(bench.positive if bench else ())
+    try:
+        usecols = (lambda c: c not in unread) if unread else None
+        df = _read_columns(path, usecols) if codes else None
+        if df is None:
+            dtype = {c: "category" for c in _text_columns(path, usecols)} if codes else None
+            df = pd.read_csv(path, usecols=usecols, dtype=dtype)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise NumasweepError(
+            f"{path}: corrupt CSV ({_first_line(exc)}); delete it and rerun its job"
+        ) from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise NumasweepError(
+            f"{path}: missing column(s) {', '.join(missing)}; delete it and rerun its job"
+        )
+    # An aggregated table (<bench>.csv), as analysis, figures and a cached report read it.
+    from numasweep.results.aggregate import FIX_TABLE, check_values
+
+    if path.stem in benches.BENCHES:
+        check_values(df, path, path.stem, FIX_TABLE)
+    return df
+
+
+# ---------------------------------------------------------------- columnar copy
+
+# An aggregated table's columns as `read_csv(codes=True)` gives them, in `<bench>.npz` beside the
+# CSV: numbers as they are, text as category codes and their categories, read without pickles
+# (numpy's allow_pickle=False). A report regenerated from cached results then loads a million
+# rows in a fraction of a second in each of analyse, figures and report, instead of parsing
+# 460 MB of text three times. aggregate writes it from its own CSV read back, so both give the
+# same table. A reader uses it only while the CSV is the one it was made from: the same size, and
+# either the same modification time and first and last 64 KiB, or, where the time differs (a
+# workflow manager touches its outputs after a job, a copy without file times), the same CRC-32
+# of the whole file (a fifth of a second for 460 MB). It parses the CSV otherwise: a cell
+# corrected by hand, a table written again.
+COLUMNS_FORMAT = 2
+_ENDS = 1 << 16
+
+
+def columns_path(csv: str | os.PathLike) -> Path:
+    """Where the columnar copy of an aggregated table lives: `<bench>.npz` beside `<bench>.csv`."""
+    return Path(csv).with_suffix(".npz")
+
+
+def _fingerprint(csv: Path, whole: bool) -> dict:
+    """The CSV's size, modification time, a digest of its first and last `_ENDS` bytes and
+    (`whole`) the CRC-32 of all of it."""
+    import hashlib
+    import zlib
+
+    st = csv.stat()
+    digest = hashlib.blake2b(digest_size=16)
+    out = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    with open(csv, "rb") as fh:
+        digest.update(fh.read(_ENDS))
+        if st.st_size > _ENDS:
+            fh.seek(max(_ENDS, st.st_size - _ENDS))
+            digest.update(fh.read(_ENDS))
+        out["ends"] = digest.hexdigest()
+        if whole:
+            fh.seek(0)
+            crc = 0
+            while block := fh.read(1 << 22):
+                crc = zlib.crc32(block, crc)
+            out["crc32"] = crc
+    return out
+
+
+def _made_from(csv: Path, source: object) -> bool:
+    """Whether `csv` is the file a copy's `source` fingerprint was taken of."""
+    if not isinstance(source, dict):
+        return False
+    now = _fingerprint(csv, whole=False)
+    if now["size"] != source.get("size"):
+        return False
+    if now["mtime_ns"] == source.get("mtime_ns") and now["ends"] == source.get("ends"):
+        return True
+    return _fingerprint(csv, whole=True)["crc32"] == source.get("crc32")
+
+
+def write_columns(csv: str | os.PathLike) -> str | None:
+    """Write the columnar copy of the aggregated table `csv` (`columns_path`). Returns None, or why
+    it holds no columns (readers then parse the CSV): a column of text and numbers mixed (or a
+    table without rows), which only a pickle would keep, or a table a reader would refuse (its
+    one-line error is the why)."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    csv = Path(csv)
+    arrays, columns, why = {}, [], None
+    try:
+        df = read_csv(csv, codes=True)
+    except NumasweepError as exc:
+        df, why = None, str(exc)
+    for i, name in enumerate(df.columns if df is not None else ()):
+        col = df[name]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            cats = col.cat.categories
+            text = np.array(cats.tolist(), dtype=str)
+            if text.tolist() != cats.tolist():      # not text only, or a NUL a fixed-width array drops
+                why = f"column {name} holds values numpy's text arrays do not keep"
+                break
+            arrays[f"codes{i}"], arrays[f"categories{i}"] = col.cat.codes.to_numpy(), text
+            columns.append([name, "category", str(cats.dtype)])
+        elif col.dtype.kind in "biuf":
+            arrays[f"values{i}"] = col.to_numpy()
+            columns.append([name, "values", str(col.dtype)])
+        else:
+            why = f"column {name} is read as {col.dtype}: neither numbers nor text alone"
+            break
+    del df
+    if why:
+        arrays, columns = {}, None
+    header = {"format": COLUMNS_FORMAT, "source": _fingerprint(csv, whole=True), "columns": columns, "why": why}
+    arrays["header"] = np.array(json.dumps(header))
+    atomic_write(columns_path(csv), lambda fh: np.savez(fh, **arrays), binary=True)
+    return why
+
+
+def _read_columns(path: Path, usecols: Callable[[str], bool] | None) -> pd.DataFrame | None:
+    """The table `read_csv(path, codes=True)` gives, from its columnar copy; None where there is
+    none for this CSV (none written, or the CSV changed since). An unreadable copy is a warning
+    line, and the CSV is parsed."""
+    import json
+    import sys
+    import zipfile
+
+    import numpy as np
+    import pandas as pd
+
+    npz = columns_path(path)
+    if not npz.is_file():
+        return None
+    try:
+        with np.load(npz, allow_pickle=False) as z:
+            header = json.loads(z["header"].item())
+            if header.get("format") != COLUMNS_FORMAT or not header.get("columns") \
+                    or not _made_from(path, header.get("source")):
+                return None
+            data = {}
+            for i, (name, kind, dtype) in enumerate(header["columns"]):
+                if usecols is not None and not usecols(name):
+                    continue
+                if kind == "category":
+                    cats = pd.Index(z[f"categories{i}"].astype(object), dtype=dtype)
+                    data[name] = pd.Categorical.from_codes(z[f"codes{i}"], dtype=pd.CategoricalDtype(cats))
+                else:
+                    data[name] = z[f"values{i}"]
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        print(f"numasweep: warning: {npz}: unreadable ({_first_line(exc)}); "
+              f"reading {path.name} instead (rerun aggregate, or delete {npz.name})", file=sys.stderr)
+        return None
+    return pd.DataFrame(data, copy=False)

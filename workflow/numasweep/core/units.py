@@ -1,0 +1,131 @@
+"""Sizes and CPU lists, spelled the way users and the kernels spell them.
+
+Sizes follow the kernels' parser (kernels/common): a plain number is MiB (the seeds'
+`--size=512`), a suffix K, M or G (optionally KB/KiB, MB/MiB, GB/GiB) is binary, and a range
+`A-B` means every power of two from A to B MiB, both ends powers of two.
+"""
+
+from __future__ import annotations
+
+import re
+
+from numasweep.core.errors import NumasweepError
+
+_UNITS = {"": 1 << 20, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_SIZE_RE = re.compile(r"^(\d+)\s*([KMG]?)(?:I?B)?$", re.IGNORECASE)
+
+
+def parse_size(text: str | int) -> int:
+    """One size in bytes: `512` (MiB), `64K`, `1M`, `2GiB`."""
+    if isinstance(text, int):
+        if text <= 0:
+            raise NumasweepError(f"size {text} must be positive")
+        return text << 20
+    m = _SIZE_RE.match(str(text).strip())
+    if not m:
+        raise NumasweepError(
+            f"size '{text}' is not a size: write a number of MiB (512) or one with K, M or G (64K, 1G)"
+        )
+    value = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value <= 0:
+        raise NumasweepError(f"size '{text}' must be positive")
+    return value
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def parse_sizes(text: str | int | list) -> list[int]:
+    """A size list in bytes: `1-16384` (powers of two, MiB), `64K,1M`, or a YAML list of either."""
+    if isinstance(text, list):
+        out: list[int] = []
+        for item in text:
+            out.extend(parse_sizes(item))
+        return out
+    if isinstance(text, int):
+        return [parse_size(text)]
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if re.match(r"^\d+\s*[KMG]?(?:I?B)?\s*-\s*\d+\s*[KMG]?(?:I?B)?$", part, re.IGNORECASE):
+            lo_s, hi_s = (p.strip() for p in part.split("-"))
+            lo, hi = parse_size(lo_s), parse_size(hi_s)
+            if lo > hi:
+                raise NumasweepError(f"size range '{part}' runs backwards: write the smaller end first")
+            if not (_is_pow2(lo) and _is_pow2(hi)):
+                raise NumasweepError(
+                    f"size range '{part}' must have powers of two at both ends (e.g. 1-16384)"
+                )
+            s = lo
+            while s <= hi:
+                out.append(s)
+                s <<= 1
+        else:
+            out.append(parse_size(part))
+    return out
+
+
+def format_size(nbytes: int) -> str:
+    """Shortest exact binary spelling: 4096 -> '4KiB', 16 MiB -> '16MiB', 3 GiB -> '3GiB'."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
+            return f"{nbytes >> shift}{unit}"
+    return f"{nbytes}B"
+
+
+def parse_cpulist(text: str | int | list) -> list[int]:
+    """Linux cpulist syntax ('0-3,8,10-11'; empty string is empty) to a sorted list."""
+    if isinstance(text, int):
+        return [text]
+    if isinstance(text, list):
+        return sorted({c for item in text for c in parse_cpulist(item)})
+    text = str(text).strip()
+    if not text:
+        return []
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.match(r"^(\d+)(?:-(\d+))?$", part)
+        if not m:
+            raise NumasweepError(f"'{text}' is not a CPU list: write e.g. 0-15,64-79")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        if hi < lo:
+            raise NumasweepError(f"CPU range '{part}' runs backwards")
+        out.update(range(lo, hi + 1))
+    return sorted(out)
+
+
+def format_cpulist(cpus: list[int]) -> str:
+    """Sorted CPUs back to the compact cpulist form: [0,1,2,3,8] -> '0-3,8'."""
+    cpus = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def parse_page_fractions(text: object) -> dict[int, float]:
+    """The kernels' `page_fractions` field, `"0:0.7500,3:0.2500"` -> {0: 0.75, 3: 0.25}.
+
+    Empty or missing (a seed table that never measured placement) -> {}. A malformed field
+    raises, naming it: a CSV that says where pages landed must say it readably.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    out: dict[int, float] = {}
+    for part in text.split(","):
+        node, sep, frac = part.partition(":")
+        try:
+            out[int(node)] = float(frac)
+        except ValueError:
+            raise NumasweepError(
+                f"page_fractions '{text}' is not node:fraction pairs; rerun the job that wrote it"
+            ) from None
+    return out

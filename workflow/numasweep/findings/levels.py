@@ -1,0 +1,482 @@
+"""Latency curves as plateaus and transitions on log size, each transition given one cause.
+
+A curve (one `stats.Series`) is a run of plateaus joined by transitions. A *rising step* is a pair
+of consecutive tested sizes whose latency ratio exceeds 1 + STEP_FLOOR beyond the noise (the
+one-sided test of `stats.rise_pvalue`, Benjamini-Hochberg over every step of every curve given in
+one call). Consecutive rising steps form one transition, kept when its whole rise reaches
+1 + TRANSITION_FLOOR: a rise spread over two size steps is one transition, labelled once.
+
+Its *location* is the size at which latency is half-way (in ns) between the plateau before and
+the plateau after, interpolated on log size; its interval is a bootstrap over replicates.
+
+Attribution: a capacity C explains a transition from size A (last size before the rise) to B
+(first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS tested size steps and at
+least one doubling (on a grid of half steps, a rise a doubling late is two steps late): a latency
+that starts rising a step before C (associativity, prefetch) or a step after it (replacement keeps
+part of the set) is still C's. A run of rising steps that holds two capacities at least two
+doublings apart (an L1 and an L2 rise with no plateau tested between) is split at its flattest
+step between them, so each gets its transition. Capacities are what one core can use
+(`usable_capacities`): each data cache level's instance that holds the core, so the L3 of its
+own L3 group (CCX/CCD), never the sum over a node's groups. Each capacity explains at most one
+transition and each transition gets at most one capacity (nearest in log size to the location
+over sqrt 2, where a random pointer chase is half-way for a cache exactly that size).
+
+TLB: where a 4 KiB-page curve and a huge-page curve are otherwise the same series, the caches are
+read from the huge-page curve and the TLB from the 4k / huge ratio at the sizes both measured:
+its onset is the smallest such size from which every larger size exceeds 1 + TLB_FLOOR beyond the
+noise, its location where the ratio is half its maximum. The 4 KiB curve is then segmented only
+below the huge-page curve's smallest size (where huge pages were not measured, as in the default
+sweep); above it, its rises are the same caches plus that TLB.
+
+Plausibility gate: a curve whose latency at sizes at least FAR_BEYOND x the largest usable cache
+stays under PREFETCH_MAX_NS never left L1/L2 latency: no DRAM load-to-use latency of a server part
+is that low, so the kernel measured streaming through prefetchers, not latency, and the curve is
+not analysed further.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from numasweep.statistics import stats
+from numasweep.core.errors import NumasweepError
+from numasweep.statistics.stats import Interval, Series
+from numasweep.core.topology import Topology
+from numasweep.core.units import format_size
+
+STEP_FLOOR = 0.10          # a size step that adds at least 10 % latency may belong to a transition
+TRANSITION_FLOOR = 0.20    # a transition raises latency by at least 20 % from plateau to plateau
+TLB_FLOOR = 0.10           # 4 KiB pages at least 10 % slower than huge pages
+TOLERANCE_STEPS = 1.0
+FAR_BEYOND = 8
+# An L2 hit costs at most ~5 ns and DRAM at least ~60 ns on the server parts we know (AMD, Intel
+# and Arm optimisation guides); 10 ns far beyond the LLC is neither.
+PREFETCH_MAX_NS = 10.0
+NO_TOPOLOGY_FAR_BYTES = 2 ** 31   # without a topology, "far beyond any LLC" is 2 GiB
+BASE_PAGES = {"4k", "4kib", "4096"}
+GRID_PAGES = "pages"       # the sweep's `pages` in an aggregated table: the page size again
+LOCATION_DRAWS = 300
+
+
+@dataclass(frozen=True)
+class Capacity:
+    label: str           # "L2 (per core)", "L3 (per L3 group, 8 cores)"
+    size_bytes: int
+    level: int
+    shared_by: int       # cores sharing one instance
+
+
+@dataclass
+class Transition:
+    from_size_bytes: int
+    to_size_bytes: int
+    location_bytes: Interval
+    ratio: Interval                  # latency at to_size / latency at from_size
+    latency_before_ns: float
+    latency_after_ns: float
+    p_value: float                   # largest p-value of its steps (each rejected at the FDR)
+    kind: str                        # "cache" | "tlb" | "unexplained"
+    label: str | None = None
+    capacity_bytes: int | None = None
+    caveats: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        where = f"from {format_size(self.from_size_bytes)} to {format_size(self.to_size_bytes)}"
+        loc = self.location_bytes
+        at = f"half-way at {approx_size(loc.estimate)}"
+        if np.isfinite(loc.low):
+            at += f" ({approx_size(loc.low)} to {approx_size(loc.high)})"
+        cause = (f"the {self.label} ({format_size(self.capacity_bytes)})" if self.label
+                 else "nothing in the topology explains it" + "".join(f"; {c}" for c in self.caveats))
+        return f"latency rises {self.ratio.text('{:.2f}x')} {where}, {at}: {cause}"
+
+
+@dataclass
+class CurveLevels:
+    series: dict
+    sizes: list[int]
+    latency_ns: list[float]
+    noise_rule: str
+    measured: bool                   # False: the plausibility gate refused it
+    gate_reason: str | None
+    transitions: list[Transition]
+    unseen: list[Capacity]           # in the tested range but no transition found for it
+    untested: list[Capacity]         # outside the tested range
+
+
+@dataclass
+class TlbParting:
+    series: dict                     # the shared keys of the two curves
+    huge_page: str
+    onset_bytes: int | None
+    onset: Interval | None           # bootstrap of the onset size
+    location_bytes: Interval | None  # ratio half-way to its maximum
+    max_ratio: Interval              # 4k / huge at the size of the largest ratio
+    max_size_bytes: int
+    per_size: list[dict]
+
+
+@dataclass
+class Levels:
+    curves: list[CurveLevels]
+    tlb: list[TlbParting]
+    capacities: list[Capacity]
+
+    def findings(self) -> int:
+        """Number of claims: transitions, TLB partings and refused curves."""
+        return (sum(len(c.transitions) for c in self.curves) + sum(t.onset_bytes is not None for t in self.tlb)
+                + sum(not c.measured for c in self.curves))
+
+
+def approx_size(nbytes: float) -> str:
+    """A size read off a curve, to three figures: 47.3 MiB."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.3g} {unit}"
+    return f"{nbytes:.3g} B"
+
+
+# ---------------------------------------------------------------- capacities
+
+def topology_object(topo: dict | None) -> Topology | None:
+    """A topology.json's dict as a Topology, or None where it is absent or not a whole one."""
+    if not topo:
+        return None
+    try:
+        return Topology.from_dict(topo, "topology.json")
+    except NumasweepError:
+        return None
+
+
+def usable_capacities(topology: Topology | None, cpu: int | None = None) -> list[Capacity]:
+    """Data and unified caches one core can fill: per level, the instance holding `cpu` (or the
+    largest instance when no CPU is given). Sums over a node's L3 groups are never offered."""
+    if topology is None:
+        return []
+    core = {c: i for i, sibs in enumerate(topology.smt_siblings) for c in sibs}
+    out = []
+    for cache in sorted(topology.caches, key=lambda c: c.level):
+        if cache.type.lower().startswith("instr"):
+            continue
+        insts = [i for i in cache.instances if cpu is None or cpu in i] or cache.instances
+        inst = max(insts, key=len) if insts else []
+        cores = len({core.get(c, c) for c in inst}) or 1
+        if cores == 1:
+            where = "per core"
+        elif cache.level == 3 and topology.l3_groups:
+            where = f"per L3 group, {cores} cores"
+        else:
+            where = f"shared by {cores} cores"
+        name = f"L{cache.level}{'d' if cache.type.lower().startswith('data') else ''}"
+        out.append(Capacity(f"{name} ({where})", int(cache.size_bytes), cache.level, cores))
+    return out
+
+
+# ---------------------------------------------------------------- gate
+
+def plausibility(sizes: np.ndarray, latency_ns: np.ndarray, capacities: Sequence[Capacity]) -> str | None:
+    """Why the curve is not a latency measurement, or None when it may be one."""
+    far = FAR_BEYOND * max(c.size_bytes for c in capacities) if capacities else NO_TOPOLOGY_FAR_BYTES
+    beyond = latency_ns[sizes >= far]
+    if len(beyond) and float(np.median(beyond)) < PREFETCH_MAX_NS:
+        return (f"latency stays at {float(np.median(beyond)):.1f} ns at {format_size(int(sizes[sizes >= far][0]))} "
+                f"and beyond, {FAR_BEYOND}x past the largest cache: no memory latency is that low, so the "
+                "kernel streamed through the prefetchers (a fixed stride, e.g. lmbench lat_mem_rd at stride 64) "
+                "rather than chasing dependent random pointers; not analysed as latency")
+    return None
+
+
+# ---------------------------------------------------------------- segmentation
+
+def _crossing(sizes: np.ndarray, values: np.ndarray, target: float) -> float:
+    """log2 size where `values` first reaches `target`, interpolated linearly in log2 size."""
+    return float(_crossings(sizes, values[None, :], np.array([target]))[0])
+
+
+def _crossings(sizes: np.ndarray, values: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Per row of `values` (one per bootstrap draw), `_crossing` at its own target: the log2 size
+    where the row first reaches it from the second size on, interpolated linearly in log2 size,
+    and the largest size where it never does; all rows at once."""
+    x = np.log2(sizes.astype(float))
+    if values.shape[1] < 2:
+        return np.full(len(values), x[-1])
+    hit = values[:, 1:] >= targets[:, None]
+    j = np.argmax(hit, axis=1) + 1
+    rows = np.arange(len(values))
+    v0, v1 = values[rows, j - 1], values[rows, j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw = (targets - v0) / (v1 - v0)
+    # as min(1, max(0, raw)) takes it, a missing value before the crossing counting as 0
+    f = np.where((v1 == v0) | np.isnan(raw), 0.0, np.minimum(1.0, np.maximum(0.0, raw)))
+    return np.where(hit.any(axis=1), x[j - 1] + f * (x[j] - x[j - 1]), x[-1])
+
+
+def _half_way(sizes: np.ndarray, logs: np.ndarray, a: int, b: int) -> float:
+    return float(_half_ways(sizes, logs[None, :], a, b)[0])
+
+
+def _half_ways(sizes: np.ndarray, logs: np.ndarray, a: int, b: int) -> np.ndarray:
+    """Per row of log latencies (a curve or its bootstrap draws), the log2 size where latency
+    crosses half-way between sizes a and b."""
+    lat = np.exp(np.ascontiguousarray(logs[:, a:b + 1]))
+    return _crossings(sizes[a:b + 1], lat, (lat[:, 0] + lat[:, -1]) / 2)
+
+
+def _location(series: Series, a: int, b: int, seed: int, columns: Sequence[int] | None = None) -> Interval:
+    """Where the curve crosses half-way between sizes a and b, with its bootstrap interval;
+    `columns`: the sizes (a to b among them) of every transition located on the same draws."""
+    est = 2 ** _half_way(series.sizes, series.center(), a, b)
+    if series.logs.shape[0] < 2 and not np.isfinite(series.run_se).any():
+        return Interval.unknown(est, "one replicate without spread")
+    draws = series.draws(seed, LOCATION_DRAWS, columns)
+    locs = np.array([2 ** v for v in _half_ways(series.sizes, draws, a, b).tolist()])
+    # the sizes tested resolve a location to half a step either side, whatever the noise
+    half = 2 ** (float(np.median(np.diff(np.log2(series.sizes)))) / 2)
+    return Interval(float(est), float(np.quantile(locs, 0.025)) / half, float(np.quantile(locs, 0.975)) * half,
+                    stats.LEVEL, f"percentile bootstrap over {series.logs.shape[0]} replicates ({LOCATION_DRAWS} "
+                                 "draws), widened by half a size step either side for the size resolution")
+
+
+def _steps(series: Series) -> list[tuple[float, float, float]]:
+    """(log ratio, se, dof) of each consecutive pair of sizes."""
+    y = series.center()
+    se, dof, _, _ = series.noise()
+    return [(float(y[j + 1] - y[j]), float(math.hypot(se[j], se[j + 1])), float(min(dof[j], dof[j + 1])))
+            for j in range(len(y) - 1)]
+
+
+def _window(from_bytes: float, to_bytes: float, step: float) -> tuple[float, float]:
+    tol = 2 ** max(1.0, TOLERANCE_STEPS * step)
+    return from_bytes / tol, to_bytes * tol
+
+
+def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, capacities: Sequence[Capacity],
+           step: float) -> list[list[int]]:
+    """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) that holds two capacities
+    at least two doublings apart, at its flattest step between them; recursively."""
+    lo, hi = _window(sizes[run[0]], sizes[run[-1] + 1], step)
+    # the smaller may sit up to the tolerance below the run, the larger must be inside it
+    inside = sorted(c.size_bytes for c in capacities if lo <= c.size_bytes <= sizes[run[-1] + 1])
+    for small, large in zip(inside, inside[1:]):
+        if large < 4 * small:
+            continue
+        between = [j for j in run if sizes[j] >= small and sizes[j + 1] <= large]
+        if not between:
+            continue
+        cut = min(between, key=lambda j: y[j + 1] - y[j])
+        left, right = [j for j in run if j < cut], [j for j in run if j > cut]
+        return [part for side in (left, right) if side for part in _split(side, sizes, y, capacities, step)]
+    return [run]
+
+
+def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float) -> None:
+    """One capacity per transition, one transition per capacity, nearest first."""
+    pairs = []
+    for i, t in enumerate(transitions):
+        lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
+        for j, c in enumerate(capacities):
+            if lo <= c.size_bytes <= hi:
+                dist = abs(math.log2(t.location_bytes.estimate / math.sqrt(2)) - math.log2(c.size_bytes))
+                pairs.append((dist, i, j))
+    used_t, used_c = set(), set()
+    for _, i, j in sorted(pairs):
+        if i in used_t or j in used_c:
+            continue
+        used_t.add(i)
+        used_c.add(j)
+        transitions[i].kind, transitions[i].label = "cache", capacities[j].label
+        transitions[i].capacity_bytes = capacities[j].size_bytes
+
+
+def _caveats(topology: Topology | None, series: dict, page_col: str, paired: bool) -> list[str]:
+    out = []
+    if topology is not None and topology.hypervisor:
+        out.append(f"this is a {topology.hypervisor} virtual machine, whose cache and page sizes need not be "
+                   "the host's")
+    page = str(series.get(page_col, "")).lower()
+    if not paired and (page in BASE_PAGES or page in ("", "nan")):
+        out.append(("4 KiB" if page in BASE_PAGES else "page size unknown, likely 4 KiB")
+                   + " pages: a TLB-reach rise looks like this; a huge-page run tells the two apart")
+    if str(series.get("mode", "")) == "concurrent":
+        out.append("concurrent ranks share the L3 group and memory controllers, so each gets a part of them")
+    return out
+
+
+def latency_series(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
+                   where: str = "latency table") -> list[Series]:
+    """The series of a tidy latency table, as `latency_levels` takes them (its values checked)."""
+    stats.check_values(table, where)
+    return stats.series_table(table, series_keys, replicate_keys)
+
+
+def refusals(all_series: Sequence[Series], topology: Topology | None) -> list[str | None]:
+    """Per series, why the plausibility gate refuses it as a latency curve (None: measured)."""
+    capacities = usable_capacities(topology)
+    return [plausibility(s.sizes, s.latency_ns(), capacities) for s in all_series]
+
+
+def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: Sequence[str],
+                   replicate_keys: Sequence[str], page_col: str = "page_size", where: str = "latency table",
+                   q: float = stats.FDR, all_series: list[Series] | None = None) -> Levels:
+    """Plateaus, transitions and their causes for each series of a tidy latency table
+    (`all_series`: its series, when `latency_series` has already built them)."""
+    if all_series is None:
+        all_series = latency_series(table, series_keys, replicate_keys, where)
+    capacities = usable_capacities(topology)
+    pairs = _page_pairs(all_series, page_col)
+    paired_base = {id(s) for s, _ in pairs}
+    below = {id(s): part for s, h in pairs if (part := _below(s, h)) is not None}
+    curves_in: list[tuple[Series, str | None]] = [
+        (below.get(id(s), s) if reason is None else s, reason)
+        for s, reason in zip(all_series, refusals(all_series, topology))]
+    # one BH family: every step of every measured curve that is segmented
+    tested = [(s, j, st) for s, reason in curves_in if reason is None and id(s) not in paired_base
+              for j, st in enumerate(_steps(s))]
+    steps = np.array([st for _, _, st in tested], float).reshape(-1, 3)       # (log ratio, se, dof) each
+    pvals = [float(p) for p in stats.rise_pvalue(steps[:, 0], steps[:, 1], steps[:, 2], STEP_FLOOR)]
+    rejected = stats.benjamini_hochberg(pvals, q)
+    rising: dict[int, dict[int, float]] = {}
+    for (s, j, _), p, r in zip(tested, pvals, rejected):
+        if r:
+            rising.setdefault(id(s), {})[j] = p
+    curves = []
+    for n, (s, reason) in enumerate(curves_in):
+        _, _, _, rule = s.noise()
+        base = dict(series=s.key, sizes=s.sizes.tolist(), latency_ns=s.latency_ns().tolist(), noise_rule=rule)
+        if reason is not None:
+            curves.append(CurveLevels(**base, measured=False, gate_reason=reason, transitions=[], unseen=[],
+                                      untested=[]))
+            continue
+        if id(s) in paired_base:
+            continue
+        step = float(np.median(np.diff(np.log2(s.sizes)))) if len(s.sizes) > 1 else 1.0
+        transitions = _segment(s, rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
+        _attribute(transitions, capacities, step)
+        for t in transitions:
+            if t.kind == "unexplained":
+                t.caveats = _caveats(topology, s.key, page_col, paired=False)
+        lo, hi = s.sizes.min(), s.sizes.max()
+        used = {t.capacity_bytes for t in transitions}
+        curves.append(CurveLevels(
+            **base, measured=True, gate_reason=None, transitions=transitions,
+            unseen=[c for c in capacities if 2 * lo <= c.size_bytes <= hi / 2 and c.size_bytes not in used],
+            untested=[c for c in capacities if (c.size_bytes < 2 * lo or c.size_bytes > hi / 2)
+                      and c.size_bytes not in used]))
+    tlb = tlb_partings(pairs, page_col, q)
+    return Levels(curves, tlb, capacities)
+
+
+def _segment(s: Series, rising: dict[int, float], capacities: Sequence[Capacity], step: float,
+             seed: int) -> list[Transition]:
+    y = s.center()
+    se, dof, _, _ = s.noise()
+    out = []
+    runs: list[list[int]] = []
+    for j in sorted(rising):
+        if runs and runs[-1][-1] == j - 1:
+            runs[-1].append(j)
+        else:
+            runs.append([j])
+    kept = [run for r in runs for run in _split(r, s.sizes, y, capacities, step)
+            if not float(y[run[-1] + 1] - y[run[0]]) < math.log1p(TRANSITION_FLOOR)]
+    # the bootstrap takes its medians only at the sizes the transitions span, on one set of draws
+    columns = sorted({j for run in kept for j in range(run[0], run[-1] + 2)})
+    for run in kept:
+        a, b = run[0], run[-1] + 1
+        d = float(y[b] - y[a])
+        ratio = stats.t_interval(d, float(math.hypot(se[a], se[b])), float(min(dof[a], dof[b])))
+        out.append(Transition(
+            from_size_bytes=int(s.sizes[a]), to_size_bytes=int(s.sizes[b]),
+            location_bytes=_location(s, a, b, seed, columns), ratio=ratio,
+            latency_before_ns=float(math.exp(y[a])), latency_after_ns=float(math.exp(y[b])),
+            p_value=max(rising[j] for j in run), kind="unexplained"))
+    return out
+
+
+# ---------------------------------------------------------------- TLB
+
+def _page_pairs(series: list[Series], page_col: str) -> list[tuple[Series, Series]]:
+    """(4 KiB series, huge-page series) pairs equal in every other key and in their sizes."""
+    out = []
+    for s in series:
+        if str(s.key.get(page_col, "")).lower() not in BASE_PAGES:
+            continue
+        others = _without_pages(s.key, page_col)
+        for h in series:
+            page = str(h.key.get(page_col, "")).lower()
+            if page in BASE_PAGES or page in ("", "nan"):
+                continue
+            if _without_pages(h.key, page_col) == others:
+                out.append((s, h))
+                break
+    return out
+
+
+def _without_pages(key: dict, page_col: str) -> dict:
+    return {k: v for k, v in key.items() if k not in (page_col, GRID_PAGES)}
+
+
+def _below(small: Series, huge: Series) -> Series | None:
+    """The part of a 4 KiB curve that its huge-page curve does not cover (its sizes up to the
+    smallest huge-page size), segmented on its own: a default sweep measures huge pages only
+    at the large sizes, and the small caches are read off the 4 KiB curve there."""
+    keep = small.sizes <= huge.sizes.min()
+    if keep.sum() < 2:
+        return None
+    return Series(small.key, small.sizes[keep], small.logs[:, keep], small.run_se[:, keep], small.replicates)
+
+
+def _ratio_series(small: Series, huge: Series) -> Series:
+    """Replicates of log(4k) - log(huge) at the shared sizes, replicates matched in order."""
+    sizes = np.intersect1d(small.sizes, huge.sizes)
+    a = small.logs[:, np.searchsorted(small.sizes, sizes)]
+    b = huge.logs[:, np.searchsorted(huge.sizes, sizes)]
+    ra = small.run_se[:, np.searchsorted(small.sizes, sizes)]
+    rb = huge.run_se[:, np.searchsorted(huge.sizes, sizes)]
+    k = min(len(a), len(b))
+    return Series({}, sizes, a[:k] - b[:k], np.hypot(ra[:k], rb[:k]), list(range(k)))
+
+
+def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = stats.FDR) -> list[TlbParting]:
+    ratios = [_ratio_series(s, h) for s, h in pairs]
+    tests = []
+    for r in ratios:
+        se, dof, _, _ = r.noise()
+        y = r.center()
+        tests.append([stats.rise_pvalue(float(y[j]), float(se[j]), float(dof[j]), TLB_FLOOR)
+                      for j in range(len(y))])
+    flat = [p for t in tests for p in t]
+    rej = stats.benjamini_hochberg(flat, q)
+    out, pos = [], 0
+    for (s, h), r, t in zip(pairs, ratios, tests):
+        flags = list(rej[pos:pos + len(t)])
+        pos += len(t)
+        y = r.center()
+        se, dof, _, _ = r.noise()
+        peak = int(np.argmax(y))
+        onset = stats.sustained_onset(flags)
+        onset_iv = location = None
+        if onset is not None:
+            def retest(d: np.ndarray) -> np.ndarray:
+                return stats.benjamini_hochberg(stats.rise_pvalue(d, se, dof, TLB_FLOOR), q)
+            onset_iv = stats.onset_interval(r, onset, retest)
+            excess = np.exp(y) - 1
+            loc = 2 ** _crossing(r.sizes, excess, excess[peak] / 2)
+            draws = r.draws(stats.SEED, LOCATION_DRAWS)
+            grown = np.exp(draws)
+            locs = [2 ** v for v in _crossings(r.sizes, grown - 1, (grown.max(axis=1) - 1) / 2).tolist()]
+            location = Interval(float(loc), float(np.quantile(locs, 0.025)), float(np.quantile(locs, 0.975)),
+                                stats.LEVEL, f"percentile bootstrap over {len(r.replicates)} replicate pairs")
+        out.append(TlbParting(
+            series=_without_pages(s.key, page_col), huge_page=str(h.key.get(page_col)),
+            onset_bytes=int(r.sizes[onset]) if onset is not None else None, onset=onset_iv,
+            location_bytes=location, max_ratio=stats.t_interval(float(y[peak]), float(se[peak]), float(dof[peak])),
+            max_size_bytes=int(r.sizes[peak]),
+            per_size=[{"size_bytes": int(sz), "ratio_4k_to_huge": float(math.exp(v)), "significant": bool(f)}
+                      for sz, v, f in zip(r.sizes, y, flags)]))
+    return out

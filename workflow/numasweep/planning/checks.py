@@ -1,0 +1,286 @@
+"""Plan-time checks of a config against the topology it will run on: what the schema cannot
+know and a kernel would refuse (or, worse, accept) only once its job runs.
+
+`against_topology(config, topo)` takes the validated config (defaults filled) and
+raises a NumasweepError naming the key, the value and the fix for:
+
+- a size larger than the memory of the node(s) it is placed on (latency and gpu_xfer
+  `sizes`, copy `size`, bandwidth `array_size` times its three arrays);
+- `extra_args` the kernel's own parser refuses (`KERNEL --check-args ...`, which parses and
+  exits before looking at the machine), when the kernel is built: `extra_args(config, jobs)`,
+  called once the jobs are expanded, with one job's whole option list per sweep;
+- an `srun_mpi` plugin that `srun --mpi=list` does not list, where srun answers;
+- more GPUs than the topology has, or than host CPUs to drive them (one thread per GPU).
+
+It returns the warnings a campaign should see but may run with (a bandwidth array under 4x
+the last-level cache measures the cache, not memory); `warn` prints them. `without_thp(jobs,
+topo)` leaves out the `pages: thp` jobs of a machine detected from sysfs whose transparent huge
+pages are off (the kernel would refuse them), with one warning line.
+Unknown nodes are left to grid.expand, which names them.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+from numasweep.planning import placement
+from numasweep.core import system_state
+from numasweep.core.errors import NumasweepError
+from numasweep.core.units import format_size, parse_size, parse_sizes
+
+BIN_DIR = Path(__file__).resolve().parents[3] / "build" / "bin"
+# STREAM's rule: each array at least 4x the last-level caches it runs under.
+LLC_FACTOR = 4
+
+
+def against_topology(config: dict, topo: Any) -> list[str]:
+    """Raise on the first problem (one line); return the warnings."""
+    _sizes_fit(config, topo)
+    _gpu_counts(config, topo)
+    _srun_mpi(config)
+    return list(_small_arrays(config, topo))
+
+
+def warn(lines: list[str]) -> None:
+    for line in lines:
+        print(f"numasweep: warning: {line}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _memory_of(topo: Any, nodes: list[int]) -> int | None:
+    """Bytes the nodes hold together; None when one is unknown or its memory unrecorded."""
+    try:
+        sizes = [topo.node(n).memory_bytes for n in nodes]
+    except NumasweepError:
+        return None
+    return sum(sizes) if sizes and all(sizes) else None
+
+
+def _targets(spec: str, cpu_nodes: list[int]) -> list[list[int]]:
+    """The node sets one buffer may be placed on: each CPU node for `local`, each named node for
+    a bind or preference, all named nodes together for an interleave."""
+    try:
+        mem = placement.parse_memory(spec)
+    except NumasweepError:
+        return []  # grid.expand names the bad spec
+    if mem.kind == "local":
+        return [[n] for n in cpu_nodes]
+    if mem.kind in ("interleave", "weighted"):
+        return [list(mem.nodes)]
+    return [[n] for n in mem.nodes]
+
+
+def _fit(topo: Any, where: str, size: int, spec: str, cpu_nodes: list[int], buffers: int = 1) -> None:
+    for nodes in _targets(spec, cpu_nodes):
+        have = _memory_of(topo, nodes)
+        if have is not None and size * buffers > have:
+            names = "node" + ("s " if len(nodes) > 1 else " ") + ",".join(map(str, nodes))
+            need = f"{format_size(size)}" + (f" ({buffers} arrays: {format_size(size * buffers)})" if buffers > 1 else "")
+            raise NumasweepError(
+                f"{where}: {need} is more than the {format_size(have)} of memory on {names} "
+                f"(memory '{spec}', topology '{topo.system}'); use a smaller size"
+            )
+
+
+def _sweeps(config: dict, bench: str) -> Iterator[tuple[str, dict]]:
+    for i, sw in enumerate((config.get(bench) or {}).get("sweeps") or []):
+        yield f"{bench}.sweeps[{i}]", sw
+
+
+def _size_list(value: Any) -> list[int]:
+    try:
+        return parse_sizes(value)
+    except NumasweepError:
+        return []  # grid.expand names the bad size
+
+
+def _one(value: Any) -> int | None:
+    try:
+        return parse_size(value)
+    except NumasweepError:
+        return None
+
+
+def _sizes_fit(config: dict, topo: Any) -> None:
+    for where, sw in _sweeps(config, "latency"):
+        cpu_nodes = sorted({n for domains in sw["domains"] for n in domains})
+        for size in _size_list(sw["sizes"]):
+            for spec in sw["memory"]:
+                _fit(topo, f"{where}.sizes", size, spec, cpu_nodes)
+    for where, sw in _sweeps(config, "bandwidth"):
+        size = None if sw["array_size"] is None else _one(sw["array_size"])
+        if size is not None:
+            for spec in sw["memory"]:
+                _fit(topo, f"{where}.array_size", size, spec, sw["cpu_nodes"], buffers=3)
+    for where, sw in _sweeps(config, "copy"):
+        size = _one(sw["size"])
+        pairs = topo.node_ids() if sw["pairs"] == "all" else sorted({n for p in sw["pairs"] for n in p})
+        if size is not None:
+            for n in pairs:
+                _fit(topo, f"{where}.size", size, f"node:{n}", [n])
+    for where, sw in _sweeps(config, "gpu_xfer"):
+        for size in _size_list(sw["sizes"]):
+            for spec in sw["memory"]:
+                _fit(topo, f"{where}.sizes", size, spec, [gpu_cpu_node(topo, sw)])
+
+
+# ---------------------------------------------------------------- caches
+
+
+def llc_bytes(topo: Any, cpus: list[int]) -> int:
+    """The last-level cache the CPUs run under: every instance of the highest level holding one."""
+    if not topo.caches:
+        return 0
+    level = max(c.level for c in topo.caches)
+    wanted = set(cpus)
+    return sum(c.size_bytes for c in topo.caches if c.level == level
+               for inst in c.instances if wanted & set(inst))
+
+
+def _small_arrays(config: dict, topo: Any) -> Iterator[str]:
+    for where, sw in _sweeps(config, "bandwidth"):
+        size = None if sw["array_size"] is None else _one(sw["array_size"])
+        if size is None:
+            continue
+        for node in sw["cpu_nodes"]:
+            try:
+                llc = llc_bytes(topo, topo.node(node).cpus)
+            except NumasweepError:
+                continue
+            if llc and size < LLC_FACTOR * llc:
+                yield (f"{where}.array_size: {format_size(size)} is under {LLC_FACTOR}x the last-level cache of "
+                       f"node {node} ({format_size(llc)}), so the bandwidth measured is partly the cache's; "
+                       f"use at least {format_size(LLC_FACTOR * llc)}, or leave array_size unset for the "
+                       "kernel's default")
+
+
+# ---------------------------------------------------------------- pages
+
+
+def without_thp(jobs: list, topo: Any) -> tuple[list, list[str]]:
+    """The jobs, less those with `pages: thp` where the topology was detected from a sysfs tree
+    whose transparent huge pages are `never` (numa_latency --pages=thp would refuse: its buffer
+    gets no huge page); and the warning saying so. An arch file's machine is not looked at."""
+    source = str(getattr(topo, "source", ""))
+    if not source.startswith("sysfs:"):
+        return jobs, []
+    path = Path(source.split(":", 1)[1])
+    if system_state.thp_enabled(path) != "never":
+        return jobs, []
+    kept = [j for j in jobs if j.grid.get("pages") != "thp"]
+    if len(kept) == len(jobs):
+        return jobs, []
+    return kept, [f"pages: thp: transparent huge pages are off on this machine ({path}/kernel/mm/"
+                  f"transparent_hugepage/enabled: never), so its {len(jobs) - len(kept)} thp job(s) are left out "
+                  "and the report cannot tell the TLB from the caches; enable them with `echo madvise > "
+                  "/sys/kernel/mm/transparent_hugepage/enabled`, or drop thp from `pages`"]
+
+
+# ---------------------------------------------------------------- GPUs
+
+
+def gpu_cpu_node(topo: Any, sw: dict) -> int:
+    """The node whose cores drive a gpu_xfer sweep's GPUs: its `cpu_node`, else the first GPU's
+    node, else (a GPU whose sysfs numa_node is -1, as in most virtual machines) the first node
+    with CPUs."""
+    if sw["cpu_node"] is not None:
+        return sw["cpu_node"]
+    if topo.gpus and topo.gpus[0].node is not None:
+        return topo.gpus[0].node
+    return next((node.id for node in topo.nodes if node.cpus), topo.nodes[0].id)
+
+
+def _gpu_counts(config: dict, topo: Any) -> None:
+    section = config.get("gpu_xfer") or {}
+    if section.get("force") or not topo.gpus:
+        return  # a dry run on purpose, or skipped (grid.expand says why)
+    have = len(topo.gpus)
+    for where, sw in _sweeps(config, "gpu_xfer"):
+        wanted = max(sw["ngpus"])
+        if wanted > have:
+            raise NumasweepError(
+                f"{where}.ngpus: {wanted} GPUs asked, but the topology '{topo.system}' has {have} GPU"
+                f"{'s' if have != 1 else ''}; use ngpus up to {have} (or gpu_xfer.force: true for a dry run)"
+            )
+        node = gpu_cpu_node(topo, sw)
+        try:
+            free = len(topo.free_cores(node))
+        except NumasweepError:
+            continue  # grid.expand names the unknown node
+        if wanted > free:
+            raise NumasweepError(
+                f"{where}.ngpus: {wanted} GPUs need {wanted} host cores (one thread drives each GPU), but "
+                f"cpu_node {node} has {free} free; use ngpus up to {free} or a cpu_node with more free cores"
+            )
+
+
+# ---------------------------------------------------------------- launcher
+
+
+@functools.lru_cache(maxsize=None)
+def srun_plugins() -> tuple[str, ...] | None:
+    """The --mpi plugins `srun --mpi=list` names (pmix_v4 included), or None where srun is absent
+    or cannot answer (no SLURM configuration here)."""
+    if shutil.which("srun") is None:
+        return None
+    try:
+        proc = subprocess.run(["srun", "--mpi=list"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    names: list[str] = []
+    for line in (proc.stdout + proc.stderr).splitlines():
+        if line[:1] in (" ", "\t") and line.split():
+            names.append(line.split()[-1])
+        elif "plugin versions available:" in line:
+            names += [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+    return tuple(names) or None
+
+
+def _srun_mpi(config: dict) -> None:
+    value = config.get("srun_mpi")
+    if config.get("launcher") != "srun" or not value:
+        return
+    known = srun_plugins()
+    if known is not None and value not in known:
+        raise NumasweepError(
+            f"srun_mpi: '{value}' is not an MPI plugin of this srun (`srun --mpi=list`: {', '.join(known)}); "
+            "use one of them, or null for the site's default"
+        )
+
+
+# ---------------------------------------------------------------- kernel options
+
+
+def extra_args(config: dict, jobs: list, bin_dir: Path = BIN_DIR) -> None:
+    """Each sweep's `extra_args`, with the options of one of its jobs, through the kernel's own
+    parser (`--check-args`): refused at plan time rather than when that job runs."""
+    for bench in {job.bench for job in jobs}:
+        for where, sw in _sweeps(config, bench):
+            args = tuple(str(a) for a in sw.get("extra_args") or [])
+            job = next((j for j in jobs if j.bench == bench and j.kernel_args[len(j.kernel_args) - len(args):] == args),
+                       None)
+            if args and job is not None:
+                _kernel_accepts(bin_dir / job.kernel, list(job.kernel_args), args, f"{where}.extra_args")
+
+
+def _kernel_accepts(binary: Path, args: list[str], extra: tuple[str, ...], where: str) -> None:
+    """The kernel's own parser on the arguments; a kernel not built yet is asked at run time."""
+    if not binary.exists():
+        return
+    try:
+        proc = subprocess.run([str(binary), "--check-args", *args], capture_output=True, text=True, timeout=20)
+    except OSError as exc:
+        raise NumasweepError(f"{where}: cannot run {binary} to check them ({exc}); rebuild with `make -C kernels`") from None
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        said = lines[-1] if lines else f"exit status {proc.returncode}"
+        raise NumasweepError(f"{where}: {' '.join(extra)} refused by the kernel: {said}; fix or drop them")

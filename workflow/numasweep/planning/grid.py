@@ -1,0 +1,610 @@
+"""The sweep a config asks for, as a list of jobs: one per grid point, each with a stable id.
+
+`expand(config, topology)` is pure: it validates the config against
+workflow/schemas/config.schema.yaml (filling defaults), checks every node, domain and GPU
+against the topology, and returns the jobs in config order. The id of a job is built only from
+its grid values, so the same config gives the same ids and result paths on every run:
+`lat-interleaved-d0.1.2.3-r2-local-concurrent-rep0` -> results/<system>/latency/<id>.csv.
+
+`python -m numasweep grid --config FILE [--arch FILE | --detect]` prints the jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import itertools
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import jsonschema
+import yaml
+
+from numasweep import benches
+from numasweep.planning import checks, grid_mlc, placement
+from numasweep.core.errors import NumasweepError
+from numasweep.core.io import load_yaml, pattern_problem
+from numasweep.core.units import format_size, parse_size, parse_sizes
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+
+
+
+@dataclass(frozen=True)
+class Job:
+    """One benchmark run: what to launch and the grid values it stands for."""
+
+    bench: str
+    id: str
+    kernel: str
+    grid: dict[str, Any]  # the grid columns of the aggregated CSV
+    kernel_args: tuple[str, ...]  # kernel options, without --csv
+    tasks: int = 1  # MPI ranks (latency) or 1
+    threads: int = 1  # OpenMP threads (bandwidth, copy) or host threads (gpu_xfer)
+    gpus: int = 0  # gpu_xfer: GPUs used at once
+    placements: tuple = ()  # latency: placement.RankPlacement per rank
+    cpus: tuple[int, ...] = ()  # non-MPI jobs: the CPUs the threads run on
+    memory: str = "local"  # non-MPI jobs: the memory spec numactl applies
+
+
+@dataclass
+class Plan:
+    """The jobs, plus the benchmarks that were left out and why (for the report)."""
+
+    jobs: list[Job]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def by_bench(self, bench: str) -> list[Job]:
+        return [j for j in self.jobs if j.bench == bench]
+
+    def benches(self) -> list[str]:
+        return [b for b in benches.NAMES if self.by_bench(b)]
+
+
+# ---------------------------------------------------------------- config validation
+
+
+def _fill_defaults(validator_class: type) -> type:
+    """A validator that writes each schema `default` into the config it checks.
+
+    Defaults of nested objects are filled before those objects are checked, so a missing
+    `latency:` section becomes `{sweeps: []}` and each sweep gets every key.
+    """
+    validate_properties = validator_class.VALIDATORS["properties"]
+    validate_items = validator_class.VALIDATORS["items"]
+
+    def set_defaults(validator, properties, instance, schema):  # noqa: ANN001
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = copy.deepcopy(sub["default"])
+                elif name in instance:
+                    instance[name] = _from_text(instance[name], sub)
+        yield from validate_properties(validator, properties, instance, schema)
+
+    def items_from_text(validator, items, instance, schema):  # noqa: ANN001
+        if isinstance(instance, list) and isinstance(items, dict):
+            instance[:] = [_from_text(v, items) for v in instance]
+        yield from validate_items(validator, items, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults, "items": items_from_text})
+
+
+def _from_text(value: Any, schema: dict) -> Any:
+    """Snakemake's `--config key=...` reads every value inside a mapping or list as text
+    (`--config gpu_xfer='{force: true}'` gives the text 'true'): text that spells the boolean or
+    the number the schema asks for is taken as one; anything else is left to the validation."""
+    if not isinstance(value, str):
+        return value
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        schema = _schema().get("$defs", {}).get(ref[len("#/$defs/"):], {})
+    types = schema.get("type", [])
+    types = types if isinstance(types, list) else [types]
+    if "boolean" in types and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if ("integer" in types or "number" in types) and re.fullmatch(r"[+-]?\d+", value.strip()):
+        return int(value)
+    if "number" in types:
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+_Validator = _fill_defaults(jsonschema.Draft202012Validator)
+
+
+def key_path(path: Any) -> str:
+    """['latency', 'sweeps', 0, 'strategy'] -> 'latency.sweeps[0].strategy'."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        known = ", ".join(sorted(error.schema.get("properties", {})))
+        return f"{where}: unknown key {', '.join(map(repr, extra))}; known keys: {known}"
+    if error.validator == "required":
+        return f"{where}: {error.message}; add it"
+    if error.validator == "minItems" and error.instance == []:
+        return f"{where}: empty list; give at least one value"
+    if error.validator in ("type", "oneOf"):
+        return f"{where}: wrong type ({error.instance!r}); expected {_expected(error.schema)}"
+    if error.validator == "pattern" and pattern_problem(error):
+        return f"{where}: {pattern_problem(error)}"
+    if error.validator == "pattern":
+        return f"{where}: {error.instance!r} is malformed; {error.schema.get('description', 'see config/README.md').strip()}"
+    return f"{where}: {error.message}"
+
+
+def _expected(schema: dict) -> str:
+    """What a schema accepts, in words: 'integer', 'string or null', "'all' or array"."""
+    if "type" in schema:
+        t = schema["type"]
+        return " or ".join(t) if isinstance(t, list) else t
+    if "oneOf" in schema:
+        return " or ".join(_expected(s) for s in schema["oneOf"])
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "const" in schema:
+        return repr(schema["const"])
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[-1]
+    return "see config/README.md"
+
+
+def load_schema() -> dict:
+    return copy.deepcopy(_schema())
+
+
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict:
+    # Read once per process: Snakefile validates the config and then expands it, and YAML
+    # parsing of the schema is a noticeable part of a dry run's start-up.
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def validate_config(config: dict, source: str = "config") -> dict:
+    """The config with defaults filled in, or a NumasweepError naming the key path."""
+    config = copy.deepcopy(dict(config))
+    validator = _Validator(_schema())  # the validator only reads the schema
+    errors = sorted(
+        validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path)))
+    )
+    if errors:
+        # The deepest error names the key a user must change; oneOf branches report on
+        # the parent, so prefer an error that is not a oneOf summary.
+        worst = max(errors, key=lambda e: len(e.absolute_path))
+        raise NumasweepError(f"{source}: {_describe(worst)}")
+    return config
+
+
+def load_config_file(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise NumasweepError(f"{path}: no such config file")
+    data = load_yaml(path, "config") or {}
+    if not isinstance(data, dict):
+        raise NumasweepError(f"{path}: the config must be a mapping of keys")
+    return data
+
+
+# ---------------------------------------------------------------- ids
+
+
+def memory_word(spec: str) -> str:
+    """A memory spec as an id word: 'interleave:0,1' -> 'interleave0.1', 'weighted:0,3@1,2' -> 'weighted0.3w1.2'."""
+    return spec.replace(":", "").replace(",", ".").replace("@", "w")
+
+
+def _nodes_word(nodes: list[int]) -> str:
+    return ".".join(map(str, nodes))
+
+
+def _prefix(short: str, label: str | None) -> str:
+    return f"{short}-{label}" if label else short
+
+
+# ---------------------------------------------------------------- expansion per bench
+
+
+def _check_nodes(topo: Any, nodes: list[int], where: str) -> None:
+    known = topo.node_ids()
+    for n in nodes:
+        if n not in known:
+            raise NumasweepError(
+                f"{where}: node {n} is not in the topology '{topo.system}' (nodes {', '.join(map(str, known))}); "
+                "change the config or the arch file"
+            )
+
+
+def _check_memory(topo: Any, spec: str, where: str) -> None:
+    try:
+        placement.check_memory(topo, placement.parse_memory(spec))
+    except NumasweepError as exc:
+        raise NumasweepError(f"{where}: {exc}") from None
+
+
+def _cpus_on(topo: Any, node: int, count: int, where: str) -> tuple[int, ...]:
+    free = list(topo.free_cores(node))
+    if count > len(free):
+        raise NumasweepError(
+            f"{where}: {count} threads asked on node {node}, which has {len(free)} free cores; lower the thread count"
+        )
+    return tuple(free[:count])
+
+
+def _latency(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
+    for i, sw in enumerate(sweeps):
+        where = f"latency.sweeps[{i}]"
+        for d, domains in enumerate(sw["domains"]):
+            _check_nodes(topo, domains, f"{where}.domains[{d}]")
+        for m, spec in enumerate(sw["memory"]):
+            _check_memory(topo, spec, f"{where}.memory[{m}]")
+        sizes = _sizes(sw["sizes"], f"{where}.sizes")
+        # Modes, page sizes and repetitions share a placement: plan each one once.
+        placements: dict[tuple, tuple] = {}
+        for strategy, domains, rpd, memory, mode, pages, rep in itertools.product(
+            sw["strategy"],
+            sw["domains"],
+            sw["ranks_per_domain"],
+            sw["memory"],
+            sw["mode"],
+            sw["pages"],
+            range(sw["repetitions"]),
+        ):
+            key = (strategy, tuple(domains), rpd, memory)
+            if key not in placements:
+                try:
+                    placements[key] = tuple(placement.plan(topo, strategy, list(domains), rpd, memory=memory))
+                except NumasweepError as exc:
+                    raise NumasweepError(f"{where}: {exc}") from None
+            ranks = placements[key]
+            page_word = "" if pages == "4k" else f"-{pages}"
+            job_id = (
+                f"{_prefix('lat', sw['label'])}-{strategy}-d{_nodes_word(domains)}-r{rpd}-"
+                f"{memory_word(memory)}-{mode}{page_word}-rep{rep}"
+            )
+            args = [f"--size={sizes}", f"--pages={pages}"]
+            if mode == "serial":
+                args.append("--serial")
+            yield Job(
+                bench="latency",
+                id=job_id,
+                kernel=benches.LATENCY.kernel,
+                grid={
+                    "label": sw["label"] or "",
+                    "strategy": strategy,
+                    "domains": ",".join(map(str, domains)),
+                    "ranks_per_domain": rpd,
+                    "memory": memory,
+                    "pages": pages,
+                    "repetition": rep,
+                },
+                kernel_args=tuple(args + list(sw["extra_args"])),
+                tasks=len(ranks),
+                threads=1,
+                placements=ranks,
+            )
+
+
+def _sizes(value: Any, where: str) -> str:
+    """Validate a size list and give it back in the kernels' spelling."""
+    try:
+        parse_sizes(value)
+    except NumasweepError as exc:
+        raise NumasweepError(f"{where}: {exc}") from None
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _bandwidth(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
+    for i, sw in enumerate(sweeps):
+        where = f"bandwidth.sweeps[{i}]"
+        _check_nodes(topo, sw["cpu_nodes"], f"{where}.cpu_nodes")
+        for m, spec in enumerate(sw["memory"]):
+            _check_memory(topo, spec, f"{where}.memory[{m}]")
+        array = (
+            []
+            if sw["array_size"] is None
+            else [f"--array-size={format_size(_one_size(sw['array_size'], where + '.array_size'))}"]
+        )
+        for node, memory, threads, pattern, rep in itertools.product(
+            sw["cpu_nodes"], sw["memory"], sw["threads"], sw["pattern"], range(sw["repetitions"])
+        ):
+            cpus = _cpus_on(topo, node, threads, f"{where}.threads")
+            pat = "" if pattern == "sequential" else f"-{pattern}"
+            yield Job(
+                bench="bandwidth",
+                id=f"{_prefix('bw', sw['label'])}-c{node}-{memory_word(memory)}-t{threads}{pat}-rep{rep}",
+                kernel=benches.BANDWIDTH.kernel,
+                grid={
+                    "label": sw["label"] or "",
+                    "cpu_node": node,
+                    "memory": memory,
+                    "repetition": rep,
+                },
+                kernel_args=tuple(
+                    [
+                        f"--kernels={','.join(sw['kernels'])}",
+                        f"--pattern={pattern}",
+                        f"--ntimes={sw['ntimes']}",
+                    ]
+                    + array
+                    + list(sw["extra_args"])
+                ),
+                threads=threads,
+                cpus=cpus,
+                memory=memory,
+            )
+
+
+def _one_size(value: Any, where: str) -> int:
+    try:
+        return parse_size(value)
+    except NumasweepError as exc:
+        raise NumasweepError(f"{where}: {exc}") from None
+
+
+def _copy(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
+    nodes = topo.node_ids()
+    for i, sw in enumerate(sweeps):
+        where = f"copy.sweeps[{i}]"
+        pairs = (
+            [(s, d) for s in nodes for d in nodes]
+            if sw["pairs"] == "all"
+            else [tuple(p) for p in sw["pairs"]]
+        )
+        for p, pair in enumerate(pairs):
+            _check_nodes(topo, list(pair), f"{where}.pairs[{p}]")
+        size = _one_size(sw["size"], f"{where}.size")
+        for (src, dst), threads, rep in itertools.product(pairs, sw["threads"], range(sw["repetitions"])):
+            cpu_node = _copy_cpu_node(topo, sw["cpu_node"], src, dst)
+            _check_nodes(topo, [cpu_node], f"{where}.cpu_node")
+            cpus = _cpus_on(topo, cpu_node, threads, f"{where}.threads")
+            yield Job(
+                bench="copy",
+                id=f"{_prefix('copy', sw['label'])}-s{src}-d{dst}-c{cpu_node}-t{threads}-{format_size(size)}-rep{rep}",
+                kernel=benches.COPY.kernel,
+                grid={"label": sw["label"] or "", "repetition": rep},
+                kernel_args=tuple(
+                    [
+                        f"--src={src}",
+                        f"--dst={dst}",
+                        f"--cpu-node={cpu_node}",
+                        f"--size={format_size(size)}",
+                        f"--ntimes={sw['ntimes']}",
+                    ]
+                    + list(sw["extra_args"])
+                ),
+                threads=threads,
+                cpus=cpus,
+                memory="local",
+            )
+
+
+def _copy_cpu_node(topo: Any, choice: str | int, src: int, dst: int) -> int:
+    """`src`/`dst` name the pair's node; when it is memory-only (CXL), the other node of the
+    pair, else the nearest node with CPUs (firmware distance)."""
+    if isinstance(choice, int):
+        return choice
+    first, other = (src, dst) if choice == "src" else (dst, src)
+    ids = topo.node_ids()
+    row = topo.distances[ids.index(first)]
+    nearest = sorted(ids, key=lambda n: row[ids.index(n)])
+    return next((n for n in [first, other, *nearest] if topo.free_cores(n)), first)
+
+
+def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
+    for i, sw in enumerate(section["sweeps"]):
+        where = f"gpu_xfer.sweeps[{i}]"
+        for m, spec in enumerate(sw["memory"]):
+            _check_memory(topo, spec, f"{where}.memory[{m}]")
+        cpu_node = checks.gpu_cpu_node(topo, sw)
+        _check_nodes(topo, [cpu_node], f"{where}.cpu_node")
+        sizes = _sizes(sw["sizes"], f"{where}.sizes")
+        for ngpus, memory, pinned, rep in itertools.product(
+            sw["ngpus"], sw["memory"], sw["pinned"], range(sw["repetitions"])
+        ):
+            # gpu_xfer drives each GPU from a host thread of its own: one CPU per GPU.
+            cpus = _cpus_on(topo, cpu_node, ngpus, f"{where}.cpu_node")
+            yield Job(
+                bench="gpu_xfer",
+                id=(
+                    f"{_prefix('gpu', sw['label'])}-g{ngpus}-{memory_word(memory)}-"
+                    f"{'pinned' if pinned else 'pageable'}-rep{rep}"
+                ),
+                kernel=topo.gpu_kernel(),
+                grid={"label": sw["label"] or "", "memory": memory, "repetition": rep},
+                kernel_args=tuple(
+                    [
+                        f"--ngpus={ngpus}",
+                        f"--sizes={sizes}",
+                        f"--pin_memory={int(pinned)}",
+                        f"--iterations_per_bench={sw['iterations']}",
+                    ]
+                    + list(sw["extra_args"])
+                ),
+                threads=ngpus,
+                gpus=ngpus,
+                cpus=cpus,
+                memory=memory,
+            )
+
+
+# ---------------------------------------------------------------- the whole plan
+
+
+def expand(config: dict, topo: Any, source: str = "config") -> Plan:
+    """Every job the config asks for on this topology, or a NumasweepError naming the key path."""
+    config = validate_config(config, source)
+    checks.warn(checks.against_topology(config, topo))
+    jobs: list[Job] = []
+    jobs += _latency(topo, config["latency"]["sweeps"])
+    jobs += _bandwidth(topo, config["bandwidth"]["sweeps"])
+    jobs += _copy(topo, config["copy"]["sweeps"])
+    jobs += grid_mlc.loaded_latency(topo, config["loaded_latency"]["sweeps"])
+    jobs += grid_mlc.c2c(topo, config["c2c"]["sweeps"])
+    jobs += grid_mlc.mix_bandwidth(topo, config["mix_bandwidth"]["sweeps"])
+    jobs, thp_warnings = checks.without_thp(jobs, topo)
+    checks.warn(thp_warnings)
+    skipped: dict[str, str] = {}
+    gpu = config["gpu_xfer"]
+    if gpu["sweeps"]:
+        if topo.gpus or gpu["force"]:
+            jobs += _gpu_xfer(topo, gpu)
+        else:
+            skipped["gpu_xfer"] = (
+                f"the topology '{topo.system}' lists no GPU; gpu_xfer.force: true plans the jobs anyway (dry run)"
+            )
+    if not jobs and skipped:
+        # A GPU campaign on a machine without GPUs: the reason, not "add a sweep".
+        raise NumasweepError(
+            f"{source}: no job to run: gpu_xfer: {skipped['gpu_xfer']}; run it on a machine with NVIDIA GPUs "
+            "(nvidia-smi lists them) or name an arch file that lists them"
+        )
+    if not jobs:
+        raise NumasweepError(
+            f"{source}: the sweep is empty: the sweeps of {', '.join(benches.NAMES)} give no job; add a sweep "
+            "(see config/config.yaml)"
+        )
+    checks.extra_args(config, jobs)
+    seen: dict[str, Job] = {}
+    for job in jobs:
+        other = seen.get(job.id)
+        if other is not None and other != job:
+            raise NumasweepError(
+                f"{source}: two {job.bench} sweeps give the job id '{job.id}' with different settings; "
+                "set a distinct `label` on one of them"
+            )
+        seen[job.id] = job
+    return Plan(jobs=list(seen.values()), skipped=skipped)
+
+
+def main(argv: list[str]) -> int:
+    from numasweep.core import topology
+
+    ap = argparse.ArgumentParser(
+        prog="python -m numasweep grid", description="List the jobs a config expands to."
+    )
+    ap.add_argument("--config", required=True, action="append",
+                    help="config YAML layered over config/config.yaml, as `snakemake --configfile` "
+                         "does (repeat to layer files)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a value on top, as `snakemake --config KEY=VALUE` (or a profile's `config:`)")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--arch", help="arch file or topology.json (default: the config's `arch`)")
+    src.add_argument("--detect", action="store_true", help="detect this machine from sysfs")
+    ap.add_argument("--count", action="store_true",
+                    help="print only the number of jobs per benchmark (and of batches, with batch > 1)")
+    args = ap.parse_args(argv)
+
+    config = layered_config(args.config, args.set)
+    for line in overridden(args.config, config):
+        print(f"numasweep: warning: {line}", file=sys.stderr)
+    checked = validate_config(config, ",".join(args.config))
+    arch = "auto" if args.detect else (args.arch or checked["arch"])
+    topo = topology.detect() if arch == "auto" else topology.load(arch)
+    plan = expand(config, topo, ",".join(args.config))
+    if args.count:
+        jobs = batch_counts(plan, checked, checked["system"] or topo.system)
+        for bench in benches.NAMES:
+            print(f"{bench}\t{len(plan.by_bench(bench))}" + (f"\t{jobs[bench]} batches" if jobs else ""))
+    else:
+        for job in plan.jobs:
+            print(f"{job.bench}\t{job.id}")
+    for bench, why in plan.skipped.items():
+        print(f"# {bench} skipped: {why}")
+    return 0
+
+
+def batch_counts(plan: Plan, config: dict, system: str) -> dict[str, int]:
+    """Snakemake jobs per benchmark with `batch` > 1, as snakemake plans them (over every node
+    of fleet.nodes; launch lines with the config's launcher); {} with batch 1, a job each."""
+    from numasweep.planning import batch, fleet
+
+    if config["batch"] == 1:
+        return {}
+    jobs = fleet.spread(plan, list(config["fleet"]["nodes"])).jobs
+    options = batch.point_options(jobs, f"results/{system}", launcher=config["launcher"], wrapper=config["wrapper"],
+                                  srun_mpi=config["srun_mpi"])
+    found = batch.batches(jobs, config["batch"], options)
+    return {bench: sum(b.bench == bench for b in found) for bench in benches.NAMES}
+
+
+# The config Snakefile loads with `configfile:` before any --configfile: layered under every
+# user file, by `snakemake` and by `python -m numasweep grid` alike.
+DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config" / "config.yaml"
+
+
+def parse_assignments(values: list[str]) -> dict:
+    """`KEY=VALUE` pairs (`snakemake --config`, a profile's `config:`) as a config dict; the
+    value is read as YAML, as snakemake does."""
+    out: dict = {}
+    for item in values:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise NumasweepError(f"config value '{item}': write KEY=VALUE, e.g. launcher=srun")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
+
+
+def layered_config(files: list[str | Path], assignments: list[str] | None = None) -> dict:
+    """The config snakemake builds for `--configfile FILES --config ASSIGNMENTS`:
+    config/config.yaml, then each file over it, then the KEY=VALUE pairs over all."""
+    config = load_config_file(DEFAULT_CONFIG)
+    for path in files:
+        config = merge(config, load_config_file(path))
+    return merge(config, parse_assignments(assignments or []))
+
+
+def _leaves(data: dict, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    for key, value in data.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, prefix + (key,))
+        else:
+            yield prefix + (key,), value
+
+
+def overridden(files: list[str | Path], final: dict) -> list[str]:
+    """One line per value the config files set that the final config (after a profile's
+    `config:` or `--config KEY=VALUE`) replaced, naming both."""
+    layered: dict = {}
+    origin: dict = {}
+    for path in files:
+        data = load_config_file(path)
+        layered = merge(layered, data)
+        origin.update({keys: path for keys, _ in _leaves(data)})
+    lines = []
+    for keys, value in _leaves(layered):
+        now: Any = final
+        for key in keys:
+            now = now.get(key) if isinstance(now, dict) else None
+        if now != value and now is not None:
+            name = ".".join(map(str, keys))
+            lines.append(f"{origin[keys]} sets {name}: {value}, but a profile's `config:` or --config sets "
+                         f"{name}={now}, which wins; remove one of them")
+    return lines
+
+
+def merge(base: dict, over: dict) -> dict:
+    """Layer one config over another the way snakemake layers --configfile files."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

@@ -1,0 +1,325 @@
+"""Current results against reference values and against an earlier run of the store.
+
+References follow ReFrame's shape `(value, lower, upper, unit)`: `lower` and `upper` are
+fractions of `value` (-0.1 and 0.1: within 10 % either way), null for no bound. Each names a
+benchmark, a metric column and the point(s) it holds for (`where`: values of the table's
+identity columns; sizes may be written 64K); the measured value is the median over those
+points of the median over repetitions.
+
+Against an earlier run, every point both runs measured (same series identity apart from the
+host, same axis value) is compared; a point regresses when it moved in the metric's bad
+direction by more than the tolerance (latency up, bandwidth down). A series passes when none
+of its points regresses. Rows measured on different hosts are compared only when each side
+names its hosts, and the table says so.
+
+    python -m numasweep compare --results results/x [--store S --against previous|KEY]
+        [--config campaign.yaml] [--tolerance 0.1] -o comparison.md [--json comparison.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from numasweep.results import series, store
+from numasweep.core.errors import NumasweepError
+from numasweep.reporting.figures import load_results
+from numasweep.core.io import atomic_write_text
+from numasweep.reporting.report import md_table
+from numasweep.core.units import format_size, parse_size
+
+# The value each benchmark is judged by, and whether more of it is better.
+METRICS: dict[str, dict[str, bool]] = {
+    "latency": {"latency_ns_median": False},
+    "bandwidth": {"best_mb_s": True},
+    "copy": {"best_gb_s": True},
+    "gpu_xfer": {"read_bw(gib/s)": True, "write_bw(gib/s)": True},
+}
+# Identity columns that do not make two runs' points different measurements.
+NOT_COMPARED = ("system", "host")
+DEFAULT_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    bench: str
+    metric: str
+    where: dict
+    value: float
+    lower: float | None
+    upper: float | None
+    unit: str
+
+    def bounds(self) -> tuple[float, float]:
+        low = -math.inf if self.lower is None else self.value * (1 + self.lower)
+        high = math.inf if self.upper is None else self.value * (1 + self.upper)
+        return low, high
+
+
+def parse_references(entries: list[dict], source: str = "references") -> list[Reference]:
+    """References from a config's `references` list (schema-checked; the checks here are those
+    a schema cannot state)."""
+    refs = []
+    for i, entry in enumerate(entries or []):
+        where = f"{source}[{i}]"
+        bench, metric = entry["bench"], entry.get("metric") or next(iter(METRICS[entry["bench"]]))
+        if metric not in METRICS[bench]:
+            raise NumasweepError(f"{where}.metric: '{metric}' is not judged for {bench}; "
+                                 f"one of {', '.join(METRICS[bench])}")
+        value, lower, upper, unit = entry["reference"]
+        if lower is not None and lower > 0 or upper is not None and upper < 0:
+            raise NumasweepError(f"{where}.reference: lower must be <= 0 and upper >= 0 (fractions of the "
+                                 f"value, as in ReFrame: [{value}, -0.1, 0.1, {unit}])")
+        refs.append(Reference(entry.get("name") or f"{bench} {metric}", bench, metric,
+                              dict(entry.get("where") or {}), float(value), lower, upper, str(unit)))
+    return refs
+
+
+def _matches(table: pd.DataFrame, where: dict, source: str) -> pd.Series:
+    keep = pd.Series(True, index=table.index)
+    for col, want in where.items():
+        if col not in table.columns:
+            raise NumasweepError(f"{source}.where: no column '{col}' in the results; use an identity "
+                                 f"column ({', '.join(c for c in table.columns if not c.startswith('_'))})")
+        if col in series.NUMERIC:
+            value = parse_size(want) if isinstance(want, str) and col.endswith(("bytes", "bytes)")) else int(want)
+            keep &= table[col] == value
+        else:
+            keep &= table[col].astype(str) == str(want)
+    return keep
+
+
+def point_values(df: pd.DataFrame, bench: str) -> pd.DataFrame:
+    """One row per point: the median of each judged metric over repetitions."""
+    return series.point_table(df, bench, list(METRICS[bench]))
+
+
+def check_references(frames: dict[str, pd.DataFrame], refs: list[Reference]) -> list[dict]:
+    rows = []
+    for i, ref in enumerate(refs):
+        low, high = ref.bounds()
+        row = {"name": ref.name, "bench": ref.bench, "metric": ref.metric, "where": ref.where,
+               "reference": ref.value, "low": low, "high": high, "unit": ref.unit, "measured": None,
+               "points": 0, "status": "no data"}
+        if ref.bench in frames:
+            points = point_values(frames[ref.bench], ref.bench)
+            chosen = points[_matches(points, ref.where, f"references[{i}]")]
+            values = pd.to_numeric(chosen[ref.metric], errors="coerce").dropna()
+            if len(values):
+                measured = float(values.median())
+                row.update(measured=measured, points=len(values),
+                           status="pass" if low <= measured <= high else "fail")
+        rows.append(row)
+    return rows
+
+
+def series_name(row: pd.Series, columns: list[str]) -> str:
+    parts = []
+    for col in columns:
+        value = row[col]
+        shown = format_size(int(value)) if col.endswith("bytes") and isinstance(value, (int, np.integer)) \
+            and value > 0 else series.label(value)
+        parts.append(f"{col}={shown}")
+    return ", ".join(parts) or "all"
+
+
+def compare_runs(now: dict[str, pd.DataFrame], then: dict[str, pd.DataFrame],
+                 tolerance: float) -> tuple[list[dict], list[dict]]:
+    """(one row per series both runs measured, one regression finding per failing series)."""
+    rows, findings = [], []
+    for bench in series.SERIES:
+        if bench not in now or bench not in then:
+            continue
+        a, b = point_values(now[bench], bench), point_values(then[bench], bench)
+        keys = [c for c in series.point_columns(a, bench) if c in b.columns and c not in NOT_COMPARED]
+        hosts = [c for c in ("host",) if c in a.columns and c in b.columns]
+        merged = a.merge(b, on=keys, suffixes=("", "_then"))
+        if merged.empty:
+            continue
+        axis = series.AXIS[bench]
+        ident = [c for c in keys if c != axis]
+        varying = [c for c in ident if merged[c].astype(str).nunique() > 1]
+        groups = merged.groupby(ident, sort=True, dropna=False) if ident else [((), merged)]
+        for _, part in groups:
+            for metric, higher_better in METRICS[bench].items():
+                if metric not in part.columns or f"{metric}_then" not in part.columns:
+                    continue
+                ratio = (pd.to_numeric(part[metric], errors="coerce")
+                         / pd.to_numeric(part[f"{metric}_then"], errors="coerce")).to_numpy(float)
+                ok = np.isfinite(ratio)
+                if not ok.any():
+                    continue
+                # The change in the bad direction: > 0 means worse.
+                worse = np.where(higher_better, 1 / ratio, ratio) - 1
+                regressed = ok & (worse > tolerance)
+                worst = int(np.nanargmax(np.where(ok, worse, -np.inf)))
+                at = part[axis].iloc[worst] if axis else None
+                name = series_name(part.iloc[0], varying)
+                row = {
+                    "bench": bench, "series": name, "metric": metric, "points": int(ok.sum()),
+                    "regressed": int(regressed.sum()), "worst_ratio": float(ratio[worst]),
+                    "worst_at": None if at is None else int(at), "axis": axis,
+                    "hosts_now": ",".join(sorted(set(part["host"].astype(str)))) if hosts else "",
+                    "hosts_then": ",".join(sorted(set(part["host_then"].astype(str)))) if hosts else "",
+                    "status": "fail" if regressed.any() else "pass",
+                }
+                rows.append(row)
+                if regressed.any():
+                    findings.append(regression_finding(row, part, ratio, regressed, higher_better, tolerance))
+    return rows, findings
+
+
+def _at(row: dict) -> str:
+    if row["worst_at"] is None:
+        return ""
+    if row["axis"] == "threads":
+        return f"{row['worst_at']} threads"
+    return format_size(row["worst_at"])
+
+
+def regression_finding(row: dict, part: pd.DataFrame, ratio: np.ndarray, regressed: np.ndarray,
+                       higher_better: bool, tolerance: float) -> dict:
+    axis = row["axis"]
+    evidence = [{**({axis: int(part[axis].iloc[i])} if axis else {}), "now": float(part[row["metric"]].iloc[i]),
+                 "then": float(part[f"{row['metric']}_then"].iloc[i]), "ratio": round(float(ratio[i]), 3)}
+                for i in np.flatnonzero(regressed)]
+    word = "lower" if higher_better else "higher"
+    hosts = (f" (hosts now {row['hosts_now']}, then {row['hosts_then']})"
+             if row["hosts_now"] != row["hosts_then"] else "")
+    return {
+        "id": "regression", "bench": row["bench"],
+        "title": f"Regression: {row['bench']} {row['series']}",
+        "summary": (f"{row['metric']} is {word} than the earlier run beyond the {tolerance:.0%} tolerance at "
+                    f"{row['regressed']} of {row['points']} points; worst {row['worst_ratio']:.2f}x the earlier "
+                    f"value at {_at(row) or 'its point'}{hosts}."),
+        "numbers": {k: row[k] for k in ("metric", "points", "regressed", "worst_ratio", "worst_at")}
+        | {"tolerance": tolerance},
+        "evidence": evidence,
+    }
+
+
+def _bound(value: float) -> str:
+    return "" if not math.isfinite(value) else f"{value:.4g}"
+
+
+def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: str | None,
+             tolerance: float, note: str | None = None) -> str:
+    out = ["## Comparison with earlier results", ""] + ([note, ""] if note else [])
+    if refs:
+        passed = sum(r["status"] == "pass" for r in refs)
+        out += ["### References", "",
+                f"{passed} of {len(refs)} reference values pass (ReFrame's (value, lower, upper, unit): "
+                "the measured value must lie in value x (1 + lower) .. value x (1 + upper)).", "",
+                md_table(["reference", "benchmark", "metric", "where", "measured", "reference value",
+                          "allowed range", "unit", "status"],
+                         [[r["name"], r["bench"], r["metric"],
+                           ", ".join(f"{k}={v}" for k, v in r["where"].items()) or "all points",
+                           "" if r["measured"] is None else f"{r['measured']:.4g}", f"{r['reference']:.4g}",
+                           f"{_bound(r['low'])} .. {_bound(r['high'])}", r["unit"], r["status"].upper()]
+                          for r in refs], right={4, 5}), ""]
+    if against is not None:
+        failed = sum(r["status"] == "fail" for r in rows)
+        out += [f"### Against {against}", ""]
+        if not rows:
+            out += ["The two runs measured no point in common.", ""]
+        else:
+            out += [f"{len(rows) - failed} of {len(rows)} series pass: a series fails when any of its points "
+                    f"moved in the bad direction (latency up, bandwidth down) by more than {tolerance:.0%}.", ""]
+            if any(r["hosts_now"] != r["hosts_then"] for r in rows):
+                out += ["Some series were measured on other hosts than in the earlier run (columns *hosts*): "
+                        "their differences may come from the machines, not from a change.", ""]
+            out += [md_table(["benchmark", "series", "metric", "points", "regressed", "worst ratio (now/then)",
+                              "at", "hosts now", "hosts then", "status"],
+                             [[r["bench"], r["series"], r["metric"], r["points"], r["regressed"],
+                               f"{r['worst_ratio']:.3f}", _at(r), r["hosts_now"], r["hosts_then"],
+                               r["status"].upper()] for r in rows], right={3, 4, 5}), ""]
+    if findings:
+        out += ["### Regressions", ""]
+        out += [f"- **{f['title']}**: {f['summary']}" for f in findings] + [""]
+    return "\n".join(out)
+
+
+def compare(results_dir: Path, references: list[Reference], store_path: Path | None, against: str | None,
+            tolerance: float, current: str | None = None) -> dict:
+    frames = load_results(results_dir)
+    ref_rows = check_references(frames, references)
+    rows: list[dict] = []
+    findings = [{"id": "reference_fail", "bench": r["bench"], "title": f"Reference missed: {r['name']}",
+                 "summary": (f"{r['metric']} measured {r['measured']:.4g} {r['unit']}, outside "
+                             f"{_bound(r['low'])} .. {_bound(r['high'])} (reference {r['reference']:.4g})."
+                             if r["measured"] is not None else "no measured point matches this reference."),
+                 "numbers": {k: r[k] for k in ("measured", "reference", "points")}, "evidence": []}
+                for r in ref_rows if r["status"] != "pass"]
+    earlier, note = None, None
+    if against:
+        if store_path is None or not store_path.exists():
+            raise NumasweepError(f"compare: no results store{f' {store_path}' if store_path else ''} to find "
+                                 f"'{against}' in; give --store (store.path of the config)")
+        system = store.system_of(results_dir)
+        if against == "previous" and not [r for r in store.runs(store_path, system) if r.run_key != current]:
+            # The first run of a campaign: nothing to compare with yet, which is no error.
+            note = f"No earlier run of {system} in {store_path}: this run is the first, the next one compares with it."
+        else:
+            earlier = store.find(store_path, against, system, current)
+            rows, run_findings = compare_runs(frames, store.tables(store_path, earlier.run_key), tolerance)
+            findings += run_findings
+    text = markdown(ref_rows, rows, findings, earlier.describe() if earlier else None, tolerance, note)
+    return {"against": earlier.run_key if earlier else None, "note": note, "tolerance": tolerance, "references": ref_rows,
+            "series": rows, "findings": findings, "markdown": text}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m numasweep compare", description=__doc__.splitlines()[0])
+    ap.add_argument("--results", required=True, type=Path, help="the current results folder")
+    ap.add_argument("--store", type=Path, help="the results store (store.path)")
+    ap.add_argument("--against", help="`previous` or a run key (prefix) from `python -m numasweep store list`")
+    ap.add_argument("--current", help="the current run's key (to skip it as `previous`); default: the latest")
+    ap.add_argument("--config", type=Path, help="a config file whose `references` and `compare` to use")
+    ap.add_argument("--settings", help="the same as JSON ({\"references\": [...], \"compare\": {...}})")
+    ap.add_argument("--tolerance", type=float, help=f"regression threshold, a fraction (default {DEFAULT_TOLERANCE})")
+    ap.add_argument("-o", "--output", required=True, type=Path, help="the Markdown section to write")
+    ap.add_argument("--json", type=Path, help="the table and findings as JSON")
+    args = ap.parse_args(argv)
+    from numasweep.planning import grid
+
+    config, source = {}, "references"
+    if args.config:
+        config, source = grid.load_config_file(args.config), f"{args.config}: references"
+    elif args.settings:
+        try:
+            config, source = json.loads(args.settings), "--settings: references"
+        except json.JSONDecodeError as exc:
+            raise NumasweepError(f"--settings is not JSON ({exc.msg})") from None
+    config = grid.validate_config(config, str(args.config or "--settings")) if config else config
+    refs = parse_references(config.get("references") or [], source)
+    tolerance = args.tolerance if args.tolerance is not None else \
+        (config.get("compare") or {}).get("tolerance", DEFAULT_TOLERANCE)
+    if not 0 <= tolerance < 10:
+        raise NumasweepError(f"--tolerance {tolerance}: give a fraction, e.g. 0.1 for 10%")
+    against = args.against or (config.get("compare") or {}).get("against")
+    if not refs and not against:
+        raise NumasweepError("compare: nothing to compare with; give --against previous (or a run key) or a "
+                             "--config with `references`")
+    current = args.current
+    if against == "previous" and current is None and args.store and args.store.exists():
+        # The current results may already be in the store: then `previous` is the run before.
+        current = _current_key(args.results)
+    result = compare(args.results, refs, args.store, against, tolerance, current)
+    atomic_write_text(args.output, result.pop("markdown") + "\n")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(result, indent=2, default=str) + "\n")
+    failed = sum(r["status"] != "pass" for r in result["references"] + result["series"])
+    print(f"{args.output}: {failed} failing of {len(result['references']) + len(result['series'])} checks")
+    return 0
+
+
+def _current_key(results_dir: Path) -> str:
+    """The run key the current results would be recorded under (store.record's key)."""
+    return store.run_key(load_results(results_dir))

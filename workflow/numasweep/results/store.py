@@ -1,0 +1,246 @@
+"""The results store: every finished run in one SQLite file, keyed by its provenance.
+
+A *run* is what one results folder holds after aggregation: the aggregated `<bench>.csv`
+tables. Each job of a table is keyed by its provenance (job id, launch line, host, start,
+end, SLURM job, kernel commit, topology digest: the provenance columns aggregation copies
+from `<job-id>.json`) and the digest of its rows; the run key is the digest of its jobs'
+keys. Recording the same results twice therefore adds nothing, and a rerun of one job makes
+a new run. The store keeps each table whole (CSV text), so an earlier run is read back with
+the same code that reads the current one (`numasweep.reporting.compare`).
+
+Why SQLite: it ships with Python (`sqlite3`, no new dependency on a cluster's login node),
+it is one file a campaign can copy or archive, several writers (two workflows on one file
+system) are serialised by its own locking, and `sqlite3 results/store.sqlite` answers ad-hoc
+questions with SQL. Tables are a few MB of CSV at most, so a columnar format (DuckDB,
+Parquet) would buy nothing here and cost a dependency.
+
+    python -m numasweep store record --results results/x --store results/store.sqlite [-o stored.json]
+    python -m numasweep store list --store results/store.sqlite [--system x]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import io
+import json
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from numasweep.core.errors import NumasweepError
+from numasweep.reporting.figures import load_results, load_topology
+from numasweep.core.io import atomic_write_text
+from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_key  TEXT PRIMARY KEY,  -- sha256 over the sorted job keys
+    system   TEXT NOT NULL,
+    recorded TEXT NOT NULL,     -- UTC time it entered the store
+    started  TEXT,              -- earliest job start, latest job end (provenance)
+    ended    TEXT,
+    hosts    TEXT NOT NULL,     -- comma list of the hosts that measured
+    source   TEXT NOT NULL      -- the results folder it was recorded from
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    run_key  TEXT NOT NULL REFERENCES runs(run_key),
+    bench    TEXT NOT NULL,
+    job_id   TEXT NOT NULL,
+    job_key  TEXT NOT NULL,     -- sha256 over the job's provenance columns and rows
+    host     TEXT,
+    start    TEXT,
+    end      TEXT,
+    provenance TEXT NOT NULL,   -- the provenance columns as JSON
+    PRIMARY KEY (run_key, bench, job_id)
+);
+CREATE TABLE IF NOT EXISTS tables (
+    run_key TEXT NOT NULL REFERENCES runs(run_key),
+    bench   TEXT NOT NULL,
+    csv     TEXT NOT NULL,      -- the aggregated table as recorded
+    PRIMARY KEY (run_key, bench)
+);
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    run_key: str
+    system: str
+    recorded: str
+    started: str | None
+    ended: str | None
+    hosts: str
+    source: str
+
+    @property
+    def short(self) -> str:
+        return self.run_key[:12]
+
+    def describe(self) -> str:
+        when = self.started or self.recorded
+        return f"run {self.short} ({self.system}, {when}, on {self.hosts or 'unknown hosts'})"
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _text(value: object) -> str | None:
+    return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def host_column(df: pd.DataFrame) -> str | None:
+    """The host a row was measured on: the kernel's `host`, else the provenance's."""
+    for col in ("host", "prov_host"):
+        if col in df.columns:
+            return col
+    return None
+
+
+def job_records(bench: str, df: pd.DataFrame) -> list[dict]:
+    """One record per job of an aggregated table: its provenance columns and key. A table
+    without `job_id` (an imported legacy table) is one job named after its benchmark."""
+    groups = df.groupby("job_id", sort=True) if "job_id" in df.columns else [(bench, df)]
+    host = host_column(df)
+    records = []
+    for job_id, rows in groups:
+        prov = {c: _text(rows[c].iloc[0]) for c in PROVENANCE_COLUMNS if c in rows.columns}
+        if host is not None:
+            prov["host"] = _text(rows[host].iloc[0])
+        key = _digest({"bench": bench, "job_id": str(job_id), "provenance": prov,
+                       "rows": hashlib.sha256(rows.to_csv(index=False).encode()).hexdigest()})
+        records.append({"bench": bench, "job_id": str(job_id), "job_key": key, "host": prov.get("host"),
+                        "start": prov.get("start"), "end": prov.get("end"), "provenance": prov})
+    return records
+
+
+def run_key(frames: dict[str, pd.DataFrame]) -> str:
+    """The key a run with these aggregated tables is recorded under."""
+    return _digest(sorted(job["job_key"] for bench, df in frames.items() for job in job_records(bench, df)))
+
+
+def system_of(results_dir: Path) -> str:
+    """The system a results folder measured: its topology's name, else the folder's."""
+    return str((load_topology(results_dir) or {}).get("system") or results_dir.name)
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise NumasweepError(f"{path}: no folder '{path.parent}' for the results store; create it "
+                             f"(mkdir -p {path.parent}) or set store.path to another file")
+    try:
+        db = sqlite3.connect(path, timeout=60)
+        db.executescript(SCHEMA)
+    except sqlite3.DatabaseError as exc:
+        raise NumasweepError(f"{path}: not a numasweep results store ({exc}); move it away or set "
+                             "store.path to another file") from None
+    return db
+
+
+def record(results_dir: str | Path, store: str | Path) -> tuple[Run, bool]:
+    """Record the run a results folder holds; (the run, whether it was new)."""
+    results_dir = Path(results_dir)
+    frames = load_results(results_dir)
+    if not frames:
+        raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv to record; run the sweep first")
+    jobs = [job for bench, df in frames.items() for job in job_records(bench, df)]
+    key = run_key(frames)
+    starts = sorted(j["start"] for j in jobs if j["start"])
+    ends = sorted(j["end"] for j in jobs if j["end"])
+    run = Run(
+        run_key=key,
+        system=system_of(results_dir),
+        recorded=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        started=starts[0] if starts else None,
+        ended=ends[-1] if ends else None,
+        hosts=",".join(sorted({j["host"] for j in jobs if j["host"]})),
+        source=str(results_dir),
+    )
+    db = connect(store)
+    try:
+        with db:
+            known = db.execute("SELECT 1 FROM runs WHERE run_key = ?", (key,)).fetchone()
+            if known:
+                return get(db, key), False
+            db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)", tuple(asdict(run).values()))
+            db.executemany("INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(key, j["bench"], j["job_id"], j["job_key"], j["host"], j["start"], j["end"],
+                             json.dumps(j["provenance"], sort_keys=True)) for j in jobs])
+            db.executemany("INSERT INTO tables VALUES (?, ?, ?)",
+                           [(key, bench, df.to_csv(index=False)) for bench, df in frames.items()])
+    finally:
+        db.close()
+    return run, True
+
+
+def get(db: sqlite3.Connection, run_key: str) -> Run:
+    row = db.execute("SELECT * FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+    return Run(*row)
+
+
+def runs(store: str | Path, system: str | None = None) -> list[Run]:
+    """Every recorded run (of one system), oldest first."""
+    db = connect(store)
+    try:
+        query = "SELECT * FROM runs" + (" WHERE system = ?" if system else "") + " ORDER BY recorded, rowid"
+        return [Run(*row) for row in db.execute(query, (system,) if system else ())]
+    finally:
+        db.close()
+
+
+def find(store: str | Path, which: str, system: str | None = None, current: str | None = None) -> Run:
+    """The run `which` names: `previous` (the latest run of `system` other than `current`), or
+    a run key or a unique prefix of one."""
+    known = runs(store, system)
+    if which == "previous":
+        earlier = [r for r in known if r.run_key != current]
+        if not earlier:
+            raise NumasweepError(f"{store}: no earlier run of {system or 'any system'} to compare with; "
+                                 "run the sweep once more, or compare with references only")
+        return earlier[-1]
+    matches = [r for r in runs(store) if r.run_key.startswith(which)]
+    if len(matches) != 1:
+        listing = ", ".join(r.short for r in known[-5:]) or "none"
+        raise NumasweepError(
+            f"{store}: {'no' if not matches else 'more than one'} run whose key starts with '{which}'; "
+            f"give `previous` or a key from `python -m numasweep store list` (latest: {listing})")
+    return matches[0]
+
+
+def tables(store: str | Path, run_key: str) -> dict[str, pd.DataFrame]:
+    """The aggregated tables of a recorded run, by benchmark."""
+    db = connect(store)
+    try:
+        rows = db.execute("SELECT bench, csv FROM tables WHERE run_key = ?", (run_key,)).fetchall()
+    finally:
+        db.close()
+    return {bench: pd.read_csv(io.StringIO(csv)) for bench, csv in rows}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m numasweep store", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="action", required=True)
+    rec = sub.add_parser("record", help="record the run a results folder holds")
+    rec.add_argument("--results", required=True, type=Path, help="results/<system>")
+    rec.add_argument("--store", required=True, type=Path, help="the SQLite file (created when absent)")
+    rec.add_argument("-o", "--output", type=Path, help="write the run's record here as JSON")
+    lst = sub.add_parser("list", help="list the recorded runs, oldest first")
+    lst.add_argument("--store", required=True, type=Path)
+    lst.add_argument("--system", help="only this system's runs")
+    args = ap.parse_args(argv)
+    if args.action == "record":
+        run, new = record(args.results, args.store)
+        if args.output:
+            atomic_write_text(args.output, json.dumps({**asdict(run), "new": new}, indent=2) + "\n")
+        print(f"{args.store}: {'recorded' if new else 'already holds'} {run.describe()}")
+        return 0
+    if not args.store.exists():
+        raise NumasweepError(f"{args.store}: no results store; `snakemake` records every finished run there")
+    for run in runs(args.store, args.system):
+        print(f"{run.run_key[:12]}  {run.system}  {run.started or run.recorded}  {run.hosts}")
+    return 0

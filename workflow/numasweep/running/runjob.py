@@ -1,0 +1,426 @@
+"""`python -m numasweep run-job`: run one benchmark job from start to provenance.
+
+    python -m numasweep run-job --job-id ID --launch "LINE" --grid JSON --kernel K \
+        --topology results/x/topology.json --csv results/x/latency/ID.csv \
+        --provenance results/x/latency/ID.json --log results/x/latency/ID.log
+
+What it guarantees (the rule's whole shell is this one command):
+
+- One run of a job at a time: a lock file (`.<id>.lock` next to the CSV, holding the PID) is
+  held for the runner's whole life. A second run of the same job, e.g. `--rerun-incomplete`
+  right after a killed snakemake while the old job is still ending, waits up to `--lock-wait`
+  seconds, then refuses in one line naming the PID that holds the lock.
+- No orphans: the launch line runs in its own process group (session). The runner ends that
+  group on SIGINT, SIGTERM or SIGHUP (SIGTERM, then SIGKILL after a grace period), and asks
+  the kernel to be told of its own death (parent death signal): when snakemake is killed
+  with -9 the runner gets SIGTERM and takes mpirun and the kernels with it.
+- Nothing half-done is published: the kernel writes `<id>.csv.partial`; only when it exited 0
+  and the table has a header and rows is it archived and renamed to `<id>.csv`.
+- Archive by copy: CSV, provenance record and log are copied (read-only) to
+  `archive/<id>.<finish time>.{csv,json,log}` before the result is published, so no later edit,
+  failed rerun or deletion reaches an archived result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime as dt
+import errno
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from numasweep.core.errors import NumasweepError
+from numasweep.core.io import atomic_write_text
+
+PARTIAL = ".partial"
+PR_SET_PDEATHSIG = 1
+# Seconds between SIGTERM and SIGKILL to the job's process group.
+GRACE_S = 3.0
+# Commands a launch line may start with, and the Debian package that provides each.
+LAUNCHER_PACKAGES = {
+    "mpirun": "openmpi-bin (apt-get install openmpi-bin)",
+    "srun": "slurm-client (apt-get install slurm-client), or run with launcher=mpirun",
+    "numactl": "numactl (apt-get install numactl)",
+    "env": "coreutils",
+}
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def set_parent_death_signal(sig: int) -> None:
+    """Linux prctl(PR_SET_PDEATHSIG): `sig` arrives when the parent thread ends."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _child_setup() -> None:
+    # Runs in the forked child before exec: a session of its own (its process group is the
+    # job's), and SIGKILL if the runner dies without having ended it.
+    os.setsid()
+    set_parent_death_signal(signal.SIGKILL)
+
+
+class JobLock:
+    """An flock on `.<id>.lock` next to the CSV, held for the runner's life; it holds the PID."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text().strip() or "unknown"
+        except OSError:
+            return "unknown"
+
+    def acquire(self, wait_s: float, job_id: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + wait_s
+        said = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise NumasweepError(
+                    f"job {job_id} is still running as PID {self.holder()} (lock {self.path}); "
+                    f"wait for it to end or stop it with `kill -TERM {self.holder()}`, then rerun"
+                )
+            if not said:
+                print(f"numasweep: job {job_id} is held by PID {self.holder()} ({self.path}); "
+                      f"waiting up to {wait_s:g} s for it to end", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(0.2)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+        if said:
+            print(f"numasweep: job {job_id}: PID {os.getpid()} has the lock now", file=sys.stderr, flush=True)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.csv: Path = args.csv
+        self.partial = Path(f"{args.csv}{PARTIAL}")
+        self.proc: subprocess.Popen | None = None
+        self.stopped_by: int | None = None
+        self.lock: JobLock | None = None
+
+    # ------------------------------------------------------------------ signals
+    def on_signal(self, signum: int, frame) -> None:
+        self.stopped_by = signum
+        self.end_group(signal.SIGTERM)
+
+    def end_group(self, sig: int) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def reap_group(self) -> None:
+        """SIGTERM to the job's process group, SIGKILL to what is left after the grace period."""
+        if self.proc is None:
+            return
+        self.end_group(signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline and _group_alive(self.proc.pid):
+            time.sleep(0.05)
+        self.end_group(signal.SIGKILL)
+
+    # ------------------------------------------------------------------ the run
+    def launch(self, argv: list[str], log) -> int:
+        try:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=_child_setup)
+        except FileNotFoundError:
+            raise NumasweepError(missing_program(argv)) from None
+        except PermissionError:
+            raise NumasweepError(f"{argv[0]}: not executable; run `make -C kernels` or chmod +x it") from None
+        while True:
+            try:
+                rc = self.proc.wait()
+                break
+            except InterruptedError:
+                continue
+        # Whatever the launch line left behind (a backgrounded rank, a stuck mpirun child).
+        self.reap_group() if self.stopped_by else self.end_group(signal.SIGKILL)
+        return rc
+
+    def run(self) -> int:
+        a = self.args
+        try:
+            grid = json.loads(a.grid)
+        except json.JSONDecodeError as exc:
+            raise NumasweepError(f"--grid is not JSON ({exc}); pass the job's grid values as a JSON object") from None
+        argv = shlex.split(a.launch)
+        if not argv:
+            raise NumasweepError("--launch is empty; pass the job's launch line")
+        set_parent_death_signal(signal.SIGTERM)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self.on_signal)
+        if os.getppid() == 1:
+            raise NumasweepError("the process that started this job is gone; nothing was run")
+        self.lock = JobLock(self.csv.parent / f".{a.job_id}.lock")
+        self.lock.acquire(a.lock_wait, a.job_id)
+        if self.stopped_by:
+            return 128 + self.stopped_by
+        # A partial table of an earlier, interrupted run is never continued.
+        self.partial.unlink(missing_ok=True)
+        start = now_iso()
+        a.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(a.log, "w") as log:
+            rc = self.launch(argv, log)
+        if self.stopped_by:
+            name = signal.Signals(self.stopped_by).name
+            print(f"numasweep: job {a.job_id} stopped by {name}; its process group was ended, "
+                  f"no result was written", file=sys.stderr)
+            self.partial.unlink(missing_ok=True)
+            return 128 + self.stopped_by
+        if rc != 0:
+            text = Path(a.log).read_text(errors="replace")
+            for line in text.splitlines()[-5:]:
+                print(line, file=sys.stderr)
+            if rc in (-signal.SIGILL, 128 + signal.SIGILL) or "Illegal instruction" in text:
+                print(f"numasweep: job {a.job_id}: the kernel met an instruction this CPU lacks: it was "
+                      f"built for another CPU (build.kernel_cflags, by default -march=native on the "
+                      f"build host); build where it runs, or set build.kernel_cflags to flags every "
+                      f"node has (e.g. '-O3 -march=x86-64-v3')", file=sys.stderr)
+            if rc < 0:
+                print(f"numasweep: job {a.job_id}: the launch line died of signal "
+                      f"{signal.Signals(-rc).name}; see {a.log}", file=sys.stderr)
+                return 128 - rc
+            return rc
+        check_table(self.partial, a.log)
+        # From here the result is finished: a stop signal waits until it is published.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        publish(a, grid, self.partial, start)
+        return 0
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def missing_program(argv: list[str]) -> str:
+    # `env K=V prog ...`: the program env could not find is the first non-assignment.
+    prog = argv[0]
+    if prog == "env":
+        prog = next((w for w in argv[1:] if "=" not in w), prog)
+    name = Path(prog).name
+    if name in LAUNCHER_PACKAGES:
+        return f"{name}: command not found; install {LAUNCHER_PACKAGES[name]}"
+    return f"{prog}: no such program; run `make -C kernels` (kernels) or check the config's wrapper and launcher"
+
+
+def check_table(partial: Path, log: Path) -> None:
+    """The kernel said it succeeded: its table must exist and have a header and rows."""
+    if not partial.exists():
+        raise NumasweepError(f"{partial}: the kernel exited 0 without writing its CSV; see {log}")
+    lines = [ln for ln in partial.read_text(errors="replace").splitlines() if ln.strip()]
+    if len(lines) < 2:
+        raise NumasweepError(f"{partial}: the kernel's CSV has no rows; see {log} and rerun the job")
+
+
+# What numa_* kernels print (kernels/common/policy.c) when they find weights that a run killed
+# with SIGKILL left changed: written back, or not.
+KILLED_RUN_WEIGHTS = "left changed by killed run PID"
+KILLED_RUN_UNRESTORED = "left by killed run PID"
+
+
+def weights_restored(log: Path) -> str | None:
+    """The kernel's own line(s) about weights of a killed run, for the provenance's system
+    record and so the report's data-quality notes; None when the job met none."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    lines = [ln.split("warning: ", 1)[-1].strip() for ln in text.splitlines()
+             if KILLED_RUN_WEIGHTS in ln or KILLED_RUN_UNRESTORED in ln]
+    return "; ".join(lines) or None
+
+
+def _archive_copy(src: Path, dest: Path) -> None:
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.copyfile(src, tmp)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, dest)
+
+
+def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str) -> None:
+    """Provenance, archive copies, then the result under its final name (rename last)."""
+    from numasweep.running import provenance
+
+    end = now_iso()
+    rec = provenance.record(a.job_id, start, a.launch, grid, a.kernel, a.topology, partial, end=end,
+                            csv_name=a.csv)
+    restored = weights_restored(Path(a.log))
+    if restored:
+        rec.setdefault("system", {})["weights_restored"] = restored
+    text = json.dumps(rec, indent=2) + "\n"
+    archive = a.csv.parent / "archive"
+    archive.mkdir(parents=True, exist_ok=True)
+    stamp = end.replace("-", "").replace(":", "").replace(".", "")
+    base = archive / f"{a.job_id}.{stamp}"
+    _archive_copy(partial, Path(f"{base}.csv"))
+    atomic_write_text(f"{base}.json", text)
+    os.chmod(f"{base}.json", 0o444)
+    _archive_copy(a.log, Path(f"{base}.log"))
+    atomic_write_text(a.provenance, text)
+    os.replace(partial, a.csv)
+
+
+def end_runners(parent: int) -> list[int]:
+    """SIGTERM to every `numasweep run-job` or `run-batch` process whose parent is `parent` (snakemake's
+    handler for SIGINT/SIGTERM); each ends its own job's process group."""
+    ended = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid != parent:
+                continue
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if (b"run-job" in cmd or b"run-batch" in cmd) and b"numasweep" in cmd:
+            try:
+                os.kill(int(entry.name), signal.SIGTERM)
+                ended.append(int(entry.name))
+            except ProcessLookupError:
+                pass
+    return ended
+
+
+def check_launch(args: argparse.Namespace) -> None:
+    if f"--csv={args.csv}{PARTIAL}" not in shlex.split(args.launch):
+        raise NumasweepError(f"--launch must write --csv={args.csv}{PARTIAL}; pass the line the plan built")
+
+
+def lock_wait_option(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--lock-wait", type=float, default=float(os.environ.get("NUMASWEEP_LOCK_WAIT", 120)),
+                    help="seconds to wait for another run of the same job (default 120, "
+                         "env NUMASWEEP_LOCK_WAIT)")
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m numasweep run-job", description=__doc__.splitlines()[0])
+    ap.add_argument("--job-id", required=True)
+    ap.add_argument("--launch", required=True, help="the launch line, as `snakemake -n -p` shows it")
+    ap.add_argument("--grid", required=True, help="the job's grid values as JSON")
+    ap.add_argument("--kernel", required=True, type=Path)
+    ap.add_argument("--topology", required=True, type=Path)
+    ap.add_argument("--csv", required=True, type=Path, help="the result; the kernel writes CSV.partial")
+    ap.add_argument("--provenance", required=True, type=Path)
+    ap.add_argument("--log", required=True, type=Path)
+    lock_wait_option(ap)
+    args = ap.parse_args(argv)
+    check_launch(args)
+    return Runner(args).run()
+
+
+def already_measured(point: argparse.Namespace, kernel_sha256: str, topology_digest: str) -> bool:
+    """A point's published result is the one this batch would measure: CSV and provenance exist,
+    and the provenance names the same launch line, kernel build and topology (what makes
+    snakemake rerun a single job: its params and inputs)."""
+    if not point.csv.exists():
+        return False
+    try:
+        rec = json.loads(point.provenance.read_text())
+        return (rec["command"] == point.launch and rec["kernel"]["sha256"] == kernel_sha256
+                and rec["topology_digest"] == topology_digest)
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        return False
+
+
+def run_batch(argv: list[str]) -> int:
+    """`python -m numasweep run-batch`: the points of one batch (numasweep.planning.batch), one after
+    another through Runner, each published as a single job's; then the batch's manifest."""
+    from numasweep.running import provenance
+    from numasweep.core import topology
+    from numasweep.planning.batch import write_manifest
+
+    ap = argparse.ArgumentParser(prog="python -m numasweep run-batch",
+                                 description="run the grid points of one batch, then write its manifest")
+    ap.add_argument("--batch", required=True, help="the batch id")
+    ap.add_argument("--kernel", required=True, type=Path)
+    ap.add_argument("--topology", required=True, type=Path)
+    ap.add_argument("--manifest", required=True, type=Path,
+                    help="results/<system>/<bench>/batches/<batch>.json; the points' files go two folders up")
+    ap.add_argument("--log", required=True, type=Path, help="one line per point: measured or kept")
+    ap.add_argument("--point", nargs=3, action="append", required=True, metavar=("ID", "LAUNCH", "GRID"),
+                    help="a point: its job id, launch line and grid values as JSON (repeat per point)")
+    lock_wait_option(ap)
+    args = ap.parse_args(argv)
+    folder = args.manifest.parent.parent
+    points = []
+    for job_id, launch, grid in args.point:
+        csv = folder / f"{job_id}.csv"
+        points.append(argparse.Namespace(job_id=job_id, launch=launch, grid=grid, kernel=args.kernel,
+                                         topology=args.topology, csv=csv, provenance=folder / f"{job_id}.json",
+                                         log=folder / f"{job_id}.log", lock_wait=args.lock_wait))
+        check_launch(points[-1])
+    kernel_sha256 = provenance.sha256(args.kernel) if args.kernel.exists() else ""
+    digest = topology.load(args.topology).digest()
+    args.log.parent.mkdir(parents=True, exist_ok=True)
+    runner: Runner | None = None
+    with open(args.log, "w") as log:
+        for done, point in enumerate(points):
+            if runner is not None and runner.stopped_by:
+                return 128 + runner.stopped_by
+            if already_measured(point, kernel_sha256, digest):
+                print(f"{point.job_id}: kept (measured with this launch line, kernel and topology)",
+                      file=log, flush=True)
+                continue
+            runner = Runner(point)
+            try:
+                rc = runner.run()
+            except NumasweepError as exc:
+                raise NumasweepError(f"batch {args.batch}: point {point.job_id}: {exc}") from None
+            finally:
+                if runner.lock is not None:
+                    runner.lock.release()
+                # Runner.run blocks stop signals while it publishes: one that came is handled now.
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            if rc != 0:
+                print(f"numasweep: batch {args.batch}: point {point.job_id} failed (exit {rc}), see {point.log}; "
+                      f"the {done} point(s) before it are kept and a rerun measures the rest", file=sys.stderr)
+                return rc
+            print(f"{point.job_id}: measured", file=log, flush=True)
+    if runner is not None and runner.stopped_by:
+        return 128 + runner.stopped_by
+    write_manifest(args.manifest, args.batch, [p.job_id for p in points])
+    return 0
