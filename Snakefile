@@ -59,7 +59,7 @@ rule kernels:
     input:
         sorted(
             {
-                f"{BIN_DIR}/{benches.BENCHES[bench].kernel}"
+                f"{BIN_DIR}/{registry.get(bench).kernel}"
                 for bench in BENCHES
                 if bench != "gpu_xfer"
             }

@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numasweep.findings import analysis, bandwidth_analysis
+from numasweep.findings import analysis
+from numasweep.benches import bandwidth
+from numasweep.benches import copy as copy_bench
 
 DISTANCES = (12, 16, 21, 32)
 WEIGHTS = {"3,1": 1.0, "1,1": 0.85, "1,3": 0.7}
@@ -120,9 +122,9 @@ def plant(rng: np.random.Generator, noise: float | None = None, flat: bool = Fal
 
 
 def findings(p: Planted) -> list:
-    return (bandwidth_analysis.bandwidth_saturation(p.bandwidth, p.topology)
-            + bandwidth_analysis.bandwidth_locality(p.bandwidth, p.topology)
-            + bandwidth_analysis.copy_matrix(p.copy, p.topology))
+    return (bandwidth.bandwidth_saturation(p.bandwidth, p.topology)
+            + bandwidth.bandwidth_locality(p.bandwidth, p.topology)
+            + copy_bench.copy_matrix(p.copy, p.topology))
 
 
 def covers(n: dict, name: str, truth: float) -> bool:
@@ -164,7 +166,7 @@ def test_planted_saturation_is_claimed_with_its_plateau(planted):
         for f in found:
             n = f.numbers
             if f.id == "bandwidth_saturation" and n["policy"] == "bind":
-                assert n["claim"] and n["rise_low"] > 1 + bandwidth_analysis.MIN_EFFECT, f.summary
+                assert n["claim"] and n["rise_low"] > 1 + bandwidth.MIN_EFFECT, f.summary
                 assert n["plateau_mb_s_low"] <= n["plateau_mb_s"] <= n["plateau_mb_s_high"]
                 assert "interval" in f.summary
 
@@ -249,7 +251,7 @@ def test_series_with_other_array_sizes_stay_apart():
                       {"kernel": "triad", "threads": t, "cpu_nodes": "0", "mem_nodes": "0", "policy": "bind",
                        "array_bytes": size}, rep) for rep in range(3) for t in range(1, 13)]
         tables.append(pd.DataFrame(rows))
-    found = bandwidth_analysis.bandwidth_saturation(pd.concat(tables), None)
+    found = bandwidth.bandwidth_saturation(pd.concat(tables), None)
     assert sorted(f.numbers["saturation_threads"] for f in found) == [4, 8]
 
 
@@ -259,7 +261,7 @@ def test_a_sweeps_growing_cpu_list_is_one_series():
     rows = [_runs(rng, 20000.0 * min(t, 4) / 4, 0.01, 0.0,
                   {"kernel": "triad", "threads": t, "cpus": ",".join(map(str, range(t))), "cpu_nodes": "0",
                    "mem_nodes": "0", "policy": "bind"}, rep) for rep in range(3) for t in range(1, 9)]
-    (found,) = bandwidth_analysis.bandwidth_saturation(pd.DataFrame(rows), None)
+    (found,) = bandwidth.bandwidth_saturation(pd.DataFrame(rows), None)
     assert found.numbers["saturation_threads"] == 4 and found.numbers["claim"]
 
 

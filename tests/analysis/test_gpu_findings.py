@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from numasweep.benches import gpu_xfer
 
-from numasweep.findings import gpu_analysis
+
 
 SIZES = [1 << k for k in range(12, 31, 2)]
 HALF = 256 << 10
@@ -36,7 +37,7 @@ def _table(own: float = 20.0, other: float = 14.0, each_of_two: float = 12.0, re
 
 
 def test_aggregate_of_two_gpus_is_apart_from_each_gpu_and_from_one_gpu() -> None:
-    found = [f for f in gpu_analysis.aggregate(_table()) if f.numbers["direction"] == "read"]
+    found = [f for f in gpu_xfer.aggregate(_table()) if f.numbers["direction"] == "read"]
     assert [f.numbers["ngpus"] for f in found] == [2], "only the 2-GPU run has an aggregate"
     n = found[0].numbers
     assert n["aggregate_gib_s"] == pytest.approx(24.0, rel=0.05)
@@ -48,7 +49,7 @@ def test_aggregate_of_two_gpus_is_apart_from_each_gpu_and_from_one_gpu() -> None
 
 
 def test_host_node_effect_per_gpu_with_its_interval() -> None:
-    found = [f for f in gpu_analysis.host_node(_table()) if f.numbers["direction"] == "read"]
+    found = [f for f in gpu_xfer.host_node(_table()) if f.numbers["direction"] == "read"]
     assert len(found) == 1 and found[0].numbers["gpu"] == "0" and found[0].numbers["ngpus"] == "1"
     ratio = found[0].numbers["ratio"]["1"]
     assert ratio["low"] <= 20 / 14 <= ratio["high"] and ratio["low"] > 1.3
@@ -56,11 +57,11 @@ def test_host_node_effect_per_gpu_with_its_interval() -> None:
 
 
 def test_no_host_node_effect_claimed_where_none_was_planted() -> None:
-    found = [f for f in gpu_analysis.host_node(_table(own=20.0, other=20.0)) if f.numbers["direction"] == "read"]
+    found = [f for f in gpu_xfer.host_node(_table(own=20.0, other=20.0)) if f.numbers["direction"] == "read"]
     ratio = found[0].numbers["ratio"]["1"]
     assert ratio["low"] <= 1.0 <= ratio["high"]
 
 
 def test_one_repetition_says_it_has_no_interval() -> None:
-    found = gpu_analysis.host_node(_table(reps=1))
+    found = gpu_xfer.host_node(_table(reps=1))
     assert found and all("no interval" in f.summary for f in found)

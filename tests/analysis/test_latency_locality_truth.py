@@ -1,4 +1,4 @@
-"""Latency by CPU node against the firmware distances (analysis.latency_locality) on tables with
+"""Latency by CPU node against the firmware distances (lat_findings.latency_locality) on tables with
 planted truth.
 
 The generator `plant` (below) states the model the tables come from; every data set is drawn
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from numasweep.findings import analysis
+from numasweep.benches.latency import findings as lat_findings
 
 MIB = 1 << 20
 SIZES = (64 * MIB, 1024 * MIB)
@@ -108,7 +108,7 @@ def plant(rng: np.random.Generator, nodes: int | None = None, noise: float | Non
 
 
 def findings(p: Planted) -> list:
-    return analysis.latency_locality(p.latency, p.topology)
+    return lat_findings.latency_locality(p.latency, p.topology)
 
 
 def tally(data: list[Planted]) -> dict:

@@ -11,8 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from numasweep.benches import c2c
+from numasweep.benches import loaded_latency
+from numasweep.benches import mix_bandwidth
 
-from numasweep.findings import mlc_analysis
+
 
 RNG_SEED = 11
 
@@ -30,7 +33,7 @@ def _loaded(knee: float | None = 20.0) -> pd.DataFrame:
 
 
 def test_loaded_latency_knee_and_rise_with_intervals() -> None:
-    (f,) = mlc_analysis.loaded_latency(_loaded())
+    (f,) = loaded_latency.loaded_latency(_loaded())
     knee, rise = f.numbers["knee_gb_s"], f.numbers["rise"]
     assert knee["low"] <= 20 <= knee["high"] and knee["high"] - knee["low"] < 8
     assert rise["low"] > 3  # 100 ns -> 1300 ns
@@ -38,7 +41,7 @@ def test_loaded_latency_knee_and_rise_with_intervals() -> None:
 
 
 def test_flat_loaded_latency_claims_no_knee() -> None:
-    (f,) = mlc_analysis.loaded_latency(_loaded(knee=None))
+    (f,) = loaded_latency.loaded_latency(_loaded(knee=None))
     assert "knee_gb_s" not in f.numbers and "bends" not in f.summary
     assert f.numbers["rise"]["low"] <= 1 <= f.numbers["rise"]["high"]
 
@@ -49,7 +52,7 @@ def test_loaded_latency_curves_of_different_series_are_never_pooled() -> None:
     small = _loaded().assign(size_bytes=1 << 30)
     large = _loaded().assign(size_bytes=1 << 31, **{c: (lambda d, c=c: d[c] + 50) for c in
                                                     ("latency_ns_median", "latency_ns_min", "latency_ns_max")})
-    found = mlc_analysis.loaded_latency(pd.concat([small, large], ignore_index=True))
+    found = loaded_latency.loaded_latency(pd.concat([small, large], ignore_index=True))
     assert len(found) == 2 and len({f.title for f in found}) == 2
     by_size = {f.numbers["size_bytes"]: f for f in found}
     assert by_size[str(1 << 31)].numbers["idle_ns"] - by_size[str(1 << 30)].numbers["idle_ns"] == \
@@ -71,9 +74,9 @@ def _c2c() -> pd.DataFrame:
 
 
 def test_core_to_core_classes_apart_with_ratio_intervals() -> None:
-    (f,) = mlc_analysis.core_to_core(_c2c())
+    (f,) = c2c.core_to_core(_c2c())
     n = f.numbers
-    assert [n[c]["pairs"] for c in mlc_analysis.CLASSES] == [4, 8, 16]
+    assert [n[c]["pairs"] for c in c2c.CLASSES] == [4, 8, 16]
     other_l3 = n["other L3 group, same node"]["ratio_to_same_L3_group"]
     other_node = n["other node"]["ratio_to_same_L3_group"]
     assert other_l3["low"] <= 2.0 <= other_l3["high"] and other_node["low"] <= 3.6 <= other_node["high"]
@@ -85,6 +88,6 @@ def test_bandwidth_matrix_local_against_remote() -> None:
     rows = [{"traffic": "read", "threads": 1, "cpu_nodes": str(c), "mem_nodes": str(m),
              "gb_s_median": (20.0 if c == m else 12.0) * float(np.exp(rng.normal(0, 0.02)))}
             for c in range(2) for m in range(2) for _ in range(3)]
-    (f,) = mlc_analysis.bandwidth_matrix(pd.DataFrame(rows))
+    (f,) = mix_bandwidth.bandwidth_matrix(pd.DataFrame(rows))
     ratio = f.numbers["remote_to_local"]
     assert ratio["low"] <= 0.6 <= ratio["high"] and ratio["high"] < 0.7

@@ -277,7 +277,9 @@ def _bad_job(bench: str, column: str, cell: str) -> Callable[[Path], list[str]]:
     return argv
 
 
-from numasweep.benches import BENCHES  # noqa: E402
+from numasweep.core.registry import all_benches  # noqa: E402
+
+BENCHES = all_benches()
 
 
 def _bad_job_ok(tmp: Path) -> None:

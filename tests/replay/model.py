@@ -41,10 +41,10 @@ import random
 import re
 from pathlib import Path
 
-from numasweep import benches
 from numasweep.planning import fleet, grid, placement
 from numasweep.core.topology import Topology
 from numasweep.core.units import parse_size, parse_sizes  # noqa: F401 (parse_sizes: also for tests)
+from numasweep.core import registry
 
 L1_NS, L2_NS, L3_NS, DRAM_NS = 1.5, 4.0, 12.0, 80.0
 TLB_REACH, TLB_FACTOR = 8 << 20, 1.3
@@ -69,7 +69,7 @@ def documented_columns(kernel: str) -> str:
 
 
 # The columns each benchmark's kernel writes, as documented.
-COLUMNS = {name: documented_columns(b.kernel) for name, b in benches.BENCHES.items()}
+COLUMNS = {name: documented_columns(b.kernel) for name, b in registry.all_benches().items()}
 
 
 def _arg(job: grid.Job, name: str, default: str | None = None) -> str | None:

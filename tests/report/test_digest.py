@@ -1,7 +1,7 @@
 """A fleet's findings alike but for their host are said once in the report (numasweep.results.digest).
 
 The findings here are written by hand in the shape `analyse` gives them (title with the series'
-name in parentheses, numbers with `analysis._iv` intervals); the end-to-end case renders a
+name in parentheses, numbers with `analysis.interval_numbers` intervals); the end-to-end case renders a
 report from model data (tests/replay/model.py through bench/pipeline.py) for 3 and 9 hosts.
 """
 

@@ -9,9 +9,13 @@ import pandas as pd
 import pytest
 
 from report_data import latency_frame, topology, write_results
-from numasweep import benches
 from numasweep.reporting import figures
 from numasweep.results import tables
+from numasweep.benches import bandwidth
+from numasweep.benches import copy as copy_bench
+from numasweep.benches.latency import figures as lat_figures
+from numasweep.benches.latency import tables as lat_tables
+from numasweep.core import registry
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -34,7 +38,7 @@ def test_every_kind_is_drawn_as_png_and_svg(full_results: Path, tmp_path: Path) 
         assert svg in paths and b"<svg" in svg.read_bytes()[:1000]
     # each figure is filed under its benchmark
     assert {p.parent.name for p in paths} == {"latency", "bandwidth", "copy", "gpu_xfer"}
-    assert sorted(kind for kind in kinds if kind not in benches.CAPTIONS) == []
+    assert sorted(kind for kind in kinds if kind not in registry.captions()) == []
 
 
 def test_absent_benchmarks_draw_nothing(tmp_path: Path) -> None:
@@ -49,15 +53,15 @@ def test_absent_benchmarks_draw_nothing(tmp_path: Path) -> None:
 
 def test_single_mode_has_no_concurrent_vs_serial(tmp_path: Path) -> None:
     df = latency_frame(modes=("serial",))
-    assert figures.plot_concurrent_vs_serial(df, topology(), tmp_path) == []
-    assert [figures.figure_kind(p) for p in figures.plot_latency_vs_size(df, topology(), tmp_path)] == [
+    assert lat_figures.plot_concurrent_vs_serial(df, topology(), tmp_path) == []
+    assert [figures.figure_kind(p) for p in lat_figures.plot_latency_vs_size(df, topology(), tmp_path)] == [
         "latency_vs_size", "latency_vs_size"]
 
 
 def test_single_size_has_no_curve_but_a_matrix(tmp_path: Path) -> None:
     df = latency_frame(sizes=[512 << 20])
-    assert figures.plot_latency_vs_size(df, topology(), tmp_path) == []
-    assert figures.plot_latency_matrix(df, topology(), tmp_path) != []
+    assert lat_figures.plot_latency_vs_size(df, topology(), tmp_path) == []
+    assert lat_figures.plot_latency_matrix(df, topology(), tmp_path) != []
 
 
 def test_cache_markers_come_from_the_topology() -> None:
@@ -108,24 +112,12 @@ def test_corrupt_csv_names_the_file(tmp_path: Path, capsys) -> None:
     assert err.startswith("numasweep: error:") and "copy.csv" in err and len(err.splitlines()) == 1
 
 
-def test_drawers_in_worker_processes_draw_the_same_figures(full_results: Path, tmp_path: Path) -> None:
-    """The drawers split over forked workers (as on a large table) write the same files, in the
-    same order, pixel for pixel, as one process."""
-    one = figures.draw_all(full_results, tmp_path / "one", jobs=1)
-    two = figures.draw_all(full_results, tmp_path / "two", jobs=2, min_rows=0)
-    assert [p.relative_to(tmp_path / "one") for p in one] == [p.relative_to(tmp_path / "two") for p in two]
-    assert len({p.parent.name for p in one}) >= 3
-    for a, b in zip(one, two):
-        if a.suffix == ".png":
-            assert a.read_bytes() == b.read_bytes(), a.name
-
-
 def test_bandwidth_without_kernel_name_still_plots(tmp_path: Path) -> None:
     from report_data import bandwidth_frame
 
     df = bandwidth_frame()
     df["kernel"] = float("nan")
-    paths = figures.plot_bandwidth_vs_threads(df, None, tmp_path)
+    paths = bandwidth.plot_bandwidth_vs_threads(df, None, tmp_path)
     assert [p.name for p in paths] == ["bandwidth_vs_threads--kernel-not-recorded.png",
                                        "bandwidth_vs_threads--kernel-not-recorded.svg"]
 
@@ -136,14 +128,14 @@ def test_latency_curves_carry_a_band_from_the_sample_range() -> None:
     df = latency_frame()
     df["latency_ns_min"] = df["latency_ns_median"] * 0.9
     df["latency_ns_max"] = df["latency_ns_median"] * 1.2
-    table = tables.latency_table(df)           # the sample range, median over repetitions, with each point
+    table = lat_tables.latency_table(df)           # the sample range, median over repetitions, with each point
     assert (table["latency_ns_max"] / table["latency_ns_median"]).round(6).eq(1.2).all()
-    (_, part), *_ = tables.latency_configs(table)
+    (_, part), *_ = lat_tables.latency_configs(table)
     fig, ax = plt.subplots()
-    figures.plot_rank_curves(ax, part, "latency_ns_median", None)
+    lat_figures.plot_rank_curves(ax, part, "latency_ns_median", None)
     assert len(ax.collections) == part["rank"].nunique()           # one band per rank's line
     fig2, ax2 = plt.subplots()
-    figures.plot_rank_curves(ax2, tables.latency_table(df.drop(columns=list(figures.SPREAD))), "latency_ns_median",
+    lat_figures.plot_rank_curves(ax2, lat_tables.latency_table(df.drop(columns=list(lat_tables.SPREAD))), "latency_ns_median",
                              None)
     assert not ax2.collections
     plt.close(fig)
@@ -159,9 +151,9 @@ def test_a_fleet_draws_each_rank_once_its_median_over_the_nodes_and_their_range(
     base = latency_frame(modes=("concurrent",))
     hosts = [base.assign(host=h, latency_ns_median=base["latency_ns_median"] * f) for h, f in
              (("a", 1.0), ("b", 1.1), ("c", 0.8))]
-    part = tables.latency_table(pd.concat(hosts, ignore_index=True))
+    part = lat_tables.latency_table(pd.concat(hosts, ignore_index=True))
     fig, ax = plt.subplots()
-    figures.plot_rank_curves(ax, part, "latency_ns_median", None)
+    lat_figures.plot_rank_curves(ax, part, "latency_ns_median", None)
     ranks = base["rank"].nunique()
     assert len(ax.lines) == ranks and len(ax.collections) == ranks
     by_rank = base.sort_values("size_bytes").groupby("rank")["latency_ns_median"]
@@ -179,10 +171,10 @@ def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Pa
     from report_data import bandwidth_frame
 
     df = bandwidth_frame()
-    table = tables.bandwidth_table(df)
+    table = bandwidth.bandwidth_table(df)
     assert (table["min_mb_s"] / table["best_mb_s"]).round(6).eq(0.9).all()
     for name, frame in (("with", df), ("without", df.drop(columns=["min_mb_s"]))):
-        paths = figures.plot_bandwidth_vs_threads(frame, None, tmp_path / name)
+        paths = bandwidth.plot_bandwidth_vs_threads(frame, None, tmp_path / name)
         svgs = [p.read_text() for p in paths if p.suffix == ".svg"]
         assert svgs and all(("PolyCollection" in svg) == (name == "with") for svg in svgs), name
 
@@ -192,16 +184,15 @@ def test_copies_of_two_configurations_never_share_a_matrix(tmp_path: Path) -> No
     and raw table, never one median over both."""
     from report_data import copy_frame
 
-    from numasweep.reporting import report
 
     fast, slow = copy_frame().assign(label="fast"), copy_frame().assign(label="slow")
     slow["best_gb_s"] /= 2
     both = pd.concat([fast, slow], ignore_index=True)
-    paths = figures.plot_copy_matrix(both, None, tmp_path)
+    paths = copy_bench.plot_copy_matrix(both, None, tmp_path)
     assert sorted(p.name for p in paths if p.suffix == ".png") == ["copy_matrix--fast.png", "copy_matrix--slow.png"]
-    tables = report.copy_raw_tables(both)
+    tables = copy_bench.copy_raw_tables(both)
     assert [t["title"] for t in tables] == ["Copy bandwidth (GB/s), threads on node 0, 4 threads, 256MiB, fast",
                                             "Copy bandwidth (GB/s), threads on node 0, 4 threads, 256MiB, slow"]
     assert "| 0 | 20.00 | 12.50 |" in tables[0]["table"] and "| 0 | 10.00 | 6.25 |" in tables[1]["table"]
     # one configuration: the file and titles as before
-    assert [p.name for p in figures.plot_copy_matrix(fast, None, tmp_path / "one")][0] == "copy_matrix--all.png"
+    assert [p.name for p in copy_bench.plot_copy_matrix(fast, None, tmp_path / "one")][0] == "copy_matrix--all.png"

@@ -15,6 +15,9 @@ from numasweep.findings import analysis
 from numasweep.reporting import figures, report
 from numasweep.__main__ import main
 from numasweep.core.units import format_size
+from numasweep.benches import bandwidth
+from numasweep.benches.latency import report as lat_report
+from numasweep.benches.latency import tables as lat_tables
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -134,7 +137,7 @@ def test_placement_rows_keep_their_own_pages_when_ranks_alternate_nodes() -> Non
                               "latency_ns_median": 100.0, "page_fractions": f"{1 - r % 2}:1.0000"}
                              for r in range(4)])
     for hosts, named in ((["a"], False), (["a", "b"], True), ([f"h{i}" for i in range(9)], False)):
-        (table,) = report.placement_tables({"latency": pd.concat(map(frame, hosts), ignore_index=True)},
+        (table,) = lat_report.placement_tables(pd.concat(map(frame, hosts), ignore_index=True),
                                            {"nodes": [{"id": 0}, {"id": 1}]})
         rows = [[c.strip() for c in line.strip("|").split("|")] for line in table["table"].splitlines()[2:]]
         assert len(rows) == 4 * (len(hosts) if named else 1)
@@ -276,14 +279,14 @@ def test_bandwidth_section_states_the_bytes_each_kernel_counts() -> None:
     rows = [{"kernel": k, "threads": 1, "cpus": "0", "cpu_nodes": "0", "policy": "bind", "mem_nodes": "0",
              "best_mb_s": 1000.0, "stores": stores, "bytes_per_element": per}
             for k, per in (("copy", 16), ("triad", 24), ("read", 8)) for stores in ("regular", "nt")]
-    tables = report.bandwidth_raw_tables(pd.DataFrame(rows))
+    tables = bandwidth.bandwidth_raw_tables(pd.DataFrame(rows))
     counted = [t for t in tables if t["title"].startswith("Bytes counted per element")]
     assert len(counted) == 1 and "write-allocate" in counted[0]["title"]
     lines = counted[0]["table"].splitlines()[2:]
     assert [ln.split("|")[1:4] for ln in lines] == [[" copy ", " 16 ", " nt, regular "],
                                                      [" triad ", " 24 ", " nt, regular "],
                                                      [" read ", " 8 ", " nt, regular "]]
-    assert not [t for t in report.bandwidth_raw_tables(pd.DataFrame(rows).drop(columns="bytes_per_element"))
+    assert not [t for t in bandwidth.bandwidth_raw_tables(pd.DataFrame(rows).drop(columns="bytes_per_element"))
                 if t["title"].startswith("Bytes counted")]
 
 
@@ -295,7 +298,7 @@ def test_every_finding_id_has_its_subject(repo: Path) -> None:
              for m in re.findall(r"Finding\(\s*id=\"([a-z0-9_]+)\"", path.read_text())}
     assert {"cache_threshold", "tlb_cost", "loaded_latency", "gpu_aggregate", "rank_scaling", "placement"} <= found
     assert {i: report.subject_of(i).title for i in found if report.subject_of(i) is report.OTHER} == {}
-    ids = [i for sub in report.SUBJECTS for i in sub.ids]
+    ids = [i for sub in report.subjects() for i in sub.ids]
     assert len(ids) == len(set(ids)) and set(ids) == found
 
 
@@ -307,17 +310,16 @@ def test_launch_lines_are_listed_once_in_order_of_first_appearance():
 
 def test_latency_table_is_reduced_once_per_table_and_each_caller_gets_its_own_copy():
     """Model rows: one series, two sizes, two repetitions."""
-    from numasweep.results import tables
 
     df = pd.DataFrame({"rank": [0, 0, 0, 0], "cpu": [1, 1, 1, 1], "mode": ["serial"] * 4,
                        "size_bytes": [MiB, MiB, 2 * MiB, 2 * MiB], "repetition": [0, 1, 0, 1],
                        "latency_ns_median": [10.0, 12.0, 20.0, 22.0]})
-    first = tables.latency_table(df)
+    first = lat_tables.latency_table(df)
     assert first["latency_ns_median"].tolist() == [11.0, 21.0]
     first["latency_ns_median"] = 0.0
-    assert tables.latency_table(df)["latency_ns_median"].tolist() == [11.0, 21.0]
+    assert lat_tables.latency_table(df)["latency_ns_median"].tolist() == [11.0, 21.0]
     other = df.assign(latency_ns_median=[1.0, 3.0, 5.0, 7.0])
-    assert tables.latency_table(other)["latency_ns_median"].tolist() == [2.0, 6.0]
+    assert lat_tables.latency_table(other)["latency_ns_median"].tolist() == [2.0, 6.0]
 
 
 def test_launch_lines_of_repetitions_are_one_loop_that_bash_runs(tmp_path: Path) -> None:

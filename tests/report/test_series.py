@@ -10,9 +10,12 @@ import pandas as pd
 import pytest
 
 from report_data import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
+from numasweep.core import registry
 from numasweep.findings import analysis
 from numasweep.reporting import figures, report
 from numasweep.results import series, tables
+from numasweep.benches import bandwidth
+from numasweep.benches.latency import tables as lat_tables
 
 
 def render(results: Path, out: Path) -> tuple[str, dict, list[Path]]:
@@ -112,7 +115,7 @@ def test_bandwidth_array_sizes_stay_apart(tmp_path):
     big["array_bytes"] = 256 * MiB
     big["best_mb_s"] *= 0.5
     text, findings, paths = render_bandwidth(tmp_path, [small, big])
-    table = tables.bandwidth_table(pd.concat([small, big]))
+    table = bandwidth.bandwidth_table(pd.concat([small, big]))
     assert len(table) == len(small) + len(big)
     peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
     assert peaks == sorted([8000.0 * 3, 10000.0 * 3, 4000.0 * 3, 5000.0 * 3])
@@ -142,7 +145,7 @@ def test_point_table_pools_repetitions_only():
     other = df.assign(label="second")
     table = series.point_table(pd.concat([df, again, other]), "latency", ["latency_ns_median"])
     assert len(table) == 2 * len(df)
-    assert "repetition" not in series.SERIES["latency"]
+    assert "repetition" not in registry.get("latency").identity
     assert series.REPETITION not in series.point_columns(table, "latency")
 
 
@@ -153,7 +156,7 @@ def test_bandwidth_store_variants_stay_apart_and_are_named(tmp_path):
     nt = bandwidth_frame().assign(stores="nt")
     nt["best_mb_s"] *= 1.4
     text, findings, paths = render_bandwidth(tmp_path, [regular, nt])
-    assert len(tables.bandwidth_table(pd.concat([regular, nt]))) == len(regular) + len(nt)
+    assert len(bandwidth.bandwidth_table(pd.concat([regular, nt]))) == len(regular) + len(nt)
     peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
     assert peaks == sorted(p * s for p in (8000.0 * 3, 10000.0 * 3) for s in (1.0, 1.4))
     assert len([p for p in paths if p.name.startswith("bandwidth_vs_threads") and p.suffix == ".png"]) == 2
@@ -166,7 +169,7 @@ def test_configuration_names_say_what_each_number_counts() -> None:
     rows = [{"mode": "concurrent", "ranks_per_domain": per, "ranks": per * domains, "domains": "0,1"[:2 * domains - 1],
              "rank": 0, "size_bytes": MiB, "latency_ns_median": 90.0}
             for per in (1, 2) for domains in (1, 2)]
-    names = [v for v, _ in tables.latency_configs(tables.latency_table(pd.DataFrame(rows)))]
+    names = [v for v, _ in lat_tables.latency_configs(lat_tables.latency_table(pd.DataFrame(rows)))]
     assert sorted(names) == ["concurrent-domains 0,1-1 per domain-2 ranks", "concurrent-domains 0,1-2 per domain-4 ranks",
                              "concurrent-domains 0-1 per domain-1 rank", "concurrent-domains 0-2 per domain-2 ranks"], names
 
@@ -208,7 +211,7 @@ def test_keys_of_one_value_come_back_as_the_grouped_keys_would():
 
     for one, many in ((series.point_table(df, "latency", ["latency_ns_median"]),
                        series.point_table(wider, "latency", ["latency_ns_median"])),
-                      (tables.latency_points(df, {}), tables.latency_points(wider, {}))):
+                      (lat_tables.latency_points(df, {}), lat_tables.latency_points(wider, {}))):
         many = own(many)
         assert list(one.columns) == list(many.columns)
         assert [str(t) for t in one.dtypes] == [str(t) for t in many.dtypes]

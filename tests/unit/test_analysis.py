@@ -9,8 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numasweep.findings import analysis, bandwidth_analysis
+from numasweep.findings import analysis
 from numasweep.core.errors import NumasweepError
+from numasweep.benches import bandwidth
+from numasweep.benches import copy as copy_bench
+from numasweep.benches import gpu_xfer
+from numasweep.benches.latency import findings as lat_findings
 
 MIB = 1 << 20
 SIZES = [MIB << k for k in range(11)]  # 1 MiB .. 1 GiB
@@ -61,7 +65,7 @@ def ids(findings) -> list[str]:
 # ------------------------------------------------------------ latency: levels, TLB, contrasts
 
 def latency(df: pd.DataFrame, topo: dict | None = None) -> list:
-    return analysis.latency_findings(df, topo_two_nodes() if topo is None else topo)
+    return lat_findings.latency_findings(df, topo_two_nodes() if topo is None else topo)
 
 
 def claims(findings) -> list:
@@ -184,11 +188,11 @@ def test_impossible_latency_is_refused_with_line_and_column() -> None:
 
 def test_latency_locality_with_distances() -> None:
     df = latency_frame(lambda s, c: 100.0 if c < 8 else 150.0, mem=0)
-    (f,) = analysis.latency_locality(df, topo_two_nodes())
+    (f,) = lat_findings.latency_locality(df, topo_two_nodes())
     assert (f.numbers["fastest_cpu_node"], f.numbers["slowest_cpu_node"]) == (0, 1)
     assert f.numbers["ratio_slowest_fastest"] == pytest.approx(1.5)
     assert f.numbers["distance_order_agrees"] is True
-    assert analysis.latency_locality(latency_frame(stepped), topo_two_nodes()) == []
+    assert lat_findings.latency_locality(latency_frame(stepped), topo_two_nodes()) == []
 
 
 def test_latency_locality_never_pools_ranks_of_different_configurations() -> None:
@@ -198,7 +202,7 @@ def test_latency_locality_never_pools_ranks_of_different_configurations() -> Non
     compares nothing."""
     light = latency_frame(lambda s, c: 100.0 if c < 8 else 150.0, mem=0)
     loaded = latency_frame(lambda s, c: 400.0, cpus=(1, 2, 3, 5, 6, 7), mem=0)
-    found = analysis.latency_locality(pd.concat([light, loaded], ignore_index=True), topo_two_nodes())
+    found = lat_findings.latency_locality(pd.concat([light, loaded], ignore_index=True), topo_two_nodes())
     assert [f.id for f in found] == ["latency_locality"]
     (f,) = found
     assert f.numbers["latency_ns"] == {0: 100.0, 1: 150.0} and f.numbers["distance_order_agrees"] is True
@@ -218,14 +222,14 @@ def bandwidth_frame(peak_threads: int, mem: int, scale: float, reps: int = 3) ->
 
 def test_bandwidth_saturation_and_ratio() -> None:
     df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 0.5)])
-    sat = bandwidth_analysis.bandwidth_saturation(df, topo_two_nodes())
+    sat = bandwidth.bandwidth_saturation(df, topo_two_nodes())
     assert [f.numbers["saturation_threads"] for f in sat] == [3, 3]
     for f in sat:
         n = f.numbers
         assert n["claim"] and n["saturation_threads_low"] <= 3 <= n["saturation_threads_high"]
         assert n["plateau_mb_s_low"] < n["plateau_mb_s"] < n["plateau_mb_s_high"]
         assert "interval" in f.summary
-    (loc,) = bandwidth_analysis.bandwidth_locality(df, topo_two_nodes())
+    (loc,) = bandwidth.bandwidth_locality(df, topo_two_nodes())
     n = loc.numbers
     assert n["claim"] and n["ratio"] == pytest.approx(0.5, rel=0.02) and n["ratio_low"] < 0.5 < n["ratio_high"]
     assert (n["distance_local"], n["distance_remote"]) == (10, 20) and n["distance_order_agrees"] is True
@@ -234,16 +238,16 @@ def test_bandwidth_saturation_and_ratio() -> None:
 
 def test_bandwidth_alike_sides_claim_nothing() -> None:
     df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 1.02)])
-    (loc,) = bandwidth_analysis.bandwidth_locality(df, topo_two_nodes())
+    (loc,) = bandwidth.bandwidth_locality(df, topo_two_nodes())
     assert not loc.numbers["claim"] and loc.numbers["equivalent"] and "equivalent" in loc.summary
     one = bandwidth_frame(3, 0, 1.0, reps=1).drop(columns="repetition")
-    (sat,) = bandwidth_analysis.bandwidth_saturation(one, topo_two_nodes())
+    (sat,) = bandwidth.bandwidth_saturation(one, topo_two_nodes())
     assert not sat.numbers["claim"] and "noise unknown" in sat.summary
 
 
 def test_faster_remote_memory_contradicts_the_distances() -> None:
     df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 1.3)])
-    found = bandwidth_analysis.bandwidth_locality(df, topo_two_nodes())
+    found = bandwidth.bandwidth_locality(df, topo_two_nodes())
     (order,) = [f for f in found if f.id == "bandwidth_ordering"]
     assert order.numbers["ratio_low"] > 1.1 and "contradicts the firmware distances" in order.summary
 
@@ -253,7 +257,7 @@ def test_best_weights() -> None:
              "best_mb_s": v * t * (1 + 0.01 * ((r + 2 * t + i) % 3))}
             for i, (w, v) in enumerate((("1,1", 900.0), ("3,1", 1200.0), ("1,3", 700.0)))
             for t in (1, 2, 4) for r in range(3)]
-    (found,) = [f for f in bandwidth_analysis.bandwidth_locality(pd.DataFrame(rows), topo_two_nodes())
+    (found,) = [f for f in bandwidth.bandwidth_locality(pd.DataFrame(rows), topo_two_nodes())
                 if f.id == "bandwidth_weights"]
     n = found.numbers
     assert (n["best_weights"], n["worst_weights"]) == ("3,1", "1,3") and n["claim"]
@@ -263,7 +267,7 @@ def test_best_weights() -> None:
 def test_copy_matrix() -> None:
     rows = [{"src_node": s, "dst_node": d, "repetition": r, "best_gb_s": (20.0 if s == d else 10.0) * (1 + 0.01 * r)}
             for s in (0, 1) for d in (0, 1) for r in range(3)]
-    (f,) = bandwidth_analysis.copy_matrix(pd.DataFrame(rows), topo_two_nodes())
+    (f,) = copy_bench.copy_matrix(pd.DataFrame(rows), topo_two_nodes())
     n = f.numbers
     assert n["local_median_gb_s"] == pytest.approx(20.2) and n["cross_median_gb_s"] == pytest.approx(10.1)
     assert n["claim"] and n["cross_to_local"] == pytest.approx(0.5) and "0.50x" in f.summary
@@ -277,7 +281,7 @@ def test_gpu_plateau_pinned_and_weights() -> None:
                 bw = scale * wscale * 50.0 * min(1.0, 2 ** (k - 20))
                 rows.append({"access_size(bytes)": 1 << k, "read_bw(gib/s)": bw, "write_bw(gib/s)": bw,
                              "policy": "weighted", "numa_nodes": "0,1", "numa_weight": weight, "pinned": pinned})
-    found = analysis.gpu_transfers(pd.DataFrame(rows), topo_two_nodes())
+    found = gpu_xfer.gpu_transfers(pd.DataFrame(rows), topo_two_nodes())
     plateaus = [f for f in found if f.id == "gpu_plateau" and f.numbers["pinned"] == "1"
                 and f.numbers["numa_weight"] == "1,1"]
     assert {f.numbers["from_size_bytes"] for f in plateaus} == {1 << 20}
@@ -304,7 +308,7 @@ def test_gpu_claims_carry_an_interval_over_runs_or_say_there_is_none() -> None:
                                      "pinned": pinned, "repetition": rep})
         return pd.DataFrame(rows)
 
-    found = analysis.gpu_transfers(table(3), topo_two_nodes())
+    found = gpu_xfer.gpu_transfers(table(3), topo_two_nodes())
     planted = {("gpu_plateau", "1", "1,1"): 50.0, ("gpu_plateau", "0", "1,1"): 20.0,
                ("gpu_plateau", "1", "1,3"): 40.0, ("gpu_plateau", "0", "1,3"): 16.0}
     claims = [f for f in found if f.id in ("gpu_plateau", "gpu_pinned", "gpu_weights")]
@@ -315,7 +319,7 @@ def test_gpu_claims_carry_an_interval_over_runs_or_say_there_is_none() -> None:
         low, high = n["low"], n["high"]
         assert low < truth < high and high / low < 1.2, (f.summary, n)
         assert "95% interval" in f.summary and "no interval" not in f.summary
-    for f in analysis.gpu_transfers(table(1), topo_two_nodes()):
+    for f in gpu_xfer.gpu_transfers(table(1), topo_two_nodes()):
         if f.id in ("gpu_plateau", "gpu_pinned", "gpu_weights"):
             assert "(one run: no interval)" in f.summary, f.summary
 
@@ -332,7 +336,7 @@ def test_a_gpu_curve_that_falls_back_at_large_sizes_peaks_and_says_where_it_ends
         for pin, bw in (("0", pageable), ("1", pinned)):
             rows.append({"access_size(bytes)": size, "read_bw(gib/s)": bw, "policy": "local", "numa_nodes": "",
                          "numa_weight": "", "pinned": pin})
-    found = {f.numbers["pinned"]: f for f in analysis.gpu_transfers(pd.DataFrame(rows)) if f.id == "gpu_plateau"}
+    found = {f.numbers["pinned"]: f for f in gpu_xfer.gpu_transfers(pd.DataFrame(rows)) if f.id == "gpu_plateau"}
     falls, holds = found["0"], found["1"]
     assert not falls.numbers["plateau_holds"] and holds.numbers["plateau_holds"]
     assert "peak at 20.0 GiB/s" in falls.summary and "from" not in falls.summary
@@ -343,15 +347,15 @@ def test_a_gpu_curve_that_falls_back_at_large_sizes_peaks_and_says_where_it_ends
 def test_placement_flags_ranks_below_threshold() -> None:
     df = latency_frame(stepped, cpus=(0, 8))
     df["page_fractions"] = np.where(df["rank"] == 1, "0:0.0500,1:0.9500", "0:1.0000,1:0.0000")
-    (f,) = analysis.placement_verification({"latency": df}, topo_two_nodes())
+    (f,) = analysis.placement_verification({"latency": df})
     assert (f.numbers["checked"], f.numbers["flagged"]) == (2, 1)
     assert f.numbers["min_fraction"] == pytest.approx(0.95)
-    assert analysis.placement_verification({"latency": latency_frame(stepped)}, topo_two_nodes()) == []
+    assert analysis.placement_verification({"latency": latency_frame(stepped)}) == []
 
 
 def test_absent_data_gives_nothing() -> None:
-    for fn in (*analysis.LATENCY_ANALYSES, bandwidth_analysis.bandwidth_saturation,
-               bandwidth_analysis.bandwidth_locality, bandwidth_analysis.copy_matrix, analysis.gpu_transfers):
+    for fn in (*lat_findings.LATENCY_ANALYSES, bandwidth.bandwidth_saturation,
+               bandwidth.bandwidth_locality, copy_bench.copy_matrix, gpu_xfer.gpu_transfers):
         assert fn(None, {}) == [] and fn(pd.DataFrame(), {}) == []
 
 
@@ -454,10 +458,10 @@ def _one_rank_modes(reps: int, seed: int = 5) -> pd.DataFrame:
 def test_one_run_a_side_claims_no_mode_difference_from_the_within_run_noise():
     """A claim states its ratio with an interval: with one run a side there is none between runs,
     so sizes that differ only beyond the within-run spread are held back, and said so."""
-    (one,) = [f for f in analysis.latency_findings(_one_rank_modes(1)) if f.id == "mode_divergence"]
+    (one,) = [f for f in lat_findings.latency_findings(_one_rank_modes(1)) if f.id == "mode_divergence"]
     assert one.numbers["claim"] is False and one.numbers["unclaimed"], one.summary
     assert "nothing is claimed" in one.summary and "between runs is unknown" in one.summary
-    (three,) = [f for f in analysis.latency_findings(_one_rank_modes(3)) if f.id == "mode_divergence"]
+    (three,) = [f for f in lat_findings.latency_findings(_one_rank_modes(3)) if f.id == "mode_divergence"]
     assert three.numbers["claim"] is True and three.numbers["plateau_ratio_high"] < 0.7, three.summary
 
 

@@ -19,8 +19,8 @@ def _bandwidth(array_size):
 
 def test_llc_of_a_node_is_its_l3_instances():
     # LUMI-G: two 32M L3 instances per node.
-    assert checks.llc_bytes(LUMI, LUMI.node(0).cpus) == 2 * 32 * 2**20
-    assert checks.llc_bytes(LUMI, [1]) == 32 * 2**20
+    assert LUMI.llc_bytes(LUMI.node(0).cpus) == 2 * 32 * 2**20
+    assert LUMI.llc_bytes([1]) == 32 * 2**20
 
 
 def test_array_under_four_llc_is_warned_per_node_and_still_planned(capsys):

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep.reporting import figures
 from numasweep.planning import fleet, grid
 from numasweep.statistics import stats
 from numasweep.core import topology
+from numasweep.results import aggregate
+from numasweep.reporting import fleet_report
 
 SIZES = [2**k for k in range(12, 26)]
 
@@ -43,27 +44,27 @@ def model(folder: Path, factors: dict[str, float]) -> Path:
     return folder
 
 
-def flagged(scores: list[fleet.NodeScore]) -> set[tuple[str, str]]:
+def flagged(scores: list[fleet_report.NodeScore]) -> set[tuple[str, str]]:
     return {(s.host, s.bench) for s in scores if s.out_of_line}
 
 
 def test_a_slow_node_among_three_is_flagged_and_ranked_first(tmp_path: Path) -> None:
-    frames = figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.02, "node3": 1.5}))
-    scores = fleet.screen(frames)
+    frames = aggregate.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.02, "node3": 1.5}))
+    scores = fleet_report.screen(frames)
     assert flagged(scores) == {("node3", "latency"), ("node3", "bandwidth")}
-    assert fleet.ranking(scores)[0] == "node3"
+    assert fleet_report.ranking(scores)[0] == "node3"
     slow = next(s for s in scores if s.host == "node3" and s.bench == "latency")
     assert slow.slowdown.covers(1.5 / 1.01) and slow.points == 2 * len(SIZES)
 
 
 def test_two_nodes_flag_only_the_slower_one(tmp_path: Path) -> None:
-    frames = figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.4}))
-    assert flagged(fleet.screen(frames)) == {("node2", "latency"), ("node2", "bandwidth")}
+    frames = aggregate.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.4}))
+    assert flagged(fleet_report.screen(frames)) == {("node2", "latency"), ("node2", "bandwidth")}
 
 
 def test_nodes_alike_within_tolerance_pass(tmp_path: Path) -> None:
-    frames = figures.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.03, "node3": 0.98}))
-    assert flagged(fleet.screen(frames)) == set()
+    frames = aggregate.load_results(model(tmp_path, {"node1": 1.0, "node2": 1.03, "node3": 0.98}))
+    assert flagged(fleet_report.screen(frames)) == set()
 
 
 def test_command_writes_table_figure_and_names_each_host(tmp_path: Path) -> None:

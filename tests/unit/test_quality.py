@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from numasweep.core import registry
 from numasweep.results import aggregate, quality
 from numasweep.reporting import report
 from numasweep.core.system_state import SystemState
@@ -83,7 +84,7 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
     assert flag in part and shared in part and "nontemporal" in part and "cycle build s" in part
     assert "samples retaken" in part
-    assert quality.series_quality({"latency": frames["latency"].drop(columns=list(quality.RUN_COLUMNS["latency"]))}) \
+    assert quality.series_quality({"latency": frames["latency"].drop(columns=list(registry.get("latency").quality.columns))}) \
         == []
 
 

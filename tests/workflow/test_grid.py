@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from numasweep.results import aggregate
-from numasweep import benches
 from numasweep.planning import grid
 from numasweep.core import topology
 from numasweep.core.errors import NumasweepError
 from numasweep.running.provenance import parse_version
+from numasweep.core import registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,7 +93,7 @@ def test_lumi_g_gpu_sweep_runs_the_hip_build_on_its_eight_gcds() -> None:
             {"latency": {"sweeps": [{"domains": [[0]], "memory": ["interleave:0,7"]}]}},
             "latency.sweeps[0].memory[0]",
         ),
-        ({b: {"sweeps": []} for b in benches.NAMES}, "the sweep is empty"),
+        ({b: {"sweeps": []} for b in registry.names()}, "the sweep is empty"),
     ],
 )
 def test_config_errors_name_the_key_path(config: dict, message: str) -> None:
@@ -110,7 +110,7 @@ def test_a_gpu_without_a_numa_node_is_driven_from_the_first_node_with_cpus() -> 
 
     topo = _arch("ulisse")
     topo = dataclasses.replace(topo, gpus=[topology.Gpu(0, "NVIDIA H100 80GB HBM3", "0000:00:06.0", None)])
-    config = {b: {"sweeps": []} for b in benches.NAMES} | {"gpu_xfer": {"sweeps": [{"pinned": [True, False]}]}}
+    config = {b: {"sweeps": []} for b in registry.names()} | {"gpu_xfer": {"sweeps": [{"pinned": [True, False]}]}}
     jobs = grid.expand(config, topo).by_bench("gpu_xfer")
     first = next(node for node in topo.nodes if node.cpus)
     assert len(jobs) == 2 and all(job.cpus[0] in first.cpus for job in jobs)
@@ -119,7 +119,7 @@ def test_a_gpu_without_a_numa_node_is_driven_from_the_first_node_with_cpus() -> 
 def test_a_gpu_campaign_on_a_machine_without_gpus_says_so() -> None:
     """Only gpu_xfer sweeps, on a topology that lists no GPU: the one line gives that reason,
     not "add a sweep"."""
-    config = {b: {"sweeps": []} for b in benches.NAMES} | {"gpu_xfer": {"sweeps": [{"ngpus": [1]}]}}
+    config = {b: {"sweeps": []} for b in registry.names()} | {"gpu_xfer": {"sweeps": [{"ngpus": [1]}]}}
     with pytest.raises(NumasweepError) as err:
         grid.expand(config, _arch("ulisse"))
     assert "lists no GPU" in str(err.value) and "nvidia-smi" in str(err.value)

@@ -25,7 +25,7 @@ COMMANDS = {
     "report": ("numasweep.reporting.report", "render the Markdown report"),
     "store": ("numasweep.results.store", "record a finished run in the results store; list the runs"),
     "compare": ("numasweep.reporting.compare", "compare results with references or an earlier run of the store"),
-    "fleet": ("numasweep.planning.fleet", "rank the nodes of a fleet campaign and flag those out of line"),
+    "fleet": ("numasweep.reporting.fleet_report", "rank the nodes of a fleet campaign and flag those out of line"),
 }
 
 

@@ -1,29 +1,16 @@
-# One rule per benchmark (latency, bandwidth, copy, gpu_xfer) from one definition: they differ
+# One rule per benchmark of the registry (numasweep.benches) from one definition: they differ
 # only in the kernel, the wrapper input and their SLURM resources. Each job's shell is the one
 # line BENCH_SHELL (common.smk): `python -m numasweep run-job` with the launch line as is, so
 # `snakemake -n -p` shows it.
 #
-# SLURM resources: a non-empty `mpi` (latency with more than one rank) makes the plugin run
+# SLURM resources: a non-empty `mpi` (an MPI benchmark with more than one rank) makes the plugin run
 # the shell as is, so srun's --cpu-bind=map_cpu is the only CPU binding; an empty `mpi` makes
 # it run the shell in the batch step, which owns the whole exclusive node, instead of an
 # `srun -n1 --cpu-bind=q` step confined to the first CPUs: numactl can then bind to the CPUs
 # the plan names.
-BENCH_RESOURCES = {
-    # Pointer-chase latency: one MPI rank per placed CPU.
-    "latency": {"mpi": mpi_launcher, "tasks": job_tasks},
-    # STREAM-style bandwidth: OpenMP threads pinned to the configured CPUs.
-    "bandwidth": {"mpi": ""},
-    # Node-to-node copy: the kernel places source and destination itself (libnuma).
-    "copy": {"mpi": ""},
-    # Host-device transfers, planned only where the topology lists GPUs (or gpu_xfer.force).
-    "gpu_xfer": {"mpi": "", "gpu": job_gpus},
-    # Loaded latency, core-to-core, mixed bandwidth: one process that pins its own threads.
-    "loaded_latency": {"mpi": ""},
-    "c2c": {"mpi": ""},
-    "mix_bandwidth": {"mpi": ""},
-}
 
-for _bench, _resources in BENCH_RESOURCES.items():
+for _spec in registry.all_benches().values():
+    _bench, _resources = _spec.name, bench_resources(_spec)
     # One job per grid point, or per batch of points (config batch > 1; bench_rule, common.smk).
     _outputs, _log, _params, _shell = bench_rule(_bench)
 
@@ -40,7 +27,7 @@ for _bench, _resources in BENCH_RESOURCES.items():
             _log,
         conda:
             CONDA_ENV
-        threads: 1 if _bench == "latency" else job_threads
+        threads: 1 if _spec.mpi else job_threads
         resources:
             **_resources,
             bench_slot=1,

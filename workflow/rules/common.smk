@@ -13,7 +13,7 @@ min_version("9.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from numasweep.planning import batch, fleet, grid, launch  # noqa: E402
-from numasweep import benches  # noqa: E402
+from numasweep.core import registry  # noqa: E402
 from numasweep.core import topology  # noqa: E402
 from numasweep.core.errors import NumasweepError  # noqa: E402
 
@@ -88,7 +88,7 @@ if FROM_CACHE:
     # Named by its folder, not by the system it measured: two cached folders of one system
     # (examples/lumi-g, examples/lumi-g-remote) render into report/lumi-g and report/lumi-g-remote.
     SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
-    BENCHES = [b for b in benches.NAMES if Path(RESULTS_DIR, f"{b}.csv").exists()]
+    BENCHES = [b for b in registry.names() if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
     BATCHES = {}
     SKIPPED = {}
@@ -142,8 +142,8 @@ REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
 wildcard_constraints:
     job=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     batch=r"b[0-9]+(-on-[A-Za-z0-9_.-]+)?",
-    bench="|".join(benches.NAMES),
-    kernel="|".join(benches.KERNELS),
+    bench="|".join(registry.names()),
+    kernel="|".join(registry.kernels()),
 
 
 # ------------------------------------------------------------------ input functions
@@ -295,6 +295,13 @@ def slurm_extra(wildcards):
     # A benchmark takes a node alone; a fleet job also names its node.
     # The plugin puts this text into the sbatch command line as is: one quoted word per option.
     return f"'--exclusive'{fleet.slurm_nodelist(job_of(wildcards).grid)}"
+
+
+def bench_resources(bench):
+    # MPI benchmarks: one rank per placed CPU; the others one process, GPUs where they use them.
+    if bench.mpi:
+        return {"mpi": mpi_launcher, "tasks": job_tasks}
+    return {"mpi": "", **({"gpu": job_gpus} if bench.gpus else {})}
 
 
 def job_threads(wildcards):

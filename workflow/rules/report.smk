@@ -2,7 +2,7 @@
 # anywhere (no numactl, MPI, SLURM or compiler) and `snakemake report --config results=DIR`
 # re-renders a report from cached results alone.
 #
-# Needs from common.smk: the module numasweep.benches as `benches` (each figure's category,
+# Needs from common.smk: numasweep.core.registry as `registry` (each figure's category,
 # variant label and caption come from its benchmark's entry), RESULTS_DIR, SYSTEM, BENCHES
 # (benches whose <RESULTS_DIR>/<bench>.csv exist or will be produced), REPORT_DIR,
 # REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none) and
@@ -28,13 +28,10 @@ rule analyse:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
         CONDA_ENV
-    # On a large table (numasweep.core.workers.PARALLEL_ROWS) its parts run side by side in worker
-    # processes, one a thread Snakemake gives (capped by --cores; 1 under the SLURM profile).
-    threads: 8
     params:
         results=results_folder,
     shell:
-        "python -m numasweep analyse --results {params.results:q} -o {output:q} --jobs {threads} > {log:q} 2>&1"
+        "python -m numasweep analyse --results {params.results:q} -o {output:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -48,11 +45,11 @@ rule figures:
                 directory(f"{REPORT_DIR}/figures/{bench}"),
                 patterns=["{kind}--{variant}.png"],
                 caption="../report/figure.rst",
-                category=benches.BENCHES[bench].category,
+                category=registry.get(bench).category,
                 subcategory="{kind}",
                 labels={
                     "figure": "{kind}",
-                    benches.BENCHES[bench].variant: "{variant}",
+                    registry.get(bench).variant: "{variant}",
                 },
             )
             for bench in BENCHES
@@ -61,16 +58,14 @@ rule figures:
         f"logs/{SYSTEM}/report/figures.log",
     conda:
         CONDA_ENV
-    # Like analyse: on a large table its drawers run side by side, one worker a thread.
-    threads: 8
     params:
         results=results_folder,
         # The parent of the per-benchmark folders the rule outputs.
         figures=lambda wildcards, output: os.path.dirname(output.folders[0]),
         # read by figure.rst: one caption sentence per figure kind
-        captions=benches.CAPTIONS,
+        captions=registry.captions(),
     shell:
-        "python -m numasweep figures --results {params.results:q} -o {params.figures:q} --jobs {threads} > {log:q} 2>&1"
+        "python -m numasweep figures --results {params.results:q} -o {params.figures:q} > {log:q} 2>&1"
 
 
 rule report_md:

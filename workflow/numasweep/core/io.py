@@ -7,7 +7,6 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from numasweep import benches
 from numasweep.core.errors import NumasweepError
 
 if TYPE_CHECKING:
@@ -112,9 +111,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = (),
-             skip: tuple[str, ...] = (), codes: bool = False) -> pd.DataFrame:
+             skip: tuple[str, ...] = (), codes: bool = False, keep: tuple[str, ...] = ()) -> pd.DataFrame:
     """A result CSV with the columns it must have, or a one-line error naming the file and the fix.
-    Columns in `skip` are not read, unless required or checked (`benches.Bench.positive`).
+    Columns in `skip` are not read, unless required or in `keep` (a benchmark's checked columns).
     `codes`: the text columns as categoricals, each distinct text held once (`_text_columns`);
     pandas' reader puts the categories in text order, so a grouping sorts as the text does. Read
     from the table's columnar copy where aggregate wrote one for this CSV (`write_columns`)."""
@@ -125,8 +124,7 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
     path = Path(path)
     if not path.exists():
         raise NumasweepError(f"{path}: no such result file; rerun the job that writes it")
-    bench = benches.BENCHES.get(path.stem)
-    unread = set(skip) - set(required) - set(bench.positive if bench else ())
+    unread = set(skip) - set(required) - set(keep)
     try:
         usecols = (lambda c: c not in unread) if unread else None
         df = _read_columns(path, usecols) if codes else None
@@ -142,11 +140,6 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
         raise NumasweepError(
             f"{path}: missing column(s) {', '.join(missing)}; delete it and rerun its job"
         )
-    # An aggregated table (<bench>.csv), as analysis, figures and a cached report read it.
-    from numasweep.results.aggregate import FIX_TABLE, check_values
-
-    if path.stem in benches.BENCHES:
-        check_values(df, path, path.stem, FIX_TABLE)
     return df
 
 

@@ -23,9 +23,8 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from numasweep import benches
 from numasweep.core.errors import NumasweepError
-from numasweep.core.io import load_yaml, pattern_problem
+from numasweep.core.io import atomic_write_text, load_yaml, pattern_problem
 from numasweep.core.units import format_cpulist, parse_cpulist, parse_size
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "arch.schema.yaml"
@@ -187,13 +186,18 @@ class Topology:
                 firsts.append(sibs[0])
         return sorted(firsts)
 
+    def llc_bytes(self, cpus: list[int]) -> int:
+        """The last-level cache the CPUs run under: every instance of the highest level holding
+        one of them (0: no cache recorded)."""
+        if not self.caches:
+            return 0
+        level = max(c.level for c in self.caches)
+        wanted = set(cpus)
+        return sum(c.size_bytes for c in self.caches if c.level == level
+                   for inst in c.instances if wanted & set(inst))
+
     def memory_only_nodes(self) -> list[int]:
         return [n.id for n in self.nodes if n.memory_only]
-
-    def gpu_kernel(self) -> str:
-        """The gpu_xfer build for this system's GPUs: gpu_xfer_hip (HIP) for AMD, else gpu_xfer (CUDA)."""
-        amd = any(g.vendor == "amd" for g in self.gpus)
-        return benches.GPU_XFER_HIP if amd else benches.GPU_XFER.kernel
 
     def gpu(self, gpu_id: int) -> Gpu:
         for g in self.gpus:
@@ -600,8 +604,6 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--reserved", default="", help="CPUs never given to a rank, e.g. 0,8 (sysfs cannot know them)")
     ap.add_argument("-o", "--output", required=True, help="topology.json to write")
     args = ap.parse_args(argv)
-    from numasweep.core.io import atomic_write_text  # pandas is slow to import; only the command needs it
-
     if args.arch:
         topo = load(args.arch)
         if args.name:

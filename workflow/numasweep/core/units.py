@@ -129,3 +129,11 @@ def parse_page_fractions(text: object) -> dict[int, float]:
                 f"page_fractions '{text}' is not node:fraction pairs; rerun the job that wrote it"
             ) from None
     return out
+
+
+def approx_size(nbytes: float) -> str:
+    """A size read off a curve, to three figures: 47.3 MiB."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.3g} {unit}"
+    return f"{nbytes:.3g} B"

@@ -47,7 +47,7 @@ from numasweep.statistics import stats
 from numasweep.core.errors import NumasweepError
 from numasweep.statistics.stats import Interval, Series
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size
+from numasweep.core.units import approx_size, format_size
 
 STEP_FLOOR = 0.10          # a size step that adds at least 10 % latency may belong to a transition
 TRANSITION_FLOOR = 0.20    # a transition raises latency by at least 20 % from plateau to plateau
@@ -131,14 +131,6 @@ class Levels:
         """Number of claims: transitions, TLB partings and refused curves."""
         return (sum(len(c.transitions) for c in self.curves) + sum(t.onset_bytes is not None for t in self.tlb)
                 + sum(not c.measured for c in self.curves))
-
-
-def approx_size(nbytes: float) -> str:
-    """A size read off a curve, to three figures: 47.3 MiB."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift:
-            return f"{nbytes / (1 << shift):.3g} {unit}"
-    return f"{nbytes:.3g} B"
 
 
 # ---------------------------------------------------------------- capacities

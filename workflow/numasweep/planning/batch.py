@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from numasweep.core.errors import NumasweepError
+from numasweep.core.io import atomic_write_text
+from numasweep.planning.launch import result_line
 from numasweep.planning.fleet import NODE_COLUMN
 
 # Where a batch's manifest lives, under the benchmark's results folder.
@@ -56,8 +58,6 @@ def point_option(job, launch_line: str) -> str:
 
 def point_options(jobs: list, results_dir: str, **launch) -> dict[str, str]:
     """Every job's `--point` option (launch.result_line's keyword arguments), by job id."""
-    from numasweep.planning.launch import result_line
-
     return {job.id: point_option(job, result_line(job, results_dir, **launch)) for job in jobs}
 
 
@@ -95,8 +95,6 @@ def manifest_path(results: str | Path, bench: str, batch_id: str) -> Path:
 
 
 def write_manifest(path: Path, batch_id: str, points: list[str]) -> None:
-    from numasweep.core.io import atomic_write_text
-
     atomic_write_text(path, json.dumps({"batch": batch_id, "points": points}, indent=1) + "\n")
 
 

@@ -28,22 +28,25 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
+from numasweep.core import registry
 from numasweep.planning import placement
 from numasweep.core import system_state
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import format_size, parse_size, parse_sizes
 
 BIN_DIR = Path(__file__).resolve().parents[3] / "build" / "bin"
-# STREAM's rule: each array at least 4x the last-level caches it runs under.
-LLC_FACTOR = 4
 
 
 def against_topology(config: dict, topo: Any) -> list[str]:
-    """Raise on the first problem (one line); return the warnings."""
-    _sizes_fit(config, topo)
-    _gpu_counts(config, topo)
+    """Raise on the first problem (one line); return the warnings. Each benchmark checks its own
+    section (`Bench.check`: sizes against memory, GPUs, arrays against caches)."""
+    warnings: list[str] = []
+    for bench in registry.all_benches().values():
+        section = config.get(bench.name) or {}
+        if bench.check and section.get("sweeps"):
+            warnings += bench.check(topo, section)
     _srun_mpi(config)
-    return list(_small_arrays(config, topo))
+    return warnings
 
 
 def warn(lines: list[str]) -> None:
@@ -77,7 +80,7 @@ def _targets(spec: str, cpu_nodes: list[int]) -> list[list[int]]:
     return [[n] for n in mem.nodes]
 
 
-def _fit(topo: Any, where: str, size: int, spec: str, cpu_nodes: list[int], buffers: int = 1) -> None:
+def fit(topo: Any, where: str, size: int, spec: str, cpu_nodes: list[int], buffers: int = 1) -> None:
     for nodes in _targets(spec, cpu_nodes):
         have = _memory_of(topo, nodes)
         if have is not None and size * buffers > have:
@@ -89,76 +92,24 @@ def _fit(topo: Any, where: str, size: int, spec: str, cpu_nodes: list[int], buff
             )
 
 
-def _sweeps(config: dict, bench: str) -> Iterator[tuple[str, dict]]:
-    for i, sw in enumerate((config.get(bench) or {}).get("sweeps") or []):
+def sweeps(section: dict, bench: str) -> Iterator[tuple[str, dict]]:
+    """(key path, sweep) of each sweep of a benchmark's config section."""
+    for i, sw in enumerate((section or {}).get("sweeps") or []):
         yield f"{bench}.sweeps[{i}]", sw
 
 
-def _size_list(value: Any) -> list[int]:
+def size_list(value: Any) -> list[int]:
     try:
         return parse_sizes(value)
     except NumasweepError:
         return []  # grid.expand names the bad size
 
 
-def _one(value: Any) -> int | None:
+def one_size(value: Any) -> int | None:
     try:
         return parse_size(value)
     except NumasweepError:
         return None
-
-
-def _sizes_fit(config: dict, topo: Any) -> None:
-    for where, sw in _sweeps(config, "latency"):
-        cpu_nodes = sorted({n for domains in sw["domains"] for n in domains})
-        for size in _size_list(sw["sizes"]):
-            for spec in sw["memory"]:
-                _fit(topo, f"{where}.sizes", size, spec, cpu_nodes)
-    for where, sw in _sweeps(config, "bandwidth"):
-        size = None if sw["array_size"] is None else _one(sw["array_size"])
-        if size is not None:
-            for spec in sw["memory"]:
-                _fit(topo, f"{where}.array_size", size, spec, sw["cpu_nodes"], buffers=3)
-    for where, sw in _sweeps(config, "copy"):
-        size = _one(sw["size"])
-        pairs = topo.node_ids() if sw["pairs"] == "all" else sorted({n for p in sw["pairs"] for n in p})
-        if size is not None:
-            for n in pairs:
-                _fit(topo, f"{where}.size", size, f"node:{n}", [n])
-    for where, sw in _sweeps(config, "gpu_xfer"):
-        for size in _size_list(sw["sizes"]):
-            for spec in sw["memory"]:
-                _fit(topo, f"{where}.sizes", size, spec, [gpu_cpu_node(topo, sw)])
-
-
-# ---------------------------------------------------------------- caches
-
-
-def llc_bytes(topo: Any, cpus: list[int]) -> int:
-    """The last-level cache the CPUs run under: every instance of the highest level holding one."""
-    if not topo.caches:
-        return 0
-    level = max(c.level for c in topo.caches)
-    wanted = set(cpus)
-    return sum(c.size_bytes for c in topo.caches if c.level == level
-               for inst in c.instances if wanted & set(inst))
-
-
-def _small_arrays(config: dict, topo: Any) -> Iterator[str]:
-    for where, sw in _sweeps(config, "bandwidth"):
-        size = None if sw["array_size"] is None else _one(sw["array_size"])
-        if size is None:
-            continue
-        for node in sw["cpu_nodes"]:
-            try:
-                llc = llc_bytes(topo, topo.node(node).cpus)
-            except NumasweepError:
-                continue
-            if llc and size < LLC_FACTOR * llc:
-                yield (f"{where}.array_size: {format_size(size)} is under {LLC_FACTOR}x the last-level cache of "
-                       f"node {node} ({format_size(llc)}), so the bandwidth measured is partly the cache's; "
-                       f"use at least {format_size(LLC_FACTOR * llc)}, or leave array_size unset for the "
-                       "kernel's default")
 
 
 # ---------------------------------------------------------------- pages
@@ -184,41 +135,6 @@ def without_thp(jobs: list, topo: Any) -> tuple[list, list[str]]:
 
 
 # ---------------------------------------------------------------- GPUs
-
-
-def gpu_cpu_node(topo: Any, sw: dict) -> int:
-    """The node whose cores drive a gpu_xfer sweep's GPUs: its `cpu_node`, else the first GPU's
-    node, else (a GPU whose sysfs numa_node is -1, as in most virtual machines) the first node
-    with CPUs."""
-    if sw["cpu_node"] is not None:
-        return sw["cpu_node"]
-    if topo.gpus and topo.gpus[0].node is not None:
-        return topo.gpus[0].node
-    return next((node.id for node in topo.nodes if node.cpus), topo.nodes[0].id)
-
-
-def _gpu_counts(config: dict, topo: Any) -> None:
-    section = config.get("gpu_xfer") or {}
-    if section.get("force") or not topo.gpus:
-        return  # a dry run on purpose, or skipped (grid.expand says why)
-    have = len(topo.gpus)
-    for where, sw in _sweeps(config, "gpu_xfer"):
-        wanted = max(sw["ngpus"])
-        if wanted > have:
-            raise NumasweepError(
-                f"{where}.ngpus: {wanted} GPUs asked, but the topology '{topo.system}' has {have} GPU"
-                f"{'s' if have != 1 else ''}; use ngpus up to {have} (or gpu_xfer.force: true for a dry run)"
-            )
-        node = gpu_cpu_node(topo, sw)
-        try:
-            free = len(topo.free_cores(node))
-        except NumasweepError:
-            continue  # grid.expand names the unknown node
-        if wanted > free:
-            raise NumasweepError(
-                f"{where}.ngpus: {wanted} GPUs need {wanted} host cores (one thread drives each GPU), but "
-                f"cpu_node {node} has {free} free; use ngpus up to {free} or a cpu_node with more free cores"
-            )
 
 
 # ---------------------------------------------------------------- launcher
@@ -264,7 +180,7 @@ def extra_args(config: dict, jobs: list, bin_dir: Path = BIN_DIR) -> None:
     """Each sweep's `extra_args`, with the options of one of its jobs, through the kernel's own
     parser (`--check-args`): refused at plan time rather than when that job runs."""
     for bench in {job.bench for job in jobs}:
-        for where, sw in _sweeps(config, bench):
+        for where, sw in sweeps(config.get(bench) or {}, bench):
             args = tuple(str(a) for a in sw.get("extra_args") or [])
             job = next((j for j in jobs if j.bench == bench and j.kernel_args[len(j.kernel_args) - len(args):] == args),
                        None)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
-import itertools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -24,14 +23,13 @@ from typing import Any, Iterator
 import jsonschema
 import yaml
 
-from numasweep import benches
-from numasweep.planning import checks, grid_mlc, placement
+from numasweep.core import registry, topology
+from numasweep.planning import batch, checks, fleet, placement
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import load_yaml, pattern_problem
-from numasweep.core.units import format_size, parse_size, parse_sizes
+from numasweep.core.units import parse_size, parse_sizes
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
-
 
 
 @dataclass(frozen=True)
@@ -43,10 +41,10 @@ class Job:
     kernel: str
     grid: dict[str, Any]  # the grid columns of the aggregated CSV
     kernel_args: tuple[str, ...]  # kernel options, without --csv
-    tasks: int = 1  # MPI ranks (latency) or 1
-    threads: int = 1  # OpenMP threads (bandwidth, copy) or host threads (gpu_xfer)
-    gpus: int = 0  # gpu_xfer: GPUs used at once
-    placements: tuple = ()  # latency: placement.RankPlacement per rank
+    tasks: int = 1  # MPI ranks, or 1
+    threads: int = 1  # OpenMP threads, or host threads driving GPUs
+    gpus: int = 0  # GPUs used at once
+    placements: tuple = ()  # MPI benchmarks: placement.RankPlacement per rank
     cpus: tuple[int, ...] = ()  # non-MPI jobs: the CPUs the threads run on
     memory: str = "local"  # non-MPI jobs: the memory spec numactl applies
 
@@ -62,7 +60,7 @@ class Plan:
         return [j for j in self.jobs if j.bench == bench]
 
     def benches(self) -> list[str]:
-        return [b for b in benches.NAMES if self.by_bench(b)]
+        return [b for b in registry.names() if self.by_bench(b)]
 
 
 # ---------------------------------------------------------------- config validation
@@ -207,18 +205,18 @@ def memory_word(spec: str) -> str:
     return spec.replace(":", "").replace(",", ".").replace("@", "w")
 
 
-def _nodes_word(nodes: list[int]) -> str:
+def nodes_word(nodes: list[int]) -> str:
     return ".".join(map(str, nodes))
 
 
-def _prefix(short: str, label: str | None) -> str:
+def id_prefix(short: str, label: str | None) -> str:
     return f"{short}-{label}" if label else short
 
 
 # ---------------------------------------------------------------- expansion per bench
 
 
-def _check_nodes(topo: Any, nodes: list[int], where: str) -> None:
+def check_nodes(topo: Any, nodes: list[int], where: str) -> None:
     known = topo.node_ids()
     for n in nodes:
         if n not in known:
@@ -228,14 +226,14 @@ def _check_nodes(topo: Any, nodes: list[int], where: str) -> None:
             )
 
 
-def _check_memory(topo: Any, spec: str, where: str) -> None:
+def check_memory(topo: Any, spec: str, where: str) -> None:
     try:
         placement.check_memory(topo, placement.parse_memory(spec))
     except NumasweepError as exc:
         raise NumasweepError(f"{where}: {exc}") from None
 
 
-def _cpus_on(topo: Any, node: int, count: int, where: str) -> tuple[int, ...]:
+def cpus_on(topo: Any, node: int, count: int, where: str) -> tuple[int, ...]:
     free = list(topo.free_cores(node))
     if count > len(free):
         raise NumasweepError(
@@ -244,61 +242,7 @@ def _cpus_on(topo: Any, node: int, count: int, where: str) -> tuple[int, ...]:
     return tuple(free[:count])
 
 
-def _latency(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
-    for i, sw in enumerate(sweeps):
-        where = f"latency.sweeps[{i}]"
-        for d, domains in enumerate(sw["domains"]):
-            _check_nodes(topo, domains, f"{where}.domains[{d}]")
-        for m, spec in enumerate(sw["memory"]):
-            _check_memory(topo, spec, f"{where}.memory[{m}]")
-        sizes = _sizes(sw["sizes"], f"{where}.sizes")
-        # Modes, page sizes and repetitions share a placement: plan each one once.
-        placements: dict[tuple, tuple] = {}
-        for strategy, domains, rpd, memory, mode, pages, rep in itertools.product(
-            sw["strategy"],
-            sw["domains"],
-            sw["ranks_per_domain"],
-            sw["memory"],
-            sw["mode"],
-            sw["pages"],
-            range(sw["repetitions"]),
-        ):
-            key = (strategy, tuple(domains), rpd, memory)
-            if key not in placements:
-                try:
-                    placements[key] = tuple(placement.plan(topo, strategy, list(domains), rpd, memory=memory))
-                except NumasweepError as exc:
-                    raise NumasweepError(f"{where}: {exc}") from None
-            ranks = placements[key]
-            page_word = "" if pages == "4k" else f"-{pages}"
-            job_id = (
-                f"{_prefix('lat', sw['label'])}-{strategy}-d{_nodes_word(domains)}-r{rpd}-"
-                f"{memory_word(memory)}-{mode}{page_word}-rep{rep}"
-            )
-            args = [f"--size={sizes}", f"--pages={pages}"]
-            if mode == "serial":
-                args.append("--serial")
-            yield Job(
-                bench="latency",
-                id=job_id,
-                kernel=benches.LATENCY.kernel,
-                grid={
-                    "label": sw["label"] or "",
-                    "strategy": strategy,
-                    "domains": ",".join(map(str, domains)),
-                    "ranks_per_domain": rpd,
-                    "memory": memory,
-                    "pages": pages,
-                    "repetition": rep,
-                },
-                kernel_args=tuple(args + list(sw["extra_args"])),
-                tasks=len(ranks),
-                threads=1,
-                placements=ranks,
-            )
-
-
-def _sizes(value: Any, where: str) -> str:
+def sizes_arg(value: Any, where: str) -> str:
     """Validate a size list and give it back in the kernels' spelling."""
     try:
         parse_sizes(value)
@@ -307,138 +251,11 @@ def _sizes(value: Any, where: str) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def _bandwidth(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
-    for i, sw in enumerate(sweeps):
-        where = f"bandwidth.sweeps[{i}]"
-        _check_nodes(topo, sw["cpu_nodes"], f"{where}.cpu_nodes")
-        for m, spec in enumerate(sw["memory"]):
-            _check_memory(topo, spec, f"{where}.memory[{m}]")
-        array = (
-            []
-            if sw["array_size"] is None
-            else [f"--array-size={format_size(_one_size(sw['array_size'], where + '.array_size'))}"]
-        )
-        for node, memory, threads, pattern, rep in itertools.product(
-            sw["cpu_nodes"], sw["memory"], sw["threads"], sw["pattern"], range(sw["repetitions"])
-        ):
-            cpus = _cpus_on(topo, node, threads, f"{where}.threads")
-            pat = "" if pattern == "sequential" else f"-{pattern}"
-            yield Job(
-                bench="bandwidth",
-                id=f"{_prefix('bw', sw['label'])}-c{node}-{memory_word(memory)}-t{threads}{pat}-rep{rep}",
-                kernel=benches.BANDWIDTH.kernel,
-                grid={
-                    "label": sw["label"] or "",
-                    "cpu_node": node,
-                    "memory": memory,
-                    "repetition": rep,
-                },
-                kernel_args=tuple(
-                    [
-                        f"--kernels={','.join(sw['kernels'])}",
-                        f"--pattern={pattern}",
-                        f"--ntimes={sw['ntimes']}",
-                    ]
-                    + array
-                    + list(sw["extra_args"])
-                ),
-                threads=threads,
-                cpus=cpus,
-                memory=memory,
-            )
-
-
-def _one_size(value: Any, where: str) -> int:
+def one_size(value: Any, where: str) -> int:
     try:
         return parse_size(value)
     except NumasweepError as exc:
         raise NumasweepError(f"{where}: {exc}") from None
-
-
-def _copy(topo: Any, sweeps: list[dict]) -> Iterator[Job]:
-    nodes = topo.node_ids()
-    for i, sw in enumerate(sweeps):
-        where = f"copy.sweeps[{i}]"
-        pairs = (
-            [(s, d) for s in nodes for d in nodes]
-            if sw["pairs"] == "all"
-            else [tuple(p) for p in sw["pairs"]]
-        )
-        for p, pair in enumerate(pairs):
-            _check_nodes(topo, list(pair), f"{where}.pairs[{p}]")
-        size = _one_size(sw["size"], f"{where}.size")
-        for (src, dst), threads, rep in itertools.product(pairs, sw["threads"], range(sw["repetitions"])):
-            cpu_node = _copy_cpu_node(topo, sw["cpu_node"], src, dst)
-            _check_nodes(topo, [cpu_node], f"{where}.cpu_node")
-            cpus = _cpus_on(topo, cpu_node, threads, f"{where}.threads")
-            yield Job(
-                bench="copy",
-                id=f"{_prefix('copy', sw['label'])}-s{src}-d{dst}-c{cpu_node}-t{threads}-{format_size(size)}-rep{rep}",
-                kernel=benches.COPY.kernel,
-                grid={"label": sw["label"] or "", "repetition": rep},
-                kernel_args=tuple(
-                    [
-                        f"--src={src}",
-                        f"--dst={dst}",
-                        f"--cpu-node={cpu_node}",
-                        f"--size={format_size(size)}",
-                        f"--ntimes={sw['ntimes']}",
-                    ]
-                    + list(sw["extra_args"])
-                ),
-                threads=threads,
-                cpus=cpus,
-                memory="local",
-            )
-
-
-def _copy_cpu_node(topo: Any, choice: str | int, src: int, dst: int) -> int:
-    """`src`/`dst` name the pair's node; when it is memory-only (CXL), the other node of the
-    pair, else the nearest node with CPUs (firmware distance)."""
-    if isinstance(choice, int):
-        return choice
-    first, other = (src, dst) if choice == "src" else (dst, src)
-    ids = topo.node_ids()
-    row = topo.distances[ids.index(first)]
-    nearest = sorted(ids, key=lambda n: row[ids.index(n)])
-    return next((n for n in [first, other, *nearest] if topo.free_cores(n)), first)
-
-
-def _gpu_xfer(topo: Any, section: dict) -> Iterator[Job]:
-    for i, sw in enumerate(section["sweeps"]):
-        where = f"gpu_xfer.sweeps[{i}]"
-        for m, spec in enumerate(sw["memory"]):
-            _check_memory(topo, spec, f"{where}.memory[{m}]")
-        cpu_node = checks.gpu_cpu_node(topo, sw)
-        _check_nodes(topo, [cpu_node], f"{where}.cpu_node")
-        sizes = _sizes(sw["sizes"], f"{where}.sizes")
-        for ngpus, memory, pinned, rep in itertools.product(
-            sw["ngpus"], sw["memory"], sw["pinned"], range(sw["repetitions"])
-        ):
-            # gpu_xfer drives each GPU from a host thread of its own: one CPU per GPU.
-            cpus = _cpus_on(topo, cpu_node, ngpus, f"{where}.cpu_node")
-            yield Job(
-                bench="gpu_xfer",
-                id=(
-                    f"{_prefix('gpu', sw['label'])}-g{ngpus}-{memory_word(memory)}-"
-                    f"{'pinned' if pinned else 'pageable'}-rep{rep}"
-                ),
-                kernel=topo.gpu_kernel(),
-                grid={"label": sw["label"] or "", "memory": memory, "repetition": rep},
-                kernel_args=tuple(
-                    [
-                        f"--ngpus={ngpus}",
-                        f"--sizes={sizes}",
-                        f"--pin_memory={int(pinned)}",
-                        f"--iterations_per_bench={sw['iterations']}",
-                    ]
-                    + list(sw["extra_args"])
-                ),
-                threads=ngpus,
-                gpus=ngpus,
-                cpus=cpus,
-                memory=memory,
-            )
 
 
 # ---------------------------------------------------------------- the whole plan
@@ -449,32 +266,24 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
     config = validate_config(config, source)
     checks.warn(checks.against_topology(config, topo))
     jobs: list[Job] = []
-    jobs += _latency(topo, config["latency"]["sweeps"])
-    jobs += _bandwidth(topo, config["bandwidth"]["sweeps"])
-    jobs += _copy(topo, config["copy"]["sweeps"])
-    jobs += grid_mlc.loaded_latency(topo, config["loaded_latency"]["sweeps"])
-    jobs += grid_mlc.c2c(topo, config["c2c"]["sweeps"])
-    jobs += grid_mlc.mix_bandwidth(topo, config["mix_bandwidth"]["sweeps"])
+    skipped: dict[str, str] = {}
+    for bench in registry.all_benches().values():
+        section = config[bench.name]
+        if not section["sweeps"]:
+            continue
+        why = bench.unavailable(topo, section) if bench.unavailable else None
+        if why:
+            skipped[bench.name] = why
+        else:
+            jobs += bench.expand(topo, section)
     jobs, thp_warnings = checks.without_thp(jobs, topo)
     checks.warn(thp_warnings)
-    skipped: dict[str, str] = {}
-    gpu = config["gpu_xfer"]
-    if gpu["sweeps"]:
-        if topo.gpus or gpu["force"]:
-            jobs += _gpu_xfer(topo, gpu)
-        else:
-            skipped["gpu_xfer"] = (
-                f"the topology '{topo.system}' lists no GPU; gpu_xfer.force: true plans the jobs anyway (dry run)"
-            )
     if not jobs and skipped:
-        # A GPU campaign on a machine without GPUs: the reason, not "add a sweep".
-        raise NumasweepError(
-            f"{source}: no job to run: gpu_xfer: {skipped['gpu_xfer']}; run it on a machine with NVIDIA GPUs "
-            "(nvidia-smi lists them) or name an arch file that lists them"
-        )
+        # e.g. a GPU campaign on a machine without GPUs: the reason, not "add a sweep".
+        raise NumasweepError(f"{source}: no job to run: " + "; ".join(f"{b}: {w}" for b, w in skipped.items()))
     if not jobs:
         raise NumasweepError(
-            f"{source}: the sweep is empty: the sweeps of {', '.join(benches.NAMES)} give no job; add a sweep "
+            f"{source}: the sweep is empty: the sweeps of {', '.join(registry.names())} give no job; add a sweep "
             "(see config/config.yaml)"
         )
     checks.extra_args(config, jobs)
@@ -491,8 +300,6 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
 
 
 def main(argv: list[str]) -> int:
-    from numasweep.core import topology
-
     ap = argparse.ArgumentParser(
         prog="python -m numasweep grid", description="List the jobs a config expands to."
     )
@@ -517,7 +324,7 @@ def main(argv: list[str]) -> int:
     plan = expand(config, topo, ",".join(args.config))
     if args.count:
         jobs = batch_counts(plan, checked, checked["system"] or topo.system)
-        for bench in benches.NAMES:
+        for bench in registry.names():
             print(f"{bench}\t{len(plan.by_bench(bench))}" + (f"\t{jobs[bench]} batches" if jobs else ""))
     else:
         for job in plan.jobs:
@@ -530,15 +337,13 @@ def main(argv: list[str]) -> int:
 def batch_counts(plan: Plan, config: dict, system: str) -> dict[str, int]:
     """Snakemake jobs per benchmark with `batch` > 1, as snakemake plans them (over every node
     of fleet.nodes; launch lines with the config's launcher); {} with batch 1, a job each."""
-    from numasweep.planning import batch, fleet
-
     if config["batch"] == 1:
         return {}
     jobs = fleet.spread(plan, list(config["fleet"]["nodes"])).jobs
     options = batch.point_options(jobs, f"results/{system}", launcher=config["launcher"], wrapper=config["wrapper"],
                                   srun_mpi=config["srun_mpi"])
     found = batch.batches(jobs, config["batch"], options)
-    return {bench: sum(b.bench == bench for b in found) for bench in benches.NAMES}
+    return {bench: sum(b.bench == bench for b in found) for bench in registry.names()}
 
 
 # The config Snakefile loads with `configfile:` before any --configfile: layered under every

@@ -27,11 +27,15 @@ from __future__ import annotations
 import os
 import shlex
 
+from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.planning.placement import MemorySpec, RankPlacement, parse_memory
 from numasweep.core.units import format_cpulist
 
 WRAPPER = "kernels/wrapper_numa.sh"
+# A kernel writes its CSV under this suffix; run-job renames it once the run checks out, so an
+# interrupted job never leaves a valid but short table.
+PARTIAL = ".partial"
 
 
 def _csv(values: list[int]) -> str:
@@ -125,11 +129,12 @@ def job_argv(job, csv: str | None, launcher: str = "mpirun", wrapper: str = WRAP
     this line (plan gives no CSV, and an empty bin_dir for a kernel named without a folder)."""
     kernel = f"{bin_dir}/{job.kernel}" if bin_dir else job.kernel
     kernel_argv = [kernel, *job.kernel_args, *([f"--csv={csv}"] if csv is not None else [])]
-    if job.bench == "latency" and job.tasks > 1:
+    mpi = registry.get(job.bench).mpi
+    if mpi and job.tasks > 1:
         if launcher == "srun":
             return srun_argv(job.placements, kernel_argv, wrapper=wrapper, mpi=srun_mpi)
         return mpirun_argv(job.placements, kernel_argv, wrapper=wrapper)
-    if job.bench == "latency":
+    if mpi:
         # One rank needs no launcher (an MPI singleton), and no srun inside the job step.
         only = job.placements[0]
         env, argv = direct_argv([only.cpu], only, kernel_argv, 1, wrapper=wrapper)
@@ -143,7 +148,5 @@ def result_line(job, results_dir: str, launcher: str = "mpirun", wrapper: str = 
                 srun_mpi: str | None = "pmix") -> str:
     """The line the workflow runs for a job (single or in a batch): its kernel writes
     `<results_dir>/<bench>/<id>.csv.partial`, which run-job renames once it checks out."""
-    from numasweep.running.runjob import PARTIAL
-
     csv = f"{results_dir}/{job.bench}/{job.id}.csv{PARTIAL}"
     return shlex.join(job_argv(job, csv, launcher=launcher, wrapper=wrapper, bin_dir=bin_dir, srun_mpi=srun_mpi))

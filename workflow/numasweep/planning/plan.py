@@ -16,6 +16,7 @@ import argparse
 import os
 import shlex
 
+from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.planning.grid import Job
 from numasweep.planning.launch import WRAPPER, job_argv
@@ -23,7 +24,7 @@ from numasweep.planning.placement import RankPlacement, plan, rank_scaling, scal
 from numasweep.core.topology import load
 from numasweep.core.units import parse_sizes
 
-DEFAULT_KERNEL = "build/bin/numa_latency"
+
 
 
 def _domains(text: str) -> list[int]:
@@ -59,10 +60,13 @@ def main(argv: list[str]) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, kernel_argv = argv[:cut], argv[cut + 1:]
+    # The benchmark whose ranks a placement is for: the registry's MPI benchmark.
+    mpi_bench = next(b for b in registry.all_benches().values() if b.mpi)
+    default_kernel = f"build/bin/{mpi_bench.kernel}"
     ap = argparse.ArgumentParser(prog="python -m numasweep plan",
                                  description="Preview a placement: per-rank table and launch lines.",
                                  epilog="Arguments after -- go to the kernel; if the first one starts with "
-                                        f"'-' the kernel is {DEFAULT_KERNEL}.")
+                                        f"'-' the kernel is {default_kernel}.")
     ap.add_argument("--arch", required=True, help="arch YAML (config/arch/) or topology.json")
     how = ap.add_mutually_exclusive_group(required=True)
     how.add_argument("--sequential", metavar="DOMAINS", help="fill each domain's free cores in order")
@@ -80,12 +84,12 @@ def main(argv: list[str]) -> int:
     strategy = "sequential" if args.sequential else "interleaved"
     domains = _domains(args.sequential or args.interleaved)
     if not kernel_argv or kernel_argv[0].startswith("-"):
-        kernel_argv = [DEFAULT_KERNEL] + kernel_argv
+        kernel_argv = [default_kernel] + kernel_argv
 
     def line(placements: list[RankPlacement]) -> str:
-        # The workflow's own launch line for a latency job of these ranks (one rank runs
-        # without a launcher there, and so here).
-        job = Job(bench="latency", id="plan", kernel=os.path.basename(kernel_argv[0]), grid={},
+        # The workflow's own launch line for a job of the MPI benchmark with these ranks (one
+        # rank runs without a launcher there, and so here).
+        job = Job(bench=mpi_bench.name, id="plan", kernel=os.path.basename(kernel_argv[0]), grid={},
                   kernel_args=tuple(kernel_argv[1:]), tasks=len(placements), placements=tuple(placements))
         return shlex.join(job_argv(job, None, launcher=args.launcher, wrapper=args.wrapper,
                                    bin_dir=os.path.dirname(kernel_argv[0]),

@@ -27,23 +27,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from numasweep.core import registry
+from numasweep.planning import grid
 from numasweep.results import series, store
+from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
-from numasweep.reporting.figures import load_results
 from numasweep.core.io import atomic_write_text
-from numasweep.reporting.report import md_table
+from numasweep.reporting.markdown import md_table
 from numasweep.core.units import format_size, parse_size
 
-# The value each benchmark is judged by, and whether more of it is better.
-METRICS: dict[str, dict[str, bool]] = {
-    "latency": {"latency_ns_median": False},
-    "bandwidth": {"best_mb_s": True},
-    "copy": {"best_gb_s": True},
-    "gpu_xfer": {"read_bw(gib/s)": True, "write_bw(gib/s)": True},
-}
 # Identity columns that do not make two runs' points different measurements.
 NOT_COMPARED = ("system", "host")
 DEFAULT_TOLERANCE = 0.10
+
+
+def _metrics(bench: str) -> dict[str, bool]:
+    """The values a benchmark is judged by, and whether more of each is better (`Bench.metrics`)."""
+    spec = registry.get(bench)
+    return spec.metrics if spec else {}
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,10 @@ def parse_references(entries: list[dict], source: str = "references") -> list[Re
     refs = []
     for i, entry in enumerate(entries or []):
         where = f"{source}[{i}]"
-        bench, metric = entry["bench"], entry.get("metric") or next(iter(METRICS[entry["bench"]]))
-        if metric not in METRICS[bench]:
+        bench, metric = entry["bench"], entry.get("metric") or next(iter(_metrics(entry["bench"])))
+        if metric not in _metrics(bench):
             raise NumasweepError(f"{where}.metric: '{metric}' is not judged for {bench}; "
-                                 f"one of {', '.join(METRICS[bench])}")
+                                 f"one of {', '.join(_metrics(bench))}")
         value, lower, upper, unit = entry["reference"]
         if lower is not None and lower > 0 or upper is not None and upper < 0:
             raise NumasweepError(f"{where}.reference: lower must be <= 0 and upper >= 0 (fractions of the "
@@ -98,7 +99,7 @@ def _matches(table: pd.DataFrame, where: dict, source: str) -> pd.Series:
 
 def point_values(df: pd.DataFrame, bench: str) -> pd.DataFrame:
     """One row per point: the median of each judged metric over repetitions."""
-    return series.point_table(df, bench, list(METRICS[bench]))
+    return series.point_table(df, bench, list(_metrics(bench)))
 
 
 def check_references(frames: dict[str, pd.DataFrame], refs: list[Reference]) -> list[dict]:
@@ -134,7 +135,7 @@ def compare_runs(now: dict[str, pd.DataFrame], then: dict[str, pd.DataFrame],
                  tolerance: float) -> tuple[list[dict], list[dict]]:
     """(one row per series both runs measured, one regression finding per failing series)."""
     rows, findings = [], []
-    for bench in series.SERIES:
+    for bench in registry.names():
         if bench not in now or bench not in then:
             continue
         a, b = point_values(now[bench], bench), point_values(then[bench], bench)
@@ -143,12 +144,12 @@ def compare_runs(now: dict[str, pd.DataFrame], then: dict[str, pd.DataFrame],
         merged = a.merge(b, on=keys, suffixes=("", "_then"))
         if merged.empty:
             continue
-        axis = series.AXIS[bench]
+        axis = registry.get(bench).axis
         ident = [c for c in keys if c != axis]
         varying = [c for c in ident if merged[c].astype(str).nunique() > 1]
         groups = merged.groupby(ident, sort=True, dropna=False) if ident else [((), merged)]
         for _, part in groups:
-            for metric, higher_better in METRICS[bench].items():
+            for metric, higher_better in _metrics(bench).items():
                 if metric not in part.columns or f"{metric}_then" not in part.columns:
                     continue
                 ratio = (pd.to_numeric(part[metric], errors="coerce")
@@ -287,8 +288,6 @@ def main(argv: list[str]) -> int:
     ap.add_argument("-o", "--output", required=True, type=Path, help="the Markdown section to write")
     ap.add_argument("--json", type=Path, help="the table and findings as JSON")
     args = ap.parse_args(argv)
-    from numasweep.planning import grid
-
     config, source = {}, "references"
     if args.config:
         config, source = grid.load_config_file(args.config), f"{args.config}: references"

@@ -1,5 +1,5 @@
 """The Markdown report: a summary, the configuration, the analysis by subject (caches, TLB, DRAM
-and NUMA locality, contention, rank scaling, bandwidth, data quality; SUBJECTS) with its figures,
+and NUMA locality, contention, rank scaling, bandwidth, data quality; `subjects`) with its figures,
 then the raw tables.
 
 Every number in the report comes from the results folder (topology.json, the aggregated CSVs,
@@ -10,6 +10,7 @@ out. `render` writes one system's report, `render_cross` puts two systems side b
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -19,13 +20,14 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from numasweep import benches
-from numasweep.results import digest, quality, series, tables
-from numasweep.reporting import figures, mlc_figures
-from numasweep.findings import levels
+from numasweep.core import registry
+from numasweep.results import aggregate, digest, quality
+from numasweep.reporting import figures
 from numasweep.core.errors import NumasweepError
+from numasweep.reporting.markdown import md_table
 from numasweep.core.io import UNREAD, atomic_write_text
-from numasweep.core.units import format_cpulist, format_size, parse_page_fractions
+from numasweep.core.units import format_cpulist, format_size
+from numasweep.findings import analysis
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report"
 # The aggregated tables carry the launch line as `command` (from provenance); imported legacy
@@ -46,73 +48,60 @@ class Subject:
     absent: str | None = None
 
 
-# The report reads as an analysis, by subject, in this order. Every finding id that analyse,
-# mlc_analysis, gpu_analysis and scaling give has its subject here (tests check it); compare's
-# regressions and missed references are the comparison section's own (compare.markdown).
-SUBJECTS = (
+# The report reads as an analysis, by subject, in this order. Each benchmark says which of its
+# findings (by id) and figures (by kind) go under which subject (`Bench.subjects`); here are the
+# subjects' leads, and what belongs to no one benchmark. Every finding id the analyses give has
+# its subject (tests check it); compare's regressions and missed references are the comparison
+# section's own (compare.markdown).
+SUBJECT_LEADS = (
     Subject("Caches",
             "Where latency rises as the working set outgrows a cache level one core can use (the L3 of "
             "its own L3 group, never the sum over a node): each rise is given the cache that explains "
-            "it, or said plainly to be unexplained.",
-            ("cache_threshold", "cache_unseen", "cache_untested"), ("latency_vs_size",)),
+            "it, or said plainly to be unexplained.", ()),
     Subject("TLB",
             "What small pages cost against huge pages in otherwise identical runs: where the small-page "
             "curve parts from the huge-page one beyond the noise, the loads pay for page-table walks "
-            "(the reach of the TLB), not for a cache.",
-            ("tlb_cost",),
+            "(the reach of the TLB), not for a cache.", (),
             absent="No latency curve was measured with both small and huge pages, so the TLB's share "
                    "cannot be told from the caches' here; a sweep with `pages: [4k, thp]` (or a second one "
                    "with `pages: [thp]` at the large sizes, as the default sweep has) tells them apart."),
     Subject("DRAM and NUMA locality",
             "How far memory is: latency by CPU node and memory node against the firmware distances, "
-            "how the L3 groups of a domain compare, and the round trip of a cache line between cores.",
-            ("latency_locality", "latency_ordering", "domain_asymmetry", "core_to_core"), ("latency_matrix", "c2c_heatmap")),
+            "how the L3 groups of a domain compare, and the round trip of a cache line between cores.", ()),
     Subject("Contention and concurrency",
             "What ranks and threads running at once cost each other: concurrent against serial runs of "
-            "the same ranks, and latency under a bandwidth load.",
-            ("mode_divergence", "loaded_latency"), ("concurrent_vs_serial", "loaded_latency")),
+            "the same ranks, and latency under a bandwidth load.", ()),
     Subject("Rank scaling",
             "How a rank's latency changes as more ranks share its domain, and with sequential against "
-            "interleaved placement of the ranks.",
-            ("rank_scaling", "placement_scaling"), ("rank_scaling",)),
+            "interleaved placement of the ranks.", ()),
     Subject("Bandwidth",
             "Memory bandwidth: how it grows with threads and where it saturates, what remote and "
-            "interleaved memory give, node-to-node copies, and host-device transfers.",
-            ("bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering", "bandwidth_weights", "copy_matrix",
-             "bandwidth_matrix",
-             "gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node"),
-            ("bandwidth_vs_threads", "bandwidth_matrix", "copy_matrix", "mix_bandwidth_matrix", "gpu_bandwidth",
-             "gpu_latency")),
+            "interleaved memory give, node-to-node copies, and host-device transfers.", ()),
     Subject("Data quality",
             "What may distort the numbers above, from the columns the kernels and the workflow recorded: "
             "machine states, the spread within each run, where the pages landed, runs off their curve "
-            "and curves that are no latency measurement.",
-            ("placement", "anomaly", "not_latency")),
+            "and curves that are no measurement of what they were run for.",
+            ("placement",)),
 )
+
+
+def subjects() -> tuple[Subject, ...]:
+    """The report's subjects, each with the finding ids and figure kinds every benchmark gives it,
+    in the registry's order."""
+    out = []
+    for sub in SUBJECT_LEADS:
+        given = [b.subjects.get(sub.title, ((), ())) for b in registry.all_benches().values()]
+        out.append(dataclasses.replace(sub, ids=tuple(i for ids, _ in given for i in ids) + sub.ids,
+                                       figures=sub.figures + tuple(k for _, kinds in given for k in kinds)))
+    return tuple(out)
+
+
 OTHER = Subject("Other findings", "Findings of no subject above.", ())
 SUMMARY_MAX = 8   # the summary names the few findings that matter
 
 
 # ---------------------------------------------------------------------------------------------
 # Formatting
-
-
-def fmt_number(value: object, digits: int = 2) -> str:
-    """A table cell: integers plain, measured floats with `digits` decimals, NaN blank."""
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def md_table(header: list[str], rows: list[list[object]], right: set[int] | None = None) -> str:
-    """A GitHub-flavoured Markdown table; columns in `right` are right-aligned (numbers)."""
-    right = right if right is not None else set(range(1, len(header)))
-    align = ["---:" if i in right else ":---" for i in range(len(header))]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(fmt_number(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,159 +214,10 @@ def _node_list(nodes: list[str]) -> str:
 # Raw tables
 
 
-def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
-    """Per configuration, the seed's layout: one row per rank, one column per size."""
-    out = []
-    for variant, part in tables.latency_configs(tables.latency_table(latency)):
-        part, hosts = over_hosts(tables.with_memory_node(part))
-        sizes = sorted(part["size_bytes"].unique())
-        header = ["rank", "CPU", "CPU node", "memory node"] + [format_size(int(s)) for s in sizes]
-        rows = []
-        for _, r in tables.latency_lines(part):
-            rank = r["rank"].iloc[0]
-            values = r.set_index("size_bytes")["latency_ns_median"]
-            mem = r["memory_node"].dropna()
-            rows.append([int(rank), int(r["cpu"].iloc[0]), int(r["cpu_node"].iloc[0]),
-                         int(mem.iloc[0]) if len(mem) and mem.nunique() == 1 else "mixed"]
-                        + [float(values.get(s, float("nan"))) for s in sizes])
-        over = f", median over {hosts} hosts (each host's rows are in latency.csv)" if hosts > 1 else ""
-        out.append({"title": f"Latency (ns per load), {variant}{over}",
-                    "table": md_table(header, rows)})
-    return out
-
-
-def over_hosts(part: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """A fleet's latency configuration with more than `digest.HOST_ROWS` hosts as one line per
-    rank: per size, the median over the hosts (`figures.across_hosts`) and the memory node where
-    every host's pages landed on one (else none); the part itself and 1 with fewer hosts, whose
-    rows stay one per host."""
-    hosts = part["host"].nunique() if "host" in part else 1
-    if hosts <= digest.HOST_ROWS:
-        return part, 1
-    out, _ = figures.across_hosts(part, "latency_ns_median")
-    keys = [c for c in out.columns if c in part and c not in ("latency_ns_median", *tables.SPREAD)]
-    if "memory_node" in part:
-        node = part.groupby(keys, sort=True, dropna=False)["memory_node"].agg(
-            lambda s: s.iloc[0] if s.nunique(dropna=False) == 1 else pd.NA)
-        out = out.merge(node.reset_index(), on=keys, how="left")
-    return out, hosts
-
-
-def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
-    """Per kernel: threads down, one column per (CPU node, memory node), like the STREAM table."""
-    out = []
-    for variant, part in tables.bandwidth_variants(tables.bandwidth_table(bandwidth)):
-        part = part.copy()
-        part["series"] = [tables.bandwidth_series_label(r["cpu_nodes"], r) for _, r in part.iterrows()]
-        wide = part.pivot_table(index="threads", columns="series", values="best_mb_s", aggfunc="median")
-        rows = [[int(t)] + [float(v) for v in row] for t, row in wide.iterrows()]
-        out.append({"title": f"Best bandwidth (MB/s), {variant}",
-                    "table": md_table(["threads"] + list(wide.columns), rows)})
-    counted = byte_counting(bandwidth)
-    if counted:
-        out.append(counted)
-    return out
-
-
-def byte_counting(bandwidth: pd.DataFrame) -> dict | None:
-    """What each kernel's MB/s counts, from the kernel's own `bytes_per_element` column, stated
-    beside the figures as STREAM states it: every element loaded or stored once per iteration;
-    the write-allocate read that a regular store causes is not counted, so regular and
-    non-temporal stores of one kernel count the same bytes."""
-    if "bytes_per_element" not in bandwidth or "kernel" not in bandwidth:
-        return None
-    per = bandwidth.dropna(subset=["bytes_per_element"])
-    if per.empty:
-        return None
-    rows = []
-    for kernel, g in per.groupby("kernel", sort=False):
-        stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
-        rows.append([kernel, int(pd.to_numeric(g["bytes_per_element"]).max()), ", ".join(stores)])
-    return {"title": "Bytes counted per element, as STREAM counts them (each load and store once; "
-                     "the write-allocate read of a regular store not counted)",
-            "table": md_table(["kernel", "bytes per element", "stores"], rows, right={1})}
-
-
-def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
-    out = []
-    for variant, config in series.configurations(copy, "copy", without=("threads", "bytes")):
-        other = "" if variant == "all" else f", {variant}"
-        for (node, threads, nbytes), part in config.groupby(["cpu_node", "threads", "bytes"], sort=True):
-            wide = part.pivot_table(index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
-            rows = [[int(s)] + [float(v) for v in row] for s, row in wide.iterrows()]
-            out.append({
-                "title": f"Copy bandwidth (GB/s), threads on node {node}, {threads} threads, "
-                         f"{format_size(int(nbytes))}{other}",
-                "table": md_table(["source \\ destination"] + [str(c) for c in wide.columns], rows),
-            })
-    return out
-
-
-def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
-    table = tables.gpu_table(gpu)
-    out = []
-    for variant, part in tables.gpu_configurations(table):
-        part = part.copy()
-        part["series"] = [tables.gpu_label(r) for _, r in part.iterrows()]
-        for direction in tables.TIMED_DIRECTIONS:
-            wide = part.pivot_table(index=benches.GPU_SIZE, columns="series",
-                                    values=direction.bandwidth, aggfunc="median")
-            rows = [[format_size(int(s))] + [float(v) for v in row] for s, row in wide.iterrows()]
-            out.append({
-                "title": f"Bandwidth (GiB/s) {direction.words}, {variant} host memory",
-                "table": md_table(["size"] + list(wide.columns), rows),
-            })
-    return out
-
-
-RAW_TABLES = {
-    "latency": latency_raw_tables,
-    "bandwidth": bandwidth_raw_tables,
-    "copy": copy_raw_tables,
-    "gpu_xfer": gpu_raw_tables,
-    **mlc_figures.RAW_TABLES,
-}
 
 
 # ---------------------------------------------------------------------------------------------
 # Placement verification
-
-
-def placement_tables(frames: dict[str, pd.DataFrame], topology: dict | None) -> list[dict]:
-    """MiB of each rank's buffer found on each node (move_pages), at the largest size per
-    rank and configuration: the seed's numastat check, for every rank (and host, up to
-    `digest.HOST_ROWS` hosts; over more, each rank's median over the hosts)."""
-    latency = frames.get("latency")
-    if latency is None or "page_fractions" not in latency:
-        return []
-    node_ids = [n["id"] for n in (topology or {}).get("nodes", [])]
-    out = []
-    for variant, part in tables.latency_configs(tables.latency_table(latency)):
-        part = part[part["size_bytes"] == part["size_bytes"].max()]
-        # rows in the table's order, their placement parsed in the same order
-        part = part.sort_values([c for c in ("rank", "host") if c in part], kind="stable")
-        parsed = [parse_page_fractions(f) for f in part["page_fractions"]]
-        if not any(parsed):
-            continue
-        ids = node_ids or sorted({n for p in parsed for n in p})
-        size = int(part["size_bytes"].iloc[0])
-        hosts = part["host"].nunique() if "host" in part else 1
-        named = 1 < hosts <= digest.HOST_ROWS
-        rows = []
-        for (_, r), fractions in zip(part.iterrows(), parsed):
-            asked = r.get("mem_nodes", "")
-            rows.append([int(r["rank"]), int(r["cpu"]), int(r["cpu_node"])] + ([r["host"]] if named else [])
-                        + [f"{r.get('policy', '')} {'' if pd.isna(asked) else asked}".strip()]
-                        + [fractions.get(n, 0.0) * size / 2**20 for n in ids])
-        header = ["rank", "CPU", "CPU node"] + (["host"] if named else []) + ["policy"]
-        if hosts > digest.HOST_ROWS:
-            wide = pd.DataFrame(rows, columns=header + [str(n) for n in ids])
-            rows = wide.groupby(header, sort=True, dropna=False).median().reset_index().values.tolist()
-        header += [f"node {n} (MiB)" for n in ids]
-        over = f", median over {hosts} hosts" if hosts > digest.HOST_ROWS else ""
-        out.append({"title": f"{variant}, {format_size(size)} per rank{over}",
-                    "table": md_table(header, rows, right=set(range(len(header) - len(ids), len(header))) | {0, 1, 2})})
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +236,7 @@ def load_findings(path: str | os.PathLike | None, results_dir: Path) -> dict:
         except json.JSONDecodeError as exc:
             raise NumasweepError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); "
                                  "delete it and rerun the analysis") from None
-    from numasweep.findings import analysis
+
 
     return analysis.analyse(results_dir)
 
@@ -421,8 +261,23 @@ def evidence_table(evidence: list[dict], limit: int = 12) -> str | None:
     return md_table(header, rows, right=set()) + more
 
 
+def cache_tally(findings: list[dict]) -> str | None:
+    """One sentence: how many latency rises a cache explains and how many nothing explains."""
+    steps = [f.get("numbers") or {} for f in findings if f.get("id") == "cache_threshold"]
+    if not steps:
+        return None
+    explained = sum(bool(n.get("matched_cache")) for n in steps)
+    unexplained = len(steps) - explained
+    text = f"Of the {len(steps)} latency rise{'s' if len(steps) > 1 else ''} found, "
+    text += (f"{explained} {'is' if explained == 1 else 'are'} a cache level's" if explained else "none is a cache's")
+    if unexplained:
+        text += (f" and {unexplained} nothing in the topology explains (said so below, with what could "
+                 f"cause {'it' if unexplained == 1 else 'them'})")
+    return text + "."
+
+
 def subject_of(finding_id: str) -> Subject:
-    return next((sub for sub in SUBJECTS if finding_id in sub.ids), OTHER)
+    return next((sub for sub in subjects() if finding_id in sub.ids), OTHER)
 
 
 def is_headline(finding: dict) -> bool:
@@ -456,25 +311,14 @@ def hosts(frames: dict[str, pd.DataFrame]) -> list[str]:
     return sorted(found)
 
 
-def unmeasurable(frames: dict[str, pd.DataFrame]) -> set[str]:
-    """Titles of the subjects the results cannot speak to: the TLB where latency was measured
-    without a huge-page curve next to a 4 KiB one."""
-    latency = frames.get("latency")
-    if latency is None:
-        return set()
-    pages = {str(p).lower() for p in latency.get("page_size", pd.Series(dtype=object)).dropna().unique()}
-    base = pages & levels.BASE_PAGES
-    return set() if base and pages - base - {""} else {"TLB"}
-
-
 def by_subject(findings: list[dict], figures: list[dict], unmeasured: set[str] = frozenset(),
                other_content: set[str] = frozenset()) -> list[dict]:
-    """The analysis sections, in the order of SUBJECTS (then any finding of no subject): each
+    """The analysis sections, in the order of `subjects` (then any finding of no subject): each
     with its lead, its figures, its findings in the order of its ids, and its `absent` sentence
     where the results cannot speak to it (`unmeasured`). A subject with none of these, and not
     in `other_content` (titles the template fills with tables of their own), is not shown."""
     out = []
-    for sub in SUBJECTS + (OTHER,):
+    for sub in subjects() + (OTHER,):
         mine = sorted((f for f in findings if f["subject"] == sub.title),
                       key=lambda f: sub.ids.index(f["id"]) if f.get("id") in sub.ids else len(sub.ids))
         figs = [fig for fig in figures if fig["kind"] in sub.figures]
@@ -485,48 +329,6 @@ def by_subject(findings: list[dict], figures: list[dict], unmeasured: set[str] =
                     "placement_findings": placed, "figures": figs, "absent": absent,
                     "shown": bool(mine or figs or absent or sub.title in other_content)})
     return out
-
-
-def cache_tally(findings: list[dict]) -> str | None:
-    """One sentence: how many latency rises a cache explains and how many nothing explains."""
-    steps = [f.get("numbers") or {} for f in findings if f.get("id") == "cache_threshold"]
-    if not steps:
-        return None
-    explained = sum(bool(n.get("matched_cache")) for n in steps)
-    unexplained = len(steps) - explained
-    text = f"Of the {len(steps)} latency rise{'s' if len(steps) > 1 else ''} found, "
-    text += (f"{explained} {'is' if explained == 1 else 'are'} a cache level's" if explained else "none is a cache's")
-    if unexplained:
-        text += (f" and {unexplained} nothing in the topology explains (said so below, with what could "
-                 f"cause {'it' if unexplained == 1 else 'them'})")
-    return text + "."
-
-
-def mode_comparison(latency: pd.DataFrame | None) -> str | None:
-    """Median over ranks per size for each mode, and their ratio, when both modes exist: one
-    table per configuration (rank count, strategy, domains, ...), never pooled over them."""
-    if latency is None or set(latency["mode"].unique()) < {"concurrent", "serial"}:
-        return None
-    table = tables.latency_table(latency)
-    columns = series.config_columns(table, "latency", ("mode",))
-    parts = []
-    for _, part in series.configurations(table, "latency", without=("mode",)):
-        if set(part["mode"].unique()) < {"concurrent", "serial"}:
-            continue
-        variant = ", ".join(f"{c.replace('_', ' ')} {series.label(part[c].iloc[0])}" for c in columns) or "all"
-        med = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")
-        worst = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="max")
-        med = med.dropna()
-        rows = [[format_size(int(s)), float(med.loc[s, "concurrent"]), float(med.loc[s, "serial"]),
-                 float(worst.loc[s, "concurrent"]), float(worst.loc[s, "serial"])]
-                for s in med.index]
-        parts.append((variant, md_table(["size", "concurrent median (ns)", "serial median (ns)",
-                                         "concurrent slowest rank (ns)", "serial slowest rank (ns)"], rows)))
-    if not parts:
-        return None
-    if len(parts) == 1:
-        return parts[0][1]
-    return "\n\n".join(f"**{variant}**\n\n{md}" for variant, md in parts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -547,7 +349,7 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
     if figures_dir is None or not (figures_dir / bench).is_dir():
         return []
     entries = []
-    order = list(benches.CAPTIONS)
+    order = list(registry.captions())
     pngs = sorted((figures_dir / bench).glob("*.png"),
                   key=lambda p: (order.index(figures.figure_kind(p)) if figures.figure_kind(p) in order
                                  else len(order), p.name))
@@ -556,15 +358,15 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
         entries.append({
             "kind": kind,
             "path": os.path.relpath(png, out_md.parent),
-            "caption": benches.CAPTIONS.get(kind, kind.replace("_", " ")),
+            "caption": registry.captions().get(kind, kind.replace("_", " ")),
             "alt": png.stem.replace("--", ", ").replace("_", " "),
         })
     return entries
 
 
 def system_context(results_dir: Path, findings: dict | None, figures_dir: Path | None, out_md: Path) -> dict:
-    topology = figures.load_topology(results_dir)
-    frames = figures.load_results(results_dir, UNREAD)
+    topology = aggregate.load_topology(results_dir)
+    frames = aggregate.load_results(results_dir, UNREAD)
     if topology is None and not frames:
         raise NumasweepError(f"{results_dir}: neither topology.json nor any <bench>.csv; give the "
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
@@ -572,24 +374,28 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})
-    placed = {kind for sub in SUBJECTS for kind in sub.figures}
+    placed = {kind for sub in subjects() for kind in sub.figures}
     sections, subject_figures = [], []
-    for bench in benches.NAMES:
-        if bench not in frames:
+    # what a benchmark adds to the report beyond its section (`Bench.report`): the latency's mode
+    # comparison and placement tables, the subjects its results cannot speak to
+    parts: dict = {"mode_comparison": None, "placement": [], "unmeasured": set()}
+    for bench in registry.all_benches().values():
+        if bench.name not in frames:
             continue
-        df = frames[bench]
-        entries = figure_entries(figures_dir, bench, out_md)
+        df = frames[bench.name]
+        entries = figure_entries(figures_dir, bench.name, out_md)
         subject_figures += [e for e in entries if e["kind"] in placed]
         sections.append({
-            "name": bench,
-            "title": benches.BENCHES[bench].title,
+            "name": bench.name,
+            "title": bench.title,
             "rows": len(df),
-            "raw_tables": RAW_TABLES[bench](df),
+            "raw_tables": bench.raw_tables(df) if bench.raw_tables else [],
             "figures": [e for e in entries if e["kind"] not in placed],
         })
+        for key, value in (bench.report(df, topology) if bench.report else {}).items():
+            parts[key] = parts[key] | value if isinstance(value, set) else value
     system = (topology or {}).get("system") or (findings or {}).get("system") or results_dir.name
-    modes = mode_comparison(frames.get("latency"))
-    placement = placement_tables(frames, topology)
+    modes, placement = parts["mode_comparison"], parts["placement"]
     notes = [{**q, "hosts": q["hosts"][:digest.HOST_ROWS] + [f"{len(q['hosts']) - digest.HOST_ROWS} more hosts"]}
              if len(q["hosts"]) > digest.HOST_ROWS + 1 else q for q in quality.notes(frames)]
     run_quality = [{**q, "table": md_table(q["header"], q["rows"], right=q["numeric"])}
@@ -612,7 +418,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "gpus": (topology or {}).get("gpus") or [],
         "commands": commands(frames, measured_on),
         "benches": sections,
-        "subjects": [sub for sub in by_subject(found, subject_figures, unmeasurable(frames), other_content) if sub["shown"]],
+        "subjects": [sub for sub in by_subject(found, subject_figures, parts["unmeasured"], other_content) if sub["shown"]],
         "cache_tally": cache_tally(found),
         "mode_comparison": modes,
         "placement": placement,
@@ -643,51 +449,6 @@ def render(results_dir: str | os.PathLike, findings: dict | None, figures_dir: s
     return out_md
 
 
-def common_size_table(frames: list[dict[str, pd.DataFrame]], names: list[str]) -> list[dict]:
-    """Per mode: median latency over ranks at each size both systems measured, and the ratio."""
-    out = []
-    latencies = [f.get("latency") for f in frames]
-    if any(lat is None for lat in latencies):
-        return out
-    tables_by_system = [tables.latency_table(lat) for lat in latencies]
-    modes = sorted(set.intersection(*(set(t["mode"]) for t in tables_by_system)))
-    for mode in modes:
-        medians = [t[t["mode"] == mode].groupby("size_bytes")["latency_ns_median"].median()
-                   for t in tables_by_system]
-        sizes = sorted(set(medians[0].index) & set(medians[1].index))
-        if not sizes:
-            continue
-        rows = [[format_size(int(s)), float(medians[0][s]), float(medians[1][s]),
-                 float(medians[1][s] / medians[0][s])] for s in sizes]
-        out.append({"title": f"Median latency over ranks (ns), {mode}",
-                    "table": md_table(["size", names[0], names[1], f"{names[1]} / {names[0]}"], rows)})
-    return out
-
-
-def plot_cross_latency(frames: list[dict[str, pd.DataFrame]], names: list[str], figdir: Path) -> list[Path]:
-    latencies = [(n, f["latency"]) for n, f in zip(names, frames) if "latency" in f]
-    if len(latencies) < 2:
-        return []
-    per_system = [(n, tables.latency_table(lat)) for n, lat in latencies]
-    modes = sorted(set.union(*(set(t["mode"]) for _, t in per_system)))
-    fig, axes = figures.new_figure(ncols=len(modes), width=max(8.0, 5.5 * len(modes)))
-    sizes: list[int] = []
-    for ax, mode in zip(axes, modes):
-        for i, (name, t) in enumerate(per_system):
-            med = t[t["mode"] == mode].groupby("size_bytes")["latency_ns_median"].median()
-            if med.empty:
-                continue
-            sizes += list(med.index)
-            ax.plot(med.index, med.values, marker="o", markersize=3, color=figures.PALETTE[i],
-                    linestyle=figures.LINESTYLES[i], label=name)
-        figures.size_axis(ax, sorted(set(sizes)))
-        ax.set_ylabel("median latency over ranks (ns per load)")
-        ax.set_ylim(bottom=0)
-        ax.set_title(mode)
-        ax.legend(fontsize=8, loc="upper left")
-    return figures.save(fig, figdir, "cross", "cross_latency_vs_size", "-vs-".join(names))
-
-
 def spec_rows(contexts: list[dict]) -> list[list[object]]:
     def describe(ctx: dict) -> dict[str, str]:
         topo = ctx["topology"] or {}
@@ -710,24 +471,29 @@ def spec_rows(contexts: list[dict]) -> list[list[object]]:
 
 def render_cross(results_dirs: list[Path], findings: list[dict | None], figures_dir: Path | None,
                  out_md: Path) -> Path:
-    """Two systems side by side: specifications, common latency sizes, findings of each."""
+    """Two systems side by side: specifications, what each benchmark compares (`Bench.cross`: the
+    latency at the sizes both measured), findings of each."""
     out_md = Path(out_md)
     contexts = [system_context(Path(d), f, None, out_md) for d, f in zip(results_dirs, findings)]
     names = [c["system"] for c in contexts]
     if names[0] == names[1]:
         names = [f"{n} ({Path(d).name})" for n, d in zip(names, results_dirs)]
-    frames = [figures.load_results(d, UNREAD) for d in results_dirs]
-    cross_figures = []
-    if figures_dir is not None:
-        for png in [p for p in plot_cross_latency(frames, names, Path(figures_dir)) if p.suffix == ".png"]:
-            cross_figures.append({"path": os.path.relpath(png, out_md.parent),
-                                  "caption": benches.CAPTIONS["cross_latency_vs_size"],
-                                  "alt": "median latency vs size on each system"})
+    frames = [aggregate.load_results(d, UNREAD) for d in results_dirs]
+    cross_tables, cross_figures = [], []
+    for bench in registry.all_benches().values():
+        both = [f.get(bench.name) for f in frames]
+        if bench.cross is None or any(t is None for t in both):
+            continue
+        tables_, pngs = bench.cross(both, names, Path(figures_dir) if figures_dir is not None else None)
+        cross_tables += tables_
+        cross_figures += [{"path": os.path.relpath(png, out_md.parent),
+                           "caption": registry.captions().get(figures.figure_kind(png), ""),
+                           "alt": f"{bench.title.lower()} on each system"} for png in pngs]
     text = environment().get_template("cross.md.j2").render(
         names=names,
         systems=contexts,
         specs=md_table(["", *names], spec_rows(contexts), right=set()),
-        latency_tables=common_size_table(frames, names),
+        cross_tables=cross_tables,
         cross_figures=cross_figures,
     )
     atomic_write_text(out_md, tidy(text))

@@ -17,18 +17,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from numasweep import benches
+from numasweep.core import registry
+from numasweep.core.registry import Bench
 from numasweep.results import quality
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write, atomic_write_text, columns_path, read_csv, write_columns
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
 
-# A kernel CSV without its benchmark's `required` columns (numasweep.benches) is malformed; each
+# A kernel CSV without its benchmark's `required` columns (`Bench.required`) is malformed; each
 # `positive` column must hold finite numbers above zero: a non-numeric, empty, zero, negative or
 # infinite cell stops aggregation (and a cached report) naming the file, line and column,
 # instead of failing later inside a plot.
@@ -42,7 +44,8 @@ def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
     """Refuse the first cell of a `positive` column that is not a finite number above zero."""
     import numpy as np
 
-    for column in benches.BENCHES[bench].positive if bench in benches.BENCHES else ():
+    spec = registry.get(bench)
+    for column in spec.positive if spec else ():
         if column not in df.columns:
             continue
         raw = df[column]
@@ -64,7 +67,8 @@ def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
 
 def read_job(csv: Path, bench: str) -> pd.DataFrame:
     """One job's rows with job_id, grid and provenance columns, or a NumasweepError naming the file."""
-    df = read_csv(csv, benches.BENCHES[bench].required if bench in benches.BENCHES else ())
+    spec = registry.get(bench)
+    df = read_csv(csv, spec.required if spec else ())
     if df.empty:
         raise NumasweepError(f"{csv}: no rows; delete it and rerun its job")
     check_values(df, csv, bench, FIX_JOB)
@@ -123,7 +127,8 @@ def _read_all(csvs: list[Path], bench: str) -> pd.DataFrame | None:
     try:
         df = pd.read_csv(io.StringIO(header + "\n" + "".join(bodies)))
         del bodies
-        required = benches.BENCHES[bench].required if bench in benches.BENCHES else ()
+        spec = registry.get(bench)
+        required = spec.required if spec else ()
         if len(df) != sum(rows) or any(c not in df.columns for c in required):
             return None
         check_values(df, Path(csvs[0]), bench, FIX_JOB)
@@ -193,6 +198,43 @@ def write_copy(output: Path) -> None:
     if why:
         print(f"numasweep: note: {columns_path(output)} holds no columns ({why}); "
               f"analyse, figures and report read {output.name} instead", file=sys.stderr)
+
+
+def load_topology(results_dir: str | os.PathLike) -> dict | None:
+    """`topology.json` of a results folder, or None when the folder has none."""
+    path = Path(results_dir) / "topology.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise NumasweepError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); "
+                             "regenerate it with `python -m numasweep topology`") from None
+
+
+def load_results(results_dir: str | os.PathLike, skip: tuple[str, ...] = ()) -> dict[str, pd.DataFrame]:
+    """The aggregated table of every benchmark present in a results folder, by bench name,
+    without the columns in `skip` (`io.UNREAD`: those no report step reads)."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise NumasweepError(f"{results_dir}: no such results folder; give the folder that holds "
+                             "topology.json and the aggregated <bench>.csv files")
+    frames = {}
+    for bench in registry.all_benches().values():
+        path = results_dir / f"{bench.name}.csv"
+        if path.exists():
+            df = read_table(path, bench, skip)
+            if len(df):
+                frames[bench.name] = df
+    return frames
+
+
+def read_table(path: Path, bench: Bench, skip: tuple[str, ...] = ()) -> pd.DataFrame:
+    """An aggregated table as analysis, figures and a cached report read it: its text columns as
+    categoricals, the columns in `skip` left out, each `positive` cell checked (`check_values`)."""
+    df = read_csv(path, skip=skip, codes=True, keep=bench.positive)
+    check_values(df, path, bench.name, FIX_TABLE)
+    return df
 
 
 def main(argv: list[str]) -> int:

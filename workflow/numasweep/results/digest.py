@@ -26,7 +26,7 @@ import math
 import re
 from typing import Any
 
-from numasweep.findings import levels
+from numasweep.core.units import approx_size
 
 HOST_ROWS = 8       # up to this many hosts, the report's tables keep a row per host
 FIELDS = 3          # intervals said per merged finding
@@ -66,7 +66,7 @@ def _finite(value: Any) -> bool:
 
 def _fmt(name: str, value: float) -> str:
     if name.endswith("_bytes"):
-        return levels.approx_size(value)
+        return approx_size(value)
     if "ratio" in name:
         return f"{value:.2f}x"
     return f"{value:.3g}"

@@ -1,14 +1,14 @@
 """Series identity: which rows of an aggregated table are the same measurement.
 
-Two rows belong to the same series when they agree on every column of `SERIES[bench]` that the
-table has; they are repetitions of one point when they also agree on `AXIS[bench]` (the
-x-axis: buffer size, thread count, transfer size) and differ only in `REPETITION`. Every table,
+Two rows belong to the same series when they agree on every column of their benchmark's
+`Bench.identity` that the table has; they are repetitions of one point when they also agree on
+its `axis` (the x-axis: buffer size, thread count, transfer size) and differ only in `REPETITION`. Every table,
 figure, finding and report section takes its medians over repetitions with `point_table` and
 splits a table into figures or tables with `configurations`: nothing groups rows by a
 hand-picked subset of these columns, so two different programs never share a median, a line
 or a finding.
 
-`WITHIN[bench]` are the series columns that tell lines of one figure or rows of one table
+A benchmark's `within` columns are the series columns that tell lines of one figure or rows of one table
 apart (the rank of a latency run, the node pair of a bandwidth run); the other series columns
 name the configuration, and those that vary in a table split it into its variants
 (`concurrent-2 ranks-interleaved-0,1`).
@@ -22,42 +22,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from numasweep import benches
+from numasweep.core import registry
 
 REPETITION = "repetition"
-
-# What every benchmark's run is named by: the campaign, the machine, the sweep's label and the
-# memory spec of the grid.
-_COMMON = ("system", "host", "label", "memory", "pages")
-
-SERIES: dict[str, tuple[str, ...]] = {
-    "latency": _COMMON + ("strategy", "domains", "ranks_per_domain", "ranks", "mode", "policy",
-                          "mem_nodes", "weights", "page_size", "rank", "cpu", "cpu_node", "l3_group"),
-    "bandwidth": _COMMON + ("kernel", "stores", "pattern", "stride", "page_size", "policy", "cpu_node", "cpu_nodes",
-                            "mem_nodes", "weights", "array_bytes", "cpus"),
-    "copy": _COMMON + ("cpu_node", "src_node", "dst_node", "threads", "bytes"),
-    "gpu_xfer": _COMMON + ("ngpus", "gpu", "gpu_node", "pinned", "policy", "numa_nodes", "numa_weight"),
-    "loaded_latency": _COMMON + ("chase_cpu", "chase_node", "load_nodes", "load_threads", "load_cpus", "strategy",
-                                 "traffic", "policy", "mem_nodes", "page_size", "size_bytes", "load_bytes"),
-    "c2c": _COMMON + ("cpu_set", "cpu_a", "cpu_b", "node_a", "node_b", "l3_group_a", "l3_group_b", "policy",
-                      "mem_nodes"),
-    "mix_bandwidth": _COMMON + ("memory_spec", "traffic", "threads", "cpus", "cpu_nodes", "strategy", "mem_nodes", "weights",
-                                "page_size", "size_bytes"),
-}
-
-# The x-axis of a series (None: a series is a single point).
-AXIS: dict[str, str | None] = {b.name: b.axis for b in benches.BENCHES.values()}
-
-# Series columns that tell the lines of one figure apart; the rest name the figure.
-WITHIN: dict[str, tuple[str, ...]] = {
-    "latency": ("host", "rank", "cpu", "cpu_node", "l3_group", "mem_nodes"),
-    "bandwidth": ("host", "cpu_node", "cpu_nodes", "cpus", "memory", "policy", "mem_nodes", "weights"),
-    "copy": ("host", "src_node", "dst_node", "cpu_node"),
-    "gpu_xfer": ("host", "gpu", "gpu_node", "ngpus", "memory", "policy", "numa_nodes", "numa_weight"),
-    "loaded_latency": ("host", "traffic"),
-    "c2c": ("host", "cpu_a", "cpu_b"),
-    "mix_bandwidth": ("host", "traffic", "cpu_nodes", "mem_nodes"),
-}
 
 # Identity columns read as numbers; every other identity column is compared as text.
 NUMERIC = {"ranks", "ranks_per_domain", "rank", "cpu", "cpu_node", "l3_group", "threads", "stride",
@@ -88,13 +55,13 @@ def value_name(column: str, value: object) -> str:
 
 
 def series_columns(df: pd.DataFrame, bench: str) -> list[str]:
-    """The series identity columns `df` has, in `SERIES` order."""
-    return [c for c in SERIES[bench] if c in df.columns]
+    """The series identity columns `df` has, in `Bench.identity` order."""
+    return [c for c in registry.get(bench).identity if c in df.columns]
 
 
 def point_columns(df: pd.DataFrame, bench: str) -> list[str]:
     """Series columns plus the axis: the rows that agree on these are repetitions of one point."""
-    axis = AXIS[bench]
+    axis = registry.get(bench).axis
     return series_columns(df, bench) + ([axis] if axis and axis in df.columns else [])
 
 
@@ -202,7 +169,7 @@ def config_columns(df: pd.DataFrame, bench: str, without: tuple[str, ...] = ()) 
     sweep's `pages` is left to the kernel's `page_size` where the table has both."""
     same = ("pages",) if "page_size" in df.columns else ()
     return [c for c in series_columns(df, bench)
-            if c not in WITHIN[bench] and c not in without + same and df[c].astype(str).nunique() > 1]
+            if c not in registry.get(bench).within and c not in without + same and df[c].astype(str).nunique() > 1]
 
 
 def configurations(df: pd.DataFrame, bench: str, first: str | None = None,

@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from numasweep.core.errors import NumasweepError
-from numasweep.reporting.figures import load_results, load_topology
+from numasweep.results.aggregate import load_results, load_topology
 from numasweep.core.io import atomic_write_text
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
 

@@ -40,8 +40,11 @@ from pathlib import Path
 
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
+from numasweep.core import topology
+from numasweep.planning.batch import write_manifest
+from numasweep.planning.launch import PARTIAL
+from numasweep.running import provenance
 
-PARTIAL = ".partial"
 PR_SET_PDEATHSIG = 1
 # Seconds between SIGTERM and SIGKILL to the job's process group.
 GRACE_S = 3.0
@@ -280,8 +283,6 @@ def _archive_copy(src: Path, dest: Path) -> None:
 
 def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str) -> None:
     """Provenance, archive copies, then the result under its final name (rename last)."""
-    from numasweep.running import provenance
-
     end = now_iso()
     rec = provenance.record(a.job_id, start, a.launch, grid, a.kernel, a.topology, partial, end=end,
                             csv_name=a.csv)
@@ -369,10 +370,6 @@ def already_measured(point: argparse.Namespace, kernel_sha256: str, topology_dig
 def run_batch(argv: list[str]) -> int:
     """`python -m numasweep run-batch`: the points of one batch (numasweep.planning.batch), one after
     another through Runner, each published as a single job's; then the batch's manifest."""
-    from numasweep.running import provenance
-    from numasweep.core import topology
-    from numasweep.planning.batch import write_manifest
-
     ap = argparse.ArgumentParser(prog="python -m numasweep run-batch",
                                  description="run the grid points of one batch, then write its manifest")
     ap.add_argument("--batch", required=True, help="the batch id")

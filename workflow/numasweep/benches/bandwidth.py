@@ -1,4 +1,9 @@
-"""Bandwidth and copy findings, each ratio with its interval and each claim past a noise rule.
+"""STREAM-style bandwidth (`numa_bandwidth`): everything particular to this benchmark.
+
+The grid (CPU node, memory, threads, access pattern, repetitions), the plan-time checks (arrays
+against the memory they are placed on and against the last-level cache), the tables, figures and
+raw tables, the data-quality columns, and the findings, each ratio with its interval and each
+claim past a noise rule.
 
 The model is the latency one (`numasweep.statistics.stats`, docs/STATISTICS.md) with threads for sizes:
 - A *series* is every row sharing the bandwidth series identity (`numasweep.results.series`: kernel,
@@ -9,7 +14,7 @@ The model is the latency one (`numasweep.statistics.stats`, docs/STATISTICS.md) 
   (`stats.Series.noise`), or, with one repetition, each run's spread from `min_mb_s`,
   `best_mb_s` and `ntimes` (said so: run-to-run variation unseen), or unknown (nothing claimed).
 - **Saturation** (`bandwidth_saturation`): the thread count where the series reaches its plateau
-  is the breakpoint of a hinge fit whose second slope is flatter (`mlc_analysis.hinge_knee`),
+  is the breakpoint of a hinge fit whose second slope is flatter (`fits.hinge_knee`),
   with a percentile bootstrap over repetitions (within-run error redrawn); the plateau is the
   geometric mean from that thread count on, and the rise is plateau / the fewest threads, both
   with a t interval over repetitions of each repetition's mean log. The series claims a
@@ -24,32 +29,360 @@ The model is the latency one (`numasweep.statistics.stats`, docs/STATISTICS.md) 
   inside the floor's margin) or indistinguishable (it is not). Where the firmware distances
   order local and remote memory and a claim puts the farther memory ahead, the ordering
   contradicts the distances: a finding of its own (`bandwidth_ordering`).
-- **Copy** (`copy_matrix`): per configuration (threads, bytes, label, ...), cross-node over
-  within-node copies as the ratio of geometric means over cells, one log ratio per repetition,
-  t interval over repetitions; claimed past the floor and the noise, Benjamini-Hochberg over the
-  configurations of the call.
 A finding's `numbers["claim"]` says whether it claims an effect.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
 
-from numasweep.statistics import contrasts, stats
-from numasweep.results import series, tables
-from numasweep.findings.analysis import Finding, _distance, _in, _iv, _sz, _topology
-from numasweep.findings.mlc_analysis import hinge_knee
+from numasweep.core.errors import NumasweepError
+from numasweep.core.registry import Bench, RunQuality, register
+from numasweep.core.topology import Topology
+from numasweep.core.units import format_size, parse_cpulist
+from numasweep.findings.analysis import Finding, in_parens, interval_numbers, node_distance, size_text, topology_dict
+from numasweep.planning import checks, grid
+from numasweep.reporting.figures import PALETTE, heatmap, new_figure, save
+from numasweep.reporting.markdown import md_table
+from numasweep.results import quality, series
+from numasweep.results.tables import as_label, as_text, node_lists, with_memory_node
+from numasweep.statistics import contrasts, fits, stats
 from numasweep.statistics.stats import Interval, Series
+
+KERNEL = "numa_bandwidth"
+# What names a series (after registry.COMMON_SERIES), and what tells the lines of one figure apart.
+SERIES = ("kernel", "stores", "pattern", "stride", "page_size", "policy", "cpu_node", "cpu_nodes",
+                            "mem_nodes", "weights", "array_bytes", "cpus")
+WITHIN = ("host", "cpu_node", "cpu_nodes", "cpus", "memory", "policy", "mem_nodes", "weights")
+
+
+# ---------------------------------------------------------------- grid and checks
+
+def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
+    sweeps = section["sweeps"]
+    for i, sw in enumerate(sweeps):
+        where = f"bandwidth.sweeps[{i}]"
+        grid.check_nodes(topo, sw["cpu_nodes"], f"{where}.cpu_nodes")
+        for m, spec in enumerate(sw["memory"]):
+            grid.check_memory(topo, spec, f"{where}.memory[{m}]")
+        array = (
+            []
+            if sw["array_size"] is None
+            else [f"--array-size={format_size(grid.one_size(sw['array_size'], where + '.array_size'))}"]
+        )
+        for node, memory, threads, pattern, rep in itertools.product(
+            sw["cpu_nodes"], sw["memory"], sw["threads"], sw["pattern"], range(sw["repetitions"])
+        ):
+            cpus = grid.cpus_on(topo, node, threads, f"{where}.threads")
+            pat = "" if pattern == "sequential" else f"-{pattern}"
+            yield grid.Job(
+                bench="bandwidth",
+                id=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{grid.memory_word(memory)}-t{threads}{pat}-rep{rep}",
+                kernel=KERNEL,
+                grid={
+                    "label": sw["label"] or "",
+                    "cpu_node": node,
+                    "memory": memory,
+                    "repetition": rep,
+                },
+                kernel_args=tuple(
+                    [
+                        f"--kernels={','.join(sw['kernels'])}",
+                        f"--pattern={pattern}",
+                        f"--ntimes={sw['ntimes']}",
+                    ]
+                    + array
+                    + list(sw["extra_args"])
+                ),
+                threads=threads,
+                cpus=cpus,
+                memory=memory,
+            )
+
+
+# STREAM's rule: each array at least 4x the last-level caches it runs under.
+LLC_FACTOR = 4
+
+
+def check(topo: Any, section: dict) -> list[str]:
+    """Three arrays that fit the memory they are placed on; a warning for arrays under
+    LLC_FACTOR x the last-level cache of their CPUs (the bandwidth is then partly the cache's)."""
+    warnings = []
+    for where, sw in checks.sweeps(section, "bandwidth"):
+        size = None if sw["array_size"] is None else checks.one_size(sw["array_size"])
+        if size is None:
+            continue
+        for spec in sw["memory"]:
+            checks.fit(topo, f"{where}.array_size", size, spec, sw["cpu_nodes"], buffers=3)
+        for node in sw["cpu_nodes"]:
+            try:
+                llc = topo.llc_bytes(topo.node(node).cpus)
+            except NumasweepError:
+                continue
+            if llc and size < LLC_FACTOR * llc:
+                warnings.append(
+                    f"{where}.array_size: {format_size(size)} is under {LLC_FACTOR}x the last-level cache of "
+                    f"node {node} ({format_size(llc)}), so the bandwidth measured is partly the cache's; "
+                    f"use at least {format_size(LLC_FACTOR * llc)}, or leave array_size unset for the "
+                    "kernel's default")
+    return warnings
+
+
+# ---------------------------------------------------------------- tables
+
+def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Median over repetitions of the best bandwidth (and of the slowest timed iteration,
+    `min_mb_s`, where recorded) per point of a series, with the memory node of each row."""
+    df = df.copy()
+    if "kernel" not in df:
+        df["kernel"] = "kernel not recorded"
+    df["kernel"] = as_label(df["kernel"]).replace("", "kernel not recorded")
+    out = series.point_table(df, "bandwidth", ["best_mb_s", "min_mb_s"], first=("page_fractions",))
+    return with_memory_node(out)
+
+
+def bandwidth_series_label(cpu_nodes: str, row: pd.Series) -> str:
+    """A line's name; lines of one figure differ in what it names (WITHIN)."""
+    mem = row["memory_node"]
+    if pd.isna(mem):
+        where = f"memory {row.get('policy', '')} {row.get('mem_nodes', '')}".strip()
+        text = f"CPUs on node {cpu_nodes}, {where}"
+    else:
+        kind = "local" if str(int(mem)) == cpu_nodes else "remote"
+        text = f"CPUs on node {cpu_nodes}, memory on node {int(mem)} ({kind})"
+    if str(row.get("weights", "")).strip():
+        text += f", weights {row['weights']}"
+    if str(row.get("host", "")).strip() and str(row.get("memory", "")).strip() not in ("", "local"):
+        text += f" [{row['memory']}]"
+    return text
+
+
+def bandwidth_variants(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Per kernel, then per every other configuration column that varies (`numasweep.results.series`)."""
+    return series.configurations(table, "bandwidth", first="kernel")
+
+
+def bandwidth_lines(part: pd.DataFrame):
+    """(key, rows) per line of one bandwidth configuration: CPU and memory nodes, policy."""
+    cols = [c for c in WITHIN if c in part] + ["memory_node"]
+    return part.groupby(cols, sort=True, dropna=False)
+
+
+def bandwidth_points(bandwidth: pd.DataFrame | None, runs: bool = False) -> tuple[pd.DataFrame, str]:
+    """One row per point of a bandwidth series (thread count): `mb_s`, the median over
+    repetitions of `best_mb_s` (else `avg_mb_s`), and the name of that column. With runs=True, one
+    row per repetition of each point instead, keeping `repetition` ("" when the table has none)
+    and each run's spread (`min_mb_s`, `best_mb_s`, `ntimes`) for the statistics."""
+    if bandwidth is None or bandwidth.empty or "threads" not in bandwidth:
+        return pd.DataFrame(), ""
+    metric = next((c for c in ("best_mb_s", "avg_mb_s") if c in bandwidth and bandwidth[c].notna().any()), None)
+    if metric is None:
+        return pd.DataFrame(), ""
+    df = bandwidth.copy(deep=False)
+    for col in ("kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes"):
+        df[col] = as_text(df[col]) if col in df else ""
+    for col in ("cpu_nodes", "mem_nodes"):
+        df[col] = node_lists(df[col]) if col in df else ""
+    keys = ["kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes", "cpu_nodes",
+            "mem_nodes"]
+    other = [c for c in series.series_columns(df, "bandwidth") if c not in keys]
+    if runs:
+        other.append(series.REPETITION)
+        df[series.REPETITION] = df[series.REPETITION] if series.REPETITION in df else ""
+    for col in other:
+        df[col] = as_text(df[col])
+    keys += other + ["threads"]
+    values = [metric] + ([c for c in ("min_mb_s", "best_mb_s", "ntimes") if c in df and c != metric] if runs else [])
+    for col in values:
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    out = df.groupby(keys, as_index=False)[values].median().rename(columns={metric: "mb_s"})
+    if runs and metric == "best_mb_s":
+        out["best_mb_s"] = out["mb_s"]
+    return out, metric
+
+
+def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
+    """Per kernel: threads down, one column per (CPU node, memory node), like the STREAM table."""
+    out = []
+    for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
+        part = part.copy()
+        part["series"] = [bandwidth_series_label(r["cpu_nodes"], r) for _, r in part.iterrows()]
+        wide = part.pivot_table(index="threads", columns="series", values="best_mb_s", aggfunc="median")
+        rows = [[int(t)] + [float(v) for v in row] for t, row in wide.iterrows()]
+        out.append({"title": f"Best bandwidth (MB/s), {variant}",
+                    "table": md_table(["threads"] + list(wide.columns), rows)})
+    counted = byte_counting(bandwidth)
+    if counted:
+        out.append(counted)
+    return out
+
+
+def byte_counting(bandwidth: pd.DataFrame) -> dict | None:
+    """What each kernel's MB/s counts, from the kernel's own `bytes_per_element` column, stated
+    beside the figures as STREAM states it: every element loaded or stored once per iteration;
+    the write-allocate read that a regular store causes is not counted, so regular and
+    non-temporal stores of one kernel count the same bytes."""
+    if "bytes_per_element" not in bandwidth or "kernel" not in bandwidth:
+        return None
+    per = bandwidth.dropna(subset=["bytes_per_element"])
+    if per.empty:
+        return None
+    rows = []
+    for kernel, g in per.groupby("kernel", sort=False):
+        stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
+        rows.append([kernel, int(pd.to_numeric(g["bytes_per_element"]).max()), ", ".join(stores)])
+    return {"title": "Bytes counted per element, as STREAM counts them (each load and store once; "
+                     "the write-allocate read of a regular store not counted)",
+            "table": md_table(["kernel", "bytes per element", "stores"], rows, right={1})}
+
+
+# ---------------------------------------------------------------- figures
+
+def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+    paths: list[Path] = []
+    for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
+        if part["threads"].nunique() < 2:
+            continue
+        fig, (ax,) = new_figure()
+        for i, (_, rows) in enumerate(bandwidth_lines(part)):
+            rows = rows.sort_values("threads")
+            first = rows.iloc[0]
+            remote = not pd.isna(first["memory_node"]) and str(int(first["memory_node"])) != first["cpu_nodes"]
+            colour = PALETTE[i % len(PALETTE)]
+            ax.plot(rows["threads"], rows["best_mb_s"] / 1000, marker="o", markersize=3,
+                    color=colour, linestyle="--" if remote else "-",
+                    label=bandwidth_series_label(first["cpu_nodes"], first))
+            if "min_mb_s" in rows and rows["min_mb_s"].notna().any():
+                ax.fill_between(rows["threads"], rows["min_mb_s"] / 1000, rows["best_mb_s"] / 1000, color=colour,
+                                alpha=0.15, linewidth=0)
+        ax.set_xlabel("threads")
+        ax.set_ylabel("bandwidth (GB/s, 10^9 bytes/s)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f"Bandwidth vs threads, {variant}")
+        ax.legend(fontsize=7, loc="lower right")
+        paths += save(fig, figdir, "bandwidth", "bandwidth_vs_threads", variant)
+    return paths
+
+
+def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+    paths: list[Path] = []
+    for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
+        part = part.dropna(subset=["memory_node"])
+        part = part[part["threads"] == part["threads"].max()] if len(part) else part
+        if part.empty:
+            continue
+        matrix = part.pivot_table(index="cpu_nodes", columns="memory_node", values="best_mb_s",
+                                  aggfunc="median") / 1000
+        if matrix.size < 2:
+            continue
+        fig, (ax,) = new_figure(width=6.5)
+        heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "CPU node", "memory node")
+        ax.set_title(f"Bandwidth with {int(part['threads'].max())} threads, {variant}")
+        paths += save(fig, figdir, "bandwidth", "bandwidth_matrix", variant)
+    return paths
+
+
+# ---------------------------------------------------------------- data quality
+
+TIMER_TICKS_LIMIT = 20            # numa_bandwidth warns when its best repetition took fewer ticks
+
+
+def llc_of(topo: Topology | None, cpus: object) -> int:
+    """The last-level cache the CPUs of a bandwidth row run under (0: unknown)."""
+    if topo is None or cpus is None or pd.isna(cpus) or str(cpus).strip() == "":
+        return 0
+    try:
+        return topo.llc_bytes(parse_cpulist(str(cpus)))
+    except NumasweepError:
+        return 0
+
+
+def arrays_cell(smallest: float | None, llc: int) -> tuple[str, str | None]:
+    """A bandwidth series' smallest arrays against LLC_FACTOR x the last-level cache its CPUs run
+    under (STREAM's rule; the kernel's default): the table cell, and a sentence when under it."""
+    if smallest is None or not llc:
+        return "", None
+    smallest = int(smallest)
+    if smallest >= LLC_FACTOR * llc:
+        return f"{smallest / llc:.0f}x", None
+    return (f"{smallest / llc:.1f}x (under {LLC_FACTOR}x)",
+            f"arrays of {format_size(smallest)} are under {LLC_FACTOR}x the {format_size(llc)} "
+            "last-level cache of their CPUs, so part of the bandwidth may be the cache's; set a larger "
+            "array_size, or free memory where the kernel's default was used (it caps its arrays at "
+            "half the free memory, with a warning in the job's log)")
+
+
+def bandwidth_runs(df: pd.DataFrame, keys: list[str], topo: Topology | None):
+    """(series key, figures) per bandwidth series in key order, from one grouping of the table:
+    the store kinds, the largest first-touch time, the smallest arrays and the largest last-level
+    cache of the CPUs they ran on, the least timer ticks; None (stores: []) where none."""
+    index, codes = quality.groups(df, keys)
+    n = len(index)
+
+    def per_series(values: pd.Series, how: str) -> list:
+        got = values.groupby(codes).agg(how).reindex(range(n))
+        return [None if pd.isna(v) else float(v) for v in got]
+
+    stores: list[list[str]] = [[] for _ in range(n)]
+    if "stores" in df:
+        ok = df["stores"].notna().to_numpy()
+        pairs = pd.DataFrame({"g": codes[ok], "s": [str(v) for v in df["stores"][ok]]}).drop_duplicates()
+        for g, kinds in pairs.groupby("g")["s"]:
+            stores[int(g)] = sorted(kinds)
+    first_touch = per_series(df["first_touch_s"], "max") if "first_touch_s" in df else [None] * n
+    ticks = per_series(df["timer_ticks"], "min") if "timer_ticks" in df else [None] * n
+    smallest, llc = [None] * n, [0] * n
+    if "array_bytes" in df and "cpus" in df:
+        smallest = per_series(pd.to_numeric(df["array_bytes"], errors="coerce"), "min")
+        llcs = pd.Series(series.per_value(df["cpus"], lambda c: llc_of(topo, c), dtype=np.int64))
+        llc = [int(v) for v in llcs.groupby(codes).max().reindex(range(n), fill_value=0)]
+    for i, key in enumerate(index):
+        yield quality.series_key(index, key), {"stores": stores[i], "first_touch_s": first_touch[i],
+                                 "arrays": arrays_cell(smallest[i], llc[i]), "timer_ticks": ticks[i]}
+
+
+def quality_row(name: str, g: dict) -> tuple[list, list]:
+    """One series' row of the data-quality table, and its flags."""
+    flags = []
+    cell, small = g["arrays"]
+    row = [name, ", ".join(g["stores"]), g["first_touch_s"], cell]
+    if small:
+        flags.append((f"Arrays under {LLC_FACTOR}x the last-level cache",
+                      -float(cell.split("x")[0]), small))
+    least = g["timer_ticks"]
+    row.append(least)
+    if least is not None and least < TIMER_TICKS_LIMIT:
+        flags.append(("Timer", -least, f"the best repetition took only {least:.0f} ticks of the "
+                      f"timer (under {TIMER_TICKS_LIMIT}), too short to time well; use a larger "
+                      "array_size"))
+    return row, flags
+
+
+QUALITY = RunQuality(
+    columns=("stores", "first_touch_s", "timer_ticks"),
+    header=("series", "stores", "first touch s (max)", "arrays / last-level cache", "timer ticks (least)"),
+    runs=bandwidth_runs,
+    row=quality_row,
+    reduce=(None, "union", "max", "least", "min"),
+    also=("array_bytes", "cpus"),
+    text=("stores",),
+)
+
+
+# ---------------------------------------------------------------- findings
 
 MIN_EFFECT = contrasts.MIN_EFFECT   # a bandwidth difference under 10 % is not claimed
 DRAWS = 400
 UNITS = (series.REPETITION,)
 BANDWIDTH = stats.Measure("mb_s", "min_mb_s", "best_mb_s", "ntimes", "threads")
-COPY = stats.Measure("best_gb_s", "min_gb_s", "best_gb_s", "ntimes", "bytes")
 SPREAD = ("mb_s", "min_mb_s", "best_mb_s", "ntimes", series.REPETITION, "threads")
 WHERE = ("cpu_nodes", "mem_nodes", "memory", "cpu_node")   # where threads and memory are
 REPETITIONS_NOTE = "one repetition: run-to-run variation unseen"
@@ -59,7 +392,7 @@ REPETITIONS_NOTE = "one repetition: run-to-run variation unseen"
 
 def _runs(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str], str]:
     """One row per run (series, thread count, repetition), the series keys, and the metric."""
-    runs, metric = tables.bandwidth_points(bandwidth, runs=True)
+    runs, metric = bandwidth_points(bandwidth, runs=True)
     if runs.empty:
         return runs, [], metric
     stats.check_values(bandwidth, "bandwidth.csv", stats.Measure(metric, "min_mb_s", "best_mb_s", "ntimes",
@@ -75,7 +408,7 @@ def _runs(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str], str]
     return runs, keys, metric
 
 
-def _unit_interval(d: np.ndarray, run_se: np.ndarray, what: str) -> tuple[Interval, float, float]:
+def unit_interval(d: np.ndarray, run_se: np.ndarray, what: str) -> tuple[Interval, float, float]:
     """A log quantity measured once per repetition (NaN where one lacks it) as (interval, se,
     dof): a t interval over repetitions, or with one repetition a normal interval from its
     within-run spread, or no interval."""
@@ -114,7 +447,7 @@ def _series_name(r: Any) -> str:
     text = f"{kernel}bandwidth with threads on node {r['cpu_nodes']} and memory on node {r['mem_nodes']}"
     extra = []
     if str(r.get("array_bytes", "")).strip():
-        extra.append(f"{_sz(float(r['array_bytes']))} arrays")
+        extra.append(f"{size_text(float(r['array_bytes']))} arrays")
     for col, word in (("stores", "stores"), ("pattern", "pattern"), ("stride", "stride"), ("page_size", "pages"),
                       ("weights", "weights"), ("memory", "memory"), ("label", "sweep")):
         value = str(r.get(col, "")).strip()
@@ -129,14 +462,14 @@ def _series_name(r: Any) -> str:
 def saturation_point(s: Series) -> tuple[Interval, int | None]:
     """Thread count where the series reaches its plateau (hinge fit, bootstrap over repetitions)
     and its column, or an unknown interval and None when no bend is found."""
-    knee = hinge_knee(s.sizes.astype(float), np.exp(s.center()), bend=-1)
+    knee = fits.hinge_knee(s.sizes.astype(float), np.exp(s.center()), bend=-1)
     if not math.isfinite(knee):
         return Interval.unknown(math.nan, "no bend: bandwidth does not level off"), None
     col = int(np.searchsorted(s.sizes, knee))
     if s.logs.shape[0] < 2 and not np.isfinite(s.run_se).any():
         return Interval.unknown(knee, "noise unknown: one repetition without within-run spread"), col
     draws = s.draws(stats.SEED + 5, DRAWS)
-    knees = np.asarray(hinge_knee(s.sizes.astype(float), np.exp(draws).T, bend=-1))
+    knees = np.asarray(fits.hinge_knee(s.sizes.astype(float), np.exp(draws).T, bend=-1))
     hit = knees[np.isfinite(knees)]
     if len(hit) < DRAWS // 2:
         return Interval.unknown(knee, "the bootstrap rarely finds a bend"), col
@@ -156,9 +489,9 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Any = None) -
     for s in curves:
         point, col = saturation_point(s)
         cols = np.arange(len(s.sizes)) >= (col if col is not None else len(s.sizes) - 1)
-        plateau, _, _ = _unit_interval(*_over(s, cols), "plateau")
+        plateau, _, _ = unit_interval(*_over(s, cols), "plateau")
         top, top_se = _over(s, cols)
-        rise, se, dof = _unit_interval(top - s.logs[:, 0], np.hypot(top_se, s.run_se[:, 0]), "rise")
+        rise, se, dof = unit_interval(top - s.logs[:, 0], np.hypot(top_se, s.run_se[:, 0]), "rise")
         fits.append((s, point, col, plateau, rise, stats.rise_pvalue(math.log(rise.estimate), se, dof, MIN_EFFECT)))
     flags = stats.benjamini_hochberg([f[-1] for f in fits])
     findings = []
@@ -190,8 +523,8 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Any = None) -
                      f"{int(s.sizes[peak])} threads."),
             numbers={"cpu_nodes": first["cpu_nodes"], "mem_nodes": first["mem_nodes"], "kernel": first["kernel"],
                      "policy": first["policy"], "metric": metric, "claim": bool(claim),
-                     **_iv("saturation_threads", point if col is not None else None),
-                     **_iv("plateau_mb_s", plateau), **_iv("rise", rise), "p_value": p, "floor": MIN_EFFECT,
+                     **interval_numbers("saturation_threads", point if col is not None else None),
+                     **interval_numbers("plateau_mb_s", plateau), **interval_numbers("rise", rise), "p_value": p, "floor": MIN_EFFECT,
                      "peak_mb_s": float(medians[peak]), "peak_threads": int(s.sizes[peak]), "first_threads": t0,
                      "repetitions": int(s.logs.shape[0]), "noise_rule": noise_rule},
             evidence=[{"threads": int(t), "mb_s": float(v), "repetitions": int(k)}
@@ -222,7 +555,7 @@ def _stated(c: contrasts.Contrast) -> tuple[Interval, np.ndarray, bool, float]:
     cols = np.ones(len(s.sizes), bool)
     if c.differs and c.plateau_from_bytes is not None:
         cols = (s.sizes >= c.plateau_from_bytes) & (s.sizes <= c.plateau_to_bytes)
-    ratio, se, dof = _unit_interval(*_over(s, cols), "ratio")
+    ratio, se, dof = unit_interval(*_over(s, cols), "ratio")
     margin = (1 / (1 + c.floor), 1 + c.floor)
     equivalent = not c.differs and bool(np.isfinite(ratio.low) and margin[0] <= ratio.low and ratio.high <= margin[1])
     return ratio, s.sizes[cols], equivalent, stats.excess_pvalue(math.log(ratio.estimate), se, dof, c.floor)
@@ -258,7 +591,7 @@ def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Any = None) -> 
     """Remote over local bandwidth for threads on one node, per series and thread count, next to
     the firmware distances (and where a claim contradicts them, a finding of that); and the best
     over the worst interleave weights of each weighted series. Every pair compared is one family."""
-    topo = _topology(topology)
+    topo = topology_dict(topology)
     runs, keys, metric = _runs(bandwidth)
     if runs.empty:
         return []
@@ -293,7 +626,7 @@ def _locality_findings(found: dict, meta: dict, topo: dict, metric: str) -> list
         if c is None:
             continue
         ratio, threads, equivalent, p = _stated(c)
-        d_local, d_remote = _distance(topo, int(cpu), int(cpu)), _distance(topo, int(cpu), int(mem))
+        d_local, d_remote = node_distance(topo, int(cpu), int(cpu)), node_distance(topo, int(cpu), int(mem))
         known = d_local is not None and d_remote is not None
         contradicts = bool(c.differs and known and d_remote != d_local
                            and (d_remote > d_local) == (ratio.estimate > 1))
@@ -301,7 +634,7 @@ def _locality_findings(found: dict, meta: dict, topo: dict, metric: str) -> list
                      "; firmware distances are not recorded")
         rem, loc = _medians(remote), _medians(local)
         numbers = {"cpu_node": int(cpu), "mem_node": int(mem), "metric": metric, "claim": c.differs,
-                   "differs": c.differs, "equivalent": equivalent, "floor": c.floor, **_iv("ratio", ratio),
+                   "differs": c.differs, "equivalent": equivalent, "floor": c.floor, **interval_numbers("ratio", ratio),
                    "ratio_threads_min": int(threads.min()), "ratio_threads_max": int(threads.max()),
                    "p_value": p, "local_peak_mb_s": float(loc.max()), "remote_peak_mb_s": float(rem.max()),
                    "distance_local": d_local, "distance_remote": d_remote,
@@ -311,7 +644,7 @@ def _locality_findings(found: dict, meta: dict, topo: dict, metric: str) -> list
         verdict = _verdict(c, ratio, equivalent, f"threads on node {cpu} reach with node {mem}'s memory",
                            "the bandwidth of their own node's memory")
         findings.append(Finding(
-            id="bandwidth_locality", bench="bandwidth", title=f"Bandwidth: node {mem} vs node {cpu} memory" + _in(name),
+            id="bandwidth_locality", bench="bandwidth", title=f"Bandwidth: node {mem} vs node {cpu} memory" + in_parens(name),
             summary=(f"Over {_threads(threads)} (geometric mean), {verdict} (peak medians {rem.max():.0f} vs "
                      f"{loc.max():.0f} MB/s){dist_text}."),
             numbers=numbers, evidence=evidence))
@@ -320,7 +653,7 @@ def _locality_findings(found: dict, meta: dict, topo: dict, metric: str) -> list
             findings.append(Finding(
                 id="bandwidth_ordering", bench="bandwidth",
                 title=f"Bandwidth ordering contradicts the firmware distances: node {mem} vs node {cpu} memory"
-                      + _in(name),
+                      + in_parens(name),
                 summary=(f"Node {mem}'s memory is {farther} from node {cpu}'s CPUs than their own by the firmware "
                          f"distances ({d_remote} vs {d_local}), yet gives {ratio.text('{:.2f}x')} their own node's bandwidth "
                          f"over {_threads(threads)}, beyond the noise and the {c.floor * 100:.0f}% floor: the "
@@ -365,13 +698,13 @@ def _weight_findings(found: dict, meta: dict, metric: str) -> list[Finding]:
         verdict = _verdict(c, ratio, equivalent, f"weights {best} reach", f"the bandwidth of weights {worst}")
         findings.append(Finding(
             id="bandwidth_weights", bench="bandwidth",
-            title=f"Best interleave weights over nodes {mem} from node {cpu}" + _in(name),
+            title=f"Best interleave weights over nodes {mem} from node {cpu}" + in_parens(name),
             summary=(f"Weighted interleave over nodes {mem} from node {cpu}'s CPUs, over {_threads(threads)} "
                      f"(geometric mean): {verdict} ({len(order)} weightings compared, every pair tested)."),
             numbers={"cpu_nodes": cpu, "mem_nodes": mem, "metric": metric, "claim": c.differs,
                      "differs": c.differs, "equivalent": equivalent, "floor": c.floor, "best_weights": best,
                      "worst_weights": worst, "best_mb_s": float(per[best]), "worst_mb_s": float(per[worst]),
-                     **_iv("ratio", ratio), "p_value": p, "weightings": len(order),
+                     **interval_numbers("ratio", ratio), "p_value": p, "weightings": len(order),
                      "repetitions": len(c.ratios.replicates), "noise_rule": c.noise_rule},
             evidence=[{"weights": w, "mb_s": float(per[w])} for w in order],
         ))
@@ -380,71 +713,34 @@ def _weight_findings(found: dict, meta: dict, metric: str) -> list[Finding]:
 
 # ---------------------------------------------------------------- copy
 
-def copy_matrix(copy: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
-    """Per copy configuration: fastest and slowest cells, and cross-node over within-node copies
-    (geometric means over cells, one log ratio per repetition)."""
-    need = {"src_node", "dst_node", "best_gb_s"}
-    if copy is None or copy.empty or not need <= set(copy.columns):
-        return []
-    stats.check_values(copy, "copy.csv", COPY)
-    df = series.normalise(copy, "copy")
-    df[series.REPETITION] = tables.as_text(df[series.REPETITION]) if series.REPETITION in df else ""
-    df["_log"] = np.log(pd.to_numeric(df["best_gb_s"], errors="coerce"))
-    df["_se"] = stats.run_standard_error(df, COPY)
-    cell = [c for c in ("src_node", "dst_node", "cpu_node") if c in df]
-    config = [c for c in series.series_columns(df, "copy") if c not in cell]
-    varying = [c for c in config if df[c].astype(str).nunique() > 1]
-    fits = []
-    for key, g in (df.groupby(config) if config else [((), df)]):
-        cells = g.groupby(cell)["best_gb_s"].median()
-        if len(cells) < 2:
-            continue
-        inside_cells = (g["src_node"] == g["dst_node"]).to_numpy()
-        d, se_d = [], []
-        for _, r in g.groupby(series.REPETITION):
-            inside = r[r["src_node"] == r["dst_node"]].groupby(cell)[["_log", "_se"]].median()
-            across = r[r["src_node"] != r["dst_node"]].groupby(cell)[["_log", "_se"]].median()
-            if inside.empty or across.empty:
-                continue
-            d.append(across["_log"].mean() - inside["_log"].mean())
-            se_d.append(math.hypot(math.sqrt((across["_se"] ** 2).sum()) / len(across),
-                                   math.sqrt((inside["_se"] ** 2).sum()) / len(inside)))
-        ratio = p = None
-        if inside_cells.any() and (~inside_cells).any() and d:
-            ratio, se, dof = _unit_interval(np.array(d), np.array(se_d), "ratio")
-            p = stats.excess_pvalue(math.log(ratio.estimate), se, dof, MIN_EFFECT)
-        fits.append((key, g, cells, ratio, p))
-    flags = stats.benjamini_hochberg([f[-1] if f[-1] is not None else math.nan for f in fits])
-    findings = []
-    for (key, g, cells, ratio, p), claim in zip(fits, flags):
-        fast, slow = cells.idxmax(), cells.idxmin()
-        name = ", ".join(f"{c} {g.iloc[0][c]}" for c in varying)
-        local = cells[[i[0] == i[1] for i in cells.index]]
-        cross = cells[[i[0] != i[1] for i in cells.index]]
-        ratio_text = ""
-        if ratio is not None:
-            verdict = ("beyond the noise and the {f} floor" if claim else
-                       "noise unknown: nothing claimed" if not np.isfinite(ratio.low) else
-                       "inside the {f} margin: equivalent" if np.isfinite(ratio.low) and 1 / (1 + MIN_EFFECT)
-                       <= ratio.low and ratio.high <= 1 + MIN_EFFECT else
-                       "not beyond the noise and the {f} floor: indistinguishable").format(f=f"{MIN_EFFECT * 100:.0f}%")
-            ratio_text = (f"; copies across nodes reach {ratio.text('{:.2f}x')} the bandwidth of copies within a node "
-                          f"(geometric means over cells, {verdict}; within a node {local.median():.1f} GB/s, across "
-                          f"nodes {cross.median():.1f} GB/s, medians)")
 
-        def where(i: tuple) -> str:
-            return f"from node {i[0]} to node {i[1]}" + (f" (threads on node {i[2]})" if len(i) > 2 and i[2] >= 0
-                                                         else "")
-        findings.append(Finding(
-            id="copy_matrix", bench="copy", title="Copy bandwidth between nodes" + _in(name),
-            summary=(f"Copies{' (' + name + ')' if name else ''} are fastest {where(fast)} ({cells[fast]:.1f} GB/s) "
-                     f"and slowest {where(slow)} ({cells[slow]:.1f} GB/s){ratio_text}."),
-            numbers={"claim": bool(claim), "config": name,
-                     "fastest": {"src_node": fast[0], "dst_node": fast[1], "gb_s": cells[fast]},
-                     "slowest": {"src_node": slow[0], "dst_node": slow[1], "gb_s": cells[slow]},
-                     **_iv("cross_to_local", ratio), "p_value": p, "floor": MIN_EFFECT,
-                     "local_median_gb_s": local.median() if len(local) else None,
-                     "cross_median_gb_s": cross.median() if len(cross) else None},
-            evidence=[{**dict(zip(cell, i)), "gb_s": v} for i, v in cells.items()],
-        ))
-    return findings
+BENCH = register(Bench(
+    name="bandwidth",
+    kernel=KERNEL,
+    title="Memory bandwidth (STREAM)",
+    category="Memory bandwidth",
+    variant="kernel",
+    required=("kernel", "threads", "best_mb_s", "validation"),
+    positive=("threads", "best_mb_s"),
+    axis="threads",
+    figures=(
+        ("bandwidth_vs_threads", "Best STREAM bandwidth against thread count, one line per CPU node "
+         "and memory node, local and remote; the band below a line reaches down to the slowest of the "
+         "kernel's timed iterations where it recorded them."),
+        ("bandwidth_matrix", "Best STREAM bandwidth at the highest thread count by CPU node (rows) "
+         "and memory node (columns)."),
+    ),
+    series=SERIES,
+    within=WITHIN,
+    metrics={"best_mb_s": True},
+    subjects={"Bandwidth": (("bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering", "bandwidth_weights"),
+                            ("bandwidth_vs_threads", "bandwidth_matrix"))},
+    expand=expand,
+    check=check,
+    analyse=lambda table, topo: [functools.partial(bandwidth_saturation, table, topo),
+                                 functools.partial(bandwidth_locality, table, topo)],
+    draw=(plot_bandwidth_vs_threads, plot_bandwidth_matrix),
+    raw_tables=bandwidth_raw_tables,
+    quality=QUALITY,
+    placement=(("page_fractions", "mem_nodes", "job_id"),),
+))

@@ -1,0 +1,64 @@
+"""Pieces several benchmark modules share: the plan and table helpers of the kernels that pin their
+own threads (loaded latency, core-to-core, mixed bandwidth). Not a benchmark: it registers none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import numpy as np
+
+from numasweep.core.errors import NumasweepError
+from numasweep.core.units import format_size, parse_size
+from numasweep.planning import placement
+
+PLACED_CPUS = ("chase_cpu", "load_nodes", "load_cpus")  # where the chase and the load ran
+
+
+SHARED_CPU_PCT = 90  # a chase on its CPU for less of a sample than this shared the CPU
+
+
+def node_set(column: pd.Series) -> pd.Series:
+    """A per-thread node list ("0,0,1,1") as the set of nodes ("0,1"); empty stays empty."""
+    def one(text: object) -> str:
+        nodes = {int(float(x)) for x in str(text).split(",") if x.strip() not in ("", "nan")}
+        return ",".join(str(n) for n in sorted(nodes))
+    return column.map(one)
+
+
+def numbers(df: pd.DataFrame, col: str) -> np.ndarray:
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(float)
+
+
+def named_cpus(df: pd.DataFrame) -> list[str]:
+    """The columns of PLACED_CPUS a loaded-latency finding, figure or table names: those with
+    several values for one chase node and memory, not those that follow the node."""
+    where = [c for c in ("chase_node", "mem_nodes") if c in df]
+    return [c for c in PLACED_CPUS if c in df and where and df.groupby(where)[c].nunique().max() > 1]
+
+
+def size_word(value: Any, where: str) -> str:
+    try:
+        return format_size(parse_size(value))
+    except NumasweepError as exc:
+        raise NumasweepError(f"{where}: {exc}") from None
+
+
+def memory_args(topo: Any, spec: str, where: str) -> list[str]:
+    """A memory spec of the config as the kernels' own options (`local`: each thread's node)."""
+    try:
+        mem = placement.parse_memory(spec)
+        placement.check_memory(topo, mem)
+    except NumasweepError as exc:
+        raise NumasweepError(f"{where}: {exc}") from None
+    if mem.kind == "local":
+        return ["--local-memory"]
+    policy = {"node": "bind", "nodes": "bind"}.get(mem.kind, mem.kind)
+    args = [f"--policy={policy}", f"--mem-nodes={','.join(map(str, mem.nodes))}"]
+    if mem.kind == "weighted":
+        args.append(f"--weights={','.join(map(str, mem.weights or ()))}")
+    return args
+
+
+def free_cpus(topo: Any, nodes: list[int]) -> list[int]:
+    return [c for n in nodes for c in topo.free_cores(n)]

@@ -1,0 +1,70 @@
+"""Memory latency (`numa_latency`, MPI): a random pointer chase per rank over buffers of a swept
+size, the ranks placed by strategy (sequential, or one core per L3 group) over NUMA domains, their
+memory local, on a node, interleaved or weighted, all at once (concurrent) or one at a time
+(serial), with 4 KiB or huge pages.
+
+Its parts: `plan` (the grid and its checks), `tables` (one row per point of a series),
+`findings` (cache levels, TLB, locality, contention, outliers, rank scaling), `figures` and
+`report` (raw tables, placement, modes, two systems side by side).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from numasweep.benches.latency import figures, findings, plan, quality, report
+from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
+from numasweep.core.registry import Bench, register
+
+
+def _analyse(table, topo) -> list:
+    return findings.latency_parts(table, topo) + [functools.partial(findings.latency_locality, table, topo),
+                                                  functools.partial(findings.rank_scaling, table, topo)]
+
+
+BENCH = register(Bench(
+    name=NAME,
+    kernel=KERNEL,
+    title="Memory latency",
+    category="Memory latency",
+    variant="mode",
+    required=("rank", "cpu", "size_bytes", "latency_ns_median"),
+    positive=("size_bytes", "latency_ns_median"),
+    axis="size_bytes",
+    figures=(
+        ("latency_vs_size", "Load-to-use latency of a random pointer chase against buffer size, "
+         "one line per rank coloured by L3 group, with the cache sizes marked; the band around a line "
+         "spans its runs' fastest to slowest sample where the kernel recorded them."),
+        ("concurrent_vs_serial", "Latency measured with all ranks running at once divided by the "
+         "latency of the same rank running alone, against buffer size."),
+        ("latency_matrix", "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
+         "memory (columns) at the largest size measured."),
+        ("rank_scaling", "Median latency over the ranks of a run against ranks per domain at the "
+         "largest buffer size, one line per placement and domain set (sequential solid, interleaved "
+         "dashed)."),
+        ("cross_latency_vs_size", "Median latency over ranks against buffer size on each system, one "
+         "panel per mode."),
+    ),
+    series=SERIES,
+    within=WITHIN,
+    metrics={"latency_ns_median": False},
+    mpi=True,
+    subjects={
+        "Caches": (("cache_threshold", "cache_unseen", "cache_untested"), ("latency_vs_size",)),
+        "TLB": (("tlb_cost",), ()),
+        "DRAM and NUMA locality": (("latency_locality", "latency_ordering", "domain_asymmetry"), ("latency_matrix",)),
+        "Contention and concurrency": (("mode_divergence",), ("concurrent_vs_serial",)),
+        "Rank scaling": (("rank_scaling", "placement_scaling"), ("rank_scaling",)),
+        "Data quality": (("anomaly", "not_latency"), ()),
+    },
+    expand=plan.expand,
+    check=plan.check,
+    analyse=_analyse,
+    draw=(figures.plot_latency_vs_size, figures.plot_concurrent_vs_serial, figures.plot_latency_matrix,
+          figures.plot_rank_scaling),
+    raw_tables=report.latency_raw_tables,
+    quality=quality.QUALITY,
+    report=report.report_parts,
+    cross=report.cross,
+    placement=(("page_fractions", "mem_nodes", "rank"),),
+))

@@ -1,0 +1,727 @@
+"""Latency findings, each with its interval: cache levels and the TLB, NUMA locality, contention
+between modes and L3 groups, outliers, and rank scaling.
+
+They come from the statistical model of docs/STATISTICS.md: `levels` finds each curve's
+transitions and their causes (a cache level one core can use, the TLB where 4 KiB and huge-page
+curves part, or nothing, said once), refuses curves that are not latency, and `contrasts` compares
+modes and L3 groups size by size; every ratio, onset and location carries its interval and method,
+decisions hold the false-finding rate over every point tested, and a floor of practical effect
+stays. `latency_locality` tests every pair of CPU nodes reaching one node's memory against the
+firmware distances (Welch intervals over ranks, Benjamini-Hochberg over the pairs of the call); a
+farther node faster beyond the floor and the noise is a finding of its own (`latency_ordering`).
+
+Rank scaling: latency against the ranks per domain, sequential against interleaved placement, per
+domain set (what the seed's run_numa_benchmarks.sh sweeps). A scaling curve is one latency
+configuration (strategy, domains, mode, memory, pages, label, ...) measured at several ranks per
+domain, taken at its largest buffer size (where every rank is beyond its caches). Its units are the
+ranks of a run: each rank's latency is the median over repetitions.
+- `rank_scaling`: the latency of the ranks at the most ranks per domain against the median at
+  the fewest, as the geometric mean over those ranks of their ratio, with a t interval over the
+  ranks (`stats.unit_mean_interval`);
+- `placement_scaling`: at each rank count both strategies ran, sequential against interleaved
+  ranks (difference of mean log latency, Welch's standard error, a t interval); the finding
+  names the rank count with the largest difference, and the ratio at every other count.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from numasweep.benches.latency import tables
+from numasweep.benches.latency.tables import NAME, SERIES, WITHIN
+from numasweep.core.registry import COMMON_SERIES
+from numasweep.core.topology import Topology
+from numasweep.core.units import approx_size, format_size
+from numasweep.findings import analysis, levels
+from numasweep.findings.analysis import Finding
+from numasweep.results import series
+from numasweep.results.tables import l3_position, locality, node_lists
+from numasweep.statistics import contrasts, stats
+from numasweep.statistics.stats import Interval
+
+
+MIN_EFFECT = contrasts.MIN_EFFECT   # a difference between nodes' latencies: at least 10 %
+
+
+MAX_ANOMALIES = 10
+
+
+def _pct(ratio: float) -> str:
+    excess = abs(ratio - 1) * 100
+    return f"{excess:.1f}%" if excess < 10 else f"{excess:.0f}%"
+
+
+def _cpus(cpus: list[int]) -> str:
+    """'CPU 1' or 'CPUs 1, 17, 33'."""
+    cpus = sorted(cpus)
+    return ("CPU " if len(cpus) == 1 else "CPUs ") + ", ".join(str(c) for c in cpus)
+
+
+def _position_label(position: int) -> str:
+    names = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"]
+    word = names[position] if position < len(names) else f"#{position + 1}"
+    return f"{word} L3 group of each node"
+
+
+def _two_sample_ratio(a: pd.Series, b: pd.Series) -> Interval:
+    """Ratio of the geometric means of two groups of ranks with its Welch t interval (`stats.welch`)."""
+    return stats.welch(a.to_numpy(float), b.to_numpy(float))[0]
+
+
+def _welch_nodes(by_node: Any, a: Any, b: Any) -> tuple[Interval, float, float]:
+    """Latency of CPU node a over node b: `stats.welch` over their ranks."""
+    return stats.welch(by_node.get_group(a).to_numpy(float), by_node.get_group(b).to_numpy(float))
+
+
+def _beyond(log_ratio: float, se: float, dof: float, two_sided: bool) -> float:
+    """One-sided p-value of log ratio > log(1 + MIN_EFFECT) (`two_sided`: of |log ratio|); with a
+    zero standard error 0 or 1, with an unknown one NaN."""
+    value = abs(log_ratio) if two_sided else log_ratio
+    if se == 0:
+        return 0.0 if value > math.log1p(MIN_EFFECT) else 1.0
+    if two_sided:
+        return stats.excess_pvalue(log_ratio, se, dof, MIN_EFFECT)
+    return stats.rise_pvalue(log_ratio, se, dof, MIN_EFFECT)
+
+
+@dataclass
+class _NodePair:
+    """Two CPU nodes reaching one node's memory: latency of `a` over `b` (ratio of geometric means
+    over ranks, Welch interval) and the p-value the test of its family gives."""
+    a: int
+    b: int
+    distance_a: int
+    distance_b: int
+    ratio: Interval
+    p_value: float
+    flagged: bool = False
+
+    def numbers(self, names: tuple[str, str], flag: str) -> dict:
+        return {names[0]: self.a, names[1]: self.b, f"distance_{names[0]}": self.distance_a,
+                f"distance_{names[1]}": self.distance_b, "ratio": self.ratio.estimate, "low": self.ratio.low,
+                "high": self.ratio.high, "method": self.ratio.method, "p_value": self.p_value, flag: self.flagged}
+
+
+def _node_pairs(by_node: Any, dist: dict[int, int | None]) -> tuple[list[_NodePair], list[_NodePair]]:
+    """Every pair of CPU nodes of one group with known distances: (pairs of different distances as
+    farther / nearer, tested for the farther node faster beyond the floor; pairs of one distance as
+    slower / faster by geometric mean, tested two-sided beyond the floor)."""
+    nodes = sorted(n for n in by_node.groups if dist.get(int(n)) is not None)
+    ordered, tied = [], []
+    for i, x in enumerate(nodes):
+        for y in nodes[i + 1:]:
+            dx, dy = dist[int(x)], dist[int(y)]
+            if dx == dy:
+                ratio, se, dof = _welch_nodes(by_node, x, y)
+                if ratio.estimate < 1:
+                    x, y = y, x
+                    ratio, se, dof = _welch_nodes(by_node, x, y)
+                tied.append(_NodePair(int(x), int(y), dx, dy, ratio,
+                                      _beyond(math.log(ratio.estimate), se, dof, two_sided=True)))
+                continue
+            far, near = (x, y) if dx > dy else (y, x)
+            ratio, se, dof = _welch_nodes(by_node, far, near)
+            ordered.append(_NodePair(int(far), int(near), dist[int(far)], dist[int(near)], ratio,
+                                     _beyond(-math.log(ratio.estimate), se, dof, two_sided=False)))
+    return ordered, tied
+
+
+def _flag(pairs: list[_NodePair]) -> None:
+    """Benjamini-Hochberg over one family of pairs (every group of the call)."""
+    for pair, hit in zip(pairs, stats.benjamini_hochberg([p.p_value for p in pairs])):
+        pair.flagged = bool(hit)
+
+
+def _agreement(ordered: list[_NodePair]) -> bool | None:
+    """False when a pair contradicts the distances (its farther node faster beyond the floor and the
+    noise, Benjamini-Hochberg over the call); True when every pair of different distances has the
+    farther node slower with its 95 % interval above 1 (an intersection-union rule: each pair on its
+    own, so no correction for their number); None, not resolved by the noise, otherwise."""
+    if any(p.flagged for p in ordered):
+        return False
+    if ordered and all(np.isfinite(p.ratio.low) and p.ratio.low > 1 for p in ordered):
+        return True
+    return None
+
+
+def _weakest(ordered: list[_NodePair]) -> _NodePair:
+    """The pair of different distances closest to contradicting them: the lowest interval bound
+    (an unknown one first), then the lowest ratio."""
+    return min(ordered, key=lambda p: (np.isfinite(p.ratio.low), p.ratio.low if np.isfinite(p.ratio.low) else 0,
+                                       p.ratio.estimate))
+
+
+def _family(pairs: int) -> str:
+    return ("one pair of different distances tested" if pairs == 1 else
+            f"Benjamini-Hochberg over the {pairs} pairs of different distances")
+
+
+def _distance_text(dist: dict[int, int | None], ordered: list[_NodePair], agrees: bool | None,
+                   family: int) -> str:
+    listed = ", ".join(f"node {n}: {dist[n]}" for n in sorted(dist))
+    if not ordered:
+        return f"firmware distances ({listed}) give every node the same distance: they order nothing"
+    if agrees is False:
+        p = min((p for p in ordered if p.flagged), key=lambda p: p.ratio.estimate)
+        return (f"firmware distances ({listed}) order them differently: node {p.a} (distance {p.distance_a}) has "
+                f"{p.ratio.text('{:.2f}x')} the latency of node {p.b} (distance {p.distance_b}), faster beyond the "
+                f"noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(family)})")
+    p = _weakest(ordered)
+    pair = (f"node {p.a} (distance {p.distance_a}) over node {p.b} (distance {p.distance_b}) "
+            f"{p.ratio.text('{:.2f}x')}")
+    if agrees:
+        return (f"firmware distances ({listed}) order the nodes the same way: every farther node is slower, each "
+                f"interval above 1 (the closest, {pair})")
+    return (f"firmware distances ({listed}) are not contradicted, but the noise does not resolve the order "
+            f"({pair})")
+
+
+def _tied_text(tied: list[_NodePair]) -> str:
+    return "".join(
+        f"; the firmware gives nodes {p.a} and {p.b} the same distance {p.distance_a}, yet node {p.a}'s latency is "
+        f"{p.ratio.text('{:.2f}x')} node {p.b}'s, beyond the noise and the {MIN_EFFECT * 100:.0f}% floor "
+        f"(Benjamini-Hochberg over the pairs of one distance)" for p in tied if p.flagged)
+
+
+def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+    """Latency to one node's memory from each node's CPUs, normalised, next to the distances.
+
+    One finding per configuration (every series column but those telling ranks apart,
+    `WITHIN`: a 1-rank run and a 14-rank run load the memory differently, so their ranks are
+    never pooled) and memory node. Uses the largest size measured from at least two CPU nodes;
+    latency per CPU node is the median over its ranks. Against the firmware distances, every pair
+    of CPU nodes is the ratio of the geometric means over their ranks (ranks are the units) with a
+    Welch t interval: a pair of different distances contradicts them when the farther node is
+    faster beyond the noise and the 10 % floor, and a pair of one distance differs when either is
+    slower beyond both (Benjamini-Hochberg over each kind of pair of the call). A contradiction is
+    a finding of its own (`latency_ordering`).
+    """
+    topo = analysis.topology_dict(topology)
+    points = tables.latency_points(latency, topo)
+    if points.empty:
+        return []
+    single = points[~points["mem_nodes"].str.contains(",") & (points["mem_nodes"] != "")]
+    config = [c for c in series.series_columns(single, NAME) if c not in WITHIN]
+    varying = [c for c in config if c not in ("mode", "page_size", levels.GRID_PAGES) and single[c].nunique() > 1]
+    groups = []
+    for key, g in single.groupby(config + ["mem_nodes"]):
+        values = dict(zip(config, key))
+        mode, page, mem = values.get("mode", ""), values.get("page_size", ""), key[-1]
+        name = ", ".join(series.value_name(c, values[c]) for c in varying if str(values[c]) != "")
+        sizes = [s for s, h in g.groupby("size_bytes") if h["cpu_node"].nunique() >= 2]
+        if not sizes:
+            continue
+        size = max(sizes)
+        h = g[g["size_bytes"] == size]
+        by_node = h.groupby("cpu_node")["latency_ns"]
+        mem_node = int(mem)
+        dist = {int(n): analysis.node_distance(topo, int(n), mem_node) for n in by_node.groups}
+        known = all(d is not None for d in dist.values())
+        ordered, tied = _node_pairs(by_node, dist) if known else ([], [])
+        groups.append((mode, page, name, mem_node, size, by_node, dist, known, ordered, tied))
+    every_ordered = [p for g in groups for p in g[8]]
+    _flag(every_ordered)
+    _flag([p for g in groups for p in g[9]])
+    findings = []
+    for mode, page, name, mem_node, size, by_node, dist, known, ordered, tied in groups:
+        spread = _two_sample_ratio(by_node.get_group(by_node.median().idxmax()),
+                                   by_node.get_group(by_node.median().idxmin()))
+        per_node = by_node.agg(["median", "min", "max", "count"])
+        fast, slow = int(per_node["median"].idxmin()), int(per_node["median"].idxmax())
+        best = per_node["median"].min()
+        ratios = {int(n): per_node.loc[n, "median"] / best for n in per_node.index}
+        agrees = _agreement(ordered) if known else None
+        # nodes the firmware puts at one distance: their latencies (median over ranks), each pair tested
+        at: dict[int, list[int]] = {}
+        for n, d in dist.items():
+            at.setdefault(d, []).append(n)
+        tie_spread = {d: {"nodes": sorted(ns), "ratio": max(ratios[n] for n in ns) / min(ratios[n] for n in ns),
+                          "differs": any(p.flagged for p in tied if p.distance_a == d)}
+                      for d, ns in at.items() if known and len(ns) > 1}
+        others = "; ".join(f"node {n} {ratios[n]:.2f}x" for n in sorted(ratios) if n not in (fast, slow))
+        dist_text = "firmware distances are not recorded for this system"
+        if known:
+            dist_text = _distance_text(dist, ordered, agrees, len(every_ordered)) + _tied_text(tied)
+        where = f"{analysis.size_text(size)}, {mode} mode" + (f", {page} pages" if page else "") + (f", {name}" if name else "")
+        numbers = {"mode": mode, "page_size": page, "config": name, "mem_node": mem_node, "size_bytes": size,
+                   "fastest_cpu_node": fast, "slowest_cpu_node": slow, "fastest_ns": best,
+                   "slowest_ns": per_node.loc[slow, "median"], "ratio_slowest_fastest": ratios[slow],
+                   **analysis.interval_numbers("geomean_ratio", spread),
+                   "ratio_to_fastest": ratios, "latency_ns": per_node["median"].to_dict(),
+                   "distances": dist, "distance_order_agrees": agrees, "floor": MIN_EFFECT,
+                   "distance_pairs": [p.numbers(("farther", "nearer"), "contradicts") for p in ordered],
+                   "same_distance_spread": tie_spread,
+                   "same_distance_pairs": [p.numbers(("slower", "faster"), "differs") for p in tied]}
+        evidence = [{"cpu_node": int(n), "mem_node": mem_node, "size_bytes": size, "latency_ns": r["median"],
+                     "latency_ns_min_rank": r["min"], "latency_ns_max_rank": r["max"], "ranks": int(r["count"]),
+                     "distance": dist[int(n)]} for n, r in per_node.iterrows()]
+        findings.append(Finding(
+            id="latency_locality", bench="latency",
+            title=f"Latency to node {mem_node}'s memory by CPU node" + (f" ({name})" if name else ""),
+            summary=(f"With memory on node {mem_node} ({where}), latency is lowest from node "
+                     f"{fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
+                     f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
+                     f"geometric means {spread.text('{:.2f}x')})"
+                     + (f"; {others}" if others else "") + f"; {dist_text}."),
+            numbers=numbers, evidence=evidence))
+        for p in (p for p in ordered if p.flagged):
+            findings.append(Finding(
+                id="latency_ordering", bench="latency",
+                title=(f"Latency ordering contradicts the firmware distances: node {p.a} vs node {p.b} to node "
+                       f"{mem_node}'s memory" + analysis.in_parens(where)),
+                summary=(f"Node {mem_node}'s memory is farther from node {p.a}'s CPUs than from node {p.b}'s by the "
+                         f"firmware distances ({p.distance_a} vs {p.distance_b}), yet node {p.a}'s latency to it is "
+                         f"{p.ratio.text('{:.2f}x')} node {p.b}'s ({where}; geometric means over ranks), faster "
+                         f"beyond the noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(len(every_ordered))}): the "
+                         "ordering contradicts the firmware distances."),
+                numbers={"mode": mode, "page_size": page, "config": name, "mem_node": mem_node, "size_bytes": size,
+                         "claim": True,
+                         "farther_cpu_node": p.a, "nearer_cpu_node": p.b, "distance_farther": p.distance_a,
+                         "distance_nearer": p.distance_b, **analysis.interval_numbers("ratio", p.ratio), "p_value": p.p_value,
+                         "floor": MIN_EFFECT, "distance_order_agrees": False},
+                evidence=[e for e in evidence if e["cpu_node"] in (p.a, p.b)]))
+    return findings
+
+
+# Columns whose values are repetitions of one curve: job repetitions and the ranks of a run (ranks
+# that should measure alike; the series keys keep apart those that should not).
+REPLICATES = (series.REPETITION, "rank", "cpu", "cpu_node", "l3_group", "mem_nodes")
+
+
+RANK_UNITS = (series.REPETITION, "rank", "cpu", "cpu_node")      # one rank of one run, in both modes
+
+
+NODE_UNITS = ("cpu_node", series.REPETITION)                     # one node's L3 groups, in one run
+
+
+@dataclass
+class _Latency:
+    """A latency table prepared for levels and contrasts: identity columns normalised, with
+    `locality` ("local" or "<cpu node>-><memory nodes>") and `l3_position` (index of the rank's
+    L3 group among its node's), and the series keys of one curve."""
+    table: pd.DataFrame
+    topology: Topology | None
+    keys: list[str]
+    varying: list[str]
+
+
+def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
+    need = {"size_bytes", "latency_ns_median"}
+    if latency is None or latency.empty or not need <= set(latency.columns):
+        return None
+    stats.check_values(latency, "latency.csv")
+    df = series.normalise(latency, "latency")
+    for col in ("mode", "page_size", "mem_nodes"):
+        if col not in df:
+            df[col] = ""
+    for col in ("cpu_node", "l3_group"):
+        if col not in df:
+            df[col] = -1
+    df["locality"] = series.row_codes(pd.DataFrame({"cpu_node": df["cpu_node"], "mem_nodes": node_lists(
+        df["mem_nodes"], categorical=True)}), locality)
+    position = l3_position(topo)
+    df["l3_position"] = series.per_value(df["l3_group"], lambda g: position.get(int(g), 0), dtype=np.int64)
+    keys = [c for c in series.series_columns(df, NAME) if c not in WITHIN]
+    keys = keys + ["host", "locality"] if "host" in df else keys + ["locality"]
+    # normalised (series.normalise): numbers or text, so distinct values are distinct texts
+    varying = [c for c in keys if df[c].nunique() > 1]
+    return _Latency(df, levels.topology_object(topo), keys, varying)
+
+
+def _size_iv(interval: Interval) -> str:
+    if not np.isfinite(interval.low):
+        return f"{approx_size(interval.estimate)} (no interval)"
+    return (f"{approx_size(interval.estimate)} ({interval.level * 100:.0f}% interval "
+            f"{approx_size(interval.low)} to {approx_size(interval.high)})")
+
+
+def _opening(text: str, rest: str) -> str:
+    """A sentence from an optional opening and the rest: "In serial mode, rest." or "Rest."."""
+    return f"{text[0].upper()}{text[1:]}, {rest}." if text else f"{rest[0].upper()}{rest[1:]}."
+
+
+UNIT_NAMES = {"cpu_node": "node", "l3_group": "L3 group", "mem_nodes": "memory on node", "cpu": "CPU",
+              "rank": "rank", series.REPETITION: "repetition"}
+
+
+def _unit(unit: dict) -> str:
+    """'rank 5, CPU 41, node 2' from a unit's key columns."""
+    return ", ".join(f"{UNIT_NAMES.get(k, k)} {v}" for k, v in unit.items() if str(v) not in ("", "-1"))
+
+
+def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
+    findings: list[Finding] = []
+    for curve in lv.curves:
+        text, title, base = analysis.where_text(curve.series, study.varying)
+        if not curve.measured:
+            findings.append(Finding(
+                id="not_latency", bench="latency", title="Not a latency curve" + title,
+                summary=_opening(text, curve.gate_reason),
+                numbers={**base, "claim": True, "reason": curve.gate_reason},
+                evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)]))
+            continue
+        for t in curve.transitions:
+            findings.append(Finding(
+                id="cache_threshold", bench="latency",
+                title=(f"Latency step {analysis.size_text(t.from_size_bytes)} to {analysis.size_text(t.to_size_bytes)}: "
+                       f"{t.label or 'unexplained'}" + title),
+                summary=_opening(text, t.describe()),
+                numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
+                         "size_bytes": t.to_size_bytes, **analysis.interval_numbers("step_ratio", t.ratio),
+                         **analysis.interval_numbers("location_bytes", t.location_bytes), "latency_before_ns": t.latency_before_ns,
+                         "latency_after_ns": t.latency_after_ns, "matched_cache": t.label,
+                         "cache_bytes": t.capacity_bytes, "caveats": t.caveats, "p_value": t.p_value,
+                         "noise_rule": curve.noise_rule},
+                evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)
+                          if t.from_size_bytes <= s <= t.to_size_bytes]))
+        if curve.unseen:
+            names = ", ".join(f"{c.label} ({analysis.size_text(c.size_bytes)})" for c in curve.unseen)
+            findings.append(Finding(
+                id="cache_unseen", bench="latency", title="Cache levels without a visible transition" + title,
+                summary=_opening(text, f"the tested sizes span {names} but latency shows no transition beyond the "
+                                       f"noise for {'it' if len(curve.unseen) == 1 else 'them'}"),
+                numbers={**base, "claim": False, "caches": [{"cache": c.label, "cache_bytes": c.size_bytes}
+                                                            for c in curve.unseen]}))
+    seen = {t.capacity_bytes for curve in lv.curves for t in curve.transitions}
+    untested = {c.size_bytes: c for curve in lv.curves if curve.measured for c in curve.untested
+                if c.size_bytes not in seen}
+    tested = [s for curve in lv.curves for s in curve.sizes]
+    if untested and tested:
+        names = ", ".join(f"{c.label} ({analysis.size_text(c.size_bytes)})" for c in sorted(untested.values(),
+                                                                            key=lambda c: c.size_bytes))
+        findings.append(Finding(
+            id="cache_untested", bench="latency", title="Caches outside the tested sizes",
+            summary=(f"The tested sizes {analysis.size_text(min(tested))} to {analysis.size_text(max(tested))} need two sizes either side of a "
+                     f"cache to show it, so they cannot show {names}."),
+            numbers={"claim": False, "min_size_bytes": min(tested), "max_size_bytes": max(tested),
+                     "caches": [{"cache": c.label, "cache_bytes": c.size_bytes} for c in untested.values()]}))
+    for t in lv.tlb:
+        text, title, base = analysis.where_text(t.series, study.varying, skip=("page_size",))
+        peak = f"{t.max_ratio.text('{:.2f}x')} at {analysis.size_text(t.max_size_bytes)}"
+        if t.onset_bytes is not None:
+            summary = _opening(text, f"4 KiB pages are slower than {t.huge_page} pages beyond the noise and the "
+                                     f"{levels.TLB_FLOOR * 100:.0f}% floor from {analysis.size_text(t.onset_bytes)} on (onset "
+                                     f"{_size_iv(t.onset)}; the cost is half its largest at "
+                                     f"{_size_iv(t.location_bytes)}); 4 KiB / {t.huge_page} latency peaks at {peak}: "
+                                     "the TLB reach, not a cache")
+        else:
+            summary = _opening(text, f"4 KiB and {t.huge_page} pages do not part beyond the noise and the "
+                                     f"{levels.TLB_FLOOR * 100:.0f}% floor at any size tested (largest ratio {peak})")
+        findings.append(Finding(
+            id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {t.huge_page} pages" + title, summary=summary,
+            numbers={**base, "page_size": "4k", "claim": t.onset_bytes is not None, "huge_page": t.huge_page,
+                     "onset_size_bytes": t.onset_bytes, **analysis.interval_numbers("onset_bytes", t.onset),
+                     **analysis.interval_numbers("location_bytes", t.location_bytes), **analysis.interval_numbers("max_ratio", t.max_ratio),
+                     "max_size_bytes": t.max_size_bytes, "floor": levels.TLB_FLOOR},
+            evidence=t.per_size))
+    return findings
+
+
+def _per_size(c: contrasts.Contrast) -> list[dict]:
+    return [{"size_bytes": s.size_bytes, "ratio": s.ratio.estimate, "ratio_low": s.ratio.low,
+             "ratio_high": s.ratio.high, "units": s.units, "differs": s.differs} for s in c.per_size]
+
+
+def _contrast_numbers(c: contrasts.Contrast) -> dict:
+    peak = max(c.per_size, key=lambda s: abs(math.log(s.ratio.estimate)))
+    return {**analysis.interval_numbers("max_ratio", peak.ratio), "max_size_bytes": peak.size_bytes,"claim": c.differs, "differs": c.differs, "equivalent": c.equivalent, "floor": c.floor,
+            "onset_size_bytes": c.onset_bytes, **analysis.interval_numbers("onset_bytes", c.onset),
+            "plateau_from_size_bytes": c.plateau_from_bytes, "plateau_to_size_bytes": c.plateau_to_bytes,
+            **analysis.interval_numbers("plateau_ratio", c.plateau_ratio), **analysis.interval_numbers("overall_ratio", c.overall_ratio),
+            "units": len(c.ratios.replicates) if c.ratios is not None else 0, "noise_rule": c.noise_rule,
+            "unclaimed": c.unclaimed}
+
+
+def _slower(ratio: float, a: str, b: str) -> str:
+    return f"{a} are {_pct(ratio)} {'slower' if ratio > 1 else 'faster'} than {b}"
+
+
+def _contrast_text(c: contrasts.Contrast, a: str, b: str) -> str:
+    """What a contrast shows, with its numbers and intervals."""
+    floor = f"{c.floor * 100:.0f}%"
+    if c.differs and c.plateau_ratio is not None:
+        text = (f"{_slower(c.plateau_ratio.estimate, a, b)} from {analysis.size_text(c.plateau_from_bytes)} to "
+                f"{analysis.size_text(c.plateau_to_bytes)} (ratio {c.plateau_ratio.text()}, geometric mean over those sizes)")
+        if c.onset_bytes is not None:
+            text += f"; beyond the noise and the {floor} floor from {analysis.size_text(c.onset_bytes)} on (onset {_size_iv(c.onset)})"
+        else:
+            text += "; the difference does not last to the largest size"
+        return text
+    overall = c.overall_ratio.text() if c.overall_ratio is not None else "unknown"
+    if c.unclaimed:
+        return f"nothing is claimed: {c.unclaimed} (overall ratio {overall}); repeat the runs to tell"
+    if c.equivalent:
+        return f"{a} and {b} are alike: overall ratio {overall}, inside the {floor} margin (equivalent)"
+    return (f"no size differs beyond the noise and the {floor} floor, but the data cannot show them alike "
+            f"either (overall ratio {overall})")
+
+
+def _cpus_by_position(table: pd.DataFrame) -> dict[int, list[int]]:
+    """The CPUs measured at each L3 position (once per table: a fleet has a contrast per node)."""
+    if "cpu" not in table:
+        return {}
+    pairs = table[["l3_position", "cpu"]].drop_duplicates()
+    return {int(p): sorted(set(g.astype(int))) for p, g in pairs.groupby("l3_position")["cpu"]}
+
+
+def _divergence_findings(study: _Latency, div: list[contrasts.Contrast]) -> list[Finding]:
+    findings = []
+    at = _cpus_by_position(study.table) if div else {}
+    for c in div:
+        text, title, base = analysis.where_text(c.series, study.varying, skip=("mode",))
+        pos = int(c.series.get("l3_position", 0))
+        cpus = at.get(pos, [])
+        group = _position_label(pos) if study.topology is not None and study.topology.l3_groups else "all ranks"
+        who = f"ranks on the {group}" + (f" ({_cpus(cpus)})" if cpus and cpus != [-1] else "")
+        findings.append(Finding(
+            id="mode_divergence", bench="latency", title=f"Concurrent vs serial: {group}" + title,
+            summary=f"For {who}{' ' + text if text else ''}: {_contrast_text(c, 'concurrent runs', 'serial runs')}.",
+            numbers={**base, "l3_position": pos, "cpus": cpus, **_contrast_numbers(c)}, evidence=_per_size(c)))
+    onsets = [f.numbers["onset_size_bytes"] for f in findings if f.numbers["onset_size_bytes"] is not None]
+    if onsets and len(findings) > 1:
+        findings.insert(0, Finding(
+            id="mode_divergence", bench="latency", title="Concurrent vs serial: onset",
+            summary=(f"Concurrent and serial runs diverge beyond the noise from {analysis.size_text(min(onsets))} on, in "
+                     f"{len(onsets)} of {len(findings)} rank groups."),
+            numbers={"claim": False, "onset_size_bytes": min(onsets), "groups_diverging": len(onsets),
+                     "groups": len(findings)}))
+    return findings
+
+
+def _asymmetry_findings(study: _Latency, ccd: list[tuple[int, int, contrasts.Contrast]]) -> list[Finding]:
+    findings = []
+    at = _cpus_by_position(study.table) if ccd else {}
+    for a, b, c in ccd:
+        text, title, base = analysis.where_text(c.series, study.varying)
+        cpus = {p: at.get(p, []) for p in (a, b)}
+        name_a = f"ranks on the {_position_label(a)} ({_cpus(cpus[a])})"
+        name_b = f"those on the {_position_label(b)} ({_cpus(cpus[b])})"
+        findings.append(Finding(
+            id="domain_asymmetry", bench="latency",
+            title=f"L3 groups inside a node: {_position_label(a).split(' ')[0]} vs {_position_label(b).split(' ')[0]}"
+                  + title,
+            summary=_opening(text, f"{_contrast_text(c, name_a, name_b)} (ratio per node, then over nodes)"),
+            numbers={**base, "l3_position_a": a, "l3_position_b": b, "cpus_a": cpus[a], "cpus_b": cpus[b],
+                     "asymmetric": c.differs, **_contrast_numbers(c)},
+            evidence=_per_size(c)))
+    return findings
+
+
+def _deviation_findings(study: _Latency, devs: list[contrasts.Deviation]) -> list[Finding]:
+    findings = []
+    for d in devs:
+        # mode contrasts are split by L3 position, L3-group contrasts by mode
+        ratio_name = "concurrent / serial ratio" if "mode" not in d.series else "L3-group latency ratio"
+        text, title, base = analysis.where_text(d.series, study.varying, skip=("mode",) if "mode" not in d.series else ())
+        unit = _unit(d.unit)
+        kind = "inversion" if d.inversion else "deviation"
+        summary = _opening(" ".join(x for x in (text, f"at {analysis.size_text(d.size_bytes)}") if x),
+                           f"{unit} has a {ratio_name} of {d.ratio:.2f} while the others' median is "
+                           f"{d.others_ratio:.2f}: {d.relative.text('{:.2f}x')} theirs"
+                           + (", inverting the pattern" if d.inversion else ""))
+        findings.append(Finding(
+            id="anomaly", bench="latency", title=f"{kind.capitalize()}: {unit} at {analysis.size_text(d.size_bytes)}" + title,
+            summary=summary,
+            numbers={**base, **{k: int(v) if str(v).lstrip("-").isdigit() else v for k, v in d.unit.items()},
+                     "claim": True, "kind": kind,
+                     "size_bytes": d.size_bytes, "ratio": d.ratio, "others_ratio": d.others_ratio,
+                     **analysis.interval_numbers("relative", d.relative), "p_value": d.p_value, "what": ratio_name}))
+    return findings
+
+
+def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
+    """Runs (a rank of one repetition) off the others of their curve at one size (`stats.deviations`)."""
+    keys = study.keys + ["l3_position"]
+    reps = [c for c in REPLICATES if c in table]
+    curves = stats.series_table(table, keys, reps)
+    found = stats.deviations(curves, [contrasts.MIN_EFFECT] * len(curves))
+    findings = []
+    for n, u, j, diff, ref, interval, p in found:
+        s = curves[n]
+        run = s.replicates[u] if isinstance(s.replicates[u], tuple) else (s.replicates[u],)
+        who = dict(zip(reps, run))
+        text, title, base = analysis.where_text(s.key, study.varying)
+        unit = _unit(who)
+        size = int(s.sizes[j])
+        findings.append(Finding(
+            id="anomaly", bench="latency", title=f"Outlier: {unit} at {analysis.size_text(size)}" + title,
+            summary=_opening(" ".join(x for x in (text, f"at {analysis.size_text(size)}") if x),
+                             f"{unit} measures {math.exp(diff + ref):.1f} ns against the {math.exp(ref):.1f} ns "
+                             f"median of the other runs: {interval.text('{:.2f}x')} theirs (Holm over every run and size)"),
+            numbers={**base, **who, "claim": True, "kind": "outlier", "size_bytes": size,
+                     "latency_ns": math.exp(diff + ref), "reference_ns": math.exp(ref), **analysis.interval_numbers("relative", interval),
+                     "p_value": p}))
+    return findings
+
+
+def _without(table: pd.DataFrame, refused: list[dict]) -> pd.DataFrame:
+    """The table without the series (their keys) the plausibility gate refused."""
+    for key in refused:
+        mask = np.ones(len(table), bool)
+        for k, v in key.items():
+            mask &= (table[k].astype(str) == str(v)).to_numpy()
+        table = table[~mask]
+    return table
+
+
+def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+    """Every latency finding but locality, from `levels` (transitions and their causes, the TLB, the
+    plausibility gate) and `contrasts` (concurrent vs serial, L3 groups inside a node, units that
+    deviate), each number with its interval (docs/STATISTICS.md). `claim` in a finding's numbers
+    says whether it claims an effect (False: a symmetry, a level with no transition, an untested one)."""
+    return [f for part in latency_parts(latency, topology) for f in part()]
+
+
+def latency_parts(latency: pd.DataFrame | None, topology: Any = None) -> list[Callable[[], list[Finding]]]:
+    """`latency_findings` as parts that need only what is worked out here (the table, its series
+    and the curves the gate refuses), in the order of their findings: the levels, the contrasts,
+    the outliers. `analyse` runs them side by side on a large table."""
+    topo = analysis.topology_dict(topology)
+    study = _prepare(latency, topo)
+    if study is None or study.table["size_bytes"].nunique() < 2:
+        return []
+    curves = levels.latency_series(study.table, study.keys, REPLICATES, where="latency.csv")
+    parts: list[Callable[[], list[Finding]]] = [functools.partial(_levels_part, study, curves)]
+    table = _without(study.table, [s.key for s, reason in zip(curves, levels.refusals(curves, study.topology))
+                                   if reason is not None])
+    if table.empty:
+        return parts
+    return parts + [functools.partial(_contrast_findings, study, table),
+                    functools.partial(_outlier_findings, study, table)]
+
+
+def _levels_part(study: _Latency, curves: list[stats.Series]) -> list[Finding]:
+    return _levels_findings(study, levels.latency_levels(study.table, study.topology, study.keys, REPLICATES,
+                                                         all_series=curves))
+
+
+def _contrast_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
+    """Concurrent vs serial, the L3 groups inside a node, and the units that deviate from both."""
+    div: list[contrasts.Contrast] = []
+    if {"concurrent", "serial"} <= set(table["mode"].unique()):
+        div_keys = [k for k in study.keys if k != "mode"] + ["l3_position"]
+        div = contrasts.contrast(table, "mode", "concurrent", "serial", RANK_UNITS, div_keys, where="latency.csv")
+    ccd: list[tuple[int, int, contrasts.Contrast]] = []
+    positions = sorted(set(table["l3_position"].unique()))
+    if study.topology is not None and study.topology.l3_groups and len(positions) > 1:
+        for p in positions[1:]:
+            ccd += [(positions[0], p, c) for c in contrasts.contrast(
+                table, "l3_position", positions[0], p, NODE_UNITS, study.keys, where="latency.csv")]
+    return (_divergence_findings(study, div) + _asymmetry_findings(study, ccd)
+            + _deviation_findings(study, contrasts.deviations([c for _, _, c in ccd] + div)))
+
+
+LATENCY_ANALYSES = (latency_findings, latency_locality)
+
+
+# ---------------------------------------------------------------- rank scaling
+
+RPD = "ranks_per_domain"
+# The columns that name a scaling curve: the configuration of a run less its rank count.
+CURVE = tuple(c for c in COMMON_SERIES + SERIES
+              if c not in WITHIN and c not in (RPD, "ranks"))
+
+
+def scaling_points(latency: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per rank of every run at its configuration's largest size (median over
+    repetitions), for the configurations measured at two or more rank counts per domain; empty
+    when there are none."""
+    if latency is None or latency.empty or RPD not in latency or "size_bytes" not in latency:
+        return pd.DataFrame()
+    # a campaign at one rank count per domain (the seed's sweep) has no curve: no table to reduce
+    counts = pd.to_numeric(latency[RPD], errors="coerce").fillna(-1).astype("int64")
+    if counts[counts > 0].nunique() < 2:
+        return pd.DataFrame()
+    points = series.point_table(latency, "latency", ["latency_ns_median"])
+    points = points[(points[RPD] > 0) & (points["latency_ns_median"] > 0)]
+    if points.empty:
+        return pd.DataFrame()
+    curve = [c for c in CURVE if c in points]
+    counts = points.groupby(curve + ["size_bytes"], dropna=False)[RPD].transform("nunique")
+    points = points[counts >= 2]
+    # a size sweep is judged at its largest size, where every rank is beyond its caches
+    largest = points.groupby(curve, dropna=False)["size_bytes"].transform("max")
+    return points[points["size_bytes"] == largest].reset_index(drop=True)
+
+
+def curve_columns(points: pd.DataFrame, without: tuple[str, ...] = ()) -> list[str]:
+    return [c for c in CURVE if c in points and c not in without]
+
+
+def _name(key: dict) -> str:
+    parts = [f"{key.get('strategy', '')}".strip(), f"domains {key.get('domains', '')}"]
+    for col in ("mode", "memory", "pages", "label", "system", "host"):
+        value = str(key.get(col, "")).strip()
+        if value:
+            parts.append(value)
+    return ", ".join(p for p in parts if p and p != "domains ")
+
+
+def rank_scaling(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+    points = scaling_points(latency)
+    if points.empty:
+        return []
+    cols = curve_columns(points)
+    findings = []
+    for key, g in points.groupby(cols + ["size_bytes"], sort=True, dropna=False):
+        key = dict(zip(cols + ["size_bytes"], key))
+        rpds = sorted(g[RPD].unique())
+        per_count = g.groupby(RPD)["latency_ns_median"].median()
+        base = per_count[rpds[0]]
+        top = g[g[RPD] == rpds[-1]]["latency_ns_median"].to_numpy(float)
+        interval = stats.unit_mean_interval(np.log(top / base).reshape(-1, 1))
+        name = _name(key)
+        size = format_size(int(key["size_bytes"]))
+        findings.append(Finding(
+            id="rank_scaling", bench="latency",
+            title=f"Rank scaling at {size} ({name})",
+            summary=(f"From {rpds[0]} to {rpds[-1]} ranks per domain ({name}, {size}), the latency of a rank is "
+                     f"{interval.text()} times the {base:.1f} ns at {rpds[0]} per domain "
+                     f"(geometric mean over the {len(top)} ranks of the largest run; {interval.method})."),
+            numbers={**{k: series.label(v) for k, v in key.items()}, "from_ranks_per_domain": int(rpds[0]),
+                     "to_ranks_per_domain": int(rpds[-1]), "ratio": interval.estimate, "low": interval.low,
+                     "high": interval.high, "level": interval.level, "base_ns": float(base)},
+            evidence=[{RPD: int(r), "latency_ns_median": float(v), "ranks": int((g[RPD] == r).sum())}
+                      for r, v in per_count.items()],
+        ))
+    findings += placement_scaling(points)
+    return findings
+
+
+def placement_scaling(points: pd.DataFrame) -> list[Finding]:
+    """Sequential against interleaved ranks, per domain set, size and rank count per domain."""
+    if "strategy" not in points or not {"sequential", "interleaved"} <= set(points["strategy"].unique()):
+        return []
+    cols = curve_columns(points, without=("strategy",))
+    findings = []
+    for key, g in points.groupby(cols + ["size_bytes"], sort=True, dropna=False):
+        key = dict(zip(cols + ["size_bytes"], key))
+        by_count = []
+        for rpd, h in g.groupby(RPD):
+            seq = h[h["strategy"] == "sequential"]["latency_ns_median"].to_numpy(float)
+            inter = h[h["strategy"] == "interleaved"]["latency_ns_median"].to_numpy(float)
+            if len(seq) and len(inter):
+                by_count.append((int(rpd), stats.welch(seq, inter, "Welch t interval on the mean log latency over ranks")[0]))
+        if not by_count:
+            continue
+        rpd, interval = max(by_count, key=lambda c: abs(math.log(c[1].estimate)))
+        name = _name({**key, "strategy": ""})
+        size = format_size(int(key["size_bytes"]))
+        findings.append(Finding(
+            id="placement_scaling", bench="latency",
+            title=f"Sequential vs interleaved ranks at {size} ({name})",
+            summary=(f"With {rpd} ranks per domain ({name}, {size}), sequential placement gives "
+                     f"{interval.text()} times the latency of interleaved placement ({interval.method}); "
+                     "at each rank count: " + ", ".join(f"{r} per domain {i.estimate:.2f}x" for r, i in by_count)
+                     + "."),
+            numbers={**{k: series.label(v) for k, v in key.items()}, RPD: rpd, "ratio": interval.estimate,
+                     "low": interval.low, "high": interval.high, "level": interval.level},
+            evidence=[{RPD: r, "ratio": i.estimate, "low": i.low, "high": i.high} for r, i in by_count],
+        ))
+    return findings

@@ -1,0 +1,179 @@
+"""The latency parts of the report: the raw tables (latency per rank and size), the pages of each
+rank's buffer by node, concurrent against serial per configuration, and two systems side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from numasweep.benches.latency import figures as latency_figures
+from numasweep.benches.latency import tables
+from numasweep.benches.latency.tables import NAME
+from numasweep.core.units import format_size, parse_page_fractions
+from numasweep.findings import levels
+from numasweep.reporting import figures
+from numasweep.reporting.markdown import md_table
+from numasweep.results import digest, series
+from numasweep.results.tables import with_memory_node
+
+
+def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
+    """Per configuration, the seed's layout: one row per rank, one column per size."""
+    out = []
+    for variant, part in tables.latency_configs(tables.latency_table(latency)):
+        part, hosts = over_hosts(with_memory_node(part))
+        sizes = sorted(part["size_bytes"].unique())
+        header = ["rank", "CPU", "CPU node", "memory node"] + [format_size(int(s)) for s in sizes]
+        rows = []
+        for _, r in tables.latency_lines(part):
+            rank = r["rank"].iloc[0]
+            values = r.set_index("size_bytes")["latency_ns_median"]
+            mem = r["memory_node"].dropna()
+            rows.append([int(rank), int(r["cpu"].iloc[0]), int(r["cpu_node"].iloc[0]),
+                         int(mem.iloc[0]) if len(mem) and mem.nunique() == 1 else "mixed"]
+                        + [float(values.get(s, float("nan"))) for s in sizes])
+        over = f", median over {hosts} hosts (each host's rows are in latency.csv)" if hosts > 1 else ""
+        out.append({"title": f"Latency (ns per load), {variant}{over}",
+                    "table": md_table(header, rows)})
+    return out
+
+
+def over_hosts(part: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """A fleet's latency configuration with more than `digest.HOST_ROWS` hosts as one line per
+    rank: per size, the median over the hosts (`figures.across_hosts`) and the memory node where
+    every host's pages landed on one (else none); the part itself and 1 with fewer hosts, whose
+    rows stay one per host."""
+    hosts = part["host"].nunique() if "host" in part else 1
+    if hosts <= digest.HOST_ROWS:
+        return part, 1
+    out, _ = latency_figures.across_hosts(part, "latency_ns_median")
+    keys = [c for c in out.columns if c in part and c not in ("latency_ns_median", *tables.SPREAD)]
+    if "memory_node" in part:
+        node = part.groupby(keys, sort=True, dropna=False)["memory_node"].agg(
+            lambda s: s.iloc[0] if s.nunique(dropna=False) == 1 else pd.NA)
+        out = out.merge(node.reset_index(), on=keys, how="left")
+    return out, hosts
+
+
+def placement_tables(latency: pd.DataFrame | None, topology: dict | None) -> list[dict]:
+    """MiB of each rank's buffer found on each node (move_pages), at the largest size per
+    rank and configuration: the seed's numastat check, for every rank (and host, up to
+    `digest.HOST_ROWS` hosts; over more, each rank's median over the hosts)."""
+    if latency is None or "page_fractions" not in latency:
+        return []
+    node_ids = [n["id"] for n in (topology or {}).get("nodes", [])]
+    out = []
+    for variant, part in tables.latency_configs(tables.latency_table(latency)):
+        part = part[part["size_bytes"] == part["size_bytes"].max()]
+        # rows in the table's order, their placement parsed in the same order
+        part = part.sort_values([c for c in ("rank", "host") if c in part], kind="stable")
+        parsed = [parse_page_fractions(f) for f in part["page_fractions"]]
+        if not any(parsed):
+            continue
+        ids = node_ids or sorted({n for p in parsed for n in p})
+        size = int(part["size_bytes"].iloc[0])
+        hosts = part["host"].nunique() if "host" in part else 1
+        named = 1 < hosts <= digest.HOST_ROWS
+        rows = []
+        for (_, r), fractions in zip(part.iterrows(), parsed):
+            asked = r.get("mem_nodes", "")
+            rows.append([int(r["rank"]), int(r["cpu"]), int(r["cpu_node"])] + ([r["host"]] if named else [])
+                        + [f"{r.get('policy', '')} {'' if pd.isna(asked) else asked}".strip()]
+                        + [fractions.get(n, 0.0) * size / 2**20 for n in ids])
+        header = ["rank", "CPU", "CPU node"] + (["host"] if named else []) + ["policy"]
+        if hosts > digest.HOST_ROWS:
+            wide = pd.DataFrame(rows, columns=header + [str(n) for n in ids])
+            rows = wide.groupby(header, sort=True, dropna=False).median().reset_index().values.tolist()
+        header += [f"node {n} (MiB)" for n in ids]
+        over = f", median over {hosts} hosts" if hosts > digest.HOST_ROWS else ""
+        out.append({"title": f"{variant}, {format_size(size)} per rank{over}",
+                    "table": md_table(header, rows, right=set(range(len(header) - len(ids), len(header))) | {0, 1, 2})})
+    return out
+
+
+
+def mode_comparison(latency: pd.DataFrame | None) -> str | None:
+    """Median over ranks per size for each mode, and their ratio, when both modes exist: one
+    table per configuration (rank count, strategy, domains, ...), never pooled over them."""
+    if latency is None or set(latency["mode"].unique()) < {"concurrent", "serial"}:
+        return None
+    table = tables.latency_table(latency)
+    columns = series.config_columns(table, NAME, ("mode",))
+    parts = []
+    for _, part in series.configurations(table, NAME, without=("mode",)):
+        if set(part["mode"].unique()) < {"concurrent", "serial"}:
+            continue
+        variant = ", ".join(f"{c.replace('_', ' ')} {series.label(part[c].iloc[0])}" for c in columns) or "all"
+        med = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")
+        worst = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="max")
+        med = med.dropna()
+        rows = [[format_size(int(s)), float(med.loc[s, "concurrent"]), float(med.loc[s, "serial"]),
+                 float(worst.loc[s, "concurrent"]), float(worst.loc[s, "serial"])]
+                for s in med.index]
+        parts.append((variant, md_table(["size", "concurrent median (ns)", "serial median (ns)",
+                                         "concurrent slowest rank (ns)", "serial slowest rank (ns)"], rows)))
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0][1]
+    return "\n\n".join(f"**{variant}**\n\n{md}" for variant, md in parts)
+
+
+def common_size_table(latencies: list[pd.DataFrame], names: list[str]) -> list[dict]:
+    """Per mode: median latency over ranks at each size both systems measured, and the ratio."""
+    out = []
+    tables_by_system = [tables.latency_table(lat) for lat in latencies]
+    modes = sorted(set.intersection(*(set(t["mode"]) for t in tables_by_system)))
+    for mode in modes:
+        medians = [t[t["mode"] == mode].groupby("size_bytes")["latency_ns_median"].median()
+                   for t in tables_by_system]
+        sizes = sorted(set(medians[0].index) & set(medians[1].index))
+        if not sizes:
+            continue
+        rows = [[format_size(int(s)), float(medians[0][s]), float(medians[1][s]),
+                 float(medians[1][s] / medians[0][s])] for s in sizes]
+        out.append({"title": f"Median latency over ranks (ns), {mode}",
+                    "table": md_table(["size", names[0], names[1], f"{names[1]} / {names[0]}"], rows)})
+    return out
+
+
+def plot_cross_latency(latencies: list[pd.DataFrame], names: list[str], figdir: Path) -> list[Path]:
+    per_system = [(n, tables.latency_table(lat)) for n, lat in zip(names, latencies)]
+    modes = sorted(set.union(*(set(t["mode"]) for _, t in per_system)))
+    fig, axes = figures.new_figure(ncols=len(modes), width=max(8.0, 5.5 * len(modes)))
+    sizes: list[int] = []
+    for ax, mode in zip(axes, modes):
+        for i, (name, t) in enumerate(per_system):
+            med = t[t["mode"] == mode].groupby("size_bytes")["latency_ns_median"].median()
+            if med.empty:
+                continue
+            sizes += list(med.index)
+            ax.plot(med.index, med.values, marker="o", markersize=3, color=figures.PALETTE[i],
+                    linestyle=figures.LINESTYLES[i], label=name)
+        figures.size_axis(ax, sorted(set(sizes)))
+        ax.set_ylabel("median latency over ranks (ns per load)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(mode)
+        ax.legend(fontsize=8, loc="upper left")
+    return figures.save(fig, figdir, "cross", "cross_latency_vs_size", "-vs-".join(names))
+
+
+def cross(latencies: list[pd.DataFrame], names: list[str], figdir: Path | None) -> tuple[list[dict], list[Path]]:
+    """Two systems side by side: the tables at the sizes both measured, and the figure (PNG)."""
+    pngs = [] if figdir is None else [p for p in plot_cross_latency(latencies, names, figdir) if p.suffix == ".png"]
+    return common_size_table(latencies, names), pngs
+
+
+def unmeasured(latency: pd.DataFrame) -> set[str]:
+    """Titles of the report's subjects these results cannot speak to: the TLB where latency was
+    measured without a huge-page curve next to a 4 KiB one."""
+    pages = {str(p).lower() for p in latency.get("page_size", pd.Series(dtype=object)).dropna().unique()}
+    base = pages & levels.BASE_PAGES
+    return set() if base and pages - base - {""} else {"TLB"}
+
+
+def report_parts(latency: pd.DataFrame, topology: dict | None) -> dict:
+    """What the latency adds to the report beyond its own section (`Bench.report`)."""
+    return {"mode_comparison": mode_comparison(latency), "placement": placement_tables(latency, topology),
+            "unmeasured": unmeasured(latency)}

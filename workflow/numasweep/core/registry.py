@@ -1,0 +1,140 @@
+"""What the shared machinery knows of a benchmark: the `Bench` record, and the registry that
+hands the records out by name.
+
+Everything particular to one benchmark lives in its module under `numasweep.benches`, which
+fills in a `Bench` and registers it. The floors below (planning, running, results, statistics,
+findings, reporting) never import those modules and never name a benchmark: they ask this
+registry for the record of a name, or walk all of them, and call the record's fields. The
+benchmarks are loaded the way a plugin host loads its plugins, the first time the registry is
+asked, so an import of any lower module never pulls in the floors above it.
+
+A benchmark's `name` is its Snakemake rule, its results folder (`results/<system>/<name>/`) and
+its aggregated table (`<name>.csv`); `kernel` is the binary under build/bin that measures it
+(`kernels` adds other builds of it a plan may launch, such as the HIP one). `required` are the
+columns its kernel's CSV must have (docs/INTERFACES.md) and `positive` the measured values and
+sizes that must be finite numbers above zero. `axis` is the x-axis of its series and `series`
+the columns that name one (`numasweep.results.series`); `within` are the series columns that
+tell the lines of one figure or rows of one table apart. `figures` gives one caption sentence
+per figure kind it draws, in report order; `category` and `variant` name its figures in
+Snakemake's HTML report.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# What every benchmark's run is named by: the campaign, the machine, the sweep's label and the
+# memory spec of the grid.
+COMMON_SERIES = ("system", "host", "label", "memory", "pages")
+
+
+@dataclass(frozen=True)
+class RunQuality:
+    """What a kernel records about its own runs, and how the report's data-quality part reads it
+    (`numasweep.results.quality.series_quality`)."""
+
+    columns: tuple[str, ...]  # the kernel's columns about its runs (spread, timer ticks, ...)
+    header: tuple[str, ...]  # the table's header, "series" first
+    # runs(table, series keys, Topology or None) -> (series key, figures) per series
+    runs: Callable[..., Any]
+    # row(series name, figures) -> (table row, [(flag, worst value, sentence)])
+    row: Callable[..., tuple]
+    # how a fleet's rows of one series (one per host) are said as one, per column of a row:
+    # None (the name), "median", "max", "min", "sum", "union", "least", "at", "over"
+    reduce: tuple[str | None, ...]
+    also: tuple[str, ...] = ()  # other columns `runs` reads
+    text: tuple[str, ...] = ()  # columns of `columns` that are text, not numbers
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str
+    kernel: str
+    title: str  # the report section's heading
+    category: str  # the figures' category in `snakemake --report`
+    variant: str  # what a figure's variant names there (the label of `{variant}`)
+    required: tuple[str, ...]
+    positive: tuple[str, ...]
+    axis: str | None  # the x-axis of a series; None: a series is a single point
+    series: tuple[str, ...]  # identity columns after COMMON_SERIES
+    within: tuple[str, ...]  # series columns that tell lines of one figure apart
+    figures: tuple[tuple[str, str], ...]  # (figure kind, caption sentence), in report order
+    # Comparison against references and earlier runs, fleet screening: the measured columns and
+    # whether higher is better; empty only with a reason in `not_compared`.
+    metrics: dict[str, bool] = field(default_factory=dict)
+    not_compared: str = ""
+    # The data-quality check of the kernel's own run columns (`results.quality`); None only with a
+    # reason in `not_checked`.
+    quality: RunQuality | None = None
+    not_checked: str = ""
+    kernels: tuple[str, ...] = ()  # other builds of `kernel` a plan may launch
+    mpi: bool = False  # launched as MPI ranks (one per placement entry), else one process
+    gpus: bool = False  # its jobs drive GPUs (the `gpu` resource of a SLURM job)
+    # The hooks, each given what it needs and nothing global:
+    # expand(topology, section) -> [Job]: the grid points of the config section's sweeps.
+    expand: Callable[..., list] | None = None
+    # check(topology, section) -> [warning]: plan-time checks beyond the schema (raises on errors).
+    check: Callable[..., list[str]] | None = None
+    # unavailable(topology, section) -> why the sweeps cannot run on this topology, or None.
+    unavailable: Callable[..., str | None] | None = None
+    # analyse(table, topology) -> [callable() -> [Finding]]: the findings' parts, which need
+    # nothing from each other.
+    analyse: Callable[..., list] | None = None
+    # draw: (table, figure folder, topology) -> [paths] per figure kind, in `figures` order.
+    draw: tuple[Callable[..., list], ...] = ()
+    # raw_tables(table) -> [{"title", "table"}]: the report's tables of the measured values.
+    raw_tables: Callable[..., list] | None = None
+    # report(table, topology) -> {template key: value}: what it adds to the report beyond its own
+    # section (keys the report template knows: mode_comparison, placement, unmeasured).
+    report: Callable[..., dict] | None = None
+    # cross([table, table], [name, name], figure folder or None) -> (tables, PNG paths): two
+    # systems side by side.
+    cross: Callable[..., tuple] | None = None
+    # Where the report says its findings and shows its figures: subject title -> (finding ids,
+    # figure kinds), in reading order (`numasweep.reporting.report.subjects`).
+    subjects: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    # Page placement the findings verify: (page-fractions column, requested-nodes column, what a
+    # row stands for: "rank" or "job_id").
+    placement: tuple[tuple[str, str, str], ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> tuple[str, ...]:
+        return COMMON_SERIES + self.series
+
+
+_REGISTRY: dict[str, Bench] = {}
+
+
+def register(bench: Bench) -> Bench:
+    if bench.name in _REGISTRY and _REGISTRY[bench.name] is not bench:
+        raise ValueError(f"benchmark {bench.name!r} registered twice")
+    _REGISTRY[bench.name] = bench
+    return bench
+
+
+def all_benches() -> dict[str, Bench]:
+    """Every benchmark, in the order the report presents them."""
+    if not _REGISTRY:
+        importlib.import_module("numasweep.benches")  # each module registers itself
+    return _REGISTRY
+
+
+def get(name: str) -> Bench | None:
+    return all_benches().get(name)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(all_benches())
+
+
+def kernels() -> tuple[str, ...]:
+    """Every kernel binary a plan may launch."""
+    return tuple(k for b in all_benches().values() for k in (b.kernel, *b.kernels))
+
+
+def captions() -> dict[str, str]:
+    """Figure kind -> caption, in report order over all benchmarks."""
+    return {kind: text for b in all_benches().values() for kind, text in b.figures}
