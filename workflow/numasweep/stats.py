@@ -123,24 +123,15 @@ def check_values(table: pd.DataFrame, where: str, measure: Measure = LATENCY) ->
 
 # ---------------------------------------------------------------- within-run spread
 
-def _special():
-    """scipy.special, imported when a test or an interval needs it: the report and the figures
-    import this module for its tables and seldom need scipy. Its normal and Student t functions
-    are the ones scipy.stats' distributions call (norm: ndtr, ndtri; t: stdtr, stdtrit), the same
-    numbers for the finite, positive degrees of freedom used here, without the 0.5 s and 37 MiB
-    (per process, each of analyse's workers included) of importing scipy.stats."""
-    from scipy import special
-
-    return special
-
-
 @lru_cache(maxsize=None)
 def range_constant(n: int) -> float:
     """d2(n): expected range of n standard normal draws (d2(2) = 1.128, d2(10) = 3.078)."""
+    from scipy.stats import norm
+
     if n < 2:
         return math.nan
     x = np.linspace(-9, 9, 20001)
-    cdf = _special().ndtr(x)
+    cdf = norm.cdf(x)
     return float(np.trapezoid(1 - cdf ** n - (1 - cdf) ** n, x))
 
 
@@ -588,10 +579,10 @@ def _sorted_points(df: pd.DataFrame, by: list[str]) -> tuple[list[pd.Index], np.
 
 @lru_cache(maxsize=4096)
 def _quantile(p: float, dof: float) -> float:
-    """Student t's quantile (the normal's with infinite dof): a campaign asks for a few dofs, a
-    fleet's thousands of curves tens of thousands of times, and scipy takes 0.1 ms a call."""
-    special = _special()
-    return float(special.stdtrit(dof, p) if math.isfinite(dof) else special.ndtri(p))
+    """Student t's quantile (normal's at infinite dof), cached: a fleet asks for a few dofs often."""
+    from scipy.stats import t
+
+    return float(t.ppf(p, dof))
 
 
 def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, method: str = "") -> Interval:
@@ -605,25 +596,21 @@ def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, me
 
 def welch(a: np.ndarray, b: np.ndarray, method: str = "Welch t interval over ranks on the log ratio"
           ) -> tuple[Interval, float, float]:
-    """Ratio of the geometric means of two groups of values (each one replicate) with a Welch t
-    interval on the log difference, and that difference's standard error and degrees of freedom; no
-    interval with fewer than two values a side (se NaN). Values alike to the last digit give a
-    zero-width interval (se 0): the data show no spread to widen it."""
+    """(ratio of the geometric means of two groups of values with scipy's Welch t interval on the
+    log difference, its standard error, its dof); no interval with fewer than two values a side
+    (se NaN); values alike to the last digit give a zero-width interval (se 0)."""
+    from scipy.stats import ttest_ind
+
     la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     d = float(la.mean() - lb.mean())
     if len(la) < 2 or len(lb) < 2:
         return Interval.unknown(math.exp(d), "one value a side: no interval"), math.nan, math.nan
-    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
-    if va + vb == 0:
+    se = math.sqrt(la.var(ddof=1) / len(la) + lb.var(ddof=1) / len(lb))
+    if se == 0:
         return Interval(math.exp(d), math.exp(d), math.exp(d), LEVEL, "no spread: zero-width interval"), 0.0, math.inf
-    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
-    return t_interval(d, math.sqrt(va + vb), dof, method=method), math.sqrt(va + vb), dof
-
-
-def _sf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
-    z, dof = np.broadcast_arrays(np.asarray(z, float), np.asarray(dof, float))
-    special = _special()
-    return np.where(np.isfinite(dof), special.stdtr(np.where(np.isfinite(dof), dof, 1), -z), special.ndtr(-z))
+    test = ttest_ind(la, lb, equal_var=False)
+    ci = test.confidence_interval(LEVEL)
+    return Interval(math.exp(d), math.exp(ci.low), math.exp(ci.high), LEVEL, method), se, float(test.df)
 
 
 def excess_pvalue(log_ratio, se, dof, floor: float):
@@ -652,40 +639,36 @@ def rise_pvalue(log_ratio, se, dof, floor: float):
 
 
 def _beyond(x: np.ndarray, se, dof, log_floor) -> Any:
-    """One-sided p-value of x > log_floor (a number, or one a value) with standard error se."""
+    """One-sided p-value of x > log_floor with standard error se and dof (Student t; normal at inf)."""
+    from scipy.stats import t
+
     se = np.asarray(se, float)
     ok = np.isfinite(se) & (se > 0)
-    z = (x - log_floor) / np.where(ok, se, 1)
-    p = np.where(ok, _sf(z, dof), np.nan)
+    p = np.where(ok, t.sf((x - log_floor) / np.where(ok, se, 1), dof), np.nan)
     return float(p) if p.ndim == 0 else p
 
 
 def benjamini_hochberg(pvalues: Sequence[float], q: float = FDR) -> np.ndarray:
-    """Rejections at false-discovery rate q (NaN p-values are never rejected)."""
+    """Rejections at false-discovery rate q (scipy's BH-adjusted p <= q); NaN: not a test."""
+    from scipy.stats import false_discovery_control
+
     p = np.asarray(pvalues, float)
     ok = np.isfinite(p)
     out = np.zeros(len(p), bool)
-    m = int(ok.sum())
-    if m == 0:
-        return out
-    idx = np.where(ok)[0][np.argsort(p[ok])]
-    passed = p[idx] <= q * np.arange(1, m + 1) / m
-    if passed.any():
-        out[idx[: np.max(np.where(passed)[0]) + 1]] = True
+    if ok.any():
+        out[ok] = false_discovery_control(p[ok], method="bh") <= q
     return out
 
 
 def holm(pvalues: Sequence[float], alpha: float = FDR) -> np.ndarray:
-    """Rejections with the family-wise error rate held at alpha (Holm's step-down)."""
+    """Rejections at family-wise error rate alpha: Holm's step-down, the i-th smallest of m
+    p-values against alpha / (m - i) until the first above; NaN: not a test."""
     p = np.asarray(pvalues, float)
-    ok = np.isfinite(p)
+    idx = np.flatnonzero(np.isfinite(p))
+    idx = idx[np.argsort(p[idx], kind="stable")]
+    m = len(idx)
     out = np.zeros(len(p), bool)
-    m = int(ok.sum())
-    idx = np.where(ok)[0][np.argsort(p[ok])]
-    for rank, i in enumerate(idx):
-        if p[i] > alpha / (m - rank):
-            break
-        out[i] = True
+    out[idx] = np.cumprod(p[idx] <= alpha / (m - np.arange(m))).astype(bool)
     return out
 
 
