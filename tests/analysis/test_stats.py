@@ -243,45 +243,28 @@ def test_with_many_replicates_the_left_out_noise_is_near_each_series_without_it(
     assert {(u, j) for _, u, j, *_ in found} == {(7, j) for j in range(m)}
 
 
-@pytest.mark.parametrize("shape", [(1,), (4,), (7, 3), (6, 8, 2), (3, 64, 5), (2, 65, 3), (3, 66, 2), (3, 2001, 5),
-                                   (3, 2000, 5)])
-def test_nanmedian_gives_numpys_numbers_on_every_axis(shape):
-    """The partition-based median equals np.median (odd and even counts, ties, wide magnitudes)
-    and np.nanmedian where values are missing, bit for bit."""
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal(shape) * np.exp(3 * rng.standard_normal(shape))
-    for values in (x, np.round(x)):
-        for axis in range(len(shape)):
-            assert np.array_equal(stats.nanmedian(values, axis), np.median(values, axis=axis))
-    gaps = x.copy()
-    gaps.flat[::3] = np.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)     # an all-NaN slice, as numpy warns
-        for axis in range(len(shape)):
-            assert np.array_equal(stats.nanmedian(gaps, axis), np.nanmedian(gaps, axis=axis), equal_nan=True)
-
-
 @pytest.mark.parametrize("columns", [(3, 4, 5), (0, 2, 9), (7,)])
-def test_draws_at_some_sizes_are_the_full_draws_there(columns):
-    """`Series.draws(..., columns)` takes the bootstrap's medians at the asked sizes only: they
-    must be the numbers a draw of every size gives there (the generator draws every value in
-    turn), NaN at the others, and drawn in several pieces as in one (`_DRAW_CELLS`)."""
+def test_draws_spread_as_the_noise_and_are_reproducible(columns):
+    """`Series.draws(..., columns)`: NaN at the sizes not asked, the same numbers for the same
+    arguments (drawn once, and again on a fresh series, in pieces of any size), and a spread of
+    the bootstrap centre near the standard error of `Series.noise`."""
     rng = np.random.default_rng(7)
     r, m = 301, 10
     logs = rng.normal(4.0, 0.05, (r, m))
     logs[rng.random((r, m)) < 0.02] = np.nan           # a few sizes missing from a few replicates
     run_se = np.where(rng.random((r, m)) < 0.5, 0.01, np.nan)
     s = stats.Series({}, 2 ** np.arange(10, 10 + m), logs, run_se, list(range(r)))
-    full = s.draws(11, 40)
-    part = s.draws(11, 40, columns)
-    assert part.shape == full.shape
-    np.testing.assert_array_equal(part[:, list(columns)], full[:, list(columns)])
-    assert np.isnan(np.delete(part, list(columns), axis=1)).all()
-    assert s.draws(11, 40, columns) is part            # drawn once per (seed, n, columns)
+    part = s.draws(11, 400, columns)
+    assert part.shape == (400, m)
+    assert np.isfinite(part[:, list(columns)]).all() and np.isnan(np.delete(part, list(columns), axis=1)).all()
+    assert s.draws(11, 400, columns) is part            # drawn once per (seed, n, columns)
     other = stats.Series({}, s.sizes, logs, run_se, list(range(r)))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(stats, "_DRAW_CELLS", r * m * 3)    # pieces of three draws
-        np.testing.assert_array_equal(other.draws(11, 40, columns), part)
+        mp.setattr(stats, "DRAW_CELLS", r * len(columns) * 3)    # pieces of three draws
+        np.testing.assert_array_equal(other.draws(11, 400, columns), part)
+    se = s.noise()[0][list(columns)]
+    np.testing.assert_allclose(part[:, list(columns)].std(axis=0), se, rtol=0.35)
+    assert not np.array_equal(s.draws(12, 400, columns), part)
 
 
 @pytest.mark.parametrize("repeat", [False, True])

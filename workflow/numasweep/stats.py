@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Sequence
@@ -56,8 +55,7 @@ MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)   # SE(median) / SE(mean) of normal d
 SHAMOS = 1.0483         # sigma = SHAMOS x median |x_i - x_j| for normal draws
 MAX_CELLS = 2_000_000   # pairwise differences (pairs x sizes) a series' noise lists; beyond, a sample
 LOO_CELLS = 1 << 22     # differences x replicates listed at once for the left-one-out noise
-_DRAW_CELLS = 1 << 20  # bootstrap values held at once (`Series.draws`): 8 MiB a piece
-_SORTED_AXIS = 64      # medians over at most this many values sort them (`nanmedian`)
+DRAW_CELLS = 1 << 20    # bootstrap values drawn at once (`Series.draws`): 8 MiB a piece
 @dataclass(frozen=True)
 class Measure:
     """Which columns of a tidy table hold a series' axis, its value and each run's spread (the
@@ -203,31 +201,6 @@ def _nanmedian(x: np.ndarray, axis: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- series values
 
-def nanmedian(values: np.ndarray, axis: int) -> np.ndarray:
-    """np.nanmedian, the same numbers: in one call where no value is missing (numpy's own takes
-    a long axis, thousands of replicates, one slice at a time), and there as the middle order
-    statistic (or the mean of the middle two) of one partition, which is what np.median takes,
-    without its checks and its mean over a slice (a bootstrap's medians in a quarter of the time).
-    A short axis (a fleet's few replicates a series) is sorted, faster there than partitioned; a
-    long one is partitioned at the upper middle only, the lower middle then the largest value
-    below it: numpy partitions at two places three times slower than at one."""
-    if values.size and not np.isnan(values).any():
-        n = values.shape[axis]
-        half = n // 2
-        if n <= _SORTED_AXIS:
-            part = np.sort(values, axis=axis)
-            high = np.take(part, half, axis=axis)
-            return high if n % 2 else (np.take(part, half - 1, axis=axis) + high) / 2
-        part = np.partition(values, half, axis=axis)
-        high = np.take(part, half, axis=axis)
-        if n % 2:
-            return high
-        below = [slice(None)] * part.ndim
-        below[axis] = slice(0, half)
-        return (part[tuple(below)].max(axis=axis) + high) / 2
-    return np.nanmedian(values, axis=axis)
-
-
 @dataclass
 class Series:
     """One series: replicates x sizes of log latency, and their within-run standard errors."""
@@ -237,14 +210,14 @@ class Series:
     run_se: np.ndarray           # same shape, NaN where unknown
     replicates: list
     _noise: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by band: never mutated
-    _draws: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by (seed, n): never mutated
+    _draws: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by (seed, n, columns)
 
     @property
     def k(self) -> np.ndarray:
         return np.sum(np.isfinite(self.logs), axis=0)
 
     def center(self, logs: np.ndarray | None = None) -> np.ndarray:
-        return nanmedian(self.logs if logs is None else logs, axis=0)
+        return np.nanmedian(self.logs if logs is None else logs, axis=0)
 
     def latency_ns(self) -> np.ndarray:
         return np.exp(self.center())
@@ -276,51 +249,33 @@ class Series:
         return se, dof, sig, "unknown (one replicate, no within-run spread)"
 
     def draws(self, seed: int, n: int, columns: Sequence[int] | None = None) -> np.ndarray:
-        """Bootstrap draws of the log centre: replicates resampled whole, within-run error redrawn,
-        from generators seeded with `seed`. The same seed gives the same draws, so they are drawn
-        once per (seed, n, columns): every transition of a curve is located on the one set of
-        draws. `columns`: the only sizes a caller reads; the others are NaN. Each size redraws its
-        within-run errors from a generator of its own, spawned from the seed, so a size holds the
-        same numbers whichever sizes are read with it, and only the sizes read are drawn."""
+        """n bootstrap draws of the log centre (draws x sizes): replicates resampled whole, each
+        one's within-run error redrawn; once per (seed, n, columns), so every transition of a
+        curve is located on one set. `columns`: the only sizes drawn (the others NaN). Plain
+        numpy, not scipy.stats.bootstrap: that resamples data for one statistic, whereas a draw
+        here adds a normal within-run error to each resampled value and serves several statistics."""
         key = (seed, n, None if columns is None else tuple(int(j) for j in columns))
         if key not in self._draws:
             self._draws[key] = self._draw(seed, n, key[2])
             self._draws[key].flags.writeable = False
         return self._draws[key]
 
-    def _draw(self, seed: int, n: int, columns: tuple[int, ...] | None = None) -> np.ndarray:
+    def _draw(self, seed: int, n: int, columns: tuple[int, ...] | None) -> np.ndarray:
         r, m = self.logs.shape
-        pick = np.random.default_rng(seed).integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
         cols = np.arange(m) if columns is None else np.asarray(columns, dtype=np.int64)
-        streams = np.random.SeedSequence(seed).spawn(m)         # one per size, whatever is read
-        gens = [np.random.default_rng(streams[j]) for j in cols]
-        se = np.ascontiguousarray(np.nan_to_num(self.run_se[:, cols], nan=0.0).T)   # (columns, replicates)
-        logs = np.ascontiguousarray(self.logs[:, cols].T)
-        # a few draws at a time: thousands of replicates would hold n x r values a size at once;
-        # a generator gives the same numbers in pieces as in one call
-        step = max(1, _DRAW_CELLS // max(1, r * len(cols)))
-        # The medians of one piece are taken on a second thread while the next piece is drawn
-        # (numpy leaves Python's lock for both): each generator runs in order on this thread alone.
-        out, pending = [], None
-        with ThreadPoolExecutor(max_workers=1) as medians:
-            for a in range(0, n, step):
-                p = pick[a:a + step]
-                piece = np.empty((len(cols), len(p), p.shape[1]))
-                for c, gen in enumerate(gens):
-                    gen.standard_normal(out=piece[c])
-                    piece[c] *= np.take(se[c], p)
-                    piece[c] += np.take(logs[c], p)
-                if pending is not None:
-                    out.append(pending.result())
-                pending = medians.submit(nanmedian, piece, 2)
-            if pending is not None:
-                out.append(pending.result())
-        found = np.concatenate(out, axis=1).T if out else np.empty((0, len(cols)))
-        if columns is None:
-            return np.ascontiguousarray(found)
-        full = np.full((len(found), m), np.nan)
-        full[:, cols] = found
-        return full
+        rng = np.random.default_rng(seed)
+        pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
+        logs = self.logs[:, cols].T                                    # (columns, replicates)
+        se = np.nan_to_num(self.run_se[:, cols], nan=0.0).T
+        out = np.full((n, m), np.nan)
+        step = max(1, DRAW_CELLS // max(1, r * len(cols)))            # draws held at once
+        for a in range(0, n, step):
+            p = pick[a:a + step]                                        # (draws, replicates)
+            # drawn draw by draw: the same numbers in pieces of any size as in one
+            error = rng.standard_normal((len(p), len(cols), r)).transpose(1, 0, 2)
+            values = logs[:, p] + se[:, p] * error
+            out[a:a + len(p), cols] = _nanmedian(values, axis=2).T
+        return out
 
 
 def key_column(values: pd.Series) -> pd.Series:
