@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from numasweep import stats
+from numasweep.levels import LATENCY
 from numasweep.errors import NumasweepError
 
 
@@ -20,12 +21,12 @@ def _table(values):
 @pytest.mark.parametrize("bad", [0.0, -3.5, np.inf, np.nan])
 def test_zero_negative_and_non_finite_latencies_are_refused_with_line_and_column(bad):
     with pytest.raises(NumasweepError) as err:
-        stats.check_values(_table([1.0, bad, 2.0]), "latency.csv")
+        stats.check_values(_table([1.0, bad, 2.0]), "latency.csv", LATENCY)
     assert "latency.csv" in str(err.value) and "line 3 column latency_ns_median" in str(err.value)
 
 
 def test_missing_min_max_are_accepted():
-    stats.check_values(_table([1.0, 1.5, 2.0]), "latency.csv")
+    stats.check_values(_table([1.0, 1.5, 2.0]), "latency.csv", LATENCY)
 
 
 def test_range_constant_matches_the_control_chart_table():
@@ -60,24 +61,25 @@ def test_an_erratic_size_moves_the_noise_of_its_own_band_only_and_little():
 def test_within_run_spread_is_the_noise_of_a_single_replicate():
     df = pd.DataFrame({"size_bytes": [4096, 8192], "latency_ns_median": [10.0, 10.0],
                        "latency_ns_min": [9.0, 9.0], "latency_ns_max": [11.0, 11.0], "samples": [10, 10]})
-    (s,) = stats.series_table(df, [], [])
+    (s,) = stats.series_table(df, [], [], LATENCY)
     se, _, _, rule = s.noise()
     expected = np.sqrt(np.pi / 2) * np.log(11 / 9) / stats.range_constant(10) / np.sqrt(10)
     assert se == pytest.approx([expected, expected]) and "within-run" in rule
 
 
 def test_a_key_of_one_value_names_every_series_as_a_grouped_one_would():
-    """A series key with one value in the table (left out of the grouping, `series.constant_keys`)
-    still names each series, in the keys' order, with the value and type a grouping gives; and the
-    series are those of the same table whose key varies, less the other value's."""
+    """A series key with one value in the table still names each series, in the keys' order,
+    with the value and type a grouping gives; and the series are those of the same table whose
+    key varies, less the other value's."""
     rng = np.random.default_rng(3)
     rows = [{"label": "a", "mode": mode, "ranks": 2, "rank": r, "size_bytes": size,
              "latency_ns_median": 50 + 10 * (mode == "serial") + rng.normal(0, 1)}
             for mode in ("concurrent", "serial") for r in range(3) for size in (4096, 8192, 16384)]
     df = pd.DataFrame(rows)
-    one = stats.series_table(df, ["label", "mode", "ranks"], ["rank"])
+    one = stats.series_table(df, ["label", "mode", "ranks"], ["rank"], LATENCY)
     other = pd.concat([df, df.assign(label="b", ranks=4)], ignore_index=True)
-    both = [s for s in stats.series_table(other, ["label", "mode", "ranks"], ["rank"]) if s.key["label"] == "a"]
+    both = [s for s in stats.series_table(other, ["label", "mode", "ranks"], ["rank"], LATENCY)
+            if s.key["label"] == "a"]
     assert [s.key for s in one] == [s.key for s in both] == [{"label": "a", "mode": m, "ranks": 2}
                                                            for m in ("concurrent", "serial")]
     assert [type(v) for v in one[0].key.values()] == [type(v) for v in both[0].key.values()]
@@ -283,7 +285,8 @@ def test_points_are_sorted_and_taken_as_the_grouping_takes_them(repeat):
     df["_log"] = rng.normal(4, 0.1, len(df))
     df["_se"] = np.where(rng.random(len(df)) < 0.3, np.nan, 0.01)
     by = ["mode", "rank", "host", "size_bytes"]
-    levels, codes, logs, ses = stats._sorted_points(df, by)
+    levels, shape, key, logs, ses = stats._sorted_points(df, by)
+    codes = np.column_stack(np.unravel_index(key, shape))
     agg = df.groupby(by, sort=True, dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
     assert [lvl.tolist() for lvl in levels] == [lvl.tolist() for lvl in agg.index.levels]
     np.testing.assert_array_equal(codes, np.column_stack(agg.index.codes))

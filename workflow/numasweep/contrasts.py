@@ -32,6 +32,7 @@ import pandas as pd
 
 from numasweep import stats
 from numasweep.series import constant_keys, joined, per_value
+from numasweep.levels import LATENCY
 from numasweep.stats import Interval, Series
 
 MIN_EFFECT = 0.10   # floor of practical effect: a difference under 10 % is not reported
@@ -121,7 +122,7 @@ def _units_by_size(g: pd.DataFrame, axis: str) -> tuple[np.ndarray, np.ndarray, 
 
 def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequence[str],
              series_keys: Sequence[str] = (), floor: float = MIN_EFFECT, q: float = stats.FDR,
-             where: str = "latency table", measure: stats.Measure = stats.LATENCY,
+             where: str = "latency table", measure: stats.Measure = LATENCY,
              onset: bool = True) -> list[Contrast]:
     """a / b per series and size (see the module docstring); `measure` names the columns of a
     table other than latency over sizes (bandwidth over threads: its "sizes" are thread counts);
@@ -131,7 +132,7 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
     for col in keys + [factor]:
         df[col] = stats.key_column(df[col])
-    # series keys with one value in the table are not grouped by (`stats.series_table`)
+    # series keys with one value in the table are not grouped by (each would add a table-long array of codes)
     same = constant_keys(df, [k for k in series_keys if k in df and k not in unit_keys])
     keys = [k for k in keys if k not in same]
     text = _text_of(df[factor])

@@ -61,6 +61,8 @@ NO_TOPOLOGY_FAR_BYTES = 2 ** 31   # without a topology, "far beyond any LLC" is 
 BASE_PAGES = {"4k", "4kib", "4096"}
 GRID_PAGES = "pages"       # the sweep's `pages` in an aggregated table: the page size again
 LOCATION_DRAWS = 300
+# The columns of a latency table (numa_latency): a curve's axis, value and each run's spread.
+LATENCY = stats.Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
 
 
 @dataclass(frozen=True)
@@ -310,8 +312,8 @@ def _caveats(topology: Topology | None, series: dict, page_col: str, paired: boo
 def latency_series(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
                    where: str = "latency table") -> list[Series]:
     """The series of a tidy latency table, as `latency_levels` takes them (its values checked)."""
-    stats.check_values(table, where)
-    return stats.series_table(table, series_keys, replicate_keys)
+    stats.check_values(table, where, LATENCY)
+    return stats.series_table(table, series_keys, replicate_keys, LATENCY)
 
 
 def refusals(all_series: Sequence[Series], topology: Topology | None) -> list[str | None]:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from numasweep import series, stats
+from numasweep import levels, series, stats
 from numasweep.analysis import Finding
 
 DRAWS = 1000
@@ -109,7 +109,7 @@ def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
             continue
         heaviest = loaded.loc[pd.to_numeric(loaded["load_gb_s"], errors="coerce").idxmax()]
         pair = pd.DataFrame([idle.iloc[0], heaviest])
-        se = stats.run_standard_error(pair)
+        se = stats.run_standard_error(pair, levels.LATENCY)
         logs = np.log(_num(pair, "latency_ns_median"))
         dof = max(1.0, float(np.nanmin(_num(pair, "samples"))) - 1)
         rise = stats.t_interval(logs[1] - logs[0], float(np.hypot(*se)), dof,

@@ -1,38 +1,39 @@
-"""Statistical model of the latency tables: noise, intervals and decisions.
+"""Statistical model of tidy tables of runs: noise, intervals and decisions.
 
 Model (what every interval and decision of `levels` and `contrasts` rests on):
-- A *series* is all rows sharing the caller's series-key columns, size aside. Inside a series, a
-  *replicate* is one value of the caller's replicate-key columns (a job repetition, or ranks the
-  analysis declares alike). The replicate is the unit of uncertainty; sizes of one replicate are
-  never resampled apart.
-- Each row is the median of a run's timed samples. Log latency of a sample = log of the run's
-  centre + Normal(0, sigma_run). The CSV keeps only median, min, max and the sample count n, so
-  sigma_run = log(max / min) / d2(n), d2(n) being the expected range of n standard normal draws
-  (the control-chart constant), and the run median's standard error is sqrt(pi/2) sigma_run /
-  sqrt(n). A heavy upper tail (interrupts) inflates the range, so this errs on the wide side;
-  without n we take n = 2, wider still.
-- The value of a series at a size is the median over its replicates of log latency. With two or
-  more replicates its noise comes from their spread, per size band (the size and one tested size
-  either side, pooled over those sizes): sigma = 1.0483 x the median absolute pairwise difference
-  (Shamos' estimator; one erratic replicate barely moves it, and it moves only its own band),
-  standard error sqrt(pi/2) sigma / sqrt(k) for k >= 3 replicates (sigma / sqrt(k) for k = 2),
-  with sum(k - 1) degrees of freedom. The median is over every pair of replicates while pairs x
-  sizes <= MAX_CELLS (some 500 replicates over 15 sizes), else over a fixed random sample (seeded:
-  the same table, the same noise) of MAX_CELLS / sizes pairs, each with its differences at every
-  size (within 0.4 % of the full median at 2,000 to 33,000 replicates), and the noise rule says
-  so. With one replicate only the within-run spread is known and is said so; with neither, the
-  noise is unknown and nothing is tested.
-- A ratio of two values is a difference of logs; its interval is a Student-t interval on that
-  difference (`t_interval`), or, for statistics with no closed form (medians over sizes, onsets,
-  locations), a percentile bootstrap over replicates with the within-run error redrawn
-  (`onset_interval`, and the locations of `levels`); a mean over sizes is a t interval over the
-  units' own means (`unit_mean_interval`). Every Interval says which.
+- A *series* is all rows sharing the caller's series-key columns, its axis (size, thread count)
+  aside; a *replicate* is one value of the caller's replicate-key columns (a job repetition, or
+  ranks the analysis declares alike): the unit of uncertainty, whose points are never resampled
+  apart. `Measure` names the axis, value and spread columns: the callers say which.
+- Each row is the median of a run's samples, log-normal about the run's centre. The table keeps
+  median, min, max and the sample count n, so sigma_run = log(max / min) / d2(n) (d2: expected
+  range of n normal draws) and the run median's standard error is sqrt(pi/2) sigma_run / sqrt(n);
+  a heavy upper tail only widens it; without n we take n = 2, wider still.
+- The value of a series at a size is the median over its replicates of the log value. With two or
+  more replicates its noise is their spread over a band of sizes (the size and one either side):
+  sigma = 1.0483 x the median absolute pairwise difference of the band (Shamos' estimator: one
+  erratic replicate barely moves it, and only in its own band), standard error sqrt(pi/2) sigma /
+  sqrt(k) for k >= 3 replicates (sigma / sqrt(k) for k = 2), sum(k - 1) degrees of freedom. The
+  median is over every pair of replicates while pairs x sizes <= MAX_CELLS (some 500 replicates
+  over 15 sizes), else over a fixed random sample (seeded: the same table, the same noise) of
+  MAX_CELLS / sizes pairs, each with its differences at every size (within 0.4 % of the full
+  median at 2,000 to 33,000 replicates), and the noise rule says so. With one replicate only
+  the within-run spread is known, and said; with neither, the noise is unknown and nothing is
+  tested.
+- A ratio of two values is a difference of logs with a Student-t interval (`t_interval`; two
+  groups of values: Welch's, `welch`); statistics with no closed form (onsets, locations) take a
+  percentile bootstrap over replicates with the within-run error redrawn (`Series.draws`); a mean
+  over sizes, a t interval over the units' own means (`unit_mean_interval`). Every Interval says
+  which.
 - A difference counts when it exceeds a floor of practical effect *and* the noise: the one-sided
-  test of |log ratio| > log(1 + floor) (`excess_pvalue`), with the false-finding rate of all
-  points tested in one analysis held at FDR by Benjamini-Hochberg (`benjamini_hochberg`), or the
-  family-wise rate by Holm (`holm`) where one false claim would be as bad as several.
-"""
+  test of |log ratio| > log(1 + floor) (`excess_pvalue`), the false-finding rate of all points
+  tested in one analysis held at FDR by Benjamini-Hochberg (`benjamini_hochberg`), or the
+  family-wise rate by Holm (`holm`) where one false claim would be as bad as several
+  (`deviations`: a replicate against the others of its series, their noise left-one-out).
 
+scipy.stats is imported by the functions that use it: the report and figures import this module
+for its tables and seldom test anything.
+"""
 from __future__ import annotations
 
 import math
@@ -45,17 +46,18 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
-from numasweep import series
 from numasweep.errors import NumasweepError
 
 LEVEL = 0.95            # confidence level of every interval
 FDR = 0.05              # false-finding rate of the decisions of one analysis
-SEED = 20261123         # bootstraps are reproducible: the same table gives the same interval
+SEED = 20261123         # bootstraps and pair samples are reproducible: the same table, the same interval
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)   # SE(median) / SE(mean) of normal draws
 SHAMOS = 1.0483         # sigma = SHAMOS x median |x_i - x_j| for normal draws
 MAX_CELLS = 2_000_000   # pairwise differences (pairs x sizes) a series' noise lists; beyond, a sample
 LOO_CELLS = 1 << 22     # differences x replicates listed at once for the left-one-out noise
 DRAW_CELLS = 1 << 20    # bootstrap values drawn at once (`Series.draws`): 8 MiB a piece
+
+
 @dataclass(frozen=True)
 class Measure:
     """Which columns of a tidy table hold a series' axis, its value and each run's spread (the
@@ -67,13 +69,9 @@ class Measure:
     axis: str
 
     def columns(self, table: pd.DataFrame, *others: str) -> pd.DataFrame:
-        """`table` narrowed to `others` and this measure's columns, those it has: what a
-        computation over a large table copies and groups, not every column of it."""
+        """`table` narrowed to `others` and this measure's columns, those it has."""
         return table[[c for c in dict.fromkeys((*others, self.axis, self.value, self.low, self.high, self.count))
                       if c in table]]
-
-
-LATENCY = Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
 
 
 @dataclass(frozen=True)
@@ -101,23 +99,19 @@ class Interval:
 
 # ---------------------------------------------------------------- input checks
 
-def check_values(table: pd.DataFrame, where: str, measure: Measure = LATENCY) -> None:
-    """Refuse values and axis points that no kernel writes (latencies and sizes by default):
-    zero, negative, infinite, or a missing value. Names the file, CSV line (header = line 1, for a
-    table read straight from a CSV) and column. Missing min/max/samples are allowed (legacy
-    imports have none)."""
+def check_values(table: pd.DataFrame, where: str, measure: Measure) -> None:
+    """Refuse values and axis points no kernel writes (zero, negative, infinite, missing), naming
+    the file, CSV line (header = line 1) and column. Missing min/max/samples are allowed."""
     bad: list[str] = []
     for col in (measure.axis, measure.value, measure.low, measure.high, measure.count):
         if col not in table:
             continue
         values = pd.to_numeric(table[col], errors="coerce")
-        required = col in (measure.axis, measure.value)
         missing = table[col].isna()
         if not pd.api.types.is_numeric_dtype(table[col]):
             missing |= table[col].astype(str).str.strip() == ""
-        unreadable = values.isna() & ~missing
-        wrong = unreadable | (values.notna() & (~np.isfinite(values) | (values <= 0)))
-        if required:
+        wrong = (values.isna() & ~missing) | (values.notna() & (~np.isfinite(values) | (values <= 0)))
+        if col in (measure.axis, measure.value):
             wrong |= missing
         for idx in table.index[wrong.to_numpy()]:
             line = f"line {idx + 2}" if isinstance(idx, (int, np.integer)) else f"row {idx}"
@@ -143,19 +137,16 @@ def range_constant(n: int) -> float:
     return float(np.trapezoid(1 - cdf ** n - (1 - cdf) ** n, x))
 
 
-def run_standard_error(table: pd.DataFrame, measure: Measure = LATENCY) -> np.ndarray:
+def run_standard_error(table: pd.DataFrame, measure: Measure) -> np.ndarray:
     """Standard error of each row's log median from its min, max and samples (NaN when absent)."""
-    n = len(table)
-
     def column(name: str) -> np.ndarray:
-        return pd.to_numeric(table[name], errors="coerce").to_numpy(float) if name in table else np.full(n, np.nan)
+        return pd.to_numeric(table[name], errors="coerce").to_numpy(float) if name in table \
+            else np.full(len(table), np.nan)
     lo, hi, k = column(measure.low), column(measure.high), column(measure.count)
     k = np.where(np.isfinite(k) & (k >= 2), k, 2).astype(int)
-    # d2 once per distinct sample count: a table of a million rows has a few.
-    counts, at = np.unique(k, return_inverse=True)
+    counts, at = np.unique(k, return_inverse=True)      # d2 once per distinct sample count
     d2 = np.array([range_constant(int(v)) for v in counts], dtype=float)[at.reshape(-1)]
-    sigma = np.log(hi / lo) / d2
-    return MEDIAN_EFFICIENCY * sigma / np.sqrt(k)
+    return MEDIAN_EFFICIENCY * np.log(hi / lo) / d2 / np.sqrt(k)
 
 
 # ---------------------------------------------------------------- between-replicate spread
@@ -198,14 +189,13 @@ def _nanmedian(x: np.ndarray, axis: int) -> np.ndarray:
         return np.nanmedian(x, axis=axis)
 
 
-
-# ---------------------------------------------------------------- series values
+# ---------------------------------------------------------------- series
 
 @dataclass
 class Series:
-    """One series: replicates x sizes of log latency, and their within-run standard errors."""
+    """One series: replicates x sizes of log values, and their within-run standard errors."""
     key: dict
-    sizes: np.ndarray            # bytes, ascending
+    sizes: np.ndarray            # the axis (bytes, threads), ascending
     logs: np.ndarray             # (replicates, sizes), NaN where a replicate lacks a size
     run_se: np.ndarray           # same shape, NaN where unknown
     replicates: list
@@ -220,11 +210,12 @@ class Series:
         return np.nanmedian(self.logs if logs is None else logs, axis=0)
 
     def latency_ns(self) -> np.ndarray:
+        """exp of the centre: the value at each size in the table's unit."""
         return np.exp(self.center())
 
     def noise(self, band: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-        """(se of the log centre, degrees of freedom, sigma of one replicate) per size, and the rule;
-        worked out once per band (a series' values are not changed once built)."""
+        """(se of the log centre, degrees of freedom, sigma of one replicate) per size, and the
+        rule; worked out once per band (a series is not changed once built)."""
         if band not in self._noise:
             self._noise[band] = self._work_out_noise(band)
         se, dof, sig, rule = self._noise[band]
@@ -279,15 +270,14 @@ class Series:
 
 
 def key_column(values: pd.Series) -> pd.Series:
-    """A column to group by that never drops a row: NaN as "" (the column as objects), and a column
-    without NaN as it is (the same groups, faster to form on a large table)."""
+    """A column to group by that never drops a row: NaN as "" (as objects); without NaN, as it is."""
     return values.astype(object).where(values.notna(), "") if values.hasnans else values
 
 
 def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
-                 measure: Measure = LATENCY) -> list[Series]:
-    """Split a tidy latency table into Series (see the module docstring for keys); `measure`
-    names the axis, value and spread columns of another table (bandwidth over threads)."""
+                 measure: Measure) -> list[Series]:
+    """Split a tidy table into Series (see the module docstring for keys); `measure` names its
+    axis, value and spread columns."""
     df = measure.columns(table, *series_keys, *replicate_keys)
     keys = [k for k in series_keys if k in df]
     reps = [k for k in replicate_keys if k in df]
@@ -297,56 +287,46 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
     df["_se"] = run_standard_error(df, measure)
     if not reps:
         df["_rep"], reps = 0, ["_rep"]
-    same = series.constant_keys(df, keys)
-    every = keys
-    keys = [k for k in keys if k not in same]
-    # One grouping for every series (a fleet has thousands): sorted by series, replicate and size,
-    # so each series is a run of rows, its replicates runs within it in order.
-    levels, codes, logs, ses = _sorted_points(df, keys + reps + [measure.axis])
-    values = [lvl.tolist() for lvl in levels]
+    # every point of every series at once (a fleet has thousands), sorted: a series is a run of
+    # points and its replicates runs within it
+    uniques, shape, key, logs, ses = _sorted_points(df, keys + reps + [measure.axis])
+    values = [u.tolist() for u in uniques]
     nk, nr = len(keys), len(reps)
-    axis = np.asarray(values[-1], dtype=np.int64)
-    new = np.r_[True, (codes[1:, :nk] != codes[:-1, :nk]).any(axis=1)] if len(codes) else np.empty(0, bool)
-    starts = np.flatnonzero(new)
+    series, rep, size = key // math.prod(shape[nk:]), key // shape[-1], key % shape[-1]
+    starts = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
     out = []
-    for a, b in zip(starts, np.r_[starts[1:], len(codes)]):
-        rc, sc = codes[a:b, nk:nk + nr], codes[a:b, -1]
-        rid = np.cumsum(np.r_[True, (rc[1:] != rc[:-1]).any(axis=1)]) - 1
-        used, si = np.unique(sc, return_inverse=True)
+    for a, b in zip(starts, np.r_[starts[1:], len(key)]):
+        first = np.r_[True, rep[a + 1:b] != rep[a:b - 1]]
+        rid = np.cumsum(first) - 1
+        used, si = np.unique(size[a:b], return_inverse=True)
         wide, wse = np.full((2, rid[-1] + 1, len(used)), np.nan)
         wide[rid, si], wse[rid, si] = logs[a:b], ses[a:b]
-        firsts = rc[np.r_[True, rid[1:] != rid[:-1]]]
-        labels = pd.MultiIndex(levels=levels[nk:nk + nr], codes=firsts.T.tolist()) if nr > 1 \
-            else levels[nk].take(firsts[:, 0])
-        key = {k: values[i][codes[a, i]] if codes[a, i] >= 0 else np.nan for i, k in enumerate(keys)}
-        out.append(Series({k: same[k] if k in same else key[k] for k in every}, axis[used], wide, wse, list(labels)))
+        codes = np.unravel_index(rep[a:b][first], shape[:-1])        # per column, each replicate's
+        labels = pd.MultiIndex(levels=uniques[nk:-1], codes=codes[nk:]) if nr > 1 else uniques[nk].take(codes[nk])
+        out.append(Series({k: values[i][codes[i][0]] for i, k in enumerate(keys)},
+                          np.asarray(values[-1], dtype=np.int64)[used], wide, wse, list(labels)))
     return out
 
 
-def _sorted_points(df: pd.DataFrame, by: list[str]) -> tuple[list[pd.Index], np.ndarray, np.ndarray, np.ndarray]:
-    """The median `_log` and `_se` of the rows of each distinct `by`, sorted by `by`: (each
-    column's sorted distinct values, per point the codes of its values in them, the medians),
-    as pandas' sorted grouping gives them. A table of one row a point and no missing key, the
-    usual one, is only sorted, on one integer key made of the columns' codes: the grouping's
-    medians of one value each would be those values."""
-    parts = [pd.factorize(df[c], sort=True) for c in by]
-    sizes = [len(uniques) for _, uniques in parts]
-    if len(df) and all(c.min() >= 0 for c, _ in parts) and math.prod(sizes) < 2 ** 62:
-        key = np.zeros(len(df), np.int64)
-        for (c, _), size in zip(parts, sizes):
-            key = key * size + c
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        if not (key[1:] == key[:-1]).any():
-            codes = np.empty((len(df), len(by)), np.int64)
-            for i in range(len(by) - 1, -1, -1):
-                key, codes[:, i] = np.divmod(key, sizes[i])
-            return ([pd.Index(uniques, name=c) for c, (_, uniques) in zip(by, parts)], codes,
-                    df["_log"].to_numpy()[order], df["_se"].to_numpy()[order])
-    agg = df.groupby(by, sort=True, dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
-    index = agg.index if isinstance(agg.index, pd.MultiIndex) else pd.MultiIndex.from_arrays([agg.index])
-    codes = np.column_stack(index.codes) if len(agg) else np.empty((0, len(index.levels)), np.int64)
-    return list(index.levels), codes, agg["_log"].to_numpy(), agg["_se"].to_numpy()
+def _sorted_points(df: pd.DataFrame, by: list[str]) -> tuple[list[pd.Index], list[int], np.ndarray, np.ndarray,
+                                                              np.ndarray]:
+    """(each column's sorted distinct values; their counts, the key's shape; per point, ascending,
+    its key: the codes of its values as digits of that shape; the median `_log` and `_se` of its
+    rows), as pandas' sorted grouping by `by` gives them, one table-long array at a time."""
+    uniques, shape, key = [], [], np.zeros(len(df), np.int64)
+    for c in by:
+        codes, values = pd.factorize(df[c], sort=True, use_na_sentinel=False)
+        uniques.append(pd.Index(values, name=c))
+        shape.append(max(1, len(values)))
+        key = key * shape[-1] + codes
+    if math.prod(shape) >= 2 ** 63:
+        raise NumasweepError(f"{' x '.join(map(str, shape))} combinations of {', '.join(by)}: too many to number")
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    if np.all(key[1:] != key[:-1]):          # one row a point (the usual table): sorted is grouped
+        return uniques, shape, key, df["_log"].to_numpy()[order], df["_se"].to_numpy()[order]
+    points = df[["_log", "_se"]].iloc[order].groupby(key).median()
+    return uniques, shape, points.index.to_numpy(), points["_log"].to_numpy(), points["_se"].to_numpy()
 
 
 # ---------------------------------------------------------------- intervals and tests
@@ -387,31 +367,6 @@ def welch(a: np.ndarray, b: np.ndarray, method: str = "Welch t interval over ran
     return Interval(math.exp(d), math.exp(ci.low), math.exp(ci.high), LEVEL, method), se, float(test.df)
 
 
-def excess_pvalue(log_ratio, se, dof, floor: float):
-    """One-sided p-value of |log ratio| > log(1 + floor): the effect exceeds the practical floor.
-    Scalars or arrays; NaN where the noise is unknown."""
-    return _beyond(np.abs(np.asarray(log_ratio, float)), se, dof, math.log1p(floor))
-
-
-def excess_pvalues(tests: Sequence[tuple[Any, Any, Any, float]]) -> list[np.ndarray]:
-    """`excess_pvalue` of each (log ratios, se, dof, floor), the same numbers, in one call over
-    them all (a fleet's thousands of series, one scipy call rather than one a series)."""
-    if not tests:
-        return []
-    shapes = [np.shape(r) for r, _, _, _ in tests]
-    flat = [np.concatenate([np.broadcast_to(np.asarray(x, float), shape).ravel() for x, shape in zip(col, shapes)])
-            for col in list(zip(*tests))[:3]]
-    floors = np.concatenate([np.full(int(np.prod(shape)), math.log1p(f)) for (_, _, _, f), shape in zip(tests, shapes)])
-    p = _beyond(np.abs(flat[0]), flat[1], flat[2], floors)
-    return [part.reshape(shape) for part, shape in
-            zip(np.split(p, np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]), shapes)]
-
-
-def rise_pvalue(log_ratio, se, dof, floor: float):
-    """One-sided p-value of log ratio > log(1 + floor) (a rise, not a fall). Scalars or arrays."""
-    return _beyond(np.asarray(log_ratio, float), se, dof, math.log1p(floor))
-
-
 def _beyond(x: np.ndarray, se, dof, log_floor) -> Any:
     """One-sided p-value of x > log_floor with standard error se and dof (Student t; normal at inf)."""
     from scipy.stats import t
@@ -420,6 +375,30 @@ def _beyond(x: np.ndarray, se, dof, log_floor) -> Any:
     ok = np.isfinite(se) & (se > 0)
     p = np.where(ok, t.sf((x - log_floor) / np.where(ok, se, 1), dof), np.nan)
     return float(p) if p.ndim == 0 else p
+
+
+def excess_pvalue(log_ratio, se, dof, floor: float):
+    """One-sided p-value of |log ratio| > log(1 + floor): the effect exceeds the practical floor.
+    Scalars or arrays; NaN where the noise is unknown."""
+    return _beyond(np.abs(np.asarray(log_ratio, float)), se, dof, math.log1p(floor))
+
+
+def excess_pvalues(tests: Sequence[tuple[Any, Any, Any, float]]) -> list[np.ndarray]:
+    """`excess_pvalue` of each (log ratios, se, dof, floor), the same numbers, in one scipy call."""
+    if not tests:
+        return []
+    shapes = [np.shape(r) for r, _, _, _ in tests]
+    flat = [np.concatenate([np.broadcast_to(np.asarray(x, float), shape).ravel() for x, shape in zip(col, shapes)])
+            for col in list(zip(*tests))[:3]]
+    floors = np.concatenate([np.full(math.prod(shape), math.log1p(f)) for (_, _, _, f), shape in zip(tests, shapes)])
+    p = _beyond(np.abs(flat[0]), flat[1], flat[2], floors)
+    return [part.reshape(shape) for part, shape in zip(np.split(p, np.cumsum([math.prod(s) for s in shapes])[:-1]),
+                                                       shapes)]
+
+
+def rise_pvalue(log_ratio, se, dof, floor: float):
+    """One-sided p-value of log ratio > log(1 + floor) (a rise, not a fall). Scalars or arrays."""
+    return _beyond(np.asarray(log_ratio, float), se, dof, math.log1p(floor))
 
 
 def benjamini_hochberg(pvalues: Sequence[float], q: float = FDR) -> np.ndarray:
@@ -456,8 +435,7 @@ def unit_mean(logs: np.ndarray) -> tuple[float, float, int]:
 
 
 def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
-    """exp of the mean log over units (rows) and sizes (columns): each unit's mean over the sizes
-    is one replicate, and the interval a t interval over those (units - 1 df). Sizes of a unit
+    """exp of `unit_mean` with a t interval over the units' means (units - 1 df): sizes of a unit
     are never treated as independent."""
     est, se, n = unit_mean(logs)
     if n < 2:
@@ -465,37 +443,11 @@ def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
     return t_interval(est, se, n - 1, level, f"t interval over {n} units' mean log ratio ({n - 1} df)")
 
 
-def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float = FDR) -> list[tuple]:
-    """Replicates off the others of their series at one size: |own - median(others)| beyond
-    log(1 + floor) and the noise, with the noise of the *others* only (leave-one-out: an outlier
-    does not widen its own reference), Holm over every replicate and size.
-    Returns (series index, replicate index, size index, log deviation, others' log median,
-    Interval of exp(deviation), p-value) for each one found."""
-    tested = []      # per series: (series index, replicate, size, deviation, centre, se, dof) of each point
-    tests = []       # and its p-values' arguments, taken in one call
-    for n, (s, floor) in enumerate(zip(series, floors)):
-        if s.logs.shape[0] - 1 < 2:
-            continue
-        dof, sig, ref, k = _left_out(s)
-        u, j = np.nonzero(np.isfinite(s.logs) & (k >= 2))
-        se = sig[u, j] * np.sqrt(1 + math.pi / 2 / np.maximum(k[u, j], 1))
-        diff = s.logs[u, j] - ref[u, j]
-        tested.append((np.full(len(u), n), u, j, diff, ref[u, j], se, dof[u, j]))
-        tests.append((diff, se, dof[u, j], floor))
-    if not tested:
-        return []
-    n, u, j, diff, ref, se, dof = (np.concatenate(c) for c in zip(*tested))
-    p = np.concatenate(excess_pvalues(tests))
-    return [(int(n[i]), int(u[i]), int(j[i]), float(diff[i]), float(ref[i]),
-             t_interval(float(diff[i]), float(se[i]), float(dof[i])), float(p[i]))
-            for i in np.nonzero(holm(p, alpha))[0]]
-
+# ---------------------------------------------------------------- replicates off their series
 
 def others_median(x: np.ndarray) -> np.ndarray:
-    """Per cell, the median of the finite values of the other cells of its row (NaN where none),
-    as numpy's median takes it: order statistics of the sorted row with the cell's own place
-    skipped, so a row of n cells costs one sort, not n medians (a fleet's point over a thousand
-    hosts; a size over a series' replicates left out in turn)."""
+    """Per cell, numpy's median of the finite values of the other cells of its row (NaN where
+    none): the sorted row's order statistics with the cell's own place skipped (one sort a row)."""
     finite = np.isfinite(x)
     keyed = np.where(finite, x, np.inf)                       # missing values sort last
     order = np.argsort(keyed, axis=1, kind="stable")
@@ -543,14 +495,37 @@ def _left_out(s: Series, band: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndar
     return dof, sig, ref, k
 
 
+def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float = FDR) -> list[tuple]:
+    """Replicates off the others of their series at one size: |own - median(others)| beyond
+    log(1 + floor) and the others' noise (an outlier does not widen its own reference), Holm over
+    every replicate and size. Each found: (series, replicate and size index, log deviation,
+    others' log median, Interval of exp(deviation), p-value)."""
+    tested = []      # per series: (series index, replicate, size, deviation, centre, se, dof) of each point
+    tests = []       # and its p-values' arguments, taken in one call
+    for n, (s, floor) in enumerate(zip(series, floors)):
+        if s.logs.shape[0] - 1 < 2:
+            continue
+        dof, sig, ref, k = _left_out(s)
+        u, j = np.nonzero(np.isfinite(s.logs) & (k >= 2))
+        se = sig[u, j] * np.sqrt(1 + math.pi / 2 / np.maximum(k[u, j], 1))
+        diff = s.logs[u, j] - ref[u, j]
+        tested.append((np.full(len(u), n), u, j, diff, ref[u, j], se, dof[u, j]))
+        tests.append((diff, se, dof[u, j], floor))
+    if not tested:
+        return []
+    n, u, j, diff, ref, se, dof = (np.concatenate(c) for c in zip(*tested))
+    p = np.concatenate(excess_pvalues(tests))
+    return [(int(n[i]), int(u[i]), int(j[i]), float(diff[i]), float(ref[i]),
+             t_interval(float(diff[i]), float(se[i]), float(dof[i])), float(p[i]))
+            for i in np.nonzero(holm(p, alpha))[0]]
+
+
 def sustained_onset(flags: Sequence[bool]) -> int | None:
     """Index from which every later flag is set, or None."""
-    onset = None
-    for j in range(len(flags) - 1, -1, -1):
-        if not flags[j]:
-            break
-        onset = j
-    return onset
+    j = len(flags)
+    while j > 0 and flags[j - 1]:
+        j -= 1
+    return j if j < len(flags) else None
 
 
 def onset_interval(series: Series, onset: int, flags_of: Callable[[np.ndarray], Sequence[bool]],
