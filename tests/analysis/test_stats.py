@@ -10,6 +10,7 @@ import pytest
 
 from numasweep.statistics import stats
 from numasweep.core.errors import NumasweepError
+from numasweep.statistics.contrasts import LATENCY
 
 
 def _table(values):
@@ -20,12 +21,12 @@ def _table(values):
 @pytest.mark.parametrize("bad", [0.0, -3.5, np.inf, np.nan])
 def test_zero_negative_and_non_finite_latencies_are_refused_with_line_and_column(bad):
     with pytest.raises(NumasweepError) as err:
-        stats.check_values(_table([1.0, bad, 2.0]), "latency.csv")
+        stats.check_values(_table([1.0, bad, 2.0]), "latency.csv", LATENCY)
     assert "latency.csv" in str(err.value) and "line 3 column latency_ns_median" in str(err.value)
 
 
 def test_missing_min_max_are_accepted():
-    stats.check_values(_table([1.0, 1.5, 2.0]), "latency.csv")
+    stats.check_values(_table([1.0, 1.5, 2.0]), "latency.csv", LATENCY)
 
 
 def test_range_constant_matches_the_control_chart_table():
@@ -60,24 +61,25 @@ def test_an_erratic_size_moves_the_noise_of_its_own_band_only_and_little():
 def test_within_run_spread_is_the_noise_of_a_single_replicate():
     df = pd.DataFrame({"size_bytes": [4096, 8192], "latency_ns_median": [10.0, 10.0],
                        "latency_ns_min": [9.0, 9.0], "latency_ns_max": [11.0, 11.0], "samples": [10, 10]})
-    (s,) = stats.series_table(df, [], [])
+    (s,) = stats.series_table(df, [], [], LATENCY)
     se, _, _, rule = s.noise()
     expected = np.sqrt(np.pi / 2) * np.log(11 / 9) / stats.range_constant(10) / np.sqrt(10)
     assert se == pytest.approx([expected, expected]) and "within-run" in rule
 
 
 def test_a_key_of_one_value_names_every_series_as_a_grouped_one_would():
-    """A series key with one value in the table (left out of the grouping, `series.constant_keys`)
-    still names each series, in the keys' order, with the value and type a grouping gives; and the
-    series are those of the same table whose key varies, less the other value's."""
+    """A series key with one value in the table still names each series, in the keys' order,
+    with the value and type a grouping gives; and the series are those of the same table whose
+    key varies, less the other value's."""
     rng = np.random.default_rng(3)
     rows = [{"label": "a", "mode": mode, "ranks": 2, "rank": r, "size_bytes": size,
              "latency_ns_median": 50 + 10 * (mode == "serial") + rng.normal(0, 1)}
             for mode in ("concurrent", "serial") for r in range(3) for size in (4096, 8192, 16384)]
     df = pd.DataFrame(rows)
-    one = stats.series_table(df, ["label", "mode", "ranks"], ["rank"])
+    one = stats.series_table(df, ["label", "mode", "ranks"], ["rank"], LATENCY)
     other = pd.concat([df, df.assign(label="b", ranks=4)], ignore_index=True)
-    both = [s for s in stats.series_table(other, ["label", "mode", "ranks"], ["rank"]) if s.key["label"] == "a"]
+    both = [s for s in stats.series_table(other, ["label", "mode", "ranks"], ["rank"], LATENCY)
+            if s.key["label"] == "a"]
     assert [s.key for s in one] == [s.key for s in both] == [{"label": "a", "mode": m, "ranks": 2}
                                                            for m in ("concurrent", "serial")]
     assert [type(v) for v in one[0].key.values()] == [type(v) for v in both[0].key.values()]
@@ -124,11 +126,11 @@ def test_more_repetitions_shrink_the_noise_of_a_point_instead_of_growing_it():
     assert se_by_k[3] > se_by_k[12] > se_by_k[48]
 
 
-# ---------------------------------------------------------------- noise without listing every pair
+# ---------------------------------------------------------------- noise from pairwise differences
 
 def _listed_noise(logs: np.ndarray, band: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(sigma, dof) per size by listing every pairwise difference: the definition the counted
-    selection of `Series.noise` must reproduce bit for bit."""
+    """(sigma, dof) per size by listing every pairwise difference of each size's replicates: the
+    definition `Series.noise` must reproduce while the pairs fit in `stats.MAX_CELLS`."""
     m = logs.shape[1]
     k = np.isfinite(logs).sum(axis=0)
     sig, dof = np.full(m, np.nan), np.full(m, np.inf)
@@ -162,21 +164,11 @@ def _model_logs(rng, r: int, m: int, kind: int) -> np.ndarray:
     return logs
 
 
-# The ways `stats` takes order statistics of pairwise differences, each forced on small series:
-# every difference listed (few replicates), counted in value brackets (many distinct values; with a
-# tiny window the bisection and the split listing run), and counted by distinct value (ties).
-PATHS = {"listed": {}, "counted": {"_FEW_CELLS": 0, "_TIED_PAIRS": -1},
-         "counted-narrow": {"_FEW_CELLS": 0, "_TIED_PAIRS": -1, "_WINDOW": 32, "_LIST": 64},
-         "tied": {"_FEW_CELLS": 0}}
-
-
-@pytest.mark.parametrize("path", PATHS)
-def test_counted_noise_equals_the_median_of_every_listed_pair(monkeypatch, path):
-    """Model data with ties and gaps, the same numbers whichever way the differences are taken."""
-    for name, value in PATHS[path].items():
-        monkeypatch.setattr(stats, name, value)
+def test_noise_is_the_median_of_every_listed_pair():
+    """Model data with ties and gaps: sigma and dof of `Series.noise` are those of the listed
+    pairwise differences, number for number, in every band."""
     rng = np.random.default_rng(7)
-    for trial in range(40 if path == "counted-narrow" else 120):
+    for trial in range(120):
         r, m = int(rng.integers(2, 50)), int(rng.integers(1, 7))
         logs = _model_logs(rng, r, m, trial % 4)
         s = stats.Series({}, np.arange(1, m + 1), logs, np.full((r, m), np.nan), list(range(r)))
@@ -185,25 +177,38 @@ def test_counted_noise_equals_the_median_of_every_listed_pair(monkeypatch, path)
         for band in (0, 1, 2):
             _, dof, sig, _ = s.noise(band)
             want_sig, want_dof = _listed_noise(logs, band)
-            assert np.array_equal(sig, want_sig, equal_nan=True), (trial, band)
+            np.testing.assert_allclose(sig, want_sig, rtol=1e-12, err_msg=f"{trial} {band}")
             assert np.array_equal(dof, want_dof), (trial, band)
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkeypatch, path):
+def test_many_replicates_take_the_noise_from_a_fixed_sample_of_pairs(monkeypatch):
+    """Past `stats.MAX_CELLS` the median is over a seeded sample of pairs of replicates: near the
+    listed one (the sample's own error), the same numbers for the same table, and said so.
+    (Values of a few distinct numbers are left out: their median jumps between two of them.)"""
+    monkeypatch.setattr(stats, "MAX_CELLS", 20_000)
+    rng = np.random.default_rng(9)
+    for trial in range(8):
+        r, m = int(rng.integers(300, 600)), int(rng.integers(2, 7))
+        logs = _model_logs(rng, r, m, trial % 2)
+        s = stats.Series({}, np.arange(1, m + 1), logs, np.full((r, m), np.nan), list(range(r)))
+        _, dof, sig, rule = s.noise()
+        want_sig, want_dof = _listed_noise(logs)
+        assert "sample of" in rule and f"of its {r * (r - 1) // 2} pairs" in rule
+        np.testing.assert_allclose(sig, want_sig, rtol=0.05, err_msg=str(trial))
+        assert np.array_equal(dof, want_dof)
+        again = stats.Series({}, s.sizes, logs.copy(), s.run_se, s.replicates)
+        assert np.array_equal(again.noise()[2], sig, equal_nan=True)
+
+
+def test_deviations_leave_each_replicate_out_as_a_series_without_it_would():
     """Every replicate's reference and noise equal those of the series rebuilt without it (model
-    data with ties, gaps and an off replicate), whichever way the differences are taken; alpha 1
-    keeps every test to compare."""
-    for name, value in PATHS[path].items():
-        monkeypatch.setattr(stats, name, value)
+    data with ties, gaps and an off replicate); alpha 1 keeps every test to compare."""
     rng = np.random.default_rng(8)
-    for trial in range(24 if path == "counted-narrow" else 80):     # the narrow window: slow, by design
+    for trial in range(80):
         r, m = int(rng.integers(3, 30)), int(rng.integers(1, 6))
         logs = _model_logs(rng, r, m, trial % 4)
         run_se = np.abs(rng.normal(0.01, 0.005, (r, m)))
         s = stats.Series({}, np.arange(1, m + 1), logs, run_se, list(range(r)))
-        if trial % 2:
-            s.noise()       # its counted values are where the left-out medians start
         dof, sig, ref, k = stats._left_out(s)
         for u in range(r):
             rest = stats.Series({}, s.sizes, np.delete(logs, u, axis=0), np.delete(run_se, u, axis=0),
@@ -212,7 +217,7 @@ def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkey
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # a size with no value left: NaN, as wanted
                 want_ref = rest.center()
-            assert np.array_equal(sig[u], want_sig, equal_nan=True), (trial, u)
+            np.testing.assert_allclose(sig[u], want_sig, rtol=1e-12, err_msg=f"{trial} {u}")
             assert np.array_equal(dof[u], want_dof), (trial, u)
             assert np.array_equal(ref[u], want_ref, equal_nan=True), (trial, u)
             assert np.array_equal(k[u], rest.k), (trial, u)
@@ -220,45 +225,48 @@ def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkey
         assert all(0 <= u < r and 0 <= j < m for _, u, j, *_ in found)
 
 
-@pytest.mark.parametrize("shape", [(1,), (4,), (7, 3), (6, 8, 2), (3, 64, 5), (2, 65, 3), (3, 66, 2), (3, 2001, 5),
-                                   (3, 2000, 5)])
-def test_nanmedian_gives_numpys_numbers_on_every_axis(shape):
-    """The partition-based median equals np.median (odd and even counts, ties, wide magnitudes)
-    and np.nanmedian where values are missing, bit for bit."""
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal(shape) * np.exp(3 * rng.standard_normal(shape))
-    for values in (x, np.round(x)):
-        for axis in range(len(shape)):
-            assert np.array_equal(stats.nanmedian(values, axis), np.median(values, axis=axis))
-    gaps = x.copy()
-    gaps.flat[::3] = np.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)     # an all-NaN slice, as numpy warns
-        for axis in range(len(shape)):
-            assert np.array_equal(stats.nanmedian(gaps, axis), np.nanmedian(gaps, axis=axis), equal_nan=True)
+def test_with_many_replicates_the_left_out_noise_is_near_each_series_without_it():
+    """Past `stats.LOO_CELLS` each replicate's noise is the whole series': within a few per cent
+    of the series without it, an outlier replicate included, and the outlier is still found."""
+    rng = np.random.default_rng(10)
+    r, m = 120, 4
+    logs = rng.normal(3, 0.05, (r, m))
+    logs[7] += 0.5
+    s = stats.Series({}, np.arange(1, m + 1), logs, np.full((r, m), np.nan), list(range(r)))
+    assert r * r * (r - 1) // 2 * m * 3 > stats.LOO_CELLS
+    dof, sig, ref, k = stats._left_out(s)
+    for u in (0, 7, 50):
+        rest = stats.Series({}, s.sizes, np.delete(logs, u, axis=0), s.run_se[1:], list(range(r - 1)))
+        _, want_dof, want_sig, _ = rest.noise()
+        np.testing.assert_allclose(sig[u], want_sig, rtol=0.05)
+        assert np.array_equal(dof[u], want_dof)
+        np.testing.assert_array_equal(ref[u], rest.center())
+    found = stats.deviations([s], [0.02])
+    assert {(u, j) for _, u, j, *_ in found} == {(7, j) for j in range(m)}
 
 
 @pytest.mark.parametrize("columns", [(3, 4, 5), (0, 2, 9), (7,)])
-def test_draws_at_some_sizes_are_the_full_draws_there(columns):
-    """`Series.draws(..., columns)` takes the bootstrap's medians at the asked sizes only: they
-    must be the numbers a draw of every size gives there (the generator draws every value in
-    turn), NaN at the others, and drawn in several pieces as in one (`_DRAW_CELLS`)."""
+def test_draws_spread_as_the_noise_and_are_reproducible(columns):
+    """`Series.draws(..., columns)`: NaN at the sizes not asked, the same numbers for the same
+    arguments (drawn once, and again on a fresh series, in pieces of any size), and a spread of
+    the bootstrap centre near the standard error of `Series.noise`."""
     rng = np.random.default_rng(7)
     r, m = 301, 10
     logs = rng.normal(4.0, 0.05, (r, m))
     logs[rng.random((r, m)) < 0.02] = np.nan           # a few sizes missing from a few replicates
     run_se = np.where(rng.random((r, m)) < 0.5, 0.01, np.nan)
     s = stats.Series({}, 2 ** np.arange(10, 10 + m), logs, run_se, list(range(r)))
-    full = s.draws(11, 40)
-    part = s.draws(11, 40, columns)
-    assert part.shape == full.shape
-    np.testing.assert_array_equal(part[:, list(columns)], full[:, list(columns)])
-    assert np.isnan(np.delete(part, list(columns), axis=1)).all()
-    assert s.draws(11, 40, columns) is part            # drawn once per (seed, n, columns)
+    part = s.draws(11, 400, columns)
+    assert part.shape == (400, m)
+    assert np.isfinite(part[:, list(columns)]).all() and np.isnan(np.delete(part, list(columns), axis=1)).all()
+    assert s.draws(11, 400, columns) is part            # drawn once per (seed, n, columns)
     other = stats.Series({}, s.sizes, logs, run_se, list(range(r)))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(stats, "_DRAW_CELLS", r * m * 3)    # pieces of three draws
-        np.testing.assert_array_equal(other.draws(11, 40, columns), part)
+        mp.setattr(stats, "DRAW_CELLS", r * len(columns) * 3)    # pieces of three draws
+        np.testing.assert_array_equal(other.draws(11, 400, columns), part)
+    se = s.noise()[0][list(columns)]
+    np.testing.assert_allclose(part[:, list(columns)].std(axis=0), se, rtol=0.35)
+    assert not np.array_equal(s.draws(12, 400, columns), part)
 
 
 @pytest.mark.parametrize("repeat", [False, True])
@@ -277,7 +285,8 @@ def test_points_are_sorted_and_taken_as_the_grouping_takes_them(repeat):
     df["_log"] = rng.normal(4, 0.1, len(df))
     df["_se"] = np.where(rng.random(len(df)) < 0.3, np.nan, 0.01)
     by = ["mode", "rank", "host", "size_bytes"]
-    levels, codes, logs, ses = stats._sorted_points(df, by)
+    levels, shape, key, logs, ses = stats._sorted_points(df, by)
+    codes = np.column_stack(np.unravel_index(key, shape))
     agg = df.groupby(by, sort=True, dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
     assert [lvl.tolist() for lvl in levels] == [lvl.tolist() for lvl in agg.index.levels]
     np.testing.assert_array_equal(codes, np.column_stack(agg.index.codes))

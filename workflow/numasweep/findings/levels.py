@@ -45,6 +45,7 @@ import pandas as pd
 
 from numasweep.statistics import stats
 from numasweep.core.errors import NumasweepError
+from numasweep.statistics.contrasts import LATENCY
 from numasweep.statistics.stats import Interval, Series
 from numasweep.core.topology import Topology
 from numasweep.core.units import approx_size, format_size
@@ -302,8 +303,8 @@ def _caveats(topology: Topology | None, series: dict, page_col: str, paired: boo
 def latency_series(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
                    where: str = "latency table") -> list[Series]:
     """The series of a tidy latency table, as `latency_levels` takes them (its values checked)."""
-    stats.check_values(table, where)
-    return stats.series_table(table, series_keys, replicate_keys)
+    stats.check_values(table, where, LATENCY)
+    return stats.series_table(table, series_keys, replicate_keys, LATENCY)
 
 
 def refusals(all_series: Sequence[Series], topology: Topology | None) -> list[str | None]:

@@ -34,6 +34,9 @@ from numasweep.statistics import stats
 from numasweep.results.series import constant_keys, joined, per_value
 from numasweep.statistics.stats import Interval, Series
 
+# The columns of a latency table (numa_latency, numa_loaded_latency): a curve's axis, value and
+# each run's spread; the measure `contrast` reads by default.
+LATENCY = stats.Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
 MIN_EFFECT = 0.10   # floor of practical effect: a difference under 10 % is not reported
 
 
@@ -121,7 +124,7 @@ def _units_by_size(g: pd.DataFrame, axis: str) -> tuple[np.ndarray, np.ndarray, 
 
 def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequence[str],
              series_keys: Sequence[str] = (), floor: float = MIN_EFFECT, q: float = stats.FDR,
-             where: str = "latency table", measure: stats.Measure = stats.LATENCY,
+             where: str = "latency table", measure: stats.Measure = LATENCY,
              onset: bool = True) -> list[Contrast]:
     """a / b per series and size (see the module docstring); `measure` names the columns of a
     table other than latency over sizes (bandwidth over threads: its "sizes" are thread counts);
@@ -131,7 +134,7 @@ def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequen
     keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
     for col in keys + [factor]:
         df[col] = stats.key_column(df[col])
-    # series keys with one value in the table are not grouped by (`stats.series_table`)
+    # series keys with one value in the table are not grouped by (each would add a table-long array of codes)
     same = constant_keys(df, [k for k in series_keys if k in df and k not in unit_keys])
     keys = [k for k in keys if k not in same]
     text = _text_of(df[factor])

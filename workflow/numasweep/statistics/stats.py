@@ -1,53 +1,63 @@
-"""Statistical model of the latency tables: noise, intervals and decisions.
+"""Statistical model of tidy tables of runs: noise, intervals and decisions.
 
 Model (what every interval and decision of `levels` and `contrasts` rests on):
-- A *series* is all rows sharing the caller's series-key columns, size aside. Inside a series, a
-  *replicate* is one value of the caller's replicate-key columns (a job repetition, or ranks the
-  analysis declares alike). The replicate is the unit of uncertainty; sizes of one replicate are
-  never resampled apart.
-- Each row is the median of a run's timed samples. Log latency of a sample = log of the run's
-  centre + Normal(0, sigma_run). The CSV keeps only median, min, max and the sample count n, so
-  sigma_run = log(max / min) / d2(n), d2(n) being the expected range of n standard normal draws
-  (the control-chart constant), and the run median's standard error is sqrt(pi/2) sigma_run /
-  sqrt(n). A heavy upper tail (interrupts) inflates the range, so this errs on the wide side;
-  without n we take n = 2, wider still.
-- The value of a series at a size is the median over its replicates of log latency. With two or
-  more replicates its noise comes from their spread, per size band (the size and one tested size
-  either side, pooled over those sizes): sigma = 1.0483 x the median absolute pairwise difference
-  (Shamos' estimator; one erratic replicate barely moves it, and it moves only its own band),
-  standard error sqrt(pi/2) sigma / sqrt(k) for k >= 3 replicates (sigma / sqrt(k) for k = 2),
-  with sum(k - 1) degrees of freedom. With one replicate only the within-run spread is known and
-  is said so; with neither, the noise is unknown and nothing is tested.
-- A ratio of two values is a difference of logs; its interval is a Student-t interval on that
-  difference (`t_interval`), or, for statistics with no closed form (medians over sizes, onsets,
-  locations), a percentile bootstrap over replicates with the within-run error redrawn
-  (`onset_interval`, and the locations of `levels`); a mean over sizes is a t interval over the
-  units' own means (`unit_mean_interval`). Every Interval says which.
+- A *series* is all rows sharing the caller's series-key columns, its axis (size, thread count)
+  aside; a *replicate* is one value of the caller's replicate-key columns (a job repetition, or
+  ranks the analysis declares alike): the unit of uncertainty, whose points are never resampled
+  apart. `Measure` names the axis, value and spread columns: the callers say which.
+- Each row is the median of a run's samples, log-normal about the run's centre. The table keeps
+  median, min, max and the sample count n, so sigma_run = log(max / min) / d2(n) (d2: expected
+  range of n normal draws) and the run median's standard error is sqrt(pi/2) sigma_run / sqrt(n);
+  a heavy upper tail only widens it; without n we take n = 2, wider still.
+- The value of a series at a size is the median over its replicates of the log value. With two or
+  more replicates its noise is their spread over a band of sizes (the size and one either side):
+  sigma = 1.0483 x the median absolute pairwise difference of the band (Shamos' estimator: one
+  erratic replicate barely moves it, and only in its own band), standard error sqrt(pi/2) sigma /
+  sqrt(k) for k >= 3 replicates (sigma / sqrt(k) for k = 2), sum(k - 1) degrees of freedom. The
+  median is over every pair of replicates while pairs x sizes <= MAX_CELLS (some 500 replicates
+  over 15 sizes), else over a fixed random sample (seeded: the same table, the same noise) of
+  MAX_CELLS / sizes pairs, each with its differences at every size (within 0.4 % of the full
+  median at 2,000 to 33,000 replicates), and the noise rule says so. With one replicate only
+  the within-run spread is known, and said; with neither, the noise is unknown and nothing is
+  tested.
+- A ratio of two values is a difference of logs with a Student-t interval (`t_interval`; two
+  groups of values: Welch's, `welch`); statistics with no closed form (onsets, locations) take a
+  percentile bootstrap over replicates with the within-run error redrawn (`Series.draws`); a mean
+  over sizes, a t interval over the units' own means (`unit_mean_interval`). Every Interval says
+  which.
 - A difference counts when it exceeds a floor of practical effect *and* the noise: the one-sided
-  test of |log ratio| > log(1 + floor) (`excess_pvalue`), with the false-finding rate of all
-  points tested in one analysis held at FDR by Benjamini-Hochberg (`benjamini_hochberg`), or the
-  family-wise rate by Holm (`holm`) where one false claim would be as bad as several.
-"""
+  test of |log ratio| > log(1 + floor) (`excess_pvalue`), the false-finding rate of all points
+  tested in one analysis held at FDR by Benjamini-Hochberg (`benjamini_hochberg`), or the
+  family-wise rate by Holm (`holm`) where one false claim would be as bad as several
+  (`deviations`: a replicate against the others of its series, their noise left-one-out).
 
+scipy.stats is imported by the functions that use it: the report and figures import this module
+for its tables and seldom test anything.
+"""
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
+import warnings
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
 
-from numasweep.results import series
 from numasweep.core.errors import NumasweepError
 
 LEVEL = 0.95            # confidence level of every interval
 FDR = 0.05              # false-finding rate of the decisions of one analysis
-SEED = 20261123         # bootstraps are reproducible: the same table gives the same interval
+SEED = 20261123         # bootstraps and pair samples are reproducible: the same table, the same interval
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)   # SE(median) / SE(mean) of normal draws
 SHAMOS = 1.0483         # sigma = SHAMOS x median |x_i - x_j| for normal draws
+MAX_CELLS = 2_000_000   # pairwise differences (pairs x sizes) a series' noise lists; beyond, a sample
+LOO_CELLS = 1 << 22     # differences x replicates listed at once for the left-one-out noise
+DRAW_CELLS = 1 << 20    # bootstrap values drawn at once (`Series.draws`): 8 MiB a piece
+
+
 @dataclass(frozen=True)
 class Measure:
     """Which columns of a tidy table hold a series' axis, its value and each run's spread (the
@@ -59,13 +69,9 @@ class Measure:
     axis: str
 
     def columns(self, table: pd.DataFrame, *others: str) -> pd.DataFrame:
-        """`table` narrowed to `others` and this measure's columns, those it has: what a
-        computation over a large table copies and groups, not every column of it."""
+        """`table` narrowed to `others` and this measure's columns, those it has."""
         return table[[c for c in dict.fromkeys((*others, self.axis, self.value, self.low, self.high, self.count))
                       if c in table]]
-
-
-LATENCY = Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
 
 
 @dataclass(frozen=True)
@@ -93,23 +99,19 @@ class Interval:
 
 # ---------------------------------------------------------------- input checks
 
-def check_values(table: pd.DataFrame, where: str, measure: Measure = LATENCY) -> None:
-    """Refuse values and axis points that no kernel writes (latencies and sizes by default):
-    zero, negative, infinite, or a missing value. Names the file, CSV line (header = line 1, for a
-    table read straight from a CSV) and column. Missing min/max/samples are allowed (legacy
-    imports have none)."""
+def check_values(table: pd.DataFrame, where: str, measure: Measure) -> None:
+    """Refuse values and axis points no kernel writes (zero, negative, infinite, missing), naming
+    the file, CSV line (header = line 1) and column. Missing min/max/samples are allowed."""
     bad: list[str] = []
     for col in (measure.axis, measure.value, measure.low, measure.high, measure.count):
         if col not in table:
             continue
         values = pd.to_numeric(table[col], errors="coerce")
-        required = col in (measure.axis, measure.value)
         missing = table[col].isna()
         if not pd.api.types.is_numeric_dtype(table[col]):
             missing |= table[col].astype(str).str.strip() == ""
-        unreadable = values.isna() & ~missing
-        wrong = unreadable | (values.notna() & (~np.isfinite(values) | (values <= 0)))
-        if required:
+        wrong = (values.isna() & ~missing) | (values.notna() & (~np.isfinite(values) | (values <= 0)))
+        if col in (measure.axis, measure.value):
             wrong |= missing
         for idx in table.index[wrong.to_numpy()]:
             line = f"line {idx + 2}" if isinstance(idx, (int, np.integer)) else f"row {idx}"
@@ -123,317 +125,97 @@ def check_values(table: pd.DataFrame, where: str, measure: Measure = LATENCY) ->
 
 # ---------------------------------------------------------------- within-run spread
 
-def _special():
-    """scipy.special, imported when a test or an interval needs it: the report and the figures
-    import this module for its tables and seldom need scipy. Its normal and Student t functions
-    are the ones scipy.stats' distributions call (norm: ndtr, ndtri; t: stdtr, stdtrit), the same
-    numbers for the finite, positive degrees of freedom used here, without the 0.5 s and 37 MiB
-    (per process, each of analyse's workers included) of importing scipy.stats."""
-    from scipy import special
-
-    return special
-
-
 @lru_cache(maxsize=None)
 def range_constant(n: int) -> float:
     """d2(n): expected range of n standard normal draws (d2(2) = 1.128, d2(10) = 3.078)."""
+    from scipy.stats import norm
+
     if n < 2:
         return math.nan
     x = np.linspace(-9, 9, 20001)
-    cdf = _special().ndtr(x)
+    cdf = norm.cdf(x)
     return float(np.trapezoid(1 - cdf ** n - (1 - cdf) ** n, x))
 
 
-def run_standard_error(table: pd.DataFrame, measure: Measure = LATENCY) -> np.ndarray:
+def run_standard_error(table: pd.DataFrame, measure: Measure) -> np.ndarray:
     """Standard error of each row's log median from its min, max and samples (NaN when absent)."""
-    n = len(table)
-
     def column(name: str) -> np.ndarray:
-        return pd.to_numeric(table[name], errors="coerce").to_numpy(float) if name in table else np.full(n, np.nan)
+        return pd.to_numeric(table[name], errors="coerce").to_numpy(float) if name in table \
+            else np.full(len(table), np.nan)
     lo, hi, k = column(measure.low), column(measure.high), column(measure.count)
     k = np.where(np.isfinite(k) & (k >= 2), k, 2).astype(int)
-    # d2 once per distinct sample count: a table of a million rows has a few.
-    counts, at = np.unique(k, return_inverse=True)
+    counts, at = np.unique(k, return_inverse=True)      # d2 once per distinct sample count
     d2 = np.array([range_constant(int(v)) for v in counts], dtype=float)[at.reshape(-1)]
-    sigma = np.log(hi / lo) / d2
-    return MEDIAN_EFFICIENCY * sigma / np.sqrt(k)
+    return MEDIAN_EFFICIENCY * np.log(hi / lo) / d2 / np.sqrt(k)
 
 
-# ---------------------------------------------------------------- medians of pairwise differences
-#
-# The noise of a series is the median of |x_i - x_j| over the pairs of replicates of a band of
-# sizes: k^2 / 2 differences a size, too many to list for thousands of replicates (a million
-# rows), and again for every replicate left out (`deviations`). They are counted instead: in an
-# ascending column, the differences fl(x_j - x_i) of a fixed x_i grow with x_j, so the pairs at
-# or below a value are a prefix per i, found by a binary search and checked against the computed
-# differences themselves. A value bracket around the wanted rank is narrowed (at values a sample of
-# its pairs places either side of the rank, a few rounds) to a window of few pairs, which are
-# listed and sorted: the order statistics are exactly those of the listed differences, bit for bit,
-# whatever values the sample chose. With each replicate left out, its own differences are counted
-# apart and subtracted (`_left_out`).
+# ---------------------------------------------------------------- between-replicate spread
 
-_WINDOW = 1 << 16      # narrow until a value bracket holds this few differences
-_LIST = 1 << 22        # list at most this many at once
-_DRAW_CELLS = 1 << 20  # bootstrap values held at once (`Series.draws`): 8 MiB a piece
-_SAMPLE = 1 << 16      # pairs sampled to place the next bracket (`_pivots`)
-_FEW_CELLS = 1 << 22   # differences (times replicates left out), over the sizes, listed at once
-_SORTED_AXIS = 64      # medians over at most this many values sort them (`nanmedian`)
-_TIED_PAIRS = 1 << 18  # pairs of distinct values of a column listed once each, their pairs counted
+def _band_sum(x: np.ndarray, band: int) -> np.ndarray:
+    """Sum over the last axis of each position and `band` positions either side."""
+    m = x.shape[-1]
+    c = np.cumsum(np.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 0)]), axis=-1)
+    j = np.arange(m)
+    return c[..., np.minimum(m, j + band + 1)] - c[..., np.maximum(0, j - band)]
 
 
-class _PairDiffs:
-    """The pairwise absolute differences of one column's finite values, counted by value."""
-
-    def __init__(self, column: np.ndarray):
-        self.x = np.sort(column[np.isfinite(column)])
-        n = len(self.x)
-        self.idx = np.arange(n)
-        self.pairs = n * (n - 1) // 2
-
-    def upper(self, idx: np.ndarray, v) -> np.ndarray:
-        """Per index i: the first index j > i with fl(x_j - x_i) > v (len(x) when none)."""
-        x, n = self.x, len(self.x)
-        xi = x[idx]
-        f = np.maximum(np.searchsorted(x, xi + v, side="right"), idx + 1)
-        while True:     # up: x_f still within v (rounding of xi + v); skip its equal values
-            j = np.minimum(f, n - 1)
-            move = (f < n) & (x[j] - xi <= v)
-            if not move.any():
-                break
-            f = np.where(move, np.searchsorted(x, x[j], side="right"), f)
-        while True:     # down: x_(f-1) beyond v
-            j = np.maximum(f - 1, 0)
-            move = (f > idx + 1) & (x[j] - xi > v)
-            if not move.any():
-                break
-            f = np.where(move, np.maximum(np.searchsorted(x, x[j], side="left"), idx + 1), f)
-        return f
-
-    def lower(self, idx: np.ndarray, v) -> np.ndarray:
-        """Per index i: the first index g <= i with fl(x_i - x_g) <= v."""
-        x = self.x
-        xi = x[idx]
-        g = np.minimum(np.searchsorted(x, xi - v, side="left"), idx)
-        while True:     # left: x_(g-1) still within v
-            j = np.maximum(g - 1, 0)
-            move = (g > 0) & (xi - x[j] <= v)
-            if not move.any():
-                break
-            g = np.where(move, np.searchsorted(x, x[j], side="left"), g)
-        while True:     # right: x_g beyond v
-            j = np.minimum(g, idx)
-            move = (g < idx) & (xi - x[j] > v)
-            if not move.any():
-                break
-            g = np.where(move, np.minimum(np.searchsorted(x, x[j], side="right"), idx), g)
-        return g
-
-    def count(self, v: float) -> int:
-        """Pairs with a difference at or below v."""
-        if v < 0 or self.pairs == 0:
-            return 0
-        return int(np.sum(self.upper(self.idx, v) - self.idx - 1))
-
-    def between(self, lo: float, hi: float) -> np.ndarray:
-        """The differences in (lo, hi], as computed pair by pair."""
-        if self.pairs == 0:
-            return np.empty(0)
-        a = self.upper(self.idx, lo) if lo >= 0 else self.idx + 1
-        b = self.upper(self.idx, hi)
-        n = np.maximum(b - a, 0)
-        i = np.repeat(self.idx, n)
-        j = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-        return self.x[j] - self.x[i]
-
-    def near(self, pos: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Per sorted position p and value v_p: the other values within v_p of x_p."""
-        return self.upper(pos, v) - self.lower(pos, v) - 1
-
-    @cached_property
-    def tied(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Where the column holds few distinct values (a CSV's rounded latencies over thousands of
-        replicates; at most _TIED_PAIRS pairs of them): every difference of two distinct values
-        once, as the larger less the smaller (the numbers `between` gives), and 0 for equal
-        ones, ascending, each with the count of pairs that give it. None with more."""
-        v, c = np.unique(self.x, return_counts=True)
-        if len(v) * (len(v) - 1) // 2 > _TIED_PAIRS:
-            return None
-        a, b = np.triu_indices(len(v), 1)
-        d, n = v[b] - v[a], c[a] * c[b]
-        same = int(np.sum(c * (c - 1) // 2))
-        if same:
-            d, n = np.r_[0.0, d], np.r_[same, n]
-        order = np.argsort(d, kind="stable")
-        return d[order], n[order]
-
-
-def _middle(lo: float, hi: float) -> float:
-    """Where to split (lo, hi]: zero first (equal replicates), then half way."""
-    return 0.0 if lo < 0 else lo + (hi - lo) / 2
-
-
-def _bracket(cols: Sequence[_PairDiffs], rank: int, lo: float = -1.0, clo: int = 0,
-             hi: float | None = None, chi: int | None = None,
-             counted: list[tuple[float, int]] | None = None) -> tuple[float, int, float, int]:
-    """(lo, pairs at or below lo, hi, pairs at or below hi) with the pooled difference of 0-based
-    `rank` in (lo, hi]: narrowed until few pairs or a single value are left. Each round counts the
-    pairs at or below two values placed either side of the rank by a sample of the pairs still in
-    the bracket (half way when the sample cannot place them); the bracket holds whatever the values,
-    so the order statistics do not depend on the sample. `counted`: (value, pairs at or below it)
-    already counted on these columns, where the bracket starts when they are closer to the rank,
-    and where each value counted here is added (the medians of a series, then of the series with
-    each replicate left out, search around the same ranks)."""
-    for v, c in counted or ():
-        if c <= rank and v > lo:
-            lo, clo = v, c
-        elif c > rank and (hi is None or chi is None or v < hi):
-            hi, chi = v, c
-    if hi is None or chi is None:
-        hi = max(float(c.x[-1] - c.x[0]) for c in cols if c.pairs)
-        chi = sum(c.pairs for c in cols)
-        at_hi = [np.full(len(c.x), len(c.x)) for c in cols]      # no difference exceeds the widest range
+def _pair_diffs(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(|x_a - x_b| of pairs of replicates (rows) at every size, NaN where either lacks it; rows a
+    and b; all pairs): every pair, or past MAX_CELLS a seeded sample drawn with replacement."""
+    r, m = logs.shape
+    pairs = r * (r - 1) // 2
+    if pairs * m <= MAX_CELLS:
+        a, b = np.triu_indices(r, 1)
     else:
-        at_hi = [c.upper(c.idx, hi) for c in cols]
-    at_lo = [c.upper(c.idx, lo) if lo >= 0 else c.idx + 1 for c in cols]
-    rng = np.random.default_rng(SEED)
-    xs = np.concatenate([c.x for c in cols])                   # every column's values, in turn
-    first = np.repeat(np.cumsum([0] + [len(c.x) for c in cols])[:-1], [len(c.x) for c in cols])
-    while chi - clo > _WINDOW:
-        pivots = [v for v in _pivots(xs, first, at_lo, at_hi, rank - clo, chi - clo, rng) if lo < v < hi]
-        if not pivots:
-            pivots = [_middle(lo, hi)]
-            if not lo < pivots[0] < hi:
-                break
-        for mid in pivots:
-            if not lo < mid < hi or chi - clo <= _WINDOW:
-                continue
-            at = [c.upper(c.idx, mid) for c in cols]
-            c = sum(int(np.sum(u - col.idx - 1)) for u, col in zip(at, cols))
-            if counted is not None:
-                counted.append((mid, c))
-            if c > rank:
-                hi, chi, at_hi = mid, c, at
-            else:
-                lo, clo, at_lo = mid, c, at
-    return lo, clo, hi, chi
+        rng = np.random.default_rng(SEED)
+        n = max(1, MAX_CELLS // m)
+        a = rng.integers(0, r, n)
+        b = rng.integers(0, r - 1, n)
+        b += b >= a
+    return np.abs(logs[a] - logs[b]), a, b, pairs
 
 
-def _pivots(xs: np.ndarray, first: np.ndarray, at_lo: list, at_hi: list, rank: int, pairs: int,
-            rng: np.random.Generator) -> list[float]:
-    """Values to split a bracket at: the differences of a uniform sample of the bracket's `pairs`
-    pairs about 3 sampling errors either side of `rank` (0-based within the bracket); where both
-    are one value v, v and the value just below it, which leave v alone in the bracket when the
-    rank falls among its pairs. `xs`: the columns' values in turn, `first`: where each one's
-    column starts in `xs`; `at_lo`, `at_hi`: per column and index i, the first j past each bound."""
-    # pair p of the bracket: the row (a column's index i) whose cumulative count passes p, and j in it
-    lo_j = np.concatenate(at_lo)
-    rows = np.maximum(np.concatenate(at_hi) - lo_j, 0)
-    ends = np.cumsum(rows)
-    pick = np.sort(rng.integers(0, pairs, _SAMPLE))
-    row = np.searchsorted(ends, pick, side="right")
-    j = first[row] + lo_j[row] + pick - (ends[row] - rows[row])
-    sample = np.sort(xs[j] - xs[row])
-    where, margin = (rank + 0.5) / pairs, 3 / math.sqrt(_SAMPLE)
-    below = float(sample[max(int((where - margin) * _SAMPLE), 0)])
-    above = float(sample[min(int(math.ceil((where + margin) * _SAMPLE)), _SAMPLE - 1)])
-    if below == above:
-        return [float(np.nextafter(below, -np.inf)), below]
-    return [below, above]
+def _pooled(d: np.ndarray, band: int) -> np.ndarray:
+    """(sizes, pairs x (2 band + 1)): per size its band's differences, pair by pair (NaN past the ends)."""
+    padded = np.pad(d, ((0, 0), (band, band)), constant_values=np.nan)
+    windows = sliding_window_view(padded, 2 * band + 1, axis=1)         # (pairs, sizes, band)
+    return windows.transpose(1, 0, 2).reshape(d.shape[1], -1)
 
 
-def _distinct(cols: Sequence[_PairDiffs], lo: float, clo: int, hi: float, chi: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct pooled differences in (lo, hi] and how many differences are at or below each;
-    listed _LIST pairs at a time, a value shared by more pairs counted without listing them."""
-    if chi - clo <= _LIST:
-        values, counts = np.unique(np.concatenate([c.between(lo, hi) for c in cols]), return_counts=True)
-        return values, clo + np.cumsum(counts)
-    mid = _middle(lo, hi)
-    if not lo < mid < hi:
-        return np.array([hi]), np.array([chi])
-    c = sum(col.count(mid) for col in cols)
-    parts = [_distinct(cols, a, ca, b, cb) for a, ca, b, cb in ((lo, clo, mid, c), (mid, c, hi, chi)) if cb > ca]
-    return np.concatenate([v for v, _ in parts]), np.concatenate([n for _, n in parts])
+def _nanmedian(x: np.ndarray, axis: int) -> np.ndarray:
+    """np.nanmedian, NaN for a slice with no value and no warning about it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(x, axis=axis)
 
 
-def _ranked(cols: Sequence[_PairDiffs], rlo: int, rhi: int,
-            counted: list[tuple[float, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct pooled differences around ranks rlo..rhi and, for each, how many differences
-    are at or below it: the order statistic of rank q is values[searchsorted(at_or_below, q, "right")].
-    Columns of few distinct values give every distinct difference at once (`_PairDiffs.tied`)."""
-    tied = [c.tied for c in cols]
-    if all(t is not None for t in tied):
-        d = np.concatenate([t[0] for t in tied])
-        order = np.argsort(d, kind="stable")            # ascending runs, one a column: merged
-        d, below = d[order], np.cumsum(np.concatenate([t[1] for t in tied])[order])
-        last = np.r_[d[1:] != d[:-1], True]              # a value shared by columns counted once
-        return d[last], below[last]
-    lo, clo, hi, chi = _bracket(cols, rlo, counted=counted)
-    if rhi >= chi:
-        _, _, hi, chi = _bracket(cols, rhi, hi, chi, counted=counted)
-    return _distinct(cols, lo, clo, hi, chi)
-
-
-def _pooled_median(cols: Sequence[_PairDiffs], n: int, counted: list[tuple[float, int]] | None = None) -> float:
-    """np.median of the n pooled differences of `cols`: the middle one, or the mean of the two."""
-    values, below = _ranked(cols, (n - 1) // 2, n // 2, counted)
-    low, high = values[np.searchsorted(below, [(n - 1) // 2, n // 2], side="right")]
-    return low if n % 2 else np.mean([low, high])
-
-
-# ---------------------------------------------------------------- series values
-
-def nanmedian(values: np.ndarray, axis: int) -> np.ndarray:
-    """np.nanmedian, the same numbers: in one call where no value is missing (numpy's own takes
-    a long axis, thousands of replicates, one slice at a time), and there as the middle order
-    statistic (or the mean of the middle two) of one partition, which is what np.median takes,
-    without its checks and its mean over a slice (a bootstrap's medians in a quarter of the time).
-    A short axis (a fleet's few replicates a series) is sorted, faster there than partitioned; a
-    long one is partitioned at the upper middle only, the lower middle then the largest value
-    below it: numpy partitions at two places three times slower than at one."""
-    if values.size and not np.isnan(values).any():
-        n = values.shape[axis]
-        half = n // 2
-        if n <= _SORTED_AXIS:
-            part = np.sort(values, axis=axis)
-            high = np.take(part, half, axis=axis)
-            return high if n % 2 else (np.take(part, half - 1, axis=axis) + high) / 2
-        part = np.partition(values, half, axis=axis)
-        high = np.take(part, half, axis=axis)
-        if n % 2:
-            return high
-        below = [slice(None)] * part.ndim
-        below[axis] = slice(0, half)
-        return (part[tuple(below)].max(axis=axis) + high) / 2
-    return np.nanmedian(values, axis=axis)
-
+# ---------------------------------------------------------------- series
 
 @dataclass
 class Series:
-    """One series: replicates x sizes of log latency, and their within-run standard errors."""
+    """One series: replicates x sizes of log values, and their within-run standard errors."""
     key: dict
-    sizes: np.ndarray            # bytes, ascending
+    sizes: np.ndarray            # the axis (bytes, threads), ascending
     logs: np.ndarray             # (replicates, sizes), NaN where a replicate lacks a size
     run_se: np.ndarray           # same shape, NaN where unknown
     replicates: list
     _noise: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by band: never mutated
-    _draws: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by (seed, n): never mutated
-    # by (first, last + 1) size of a band: (value, pooled differences at or below it) as counted
-    # so far (`_bracket`), where a later search of the same columns starts; a few numbers
-    _counted: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _draws: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by (seed, n, columns)
 
     @property
     def k(self) -> np.ndarray:
         return np.sum(np.isfinite(self.logs), axis=0)
 
     def center(self, logs: np.ndarray | None = None) -> np.ndarray:
-        return nanmedian(self.logs if logs is None else logs, axis=0)
+        return np.nanmedian(self.logs if logs is None else logs, axis=0)
 
     def latency_ns(self) -> np.ndarray:
+        """exp of the centre: the value at each size in the table's unit."""
         return np.exp(self.center())
 
     def noise(self, band: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-        """(se of the log centre, degrees of freedom, sigma of one replicate) per size, and the rule;
-        worked out once per band (a series' values are not changed once built)."""
+        """(se of the log centre, degrees of freedom, sigma of one replicate) per size, and the
+        rule; worked out once per band (a series is not changed once built)."""
         if band not in self._noise:
             self._noise[band] = self._work_out_noise(band)
         se, dof, sig, rule = self._noise[band]
@@ -443,86 +225,59 @@ class Series:
         m = len(self.sizes)
         se, dof, sig = np.full(m, np.nan), np.full(m, np.inf), np.full(m, np.nan)
         k = self.k
-        if np.nanmax(k, initial=0) >= 2:
-            # The median of every pairwise difference of a size's replicates, pooled over the band,
-            # selected without listing the k^2 / 2 differences (`_PairDiffs`).
-            few = _pooled_medians(self.logs, band) if _few(self.logs.shape[0], m, band, False) else None
-            cols = [_PairDiffs(self.logs[:, j]) for j in range(m)] if few is None else []
-            for j in range(m):
-                lo, hi = max(0, j - band), min(m, j + band + 1)
-                n = int(np.sum(k[lo:hi] * (k[lo:hi] - 1) // 2))
-                if n == 0 or k[j] == 0:
-                    continue
-                sig[j] = SHAMOS * float(few[j] if few is not None else
-                                        _pooled_median(cols[lo:hi], n, self._counted.setdefault((lo, hi), [])))
-                factor = MEDIAN_EFFICIENCY if k[j] >= 3 else 1.0
-                se[j] = factor * sig[j] / math.sqrt(k[j])
-                dof[j] = max(1, int(np.sum(np.maximum(k[lo:hi] - 1, 0))))
-            return se, dof, sig, f"spread of replicates, pooled over a band of {2 * band + 1} sizes"
-        run = np.nanmedian(np.where(np.isfinite(self.run_se), self.run_se, np.nan), axis=0) \
-            if np.isfinite(self.run_se).any() else np.full(m, np.nan)
+        if np.max(k, initial=0) >= 2:
+            d, a, _, pairs = _pair_diffs(self.logs)
+            med = _nanmedian(_pooled(d, band), axis=1)
+            ok = np.isfinite(med) & (k > 0)
+            sig[ok] = SHAMOS * med[ok]
+            se[ok] = np.where(k >= 3, MEDIAN_EFFICIENCY, 1.0)[ok] * sig[ok] / np.sqrt(k[ok])
+            dof[ok] = np.maximum(1, _band_sum(np.maximum(k - 1, 0), band))[ok]
+            sample = f"; a seeded sample of {len(a)} of its {pairs} pairs of replicates" if len(a) < pairs else ""
+            return se, dof, sig, f"spread of replicates, pooled over a band of {2 * band + 1} sizes{sample}"
+        run = np.nanmedian(self.run_se, axis=0) if np.isfinite(self.run_se).any() else np.full(m, np.nan)
         if np.isfinite(run).any():
             return run, np.full(m, np.inf), run, "within-run spread only (one replicate: run-to-run variation unseen)"
         return se, dof, sig, "unknown (one replicate, no within-run spread)"
 
     def draws(self, seed: int, n: int, columns: Sequence[int] | None = None) -> np.ndarray:
-        """Bootstrap draws of the log centre: replicates resampled whole, within-run error redrawn,
-        from generators seeded with `seed`. The same seed gives the same draws, so they are drawn
-        once per (seed, n, columns): every transition of a curve is located on the one set of
-        draws. `columns`: the only sizes a caller reads; the others are NaN. Each size redraws its
-        within-run errors from a generator of its own, spawned from the seed, so a size holds the
-        same numbers whichever sizes are read with it, and only the sizes read are drawn."""
+        """n bootstrap draws of the log centre (draws x sizes): replicates resampled whole, each
+        one's within-run error redrawn; once per (seed, n, columns), so every transition of a
+        curve is located on one set. `columns`: the only sizes drawn (the others NaN). Plain
+        numpy, not scipy.stats.bootstrap: that resamples data for one statistic, whereas a draw
+        here adds a normal within-run error to each resampled value and serves several statistics."""
         key = (seed, n, None if columns is None else tuple(int(j) for j in columns))
         if key not in self._draws:
             self._draws[key] = self._draw(seed, n, key[2])
             self._draws[key].flags.writeable = False
         return self._draws[key]
 
-    def _draw(self, seed: int, n: int, columns: tuple[int, ...] | None = None) -> np.ndarray:
+    def _draw(self, seed: int, n: int, columns: tuple[int, ...] | None) -> np.ndarray:
         r, m = self.logs.shape
-        pick = np.random.default_rng(seed).integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
         cols = np.arange(m) if columns is None else np.asarray(columns, dtype=np.int64)
-        streams = np.random.SeedSequence(seed).spawn(m)         # one per size, whatever is read
-        gens = [np.random.default_rng(streams[j]) for j in cols]
-        se = np.ascontiguousarray(np.nan_to_num(self.run_se[:, cols], nan=0.0).T)   # (columns, replicates)
-        logs = np.ascontiguousarray(self.logs[:, cols].T)
-        # a few draws at a time: thousands of replicates would hold n x r values a size at once;
-        # a generator gives the same numbers in pieces as in one call
-        step = max(1, _DRAW_CELLS // max(1, r * len(cols)))
-        # The medians of one piece are taken on a second thread while the next piece is drawn
-        # (numpy leaves Python's lock for both): each generator runs in order on this thread alone.
-        out, pending = [], None
-        with ThreadPoolExecutor(max_workers=1) as medians:
-            for a in range(0, n, step):
-                p = pick[a:a + step]
-                piece = np.empty((len(cols), len(p), p.shape[1]))
-                for c, gen in enumerate(gens):
-                    gen.standard_normal(out=piece[c])
-                    piece[c] *= np.take(se[c], p)
-                    piece[c] += np.take(logs[c], p)
-                if pending is not None:
-                    out.append(pending.result())
-                pending = medians.submit(nanmedian, piece, 2)
-            if pending is not None:
-                out.append(pending.result())
-        found = np.concatenate(out, axis=1).T if out else np.empty((0, len(cols)))
-        if columns is None:
-            return np.ascontiguousarray(found)
-        full = np.full((len(found), m), np.nan)
-        full[:, cols] = found
-        return full
+        rng = np.random.default_rng(seed)
+        pick = rng.integers(0, r, (n, r)) if r > 1 else np.zeros((n, 1), int)
+        logs = self.logs[:, cols].T                                    # (columns, replicates)
+        se = np.nan_to_num(self.run_se[:, cols], nan=0.0).T
+        out = np.full((n, m), np.nan)
+        step = max(1, DRAW_CELLS // max(1, r * len(cols)))            # draws held at once
+        for a in range(0, n, step):
+            p = pick[a:a + step]                                        # (draws, replicates)
+            # drawn draw by draw: the same numbers in pieces of any size as in one
+            error = rng.standard_normal((len(p), len(cols), r)).transpose(1, 0, 2)
+            values = logs[:, p] + se[:, p] * error
+            out[a:a + len(p), cols] = _nanmedian(values, axis=2).T
+        return out
 
 
 def key_column(values: pd.Series) -> pd.Series:
-    """A column to group by that never drops a row: NaN as "" (the column as objects), and a column
-    without NaN as it is (the same groups, faster to form on a large table)."""
+    """A column to group by that never drops a row: NaN as "" (as objects); without NaN, as it is."""
     return values.astype(object).where(values.notna(), "") if values.hasnans else values
 
 
 def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys: Sequence[str],
-                 measure: Measure = LATENCY) -> list[Series]:
-    """Split a tidy latency table into Series (see the module docstring for keys); `measure`
-    names the axis, value and spread columns of another table (bandwidth over threads)."""
+                 measure: Measure) -> list[Series]:
+    """Split a tidy table into Series (see the module docstring for keys); `measure` names its
+    axis, value and spread columns."""
     df = measure.columns(table, *series_keys, *replicate_keys)
     keys = [k for k in series_keys if k in df]
     reps = [k for k in replicate_keys if k in df]
@@ -532,66 +287,56 @@ def series_table(table: pd.DataFrame, series_keys: Sequence[str], replicate_keys
     df["_se"] = run_standard_error(df, measure)
     if not reps:
         df["_rep"], reps = 0, ["_rep"]
-    same = series.constant_keys(df, keys)
-    every = keys
-    keys = [k for k in keys if k not in same]
-    # One grouping for every series (a fleet has thousands): sorted by series, replicate and size,
-    # so each series is a run of rows, its replicates runs within it in order.
-    levels, codes, logs, ses = _sorted_points(df, keys + reps + [measure.axis])
-    values = [lvl.tolist() for lvl in levels]
+    # every point of every series at once (a fleet has thousands), sorted: a series is a run of
+    # points and its replicates runs within it
+    uniques, shape, key, logs, ses = _sorted_points(df, keys + reps + [measure.axis])
+    values = [u.tolist() for u in uniques]
     nk, nr = len(keys), len(reps)
-    axis = np.asarray(values[-1], dtype=np.int64)
-    new = np.r_[True, (codes[1:, :nk] != codes[:-1, :nk]).any(axis=1)] if len(codes) else np.empty(0, bool)
-    starts = np.flatnonzero(new)
+    series, rep, size = key // math.prod(shape[nk:]), key // shape[-1], key % shape[-1]
+    starts = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
     out = []
-    for a, b in zip(starts, np.r_[starts[1:], len(codes)]):
-        rc, sc = codes[a:b, nk:nk + nr], codes[a:b, -1]
-        rid = np.cumsum(np.r_[True, (rc[1:] != rc[:-1]).any(axis=1)]) - 1
-        used, si = np.unique(sc, return_inverse=True)
+    for a, b in zip(starts, np.r_[starts[1:], len(key)]):
+        first = np.r_[True, rep[a + 1:b] != rep[a:b - 1]]
+        rid = np.cumsum(first) - 1
+        used, si = np.unique(size[a:b], return_inverse=True)
         wide, wse = np.full((2, rid[-1] + 1, len(used)), np.nan)
         wide[rid, si], wse[rid, si] = logs[a:b], ses[a:b]
-        firsts = rc[np.r_[True, rid[1:] != rid[:-1]]]
-        labels = pd.MultiIndex(levels=levels[nk:nk + nr], codes=firsts.T.tolist()) if nr > 1 \
-            else levels[nk].take(firsts[:, 0])
-        key = {k: values[i][codes[a, i]] if codes[a, i] >= 0 else np.nan for i, k in enumerate(keys)}
-        out.append(Series({k: same[k] if k in same else key[k] for k in every}, axis[used], wide, wse, list(labels)))
+        codes = np.unravel_index(rep[a:b][first], shape[:-1])        # per column, each replicate's
+        labels = pd.MultiIndex(levels=uniques[nk:-1], codes=codes[nk:]) if nr > 1 else uniques[nk].take(codes[nk])
+        out.append(Series({k: values[i][codes[i][0]] for i, k in enumerate(keys)},
+                          np.asarray(values[-1], dtype=np.int64)[used], wide, wse, list(labels)))
     return out
 
 
-def _sorted_points(df: pd.DataFrame, by: list[str]) -> tuple[list[pd.Index], np.ndarray, np.ndarray, np.ndarray]:
-    """The median `_log` and `_se` of the rows of each distinct `by`, sorted by `by`: (each
-    column's sorted distinct values, per point the codes of its values in them, the medians),
-    as pandas' sorted grouping gives them. A table of one row a point and no missing key, the
-    usual one, is only sorted, on one integer key made of the columns' codes: the grouping's
-    medians of one value each would be those values."""
-    parts = [pd.factorize(df[c], sort=True) for c in by]
-    sizes = [len(uniques) for _, uniques in parts]
-    if len(df) and all(c.min() >= 0 for c, _ in parts) and math.prod(sizes) < 2 ** 62:
-        key = np.zeros(len(df), np.int64)
-        for (c, _), size in zip(parts, sizes):
-            key = key * size + c
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        if not (key[1:] == key[:-1]).any():
-            codes = np.empty((len(df), len(by)), np.int64)
-            for i in range(len(by) - 1, -1, -1):
-                key, codes[:, i] = np.divmod(key, sizes[i])
-            return ([pd.Index(uniques, name=c) for c, (_, uniques) in zip(by, parts)], codes,
-                    df["_log"].to_numpy()[order], df["_se"].to_numpy()[order])
-    agg = df.groupby(by, sort=True, dropna=False).agg(_log=("_log", "median"), _se=("_se", "median"))
-    index = agg.index if isinstance(agg.index, pd.MultiIndex) else pd.MultiIndex.from_arrays([agg.index])
-    codes = np.column_stack(index.codes) if len(agg) else np.empty((0, len(index.levels)), np.int64)
-    return list(index.levels), codes, agg["_log"].to_numpy(), agg["_se"].to_numpy()
+def _sorted_points(df: pd.DataFrame, by: list[str]) -> tuple[list[pd.Index], list[int], np.ndarray, np.ndarray,
+                                                              np.ndarray]:
+    """(each column's sorted distinct values; their counts, the key's shape; per point, ascending,
+    its key: the codes of its values as digits of that shape; the median `_log` and `_se` of its
+    rows), as pandas' sorted grouping by `by` gives them, one table-long array at a time."""
+    uniques, shape, key = [], [], np.zeros(len(df), np.int64)
+    for c in by:
+        codes, values = pd.factorize(df[c], sort=True, use_na_sentinel=False)
+        uniques.append(pd.Index(values, name=c))
+        shape.append(max(1, len(values)))
+        key = key * shape[-1] + codes
+    if math.prod(shape) >= 2 ** 63:
+        raise NumasweepError(f"{' x '.join(map(str, shape))} combinations of {', '.join(by)}: too many to number")
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    if np.all(key[1:] != key[:-1]):          # one row a point (the usual table): sorted is grouped
+        return uniques, shape, key, df["_log"].to_numpy()[order], df["_se"].to_numpy()[order]
+    points = df[["_log", "_se"]].iloc[order].groupby(key).median()
+    return uniques, shape, points.index.to_numpy(), points["_log"].to_numpy(), points["_se"].to_numpy()
 
 
 # ---------------------------------------------------------------- intervals and tests
 
 @lru_cache(maxsize=4096)
 def _quantile(p: float, dof: float) -> float:
-    """Student t's quantile (the normal's with infinite dof): a campaign asks for a few dofs, a
-    fleet's thousands of curves tens of thousands of times, and scipy takes 0.1 ms a call."""
-    special = _special()
-    return float(special.stdtrit(dof, p) if math.isfinite(dof) else special.ndtri(p))
+    """Student t's quantile (normal's at infinite dof), cached: a fleet asks for a few dofs often."""
+    from scipy.stats import t
+
+    return float(t.ppf(p, dof))
 
 
 def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, method: str = "") -> Interval:
@@ -605,25 +350,31 @@ def t_interval(log_ratio: float, se: float, dof: float, level: float = LEVEL, me
 
 def welch(a: np.ndarray, b: np.ndarray, method: str = "Welch t interval over ranks on the log ratio"
           ) -> tuple[Interval, float, float]:
-    """Ratio of the geometric means of two groups of values (each one replicate) with a Welch t
-    interval on the log difference, and that difference's standard error and degrees of freedom; no
-    interval with fewer than two values a side (se NaN). Values alike to the last digit give a
-    zero-width interval (se 0): the data show no spread to widen it."""
+    """(ratio of the geometric means of two groups of values with scipy's Welch t interval on the
+    log difference, its standard error, its dof); no interval with fewer than two values a side
+    (se NaN); values alike to the last digit give a zero-width interval (se 0)."""
+    from scipy.stats import ttest_ind
+
     la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     d = float(la.mean() - lb.mean())
     if len(la) < 2 or len(lb) < 2:
         return Interval.unknown(math.exp(d), "one value a side: no interval"), math.nan, math.nan
-    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
-    if va + vb == 0:
+    se = math.sqrt(la.var(ddof=1) / len(la) + lb.var(ddof=1) / len(lb))
+    if se == 0:
         return Interval(math.exp(d), math.exp(d), math.exp(d), LEVEL, "no spread: zero-width interval"), 0.0, math.inf
-    dof = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
-    return t_interval(d, math.sqrt(va + vb), dof, method=method), math.sqrt(va + vb), dof
+    test = ttest_ind(la, lb, equal_var=False)
+    ci = test.confidence_interval(LEVEL)
+    return Interval(math.exp(d), math.exp(ci.low), math.exp(ci.high), LEVEL, method), se, float(test.df)
 
 
-def _sf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
-    z, dof = np.broadcast_arrays(np.asarray(z, float), np.asarray(dof, float))
-    special = _special()
-    return np.where(np.isfinite(dof), special.stdtr(np.where(np.isfinite(dof), dof, 1), -z), special.ndtr(-z))
+def _beyond(x: np.ndarray, se, dof, log_floor) -> Any:
+    """One-sided p-value of x > log_floor with standard error se and dof (Student t; normal at inf)."""
+    from scipy.stats import t
+
+    se = np.asarray(se, float)
+    ok = np.isfinite(se) & (se > 0)
+    p = np.where(ok, t.sf((x - log_floor) / np.where(ok, se, 1), dof), np.nan)
+    return float(p) if p.ndim == 0 else p
 
 
 def excess_pvalue(log_ratio, se, dof, floor: float):
@@ -633,17 +384,16 @@ def excess_pvalue(log_ratio, se, dof, floor: float):
 
 
 def excess_pvalues(tests: Sequence[tuple[Any, Any, Any, float]]) -> list[np.ndarray]:
-    """`excess_pvalue` of each (log ratios, se, dof, floor), the same numbers, in one call over
-    them all (a fleet's thousands of series, one scipy call rather than one a series)."""
+    """`excess_pvalue` of each (log ratios, se, dof, floor), the same numbers, in one scipy call."""
     if not tests:
         return []
     shapes = [np.shape(r) for r, _, _, _ in tests]
     flat = [np.concatenate([np.broadcast_to(np.asarray(x, float), shape).ravel() for x, shape in zip(col, shapes)])
             for col in list(zip(*tests))[:3]]
-    floors = np.concatenate([np.full(int(np.prod(shape)), math.log1p(f)) for (_, _, _, f), shape in zip(tests, shapes)])
+    floors = np.concatenate([np.full(math.prod(shape), math.log1p(f)) for (_, _, _, f), shape in zip(tests, shapes)])
     p = _beyond(np.abs(flat[0]), flat[1], flat[2], floors)
-    return [part.reshape(shape) for part, shape in
-            zip(np.split(p, np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]), shapes)]
+    return [part.reshape(shape) for part, shape in zip(np.split(p, np.cumsum([math.prod(s) for s in shapes])[:-1]),
+                                                       shapes)]
 
 
 def rise_pvalue(log_ratio, se, dof, floor: float):
@@ -651,41 +401,27 @@ def rise_pvalue(log_ratio, se, dof, floor: float):
     return _beyond(np.asarray(log_ratio, float), se, dof, math.log1p(floor))
 
 
-def _beyond(x: np.ndarray, se, dof, log_floor) -> Any:
-    """One-sided p-value of x > log_floor (a number, or one a value) with standard error se."""
-    se = np.asarray(se, float)
-    ok = np.isfinite(se) & (se > 0)
-    z = (x - log_floor) / np.where(ok, se, 1)
-    p = np.where(ok, _sf(z, dof), np.nan)
-    return float(p) if p.ndim == 0 else p
-
-
 def benjamini_hochberg(pvalues: Sequence[float], q: float = FDR) -> np.ndarray:
-    """Rejections at false-discovery rate q (NaN p-values are never rejected)."""
+    """Rejections at false-discovery rate q (scipy's BH-adjusted p <= q); NaN: not a test."""
+    from scipy.stats import false_discovery_control
+
     p = np.asarray(pvalues, float)
     ok = np.isfinite(p)
     out = np.zeros(len(p), bool)
-    m = int(ok.sum())
-    if m == 0:
-        return out
-    idx = np.where(ok)[0][np.argsort(p[ok])]
-    passed = p[idx] <= q * np.arange(1, m + 1) / m
-    if passed.any():
-        out[idx[: np.max(np.where(passed)[0]) + 1]] = True
+    if ok.any():
+        out[ok] = false_discovery_control(p[ok], method="bh") <= q
     return out
 
 
 def holm(pvalues: Sequence[float], alpha: float = FDR) -> np.ndarray:
-    """Rejections with the family-wise error rate held at alpha (Holm's step-down)."""
+    """Rejections at family-wise error rate alpha: Holm's step-down, the i-th smallest of m
+    p-values against alpha / (m - i) until the first above; NaN: not a test."""
     p = np.asarray(pvalues, float)
-    ok = np.isfinite(p)
+    idx = np.flatnonzero(np.isfinite(p))
+    idx = idx[np.argsort(p[idx], kind="stable")]
+    m = len(idx)
     out = np.zeros(len(p), bool)
-    m = int(ok.sum())
-    idx = np.where(ok)[0][np.argsort(p[ok])]
-    for rank, i in enumerate(idx):
-        if p[i] > alpha / (m - rank):
-            break
-        out[i] = True
+    out[idx] = np.cumprod(p[idx] <= alpha / (m - np.arange(m))).astype(bool)
     return out
 
 
@@ -699,8 +435,7 @@ def unit_mean(logs: np.ndarray) -> tuple[float, float, int]:
 
 
 def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
-    """exp of the mean log over units (rows) and sizes (columns): each unit's mean over the sizes
-    is one replicate, and the interval a t interval over those (units - 1 df). Sizes of a unit
+    """exp of `unit_mean` with a t interval over the units' means (units - 1 df): sizes of a unit
     are never treated as independent."""
     est, se, n = unit_mean(logs)
     if n < 2:
@@ -708,12 +443,63 @@ def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
     return t_interval(est, se, n - 1, level, f"t interval over {n} units' mean log ratio ({n - 1} df)")
 
 
+# ---------------------------------------------------------------- replicates off their series
+
+def others_median(x: np.ndarray) -> np.ndarray:
+    """Per cell, numpy's median of the finite values of the other cells of its row (NaN where
+    none): the sorted row's order statistics with the cell's own place skipped (one sort a row)."""
+    finite = np.isfinite(x)
+    keyed = np.where(finite, x, np.inf)                       # missing values sort last
+    order = np.argsort(keyed, axis=1, kind="stable")
+    ranked = np.take_along_axis(keyed, order, axis=1)
+    place = np.empty_like(order)
+    np.put_along_axis(place, order, np.broadcast_to(np.arange(x.shape[1]), x.shape), axis=1)
+    k = finite.sum(axis=1, keepdims=True) - finite            # the others' finite values
+    last = x.shape[1] - 1
+
+    def at(q: np.ndarray) -> np.ndarray:
+        skip = finite & (q >= place)                          # past the cell's own value
+        return np.take_along_axis(ranked, np.clip(np.where(skip, q + 1, q), 0, last), axis=1)
+
+    low, high = at((k - 1) // 2), at(k // 2)
+    return np.where(k <= 0, np.nan, np.where(k % 2 == 1, low, (low + high) / 2))
+
+
+def _left_out(s: Series, band: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(dof, sigma, centre, replicates) per size with each replicate left out in turn, as rows:
+    `Series.noise` and `Series.center` of the series without it. Sigma exactly while every
+    difference once per replicate fits in LOO_CELLS (a few tens of replicates); past that, the
+    whole series' (one of more than ~50 replicates moves it a few per cent, an outlier upwards)."""
+    r, m = s.logs.shape
+    finite = np.isfinite(s.logs)
+    k = finite.sum(axis=0) - finite                          # (r, m): replicates left per size
+    ref = others_median(s.logs.T).T                          # the median of the others at each size
+    pairwise = k.max(axis=1) >= 2                            # else the others' noise is their runs' own
+    sig = np.full((r, m), np.nan)
+    if pairwise.any():
+        d, a, b, pairs = _pair_diffs(s.logs)
+        if len(a) == pairs and r * d.size * (2 * band + 1) <= LOO_CELLS:
+            pooled = _pooled(d, band)                        # (sizes, pairs x band): pair p at p // width
+            pair = np.arange(pooled.shape[1]) // (2 * band + 1)
+            mine = (a[pair][None, :] == np.arange(r)[:, None]) | (b[pair][None, :] == np.arange(r)[:, None])
+            sig = SHAMOS * _nanmedian(np.where(mine[:, None, :], np.nan, pooled[None]), axis=2)
+        else:
+            sig = np.broadcast_to(s.noise(band)[2], (r, m)).copy()
+    ok = pairwise[:, None] & np.isfinite(sig) & (k > 0)
+    sig = np.where(ok, sig, np.nan)
+    dof = np.where(ok, np.maximum(1, _band_sum(np.maximum(k - 1, 0), band)), np.inf)
+    for u in np.nonzero(~pairwise)[0]:      # the others' own runs (`Series.noise`), one by one
+        rest = Series(s.key, s.sizes, np.delete(s.logs, u, axis=0), np.delete(s.run_se, u, axis=0),
+                      [x for i, x in enumerate(s.replicates) if i != u])
+        _, dof[u], sig[u], _ = rest.noise(band)
+    return dof, sig, ref, k
+
+
 def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float = FDR) -> list[tuple]:
     """Replicates off the others of their series at one size: |own - median(others)| beyond
-    log(1 + floor) and the noise, with the noise of the *others* only (leave-one-out: an outlier
-    does not widen its own reference), Holm over every replicate and size.
-    Returns (series index, replicate index, size index, log deviation, others' log median,
-    Interval of exp(deviation), p-value) for each one found."""
+    log(1 + floor) and the others' noise (an outlier does not widen its own reference), Holm over
+    every replicate and size. Each found: (series, replicate and size index, log deviation,
+    others' log median, Interval of exp(deviation), p-value)."""
     tested = []      # per series: (series index, replicate, size, deviation, centre, se, dof) of each point
     tests = []       # and its p-values' arguments, taken in one call
     for n, (s, floor) in enumerate(zip(series, floors)):
@@ -734,172 +520,12 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
             for i in np.nonzero(holm(p, alpha))[0]]
 
 
-def others_median(x: np.ndarray) -> np.ndarray:
-    """Per cell, the median of the finite values of the other cells of its row (NaN where none),
-    as numpy's median takes it: order statistics of the sorted row with the cell's own place
-    skipped, so a row of n cells costs one sort, not n medians (a fleet's point over a thousand
-    hosts; a size over a series' replicates left out in turn)."""
-    finite = np.isfinite(x)
-    keyed = np.where(finite, x, np.inf)                       # missing values sort last
-    order = np.argsort(keyed, axis=1, kind="stable")
-    ranked = np.take_along_axis(keyed, order, axis=1)
-    place = np.empty_like(order)
-    np.put_along_axis(place, order, np.broadcast_to(np.arange(x.shape[1]), x.shape), axis=1)
-    k = finite.sum(axis=1, keepdims=True) - finite            # the others' finite values
-    last = x.shape[1] - 1
-
-    def at(q: np.ndarray) -> np.ndarray:
-        skip = finite & (q >= place)                          # past the cell's own value
-        return np.take_along_axis(ranked, np.clip(np.where(skip, q + 1, q), 0, last), axis=1)
-
-    low, high = at((k - 1) // 2), at(k // 2)
-    return np.where(k <= 0, np.nan, np.where(k % 2 == 1, low, (low + high) / 2))
-
-
-def _band_pairs(logs: np.ndarray, band: int, pairs: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per size (row), the pairwise differences of the replicates' values at the sizes of its band
-    (`band` either side), ascending, NaN (missing values, past either end) last; and (`pairs`)
-    each one's two replicates. For a few replicates (`_few`), where listing every difference is
-    faster than narrowing value brackets (`_ranked`); |a - b| rounds as the larger less the smaller
-    does (`_PairDiffs`), so the order statistics are the same numbers."""
-    r, m = logs.shape
-    a, b = np.triu_indices(r, 1)
-    width = 2 * band + 1
-    d = np.pad(np.abs(logs[a] - logs[b]), ((0, 0), (band, band)), constant_values=np.nan)   # pair by size
-    d = d[:, np.arange(m)[:, None] + np.arange(width)].transpose(1, 2, 0).reshape(m, -1)
-    a, b = np.tile(a, width), np.tile(b, width)
-    if not pairs:
-        return np.sort(d, axis=1), a, b
-    # equal differences in any order: an order statistic is a value
-    order = np.argsort(np.where(np.isfinite(d), d, np.inf), axis=1)
-    return np.take_along_axis(d, order, axis=1), a[order], b[order]
-
-
-def _few(r: int, m: int, band: int = 1, left_out: bool = True) -> bool:
-    """Whether a series of r replicates and m sizes has few enough differences to list them all,
-    once per replicate left out (`left_out`) or once."""
-    return m * (2 * band + 1) * r * (r - 1) // 2 * (r if left_out else 1) <= _FEW_CELLS
-
-
-def _pooled_medians(logs: np.ndarray, band: int) -> np.ndarray:
-    """Per size: `_pooled_median` of the band's differences (NaN where none), every one listed."""
-    d = _band_pairs(logs, band, pairs=False)[0]
-    n = np.isfinite(d).sum(axis=1)
-    low, high = (np.take_along_axis(d, np.maximum(q, 0)[:, None], axis=1)[:, 0] for q in ((n - 1) // 2, n // 2))
-    return np.where(n == 0, np.nan, np.where(n % 2 == 1, low, (low + high) / 2))
-
-
-def _left_out_medians(logs: np.ndarray, band: int = 1) -> np.ndarray:
-    """(replicates, sizes): with each replicate (row) left out, the median of the pairwise
-    differences of the other rows' finite values, pooled over a band of sizes either side (as
-    `_left_out`), every difference listed (`_band_pairs`); NaN where none is left."""
-    r, m = logs.shape
-    d, a, b = _band_pairs(logs, band)
-    rows = np.arange(r)[None, :, None]
-    kept = np.cumsum(np.isfinite(d)[:, None, :] & (a[:, None, :] != rows) & (b[:, None, :] != rows), axis=2,
-                     dtype=np.int32)                                            # (sizes, rows, pairs)
-    left = kept[:, :, -1]
-    # the 0-based order statistic q of the kept differences: the first one with more than q kept
-    low, high = (np.take_along_axis(d, np.argmax(kept > q[:, :, None], axis=2), axis=1)
-                 for q in ((left - 1) // 2, left // 2))
-    return np.where(left == 0, np.nan, np.where(left % 2 == 1, low, (low + high) / 2)).T
-
-
-def _left_out(s: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(degrees of freedom, sigma, centre, replicates) per size with each replicate left out in
-    turn, as rows: what `Series.noise` and `Series.center` give for the series without it. The
-    medians of the others are order statistics of the whole series shifted by what the one left
-    out held, so no series is built per replicate."""
-    r, m = s.logs.shape
-    finite = np.isfinite(s.logs)
-    k = finite.sum(axis=0) - finite                     # (r, m): replicates left per size
-    ref = others_median(s.logs.T).T                     # centre: the median of the others at each size
-    dof, sig = np.full((r, m), np.inf), np.full((r, m), np.nan)
-    pairwise = k.max(axis=1) >= 2                       # else the others' noise is their runs' own
-    # per size, the band's differences (size either side) of the others: all less the replicate's own
-    n = finite.sum(axis=0)
-    band = [slice(max(0, j - 1), min(m, j + 2)) for j in range(m)]
-    total = np.array([(n[b] * (n[b] - 1) // 2).sum() for b in band])
-    mine = np.column_stack([((n[b] - 1) * finite[:, b]).sum(axis=1) for b in band]) if m else np.zeros((r, 0), int)
-    uses = pairwise[:, None] & (total - mine > 0) & (k > 0)
-    dofs = np.column_stack([np.maximum(1, np.maximum(k[:, b] - 1, 0).sum(axis=1)) for b in band]) if m else dof
-    if uses.any() and _few(r, m):
-        # a few replicates (a fleet's thousands of series): every size's differences listed at once
-        sig[uses] = SHAMOS * _left_out_medians(s.logs)[uses]
-        dof[uses] = dofs[uses]
-    elif uses.any():
-        _left_out_ranked(s, finite, uses, total - mine, mine, sig)
-        dof[uses] = dofs[uses]
-    for u in np.nonzero(~pairwise)[0]:      # the others' own runs (`Series.noise`), one by one
-        rest = Series(s.key, s.sizes, np.delete(s.logs, u, axis=0), np.delete(s.run_se, u, axis=0),
-                      [x for i, x in enumerate(s.replicates) if i != u])
-        _, dof[u], sig[u], _ = rest.noise()
-    return dof, sig, ref, k
-
-
-def _left_out_ranked(s: Series, finite: np.ndarray, uses: np.ndarray, lefts: np.ndarray, mines: np.ndarray,
-                     sig: np.ndarray) -> None:
-    """`_left_out`'s sigma for many replicates, into `sig` where `uses`: per size, the median of
-    the others' band differences found by counting value brackets (`_ranked`), never listing
-    the k^2 / 2 differences; where the series' noise came first, from the values it counted,
-    which lie about the same ranks."""
-    logs = s.logs
-    r, m = logs.shape
-    cols = [_PairDiffs(logs[:, j]) for j in range(m)]
-    # sorted position of each replicate's value in its size's column (any of equal values)
-    pos = np.zeros((r, m), dtype=np.int64)
-    for j, c in enumerate(cols):
-        pos[finite[:, j], j] = np.searchsorted(c.x, logs[finite[:, j], j], side="left")
-    # each size's finite replicates in the order of their values
-    by_pos = [np.nonzero(finite[:, j])[0][np.argsort(pos[finite[:, j], j], kind="stable")] for j in range(m)]
-    for j in range(m):
-        use, left, mine = uses[:, j], lefts[:, j], mines[:, j]
-        if not use.any():
-            continue
-        lo, hi = max(0, j - 1), min(m, j + 2)
-        band = cols[lo:hi]
-        q = [(left - 1) // 2, left // 2]
-        values, below = _ranked(band, int(q[0][use].min()), int((q[1] + mine)[use].max()),
-                                s._counted.setdefault((lo, hi), []))
-
-        def own(v_idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
-            """Per replicate of `rows` (others 0): its own differences at or below values[v_idx]."""
-            v = values[v_idx]
-            near = np.zeros(r, dtype=np.int64)
-            for i, c in zip(range(lo, hi), band):
-                f = by_pos[i][rows[by_pos[i]]]      # in sorted order: the searches run in step
-                near[f] += c.near(pos[f, i], v[f])
-            return near
-
-        found = []
-        last = len(values) - 1
-        a = np.zeros(r, dtype=np.int64)
-        for rank in q:
-            # The smallest value with more than `rank` of the others' differences at or below it.
-            # Those are the pooled ones less the replicate's own, which grow with the value: with
-            # n of its own at or below values[a], no index before the first with more than rank + n
-            # pooled differences qualifies, so that index is a lower bound, and one whose own count
-            # is still n qualifies itself. From the pooled rank itself, a few steps reach it.
-            # (the answer for the lower rank bounds that of the higher one too)
-            a = np.maximum(a, np.minimum(np.searchsorted(below, rank, side="right"), last))
-            todo = np.ones(r, dtype=bool)
-            while todo.any():
-                step = np.minimum(np.searchsorted(below, rank + own(a, todo), side="right"), last)
-                todo &= step > a
-                a = np.where(todo, step, a)
-            found.append(values[a])
-        med = np.where(left % 2 == 1, found[0], (found[0] + found[1]) / 2)
-        sig[use, j] = SHAMOS * med[use]
-
-
 def sustained_onset(flags: Sequence[bool]) -> int | None:
     """Index from which every later flag is set, or None."""
-    onset = None
-    for j in range(len(flags) - 1, -1, -1):
-        if not flags[j]:
-            break
-        onset = j
-    return onset
+    j = len(flags)
+    while j > 0 and flags[j - 1]:
+        j -= 1
+    return j if j < len(flags) else None
 
 
 def onset_interval(series: Series, onset: int, flags_of: Callable[[np.ndarray], Sequence[bool]],

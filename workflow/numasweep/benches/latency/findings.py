@@ -315,7 +315,7 @@ def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
         return None
-    stats.check_values(latency, "latency.csv")
+    stats.check_values(latency, "latency.csv", contrasts.LATENCY)
     df = series.normalise(latency, "latency")
     for col in ("mode", "page_size", "mem_nodes"):
         if col not in df:
@@ -539,7 +539,7 @@ def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
     """Runs (a rank of one repetition) off the others of their curve at one size (`stats.deviations`)."""
     keys = study.keys + ["l3_position"]
     reps = [c for c in REPLICATES if c in table]
-    curves = stats.series_table(table, keys, reps)
+    curves = stats.series_table(table, keys, reps, contrasts.LATENCY)
     found = stats.deviations(curves, [contrasts.MIN_EFFECT] * len(curves))
     findings = []
     for n, u, j, diff, ref, interval, p in found:
