@@ -13,9 +13,7 @@ and `snakemake -n` on it (with `--batch N`, the campaign sets `batch: N`: one Sn
 batch of up to N points). `report` writes a cached results folder of model data (the replay
 model of tests/replay/model.py: one CSV and provenance record per latency job of 8 ranks x 15
 sizes), then times `aggregate`, `analyse`, `figures` and `report` on it, each as its own
-process (the table's file time moved on after aggregate, as Snakemake touches a job's
-outputs), then the last three again without aggregate's columnar copy of the table (parsing
-`latency.csv`, as for a folder aggregated before the copy existed); with `--hosts N` the sweep
+process; with `--hosts N` the sweep
 ran on N nodes of a fleet campaign (each node its own series,
 a few repetitions each: the shape of a large cluster's screening, where the default is thousands
 of repetitions of one sweep), and `fleet` is timed too. Every step prints its wall time, the
@@ -148,10 +146,6 @@ def report(rows: int, keep: Path | None, hosts: int = 1) -> None:
         out.mkdir(parents=True, exist_ok=True)
         line("aggregate", *timed(py + ["aggregate", "-o", str(folder / "latency.csv"), *map(str, csvs)])[:3])
         print(f"  latency.csv: {sum(1 for _ in open(folder / 'latency.csv')) - 1} rows")
-        # Snakemake touches a job's outputs once it ends: under the workflow, the steps find the
-        # CSV newer than the fingerprint in its columnar copy and check the copy against a CRC of
-        # the whole file (`io._made_from`). Timed as the workflow runs them.
-        os.utime(folder / "latency.csv")
         steps = [("analyse", ["analyse", "--results", str(folder), "-o", str(out / "findings.json")]),
                  ("figures", ["figures", "--results", str(folder), "-o", str(out / "figures")]),
                  ("report", ["report", "--results", str(folder), "--findings", str(out / "findings.json"),
@@ -160,13 +154,6 @@ def report(rows: int, keep: Path | None, hosts: int = 1) -> None:
             steps.append(("fleet", ["fleet", "--results", str(folder), "-o", str(out / "fleet.md")]))
         for step, args in steps:
             line(step, *timed(py + args)[:3])
-        # the same steps without aggregate's columnar copy (`io.write_columns`): what a results
-        # folder aggregated before the copy existed, or whose copy was lost, costs
-        copy = folder / "latency.npz"
-        if copy.exists():
-            copy.unlink()
-            for step, args in steps:
-                line(f"{step}, parsing latency.csv", *timed(py + args)[:3])
         line("start-up: report --help", *timed(py + ["report", "--help"])[:3])
     finally:
         if keep is None:

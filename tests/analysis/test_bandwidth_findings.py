@@ -29,6 +29,7 @@ import pytest
 
 from numasweep.findings import analysis
 from numasweep.benches import bandwidth
+from numasweep.core.topology import Topology
 from numasweep.benches import copy as copy_bench
 
 DISTANCES = (12, 16, 21, 32)
@@ -116,7 +117,8 @@ def plant(rng: np.random.Generator, noise: float | None = None, flat: bool = Fal
                                "best_gb_s": r["best_mb_s"], "avg_gb_s": r["avg_mb_s"], "min_gb_s": r["min_mb_s"],
                                "ntimes": 10, "repetition": rep, "host": "model"})
     cross = [math.log(10 / dist[s][d]) * exponent for s in range(nodes) for d in range(nodes) if s != d]
-    topo = {"system": "model", "nodes": [{"id": n, "cpus": [n]} for n in range(nodes)], "distances": dist}
+    topo = Topology.from_dict({"system": "model", "threads_per_core": 1, "distances": dist,
+                               "nodes": [{"id": n, "cpus": [n], "memory_bytes": 1 << 34} for n in range(nodes)]})
     return Planted(pd.DataFrame(rows), pd.DataFrame(copies), topo, threads, sat, ratio,
                    1.0 if flat else math.exp(float(np.mean(cross))), flip, noise)
 

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep.benches.latency import findings as lat_findings
+from numasweep.core.topology import Topology
 
 MIB = 1 << 20
 SIZES = (64 * MIB, 1024 * MIB)
@@ -78,9 +79,9 @@ def plant(rng: np.random.Generator, nodes: int | None = None, noise: float | Non
     base, e = float(rng.uniform(80, 130)), float(rng.uniform(0.2, 0.6))
     mems = [int(m) for m in rng.choice(nodes, size=min(nodes, int(rng.integers(1, 3))), replace=False)]
     cores = 8
-    topo = {"system": "planted", "threads_per_core": 1, "distances": dist,
-            "nodes": [{"id": n, "cpus": list(range(n * cores, (n + 1) * cores)), "memory_bytes": 1 << 34}
-                      for n in range(nodes)]}
+    topo = Topology.from_dict({"system": "planted", "threads_per_core": 1, "distances": dist,
+                               "nodes": [{"id": n, "cpus": list(range(n * cores, (n + 1) * cores)),
+                                          "memory_bytes": 1 << 34} for n in range(nodes)]})
     truth, flipped, rows = {}, {}, []
     for m in mems:
         for c in range(nodes):
@@ -212,7 +213,7 @@ def test_nodes_of_one_distance_that_differ_are_claimed_with_their_interval() -> 
     # 4 nodes: for any memory node the two farthest share a distance (12 on LUMI-G, 32 across sockets)
     p = plant(np.random.default_rng(17), nodes=4, noise=0.01, min_ranks=4)
     m = int(p.latency["mem_nodes"].iloc[0])
-    dist = p.topology["distances"]
+    dist = p.topology.distances
     a, b = sorted(range(4), key=lambda c: (dist[c][m], c))[-2:]
     assert dist[a][m] == dist[b][m]
     slow = (p.latency["cpu_node"] == b) & (p.latency["mem_nodes"] == m)

@@ -3,15 +3,16 @@ formulas so that each test knows which numbers the report may contain."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from numasweep.core.topology import Topology
+
 MiB = 1 << 20
 
 
-def topology(system: str = "twin", hypervisor: str | None = None) -> dict:
+def topology(system: str = "twin", hypervisor: str | None = None) -> Topology:
     """Two NUMA nodes of 4 cores, two L3 groups per node, plus a memory-only node 2."""
     nodes = [
         {"id": 0, "cpus": [0, 1, 2, 3], "memory_bytes": 8 << 30, "memory_only": False},
@@ -19,7 +20,7 @@ def topology(system: str = "twin", hypervisor: str | None = None) -> dict:
         {"id": 2, "cpus": [], "memory_bytes": 16 << 30, "memory_only": True},
     ]
     l3 = [[0, 1], [2, 3], [4, 5], [6, 7]]
-    return {
+    return Topology.from_dict({
         "system": system,
         "source": "arch:tests",
         "cpu_model": "Test CPU 8-Core",
@@ -37,7 +38,7 @@ def topology(system: str = "twin", hypervisor: str | None = None) -> dict:
         "smt_siblings": [[c] for c in range(8)],
         "reserved_cpus": [0],
         "gpus": [],
-    }
+    })
 
 
 RANK_CPUS = [1, 2, 5, 6]  # one rank in each L3 group
@@ -125,7 +126,7 @@ def gpu_frame() -> pd.DataFrame:
 def write_results(folder: Path, benches=("latency", "bandwidth", "copy", "gpu_xfer"),
                   system: str = "twin", hypervisor: str | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "topology.json").write_text(json.dumps(topology(system, hypervisor), indent=1))
+    (folder / "topology.json").write_text(topology(system, hypervisor).to_json())
     makers = {"latency": latency_frame, "bandwidth": bandwidth_frame, "copy": copy_frame,
               "gpu_xfer": gpu_frame}
     for bench in benches:

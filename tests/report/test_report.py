@@ -12,6 +12,7 @@ import pytest
 
 from report_data import MiB, write_results
 from numasweep.findings import analysis
+from numasweep.core.topology import Topology
 from numasweep.reporting import figures, report
 from numasweep.__main__ import main
 from numasweep.core.units import format_size
@@ -138,7 +139,10 @@ def test_placement_rows_keep_their_own_pages_when_ranks_alternate_nodes() -> Non
                              for r in range(4)])
     for hosts, named in ((["a"], False), (["a", "b"], True), ([f"h{i}" for i in range(9)], False)):
         (table,) = lat_report.placement_tables(pd.concat(map(frame, hosts), ignore_index=True),
-                                           {"nodes": [{"id": 0}, {"id": 1}]})
+                                           Topology.from_dict({"system": "two", "threads_per_core": 1,
+                                                               "nodes": [{"id": 0, "cpus": [1, 3], "memory_bytes": 1 << 30},
+                                                                         {"id": 1, "cpus": [0, 2], "memory_bytes": 1 << 30}],
+                                                               "distances": [[10, 20], [20, 10]]}))
         rows = [[c.strip() for c in line.strip("|").split("|")] for line in table["table"].splitlines()[2:]]
         assert len(rows) == 4 * (len(hosts) if named else 1)
         for cells in rows:

@@ -211,7 +211,7 @@ def test_keys_of_one_value_come_back_as_the_grouped_keys_would():
 
     for one, many in ((series.point_table(df, "latency", ["latency_ns_median"]),
                        series.point_table(wider, "latency", ["latency_ns_median"])),
-                      (lat_tables.latency_points(df, {}), lat_tables.latency_points(wider, {}))):
+                      (lat_tables.latency_points(df, None), lat_tables.latency_points(wider, None))):
         many = own(many)
         assert list(one.columns) == list(many.columns)
         assert [str(t) for t in one.dtypes] == [str(t) for t in many.dtypes]

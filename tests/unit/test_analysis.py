@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from numasweep.core.topology import Topology
 from numasweep.findings import analysis
 from numasweep.core.errors import NumasweepError
 from numasweep.benches import bandwidth
@@ -20,10 +21,10 @@ MIB = 1 << 20
 SIZES = [MIB << k for k in range(11)]  # 1 MiB .. 1 GiB
 
 
-def topo_two_nodes() -> dict:
+def topo_two_nodes() -> Topology:
     """2 nodes x 2 L3 groups x 4 cores, L2 1 MiB per core, L3 16 MiB per group (32 MiB per node)."""
     cores = list(range(16))
-    return {
+    return Topology.from_dict({
         "system": "synthetic", "threads_per_core": 1,
         "nodes": [{"id": 0, "cpus": cores[:8], "memory_bytes": 1 << 34},
                   {"id": 1, "cpus": cores[8:], "memory_bytes": 1 << 34}],
@@ -33,7 +34,7 @@ def topo_two_nodes() -> dict:
                     "instances": [cores[i:i + 4] for i in range(0, 16, 4)]}],
         "l3_groups": [cores[i:i + 4] for i in range(0, 16, 4)],
         "smt_siblings": [[c] for c in cores],
-    }
+    })
 
 
 def latency_frame(curve, cpus=(0, 4, 8, 12), mode="serial", noise=0.0, seed=0, spread=None,
@@ -64,8 +65,11 @@ def ids(findings) -> list[str]:
 
 # ------------------------------------------------------------ latency: levels, TLB, contrasts
 
-def latency(df: pd.DataFrame, topo: dict | None = None) -> list:
-    return lat_findings.latency_findings(df, topo_two_nodes() if topo is None else topo)
+TWO_NODES = "two nodes"   # the default topology of these tests; None: no topology at all
+
+
+def latency(df: pd.DataFrame, topo: Topology | None | str = TWO_NODES) -> list:
+    return lat_findings.latency_findings(df, topo_two_nodes() if topo == TWO_NODES else topo)
 
 
 def claims(findings) -> list:
@@ -167,7 +171,7 @@ def test_domain_asymmetry_by_l3_group() -> None:
     assert n["plateau_ratio"] == pytest.approx(1.4, rel=0.02) and n["plateau_ratio_low"] > 1.1
     (flat,) = [f for f in latency(latency_frame(stepped, noise=0.01)) if f.id == "domain_asymmetry"]
     assert not flat.numbers["asymmetric"]
-    assert [f for f in latency(latency_frame(stepped, noise=0.01), {}) if f.id == "domain_asymmetry"] == []
+    assert [f for f in latency(latency_frame(stepped, noise=0.01), None) if f.id == "domain_asymmetry"] == []
 
 
 def test_outlier_found_with_rank_size_and_interval() -> None:
@@ -282,7 +286,7 @@ def test_gpu_plateau_pinned_and_weights() -> None:
                 rows.append({"access_size(bytes)": 1 << k, "read_bw(gib/s)": bw, "write_bw(gib/s)": bw,
                              "policy": "weighted", "numa_nodes": "0,1", "numa_weight": weight, "pinned": pinned})
     found = gpu_xfer.gpu_transfers(pd.DataFrame(rows), topo_two_nodes())
-    plateaus = [f for f in found if f.id == "gpu_plateau" and f.numbers["pinned"] == "1"
+    plateaus = [f for f in found if f.id == "gpu_plateau" and f.numbers["pinned"] == "pinned"
                 and f.numbers["numa_weight"] == "1,1"]
     assert {f.numbers["from_size_bytes"] for f in plateaus} == {1 << 20}
     assert {round(f.numbers["plateau_gib_s"], 1) for f in plateaus} == {50.0}
@@ -315,7 +319,9 @@ def test_gpu_claims_carry_an_interval_over_runs_or_say_there_is_none() -> None:
     assert {f.id for f in claims} == {"gpu_plateau", "gpu_pinned", "gpu_weights"}
     for f in claims:
         n = f.numbers
-        truth = {"gpu_pinned": 2.5, "gpu_weights": 1.25}.get(f.id) or planted[(f.id, n["pinned"], n["numa_weight"])]
+        # the findings say the words the kernel's 1/0 mean
+        pin = {"pinned": "1", "pageable": "0"}.get(n.get("pinned"), n.get("pinned"))
+        truth = {"gpu_pinned": 2.5, "gpu_weights": 1.25}.get(f.id) or planted[(f.id, pin, n["numa_weight"])]
         low, high = n["low"], n["high"]
         assert low < truth < high and high / low < 1.2, (f.summary, n)
         assert "95% interval" in f.summary and "no interval" not in f.summary
@@ -337,7 +343,7 @@ def test_a_gpu_curve_that_falls_back_at_large_sizes_peaks_and_says_where_it_ends
             rows.append({"access_size(bytes)": size, "read_bw(gib/s)": bw, "policy": "local", "numa_nodes": "",
                          "numa_weight": "", "pinned": pin})
     found = {f.numbers["pinned"]: f for f in gpu_xfer.gpu_transfers(pd.DataFrame(rows)) if f.id == "gpu_plateau"}
-    falls, holds = found["0"], found["1"]
+    falls, holds = found["pageable"], found["pinned"]
     assert not falls.numbers["plateau_holds"] and holds.numbers["plateau_holds"]
     assert "peak at 20.0 GiB/s" in falls.summary and "from" not in falls.summary
     assert "and move 10.0 GiB/s at the largest size, 256MiB" in falls.summary
@@ -356,7 +362,7 @@ def test_placement_flags_ranks_below_threshold() -> None:
 def test_absent_data_gives_nothing() -> None:
     for fn in (*lat_findings.LATENCY_ANALYSES, bandwidth.bandwidth_saturation,
                bandwidth.bandwidth_locality, copy_bench.copy_matrix, gpu_xfer.gpu_transfers):
-        assert fn(None, {}) == [] and fn(pd.DataFrame(), {}) == []
+        assert fn(None, None) == [] and fn(pd.DataFrame(), None) == []
 
 
 # ------------------------------------------------------------ the seeds' examples

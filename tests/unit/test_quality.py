@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numasweep.core import registry
+from numasweep.core import registry, topology
 from numasweep.results import aggregate, quality
 from numasweep.reporting import report
 from numasweep.core.system_state import SystemState
@@ -91,7 +91,7 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
 def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tmp_path: Path) -> None:
     """The plan-time warning's other half: a series measured with arrays under 4x the last-level
     cache of its CPUs is flagged in the report's data-quality part (LUMI-G: 32 MiB L3 per CCD)."""
-    topo = json.loads((REPO / "examples" / "lumi-g" / "topology.json").read_text())
+    topo = topology.load(REPO / "examples" / "lumi-g" / "topology.json")
     rows = [{"kernel": "triad", "threads": 1, "cpus": cpus, "cpu_nodes": "0", "policy": "bind", "mem_nodes": "0",
              "best_mb_s": 1000.0, "avg_mb_s": 900.0, "validation": "pass", "stores": "regular",
              "first_touch_s": 0.3, "array_bytes": size}
@@ -103,7 +103,7 @@ def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tm
     assert "cpus 0" in flag and "64MiB are under 4x the 32MiB last-level cache" in flag, flag
     assert quality.series_quality({"bandwidth": table})[0]["flagged"] == []   # no topology: nothing claimed
     table.to_csv(tmp_path / "bandwidth.csv", index=False)
-    (tmp_path / "topology.json").write_text(json.dumps(topo))
+    (tmp_path / "topology.json").write_text(topo.to_json())
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
     assert flag in text.split("## Data quality", 1)[1]
 
@@ -140,7 +140,7 @@ def test_a_fleet_bandwidth_series_is_one_row_over_its_hosts() -> None:
     """Twelve hosts of one bandwidth series (LUMI-G: 32 MiB L3 per CCD): its store kinds, the
     largest first touch, the smallest arrays against the cache, the least timer ticks over the
     hosts; a flag per kind over the hosts that raised it, with the worst host's sentence."""
-    topo = json.loads((REPO / "examples" / "lumi-g" / "topology.json").read_text())
+    topo = topology.load(REPO / "examples" / "lumi-g" / "topology.json")
     rows = [{"host": f"n{h:02d}", "kernel": "triad", "threads": 1, "cpus": "0", "cpu_nodes": "0",
              "policy": "bind", "mem_nodes": "0", "best_mb_s": 1000.0, "avg_mb_s": 900.0, "validation": "pass",
              "stores": "regular", "first_touch_s": 0.1 * (h + 1) + rep, "array_bytes": 64 << 20,

@@ -32,7 +32,8 @@ def model_latency(size: int, rank: int) -> float:
 def write_run(folder: Path, tag: str, scale=lambda bench, row: 1.0, host: str = "node1") -> Path:
     """A results folder as aggregation leaves it: topology.json and latency/bandwidth tables."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "topology.json").write_text(json.dumps({"system": "model", "nodes": [{"id": 0, "cpus": [0, 1]}]}))
+    (folder / "topology.json").write_text(json.dumps({"system": "model", "threads_per_core": 1, "distances": [[10]],
+                                                      "nodes": [{"id": 0, "cpus": [0, 1], "memory_bytes": 1 << 30}]}))
     lat = []
     for rep in range(2):
         for rank in range(2):

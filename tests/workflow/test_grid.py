@@ -222,30 +222,6 @@ def test_aggregate_names_a_missing_or_malformed_file_and_keeps_going_when_told(t
     assert len(json.loads((tmp_path / "aggregate_problems.json").read_text())["copy"]) == 2
 
 
-def test_aggregate_writes_the_columnar_copy_of_its_table_and_drops_a_stale_one(tmp_path: Path, capsys) -> None:
-    """`aggregate` leaves `<bench>.npz` beside the CSV, the table a reader gets from either; a table
-    written again removes the copy made from the old one, and a copy that cannot be written is a
-    warning line: the CSV is kept."""
-    from numasweep.core.io import columns_path, read_csv
-
-    jobs = [_job(tmp_path, f"copy-s{n}-d1", f"{n},1,1024,{5.5 + n}\n") for n in range(2)]
-    out = tmp_path / "copy.csv"
-    assert aggregate.main([*map(str, jobs), "-o", str(out)]) == 0
-    assert columns_path(out).is_file()
-    table = read_csv(out, codes=True)
-    columns_path(out).unlink()
-    pd.testing.assert_frame_equal(table, read_csv(out, codes=True))
-    aggregate.write_copy(out)
-    aggregate.write(*aggregate.aggregate(jobs[:1], "copy"), out)
-    assert not columns_path(out).exists()
-    columns_path(out).mkdir()           # a folder where the copy goes: it cannot be written
-    capsys.readouterr()
-    aggregate.write_copy(out)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "copy.npz: not written" in err[0], err
-    assert read_csv(out, codes=True)["best_gb_s"].tolist() == [5.5]
-
-
 def test_aggregate_in_one_parse_gives_the_table_read_job_by_job(tmp_path: Path) -> None:
     """Jobs sharing a header are parsed at once (`aggregate._read_all`); the table must be the one
     `read_job` builds file by file, column order and types included (a grid value only some jobs

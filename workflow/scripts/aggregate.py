@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (snakemake is injected)
 
-from numasweep.results.aggregate import aggregate, write, write_copy  # noqa: E402
+from numasweep.results.aggregate import aggregate, write  # noqa: E402
 from numasweep.planning.batch import point_csvs  # noqa: E402
 from numasweep.core.errors import NumasweepError  # noqa: E402
 
@@ -19,7 +19,5 @@ except NumasweepError as exc:
     print(f"numasweep: error: {exc}", file=sys.stderr)
     sys.exit(2)
 write(table, problems, Path(snakemake.output[0]))  # noqa: F821
-del table
-write_copy(Path(snakemake.output[0]))  # noqa: F821
 for problem in problems:
     print(f"skipped: {problem}", file=sys.stderr)

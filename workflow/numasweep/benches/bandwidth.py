@@ -47,7 +47,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import Bench, RunQuality, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_size, parse_cpulist
-from numasweep.findings.analysis import Finding, in_parens, interval_numbers, node_distance, size_text, topology_dict
+from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import PALETTE, heatmap, new_figure, save
 from numasweep.reporting.markdown import md_table
@@ -245,7 +245,7 @@ def byte_counting(bandwidth: pd.DataFrame) -> dict | None:
 
 # ---------------------------------------------------------------- figures
 
-def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
     for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
         if part["threads"].nunique() < 2:
@@ -272,7 +272,7 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: dict | None, fi
     return paths
 
 
-def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
     for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
         part = part.dropna(subset=["memory_node"])
@@ -479,7 +479,7 @@ def saturation_point(s: Series) -> tuple[Interval, int | None]:
                     f"hinge fit, percentile bootstrap {how} ({DRAWS} draws)"), col
 
 
-def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     """Per bandwidth series: the thread count of its plateau, the plateau and the rise to it."""
     runs, keys, metric = _runs(bandwidth)
     if runs.empty:
@@ -587,18 +587,17 @@ def _medians(rows: pd.DataFrame) -> pd.Series:
     return rows.groupby("threads")["mb_s"].median()
 
 
-def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     """Remote over local bandwidth for threads on one node, per series and thread count, next to
     the firmware distances (and where a claim contradicts them, a finding of that); and the best
     over the worst interleave weights of each weighted series. Every pair compared is one family."""
-    topo = topology_dict(topology)
     runs, keys, metric = _runs(bandwidth)
     if runs.empty:
         return []
     pairs, meta = _locality_pairs(runs, keys)
     weight_pairs, weight_meta = _weight_pairs(runs, keys)
     found = _contrasts(pairs + weight_pairs)
-    return _locality_findings(found, meta, topo, metric) + _weight_findings(found, weight_meta, metric)
+    return _locality_findings(found, meta, topology, metric) + _weight_findings(found, weight_meta, metric)
 
 
 def _locality_pairs(runs: pd.DataFrame, keys: list[str]) -> tuple[list, dict]:
@@ -619,14 +618,14 @@ def _locality_pairs(runs: pd.DataFrame, keys: list[str]) -> tuple[list, dict]:
     return pairs, meta
 
 
-def _locality_findings(found: dict, meta: dict, topo: dict, metric: str) -> list[Finding]:
+def _locality_findings(found: dict, meta: dict, topo: Topology | None, metric: str) -> list[Finding]:
     findings = []
     for label, (cpu, mem, remote, local, name) in meta.items():
         c = found.get(label)
         if c is None:
             continue
         ratio, threads, equivalent, p = _stated(c)
-        d_local, d_remote = node_distance(topo, int(cpu), int(cpu)), node_distance(topo, int(cpu), int(mem))
+        d_local, d_remote = (topo.distance(int(cpu), int(cpu)), topo.distance(int(cpu), int(mem))) if topo else (None, None)
         known = d_local is not None and d_remote is not None
         contradicts = bool(c.differs and known and d_remote != d_local
                            and (d_remote > d_local) == (ratio.estimate > 1))

@@ -21,6 +21,7 @@ import pandas as pd
 
 from numasweep.benches import bandwidth
 from numasweep.core.registry import Bench, register
+from numasweep.core.topology import Topology
 from numasweep.core.units import format_size
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
@@ -102,7 +103,7 @@ def check(topo: Any, section: dict) -> list[str]:
 
 # ---------------------------------------------------------------- figures and tables
 
-def plot_copy_matrix(copy: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+def plot_copy_matrix(copy: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     """Per configuration (label, memory, ... : `series.configurations`), the copies of its largest
     thread count and size, one panel per node the threads ran on."""
     keys = ["cpu_node", "src_node", "dst_node"]
@@ -143,7 +144,7 @@ def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
 
 # ---------------------------------------------------------------- findings
 
-def copy_matrix(copy: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+def copy_matrix(copy: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     """Per copy configuration: fastest and slowest cells, and cross-node over within-node copies
     (geometric means over cells, one log ratio per repetition)."""
     need = {"src_node", "dst_node", "best_gb_s"}

@@ -32,6 +32,7 @@ import pandas as pd
 
 from numasweep.core.registry import COMMON_SERIES, Bench, register
 from numasweep.core.errors import NumasweepError
+from numasweep.core.topology import Topology
 from numasweep.core.units import format_size
 from numasweep.findings import analysis
 from numasweep.findings.analysis import Finding
@@ -73,6 +74,14 @@ GPU_BANDWIDTH = {d.name: d.bandwidth for d in GPU_DIRECTIONS}
 
 # The HIP build of gpu_xfer, which a sweep on AMD GPUs runs instead of the CUDA one.
 GPU_XFER_HIP = "gpu_xfer_hip"
+
+
+def pinning(value: Any) -> str:
+    """The seed's and the kernel's spellings of host memory pinning (1/0, true/false, or the
+    words) as "pinned" or "pageable"; "" where it says neither. Read once, where a table is."""
+    text = str(value).strip().lower()
+    return {"1": "pinned", "true": "pinned", "pinned": "pinned",
+            "0": "pageable", "false": "pageable", "pageable": "pageable"}.get(text, "")
 
 
 def gpu_kernel(topo: Any) -> str:
@@ -203,7 +212,7 @@ def gpu_lines(part: pd.DataFrame):
 def gpu_configurations(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """Pinned and pageable host memory apart, then every other configuration that varies."""
     table = table.copy()
-    table["pinned"] = ["pinned" if str(p) in ("1", "true", "True") else "pageable" for p in table["pinned"]]
+    table["pinned"] = [pinning(p) or "pageable" for p in table["pinned"]]
     return series.configurations(table, "gpu_xfer", first="pinned")
 
 
@@ -226,7 +235,7 @@ def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
 
 # ---------------------------------------------------------------- figures
 
-def plot_gpu(gpu: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+def plot_gpu(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     table = gpu_table(gpu)
     paths: list[Path] = []
     for variant, part in gpu_configurations(table):
@@ -305,13 +314,14 @@ def _gpu_interval_text(level: Interval, runs: str, fmt: str) -> str:
             f"{fmt.format(level.high)}, {runs})")
 
 
-def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     """GPU transfer bandwidth plateau per direction and policy, pinned vs pageable, best weights."""
     if gpu is None or gpu.empty or GPU_SIZE not in gpu:
         return []
     df = gpu.copy()
-    for col in ("policy", "numa_nodes", "numa_weight", "pinned", "gpu", "ngpus", "label", "memory", "host"):
+    for col in ("policy", "numa_nodes", "numa_weight", "gpu", "ngpus", "label", "memory", "host"):
         df[col] = _text(df[col]) if col in df else ""
+    df["pinned"] = df["pinned"].map(pinning) if "pinned" in df else ""
     findings = []
     plateaus = []
     for direction, column in GPU_BANDWIDTH.items():
@@ -335,7 +345,7 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
                              "plateau_gib_s": value, "from_size_bytes": start, "run_levels": run_levels})
             who = f"{ngpus} GPU{'s' if ngpus not in ('', '1') else ''}, GPU {gpu_id}" + (f", {label}" if label else "")
             short, mem = _gpu_memory(policy, nodes, weight)
-            pin = {"1": "pinned", "true": "pinned", "0": "pageable", "false": "pageable"}.get(pinned.lower(), pinned)
+            pin = pinned
             findings.append(Finding(
                 id="gpu_plateau", bench="gpu_xfer",
                 title=f"GPU {direction}: {short}, {pin or 'pinning unknown'} ({who})",
@@ -358,9 +368,9 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
         return findings
     for (direction, policy, nodes, weight, ngpus, gpu_id, label, host), g in table.groupby(
             ["direction", "policy", "numa_nodes", "numa_weight", "ngpus", "gpu", "label", "host"]):
-        pins = {p.lower(): (v, r) for p, v, r in zip(g["pinned"], g["plateau_gib_s"], g["run_levels"])}
-        pinned, pinned_runs = pins.get("1", pins.get("true", (None, None)))
-        pageable, pageable_runs = pins.get("0", pins.get("false", (None, None)))
+        pins = {p: (v, r) for p, v, r in zip(g["pinned"], g["plateau_gib_s"], g["run_levels"])}
+        pinned, pinned_runs = pins.get("pinned", (None, None))
+        pageable, pageable_runs = pins.get("pageable", (None, None))
         if pinned is None or pageable is None:
             continue
         # the runs of each side are independent jobs: a Welch interval over their levels
@@ -389,7 +399,7 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Any = None) -> list[Findin
         findings.append(Finding(
             id="gpu_weights", bench="gpu_xfer",
             title=(f"Best weights for GPU {direction}s over nodes {nodes} "
-                   f"({'pinned' if pinned in ('1', 'true') else 'pageable'}, {ngpus} GPU(s), GPU {gpu_id})"),
+                   f"({pinned or 'pinning unknown'}, {ngpus} GPU(s), GPU {gpu_id})"),
             summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest {direction} plateau "
                      f"({best['plateau_gib_s']:.1f} GiB/s), {_gpu_interval_text(ratio, runs, '{:.2f}x')} "
                      f"weights {worst['numa_weight']}."),
@@ -428,7 +438,7 @@ def _ratio(a: pd.DataFrame, b: pd.DataFrame, sizes: list[int]) -> stats.Interval
 
 
 def _who(row: dict) -> str:
-    pin = {"1": "pinned", "true": "pinned", "0": "pageable", "false": "pageable"}.get(str(row["pinned"]).lower(), "")
+    pin = pinning(row["pinned"])
     mem = f"{row['policy'] or 'default'} {row['numa_nodes']}" + (f" weights {row['numa_weight']}" if row["numa_weight"] else "")
     return ", ".join(x for x in (mem, pin, row.get("label", "")) if x)
 
@@ -527,7 +537,7 @@ def host_node(gpu: pd.DataFrame | None) -> list[Finding]:
     return findings
 
 
-def findings(gpu: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+def findings(gpu: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     return aggregate(gpu) + host_node(gpu)
 
 

@@ -115,8 +115,7 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
     """A result CSV with the columns it must have, or a one-line error naming the file and the fix.
     Columns in `skip` are not read, unless required or in `keep` (a benchmark's checked columns).
     `codes`: the text columns as categoricals, each distinct text held once (`_text_columns`);
-    pandas' reader puts the categories in text order, so a grouping sorts as the text does. Read
-    from the table's columnar copy where aggregate wrote one for this CSV (`write_columns`)."""
+    pandas' reader puts the categories in text order, so a grouping sorts as the text does."""
     # pandas is imported here, not at the top: the per-job provenance step imports this module
     # and only writes text, and pandas costs seconds to import on a slow or emulated machine.
     import pandas as pd
@@ -127,10 +126,8 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
     unread = set(skip) - set(required) - set(keep)
     try:
         usecols = (lambda c: c not in unread) if unread else None
-        df = _read_columns(path, usecols) if codes else None
-        if df is None:
-            dtype = {c: "category" for c in _text_columns(path, usecols)} if codes else None
-            df = pd.read_csv(path, usecols=usecols, dtype=dtype)
+        dtype = {c: "category" for c in _text_columns(path, usecols)} if codes else None
+        df = pd.read_csv(path, usecols=usecols, dtype=dtype)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise NumasweepError(
             f"{path}: corrupt CSV ({_first_line(exc)}); delete it and rerun its job"
@@ -141,137 +138,3 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
             f"{path}: missing column(s) {', '.join(missing)}; delete it and rerun its job"
         )
     return df
-
-
-# ---------------------------------------------------------------- columnar copy
-
-# An aggregated table's columns as `read_csv(codes=True)` gives them, in `<bench>.npz` beside the
-# CSV: numbers as they are, text as category codes and their categories, read without pickles
-# (numpy's allow_pickle=False). A report regenerated from cached results then loads a million
-# rows in a fraction of a second in each of analyse, figures and report, instead of parsing
-# 460 MB of text three times. aggregate writes it from its own CSV read back, so both give the
-# same table. A reader uses it only while the CSV is the one it was made from: the same size, and
-# either the same modification time and first and last 64 KiB, or, where the time differs (a
-# workflow manager touches its outputs after a job, a copy without file times), the same CRC-32
-# of the whole file (a fifth of a second for 460 MB). It parses the CSV otherwise: a cell
-# corrected by hand, a table written again.
-COLUMNS_FORMAT = 2
-_ENDS = 1 << 16
-
-
-def columns_path(csv: str | os.PathLike) -> Path:
-    """Where the columnar copy of an aggregated table lives: `<bench>.npz` beside `<bench>.csv`."""
-    return Path(csv).with_suffix(".npz")
-
-
-def _fingerprint(csv: Path, whole: bool) -> dict:
-    """The CSV's size, modification time, a digest of its first and last `_ENDS` bytes and
-    (`whole`) the CRC-32 of all of it."""
-    import hashlib
-    import zlib
-
-    st = csv.stat()
-    digest = hashlib.blake2b(digest_size=16)
-    out = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    with open(csv, "rb") as fh:
-        digest.update(fh.read(_ENDS))
-        if st.st_size > _ENDS:
-            fh.seek(max(_ENDS, st.st_size - _ENDS))
-            digest.update(fh.read(_ENDS))
-        out["ends"] = digest.hexdigest()
-        if whole:
-            fh.seek(0)
-            crc = 0
-            while block := fh.read(1 << 22):
-                crc = zlib.crc32(block, crc)
-            out["crc32"] = crc
-    return out
-
-
-def _made_from(csv: Path, source: object) -> bool:
-    """Whether `csv` is the file a copy's `source` fingerprint was taken of."""
-    if not isinstance(source, dict):
-        return False
-    now = _fingerprint(csv, whole=False)
-    if now["size"] != source.get("size"):
-        return False
-    if now["mtime_ns"] == source.get("mtime_ns") and now["ends"] == source.get("ends"):
-        return True
-    return _fingerprint(csv, whole=True)["crc32"] == source.get("crc32")
-
-
-def write_columns(csv: str | os.PathLike) -> str | None:
-    """Write the columnar copy of the aggregated table `csv` (`columns_path`). Returns None, or why
-    it holds no columns (readers then parse the CSV): a column of text and numbers mixed (or a
-    table without rows), which only a pickle would keep, or a table a reader would refuse (its
-    one-line error is the why)."""
-    import json
-
-    import numpy as np
-    import pandas as pd
-
-    csv = Path(csv)
-    arrays, columns, why = {}, [], None
-    try:
-        df = read_csv(csv, codes=True)
-    except NumasweepError as exc:
-        df, why = None, str(exc)
-    for i, name in enumerate(df.columns if df is not None else ()):
-        col = df[name]
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            cats = col.cat.categories
-            text = np.array(cats.tolist(), dtype=str)
-            if text.tolist() != cats.tolist():      # not text only, or a NUL a fixed-width array drops
-                why = f"column {name} holds values numpy's text arrays do not keep"
-                break
-            arrays[f"codes{i}"], arrays[f"categories{i}"] = col.cat.codes.to_numpy(), text
-            columns.append([name, "category", str(cats.dtype)])
-        elif col.dtype.kind in "biuf":
-            arrays[f"values{i}"] = col.to_numpy()
-            columns.append([name, "values", str(col.dtype)])
-        else:
-            why = f"column {name} is read as {col.dtype}: neither numbers nor text alone"
-            break
-    del df
-    if why:
-        arrays, columns = {}, None
-    header = {"format": COLUMNS_FORMAT, "source": _fingerprint(csv, whole=True), "columns": columns, "why": why}
-    arrays["header"] = np.array(json.dumps(header))
-    atomic_write(columns_path(csv), lambda fh: np.savez(fh, **arrays), binary=True)
-    return why
-
-
-def _read_columns(path: Path, usecols: Callable[[str], bool] | None) -> pd.DataFrame | None:
-    """The table `read_csv(path, codes=True)` gives, from its columnar copy; None where there is
-    none for this CSV (none written, or the CSV changed since). An unreadable copy is a warning
-    line, and the CSV is parsed."""
-    import json
-    import sys
-    import zipfile
-
-    import numpy as np
-    import pandas as pd
-
-    npz = columns_path(path)
-    if not npz.is_file():
-        return None
-    try:
-        with np.load(npz, allow_pickle=False) as z:
-            header = json.loads(z["header"].item())
-            if header.get("format") != COLUMNS_FORMAT or not header.get("columns") \
-                    or not _made_from(path, header.get("source")):
-                return None
-            data = {}
-            for i, (name, kind, dtype) in enumerate(header["columns"]):
-                if usecols is not None and not usecols(name):
-                    continue
-                if kind == "category":
-                    cats = pd.Index(z[f"categories{i}"].astype(object), dtype=dtype)
-                    data[name] = pd.Categorical.from_codes(z[f"codes{i}"], dtype=pd.CategoricalDtype(cats))
-                else:
-                    data[name] = z[f"values{i}"]
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
-        print(f"numasweep: warning: {npz}: unreadable ({_first_line(exc)}); "
-              f"reading {path.name} instead (rerun aggregate, or delete {npz.name})", file=sys.stderr)
-        return None
-    return pd.DataFrame(data, copy=False)

@@ -186,6 +186,22 @@ class Topology:
                 firsts.append(sibs[0])
         return sorted(firsts)
 
+    def distance(self, a: int, b: int) -> int | None:
+        """The firmware distance from node a to node b (None: a node it does not know)."""
+        ids = self.node_ids()
+        if not self.distances or a not in ids or b not in ids:
+            return None
+        return self.distances[ids.index(a)][ids.index(b)]
+
+    def l3_positions(self) -> dict[int, int]:
+        """Index of each L3 group among the L3 groups of its node (0 = the one with the lowest CPU)."""
+        pos: dict[int, int] = {}
+        for node in self.nodes:
+            inside = [i for i, g in enumerate(self.l3_groups) if set(g) & set(node.cpus)]
+            for p, group in enumerate(inside):
+                pos[group] = p
+        return pos
+
     def llc_bytes(self, cpus: list[int]) -> int:
         """The last-level cache the CPUs run under: every instance of the highest level holding
         one of them (0: no cache recorded)."""

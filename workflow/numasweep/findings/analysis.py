@@ -93,28 +93,8 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def topology_dict(topology: Any) -> dict:
-    if topology is None:
-        return {}
-    if isinstance(topology, dict):
-        return topology
-    if hasattr(topology, "to_dict"):
-        return topology.to_dict()
-    if dataclasses.is_dataclass(topology):
-        return dataclasses.asdict(topology)
-    raise TypeError(f"topology must be a dict or Topology, not {type(topology).__name__}")
-
-
 def size_text(nbytes: float) -> str:
     return format_size(int(nbytes))
-
-
-def node_distance(topo: dict, cpu_node: int, mem_node: int) -> int | None:
-    dist = topo.get("distances")
-    ids = [n["id"] for n in topo.get("nodes", [])]
-    if not dist or cpu_node not in ids or mem_node not in ids:
-        return None
-    return dist[ids.index(cpu_node)][ids.index(mem_node)]
 
 
 def in_parens(name: str) -> str:
@@ -239,14 +219,14 @@ def analyse(results_dir: str | Path) -> dict:
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise NumasweepError(f"{results_dir}: no such results folder; pass --results results/<system>")
-    topo = aggregate.load_topology(results_dir) or {}
+    topo = aggregate.load_topology(results_dir)
     frames = aggregate.load_results(results_dir, UNREAD + REPORT_ONLY)
     if not frames:
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")
     parts = [part for name, table in frames.items() if registry.get(name).analyse
              for part in registry.get(name).analyse(table, topo)]
     findings = [f for part in parts for f in part()] + placement_verification(frames)
-    return {"system": topo.get("system") or results_dir.name, "findings": [f.to_dict() for f in findings]}
+    return {"system": topo.system if topo else results_dir.name, "findings": [f.to_dict() for f in findings]}
 
 
 def main(argv: list[str]) -> int:

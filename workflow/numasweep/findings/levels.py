@@ -44,7 +44,6 @@ import numpy as np
 import pandas as pd
 
 from numasweep.statistics import stats
-from numasweep.core.errors import NumasweepError
 from numasweep.statistics.contrasts import LATENCY
 from numasweep.statistics.stats import Interval, Series
 from numasweep.core.topology import Topology
@@ -135,16 +134,6 @@ class Levels:
 
 
 # ---------------------------------------------------------------- capacities
-
-def topology_object(topo: dict | None) -> Topology | None:
-    """A topology.json's dict as a Topology, or None where it is absent or not a whole one."""
-    if not topo:
-        return None
-    try:
-        return Topology.from_dict(topo, "topology.json")
-    except NumasweepError:
-        return None
-
 
 def usable_capacities(topology: Topology | None, cpu: int | None = None) -> list[Capacity]:
     """Data and unified caches one core can fill: per level, the instance holding `cpu` (or the

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep.core import registry
+from numasweep.core.topology import Topology
 from numasweep.core.io import REPORT_ONLY, UNREAD
 from numasweep.core.units import format_size
 from numasweep.findings import levels
@@ -79,17 +80,17 @@ def size_axis(ax, sizes: list[int], label: str = "buffer size") -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
-def cache_markers(topology: dict | None) -> list[tuple[int, str]]:
+def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
     """(size in bytes, label) for each cache level as one core can use it (levels'
     usable capacities: the L3 of the core's own L3 group, never a node's sum of them)."""
     marks: dict[int, str] = {}
-    for cap in levels.usable_capacities(levels.topology_object(topology)):
+    for cap in levels.usable_capacities(topology):
         name, _, where = cap.label.partition(" (")
         marks.setdefault(cap.size_bytes, f"{name} {format_size(cap.size_bytes)}" + (f" ({where}" if where else ""))
     return sorted(marks.items())
 
 
-def draw_cache_markers(ax, topology: dict | None, sizes: list[int]) -> None:
+def draw_cache_markers(ax, topology: Topology | None, sizes: list[int]) -> None:
     lo, hi = min(sizes), max(sizes)
     for size, label in cache_markers(topology):
         if lo <= size <= hi:
@@ -121,15 +122,15 @@ def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_l
     ax.figure.colorbar(image, ax=ax, label=unit)
 
 
-def l3_styles(topology: dict | None, df: pd.DataFrame) -> dict[int, tuple[str, str]]:
+def l3_styles(topology: Topology | None, df: pd.DataFrame) -> dict[int, tuple[str, str]]:
     """Colour per L3 group, line style by the group's position inside its NUMA node (first CCD
     solid, second dashed, ...), so that same-node CCDs read as pairs."""
     groups = sorted(int(g) for g in df["l3_group"].dropna().unique())
     position: dict[int, int] = {}
-    if topology and topology.get("l3_groups"):
-        cpu_node = {c: n["id"] for n in topology.get("nodes", []) for c in n.get("cpus", [])}
+    if topology and topology.l3_groups:
+        cpu_node = {c: n.id for n in topology.nodes for c in n.cpus}
         seen: dict[int, int] = {}
-        for index, cpus in enumerate(topology["l3_groups"]):
+        for index, cpus in enumerate(topology.l3_groups):
             node = cpu_node.get(min(cpus), -1)
             position[index] = seen.get(node, 0)
             seen[node] = position[index] + 1
@@ -143,12 +144,12 @@ def l3_styles(topology: dict | None, df: pd.DataFrame) -> dict[int, tuple[str, s
 # Latency
 
 
-def full_node_matrix(matrix: pd.DataFrame, topology: dict | None) -> pd.DataFrame:
+def full_node_matrix(matrix: pd.DataFrame, topology: Topology | None) -> pd.DataFrame:
     """Every node of the system as a row and column, so a missing cell shows as blank."""
-    if not topology or not topology.get("nodes"):
+    if not topology or not topology.nodes:
         return matrix
-    ids = [n["id"] for n in topology["nodes"]]
-    rows = [n["id"] for n in topology["nodes"] if n.get("cpus")] or ids
+    ids = topology.node_ids()
+    rows = [n.id for n in topology.nodes if n.cpus] or ids
     return matrix.reindex(index=rows, columns=ids)
 
 

@@ -26,6 +26,7 @@ from numasweep.reporting import figures
 from numasweep.core.errors import NumasweepError
 from numasweep.reporting.markdown import md_table
 from numasweep.core.io import UNREAD, atomic_write_text
+from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, format_size
 from numasweep.findings import analysis
 
@@ -108,45 +109,39 @@ SUMMARY_MAX = 8   # the summary names the few findings that matter
 # Configuration
 
 
-def cache_rows(topology: dict) -> list[list[object]]:
+def cache_rows(topology: Topology) -> list[list[object]]:
     rows = []
-    for cache in sorted(topology.get("caches", []), key=lambda c: (c.get("level", 0), c.get("type", ""))):
-        instances = cache.get("instances", [])
-        size = int(cache.get("size_bytes", 0))
-        shared = sorted({len(i) for i in instances})
+    for cache in sorted(topology.caches, key=lambda c: (c.level, c.type)):
+        shared = sorted({len(i) for i in cache.instances})
         rows.append([
-            f"L{cache.get('level')} {cache.get('type', '')}".strip(),
-            format_size(size),
-            len(instances),
-            format_size(size * len(instances)) if instances else "",
+            f"L{cache.level} {cache.type}".strip(),
+            format_size(cache.size_bytes),
+            len(cache.instances),
+            format_size(cache.size_bytes * len(cache.instances)) if cache.instances else "",
             ", ".join(str(s) for s in shared),
         ])
     return rows
 
 
-def node_rows(topology: dict) -> list[list[object]]:
+def node_rows(topology: Topology) -> list[list[object]]:
     rows = []
-    l3 = topology.get("l3_groups") or []
-    for node in topology.get("nodes", []):
-        cpus = node.get("cpus", [])
-        groups = [i for i, g in enumerate(l3) if set(g) & set(cpus)]
-        memory = node.get("memory_bytes")
+    for node in topology.nodes:
+        groups = [i for i, g in enumerate(topology.l3_groups) if set(g) & set(node.cpus)]
         rows.append([
-            node["id"],
-            format_cpulist(cpus) if cpus else "none (memory only)",
+            node.id,
+            format_cpulist(node.cpus) if node.cpus else "none (memory only)",
             ", ".join(str(g) for g in groups),
-            f"{memory / 2**30:.1f} GiB" if memory else "",
-            "yes" if node.get("memory_only") or not cpus else "no",
+            f"{node.memory_bytes / 2**30:.1f} GiB" if node.memory_bytes else "",
+            "yes" if node.memory_only or not node.cpus else "no",
         ])
     return rows
 
 
-def distance_table(topology: dict) -> str | None:
-    distances = topology.get("distances")
-    if not distances:
+def distance_table(topology: Topology) -> str | None:
+    if not topology.distances:
         return None
-    ids = [n["id"] for n in topology.get("nodes", [])] or list(range(len(distances)))
-    return md_table(["node"] + [str(i) for i in ids], [[i] + list(row) for i, row in zip(ids, distances)])
+    ids = topology.node_ids() or list(range(len(topology.distances)))
+    return md_table(["node"] + [str(i) for i in ids], [[i] + list(row) for i, row in zip(ids, topology.distances)])
 
 
 # a repetition's number in a job id (`...-rep12`): the one part of a launch line repetitions change
@@ -394,7 +389,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         })
         for key, value in (bench.report(df, topology) if bench.report else {}).items():
             parts[key] = parts[key] | value if isinstance(value, set) else value
-    system = (topology or {}).get("system") or (findings or {}).get("system") or results_dir.name
+    system = (topology.system if topology else None) or (findings or {}).get("system") or results_dir.name
     modes, placement = parts["mode_comparison"], parts["placement"]
     notes = [{**q, "hosts": q["hosts"][:digest.HOST_ROWS] + [f"{len(q['hosts']) - digest.HOST_ROWS} more hosts"]}
              if len(q["hosts"]) > digest.HOST_ROWS + 1 else q for q in quality.notes(frames)]
@@ -406,16 +401,15 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "system": system,
         "results_dir": str(results_dir),
         "topology": topology,
-        "hypervisor": (topology or {}).get("hypervisor"),
+        "hypervisor": topology.hypervisor if topology else None,
         "nodes": md_table(["node", "CPUs", "L3 groups", "memory", "memory only"],
                           node_rows(topology), right={0}) if topology else None,
-        "memory_only": [n["id"] for n in (topology or {}).get("nodes", [])
-                        if n.get("memory_only") or not n.get("cpus")],
+        "memory_only": [n.id for n in topology.nodes if n.memory_only or not n.cpus] if topology else [],
         "caches": md_table(["cache", "size per instance", "instances", "total", "CPUs per instance"],
-                           cache_rows(topology)) if topology and topology.get("caches") else None,
+                           cache_rows(topology)) if topology and topology.caches else None,
         "distances": distance_table(topology) if topology else None,
-        "reserved": format_cpulist(topology["reserved_cpus"]) if topology and topology.get("reserved_cpus") else None,
-        "gpus": (topology or {}).get("gpus") or [],
+        "reserved": format_cpulist(topology.reserved_cpus) if topology and topology.reserved_cpus else None,
+        "gpus": topology.gpus if topology else [],
         "commands": commands(frames, measured_on),
         "benches": sections,
         "subjects": [sub for sub in by_subject(found, subject_figures, parts["unmeasured"], other_content) if sub["shown"]],
@@ -451,18 +445,18 @@ def render(results_dir: str | os.PathLike, findings: dict | None, figures_dir: s
 
 def spec_rows(contexts: list[dict]) -> list[list[object]]:
     def describe(ctx: dict) -> dict[str, str]:
-        topo = ctx["topology"] or {}
-        nodes = topo.get("nodes", [])
-        l3 = [c for c in topo.get("caches", []) if c.get("level") == 3]
+        topo = ctx["topology"]
+        nodes = topo.nodes if topo else []
+        l3 = [c for c in topo.caches if c.level == 3] if topo else []
         return {
-            "CPU": topo.get("cpu_model", ""),
+            "CPU": topo.cpu_model if topo else "",
             "NUMA nodes": str(len(nodes)),
             "memory-only nodes": ", ".join(str(n) for n in ctx["memory_only"]) or "none",
-            "CPUs": str(sum(len(n.get("cpus", [])) for n in nodes)),
-            "L3 per group": format_size(int(l3[0]["size_bytes"])) if l3 else "",
-            "L3 groups": str(len(topo.get("l3_groups") or [])),
-            "GPUs": str(len(topo.get("gpus") or [])),
-            "virtual machine": topo.get("hypervisor") or "no",
+            "CPUs": str(sum(len(n.cpus) for n in nodes)),
+            "L3 per group": format_size(l3[0].size_bytes) if l3 else "",
+            "L3 groups": str(len(topo.l3_groups) if topo else 0),
+            "GPUs": str(len(topo.gpus) if topo else 0),
+            "virtual machine": (topo.hypervisor if topo else None) or "no",
             "benchmarks": ", ".join(b["name"] for b in ctx["benches"]),
         }
     described = [describe(c) for c in contexts]

@@ -18,16 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from numasweep.core import registry
 from numasweep.core.registry import Bench
+from numasweep.core.topology import Topology
 from numasweep.results import quality
 from numasweep.core.errors import NumasweepError
-from numasweep.core.io import atomic_write, atomic_write_text, columns_path, read_csv, write_columns
+from numasweep.core.io import atomic_write, atomic_write_text, read_csv
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
 
 # A kernel CSV without its benchmark's `required` columns (`Bench.required`) is malformed; each
@@ -167,10 +167,7 @@ def aggregate(csvs: list[Path], bench: str, keep_going: bool = False) -> tuple[p
 
 
 def write(table: pd.DataFrame, problems: list[str], output: Path) -> None:
-    """The aggregated CSV and the problems skipped; a columnar copy written before is removed (a
-    reader would ignore it: it was made from another CSV)."""
-    if columns_path(output).is_file():
-        columns_path(output).unlink()
+    """The aggregated CSV and the problems skipped."""
     atomic_write(output, lambda fh: table.to_csv(fh, index=False))
     problems_file = output.parent / "aggregate_problems.json"
     key = output.stem
@@ -185,31 +182,12 @@ def write(table: pd.DataFrame, problems: list[str], output: Path) -> None:
         problems_file.unlink()
 
 
-def write_copy(output: Path) -> None:
-    """The columnar copy of the aggregated table (`io.write_columns`), read back from the CSV just
-    written so that both give the same table. Call it once the table is freed: it parses the CSV.
-    The CSV is the result: a copy that cannot be written is a warning line, never a failure."""
-    try:
-        why = write_columns(output)
-    except (OSError, NumasweepError) as exc:
-        print(f"numasweep: warning: {columns_path(output)}: not written ({getattr(exc, 'strerror', None) or exc}); "
-              f"analyse, figures and report read {output.name} instead", file=sys.stderr)
-        return
-    if why:
-        print(f"numasweep: note: {columns_path(output)} holds no columns ({why}); "
-              f"analyse, figures and report read {output.name} instead", file=sys.stderr)
-
-
-def load_topology(results_dir: str | os.PathLike) -> dict | None:
+def load_topology(results_dir: str | os.PathLike) -> Topology | None:
     """`topology.json` of a results folder, or None when the folder has none."""
     path = Path(results_dir) / "topology.json"
     if not path.exists():
         return None
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise NumasweepError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); "
-                             "regenerate it with `python -m numasweep topology`") from None
+    return Topology.from_json(path.read_text(), str(path))
 
 
 def load_results(results_dir: str | os.PathLike, skip: tuple[str, ...] = ()) -> dict[str, pd.DataFrame]:
@@ -248,8 +226,6 @@ def main(argv: list[str]) -> int:
     table, problems = aggregate(args.csv, bench, args.keep_going)
     write(table, problems, args.output)
     rows = len(table)
-    del table
-    write_copy(args.output)
     for p in problems:
         print(f"numasweep: warning: skipped {p}")
     print(f"{args.output}: {rows} rows from {len(args.csv) - len(problems)} job(s)")

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from numasweep.core import topology
+from numasweep.core.topology import Topology
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 from numasweep.core.units import parse_cpulist, parse_size
@@ -184,16 +185,16 @@ def parse_table(text: str, log: str) -> tuple[list[TableRow], dict]:
     return rows, meta
 
 
-def _l3_group(cpu: int, topology: dict) -> int:
-    for index, group in enumerate(topology.get("l3_groups") or []):
+def _l3_group(cpu: int, topo: Topology) -> int:
+    for index, group in enumerate(topo.l3_groups):
         if cpu in group:
             return index
     return -1
 
 
-def load_topology(path: str | Path) -> dict:
-    """The topology as a dict, from a topology.json or an arch YAML file (validated)."""
-    return topology.load(path).to_dict()
+def load_topology(path: str | Path) -> Topology:
+    """The topology of a topology.json or an arch YAML file (validated)."""
+    return topology.load(path)
 
 
 def _memory_spec(mem_nodes: list[int]) -> str:
@@ -204,7 +205,7 @@ def _memory_spec(mem_nodes: list[int]) -> str:
 
 def import_log(
     log: str | Path,
-    topology: dict,
+    topo: Topology,
     mode: str | None = None,
     mem_nodes: list[int] | None = None,
     job_id: str | None = None,
@@ -235,7 +236,7 @@ def import_log(
                     f"{log}:{r.line}: rank {r.rank} memory is on node {r.mem_node}, not the bound node "
                     f"{mem_nodes[r.rank]}; check --mem-node"
                 )
-    node_ids = [n["id"] for n in topology.get("nodes", [])]
+    node_ids = topo.node_ids()
     cpu_nodes = sorted({r.cpu_node for r in rows})
     per_domain = {n: len({r.rank for r in rows if r.cpu_node == n}) for n in cpu_nodes}
     records = []
@@ -250,7 +251,7 @@ def import_log(
             "host": "",
             "cpu": cpu,
             "cpu_node": r.cpu_node,
-            "l3_group": _l3_group(cpu, topology),
+            "l3_group": _l3_group(cpu, topo),
             "policy": "bind" if mem_nodes is not None else "",
             "mem_nodes": str(r.mem_node),
             "weights": "",

@@ -18,7 +18,6 @@ import pandas as pd
 from numasweep.core import registry
 from numasweep.results import series
 from numasweep.results.digest import HOST_ROWS
-from numasweep.core.errors import NumasweepError
 from numasweep.core.system_state import SystemState, quality_notes
 from numasweep.core.topology import Topology
 
@@ -143,7 +142,7 @@ def _over_hosts(found: list[tuple[str, str, list, list]], reduce: tuple) -> tupl
     return rows, flagged
 
 
-def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None) -> list[dict[str, Any]]:
+def series_quality(frames: dict[str, pd.DataFrame], topo: Topology | None = None) -> list[dict[str, Any]]:
     """Per benchmark whose kernel records columns about its own runs (`Bench.quality`,
     docs/INTERFACES.md): one row per series of those columns' figures, and a sentence per series
     where they show the run was disturbed or mis-sized: the warnings the kernels print, from their
@@ -151,10 +150,6 @@ def series_quality(frames: dict[str, pd.DataFrame], topology: dict | None = None
     are one row and each flag one sentence over its hosts (`_over_hosts`).
     [{"bench", "header", "rows", "numeric": column indexes, "flagged": [sentence, ...]}]; tables
     without the columns give none."""
-    try:
-        topo = Topology.from_dict(topology, "topology.json") if topology else None
-    except NumasweepError:
-        topo = None
     out = []
     for spec in registry.all_benches().values():
         bench, check = spec.name, spec.quality

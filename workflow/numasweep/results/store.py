@@ -125,7 +125,8 @@ def run_key(frames: dict[str, pd.DataFrame]) -> str:
 
 def system_of(results_dir: Path) -> str:
     """The system a results folder measured: its topology's name, else the folder's."""
-    return str((load_topology(results_dir) or {}).get("system") or results_dir.name)
+    topo = load_topology(results_dir)
+    return topo.system if topo else results_dir.name
 
 
 def connect(path: str | Path) -> sqlite3.Connection:

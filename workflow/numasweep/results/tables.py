@@ -109,16 +109,6 @@ def rank_label(n: object) -> str:
     return "" if n < 0 else (f"{n} rank" if n == 1 else f"{n} ranks")
 
 
-def l3_position(topo: dict) -> dict[int, int]:
-    """Index of each L3 group among the L3 groups of its node (0 = the one with the lowest CPU)."""
-    pos: dict[int, int] = {}
-    for node in topo.get("nodes", []):
-        cpus = set(node.get("cpus", []))
-        inside = [i for i, g in enumerate(topo.get("l3_groups") or []) if set(g) & cpus]
-        for p, group in enumerate(inside):
-            pos[group] = p
-    return pos
-
 
 # ---------------------------------------------------------------------------------------------
 # Latency

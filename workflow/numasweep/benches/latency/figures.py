@@ -9,6 +9,7 @@ import pandas as pd
 
 from numasweep.benches.latency import findings, tables
 from numasweep.benches.latency.tables import NAME, SPREAD, WITHIN
+from numasweep.core.topology import Topology
 from numasweep.core.units import format_size
 from numasweep.reporting import figures
 from numasweep.results import series
@@ -30,7 +31,7 @@ def across_hosts(part: pd.DataFrame, value: str) -> tuple[pd.DataFrame, int]:
     return out.reset_index(), hosts
 
 
-def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) -> None:
+def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | None) -> None:
     """One line per rank against size, coloured by L3 group, styled by its place in the node;
     a band from each point's sample range where the table has one (`tables.SPREAD`). Over several
     hosts, one line per rank: the median over the hosts, the band their range (`across_hosts`)."""
@@ -54,7 +55,7 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: dict | None) 
     ax.legend(fontsize=7, ncol=2 if part["rank"].nunique() > 8 else 1, loc="upper left")
 
 
-def plot_latency_vs_size(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+def plot_latency_vs_size(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
     table = tables.latency_table(latency)
     for variant, part in tables.latency_configs(table):
@@ -72,7 +73,7 @@ def plot_latency_vs_size(latency: pd.DataFrame, topology: dict | None, figdir: P
     return paths
 
 
-def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     table = tables.latency_table(latency)
     if set(table["mode"].unique()) < {"concurrent", "serial"}:
         return []
@@ -106,7 +107,7 @@ def latency_matrix(part: pd.DataFrame) -> pd.DataFrame | None:
     return matrix if matrix.size > 1 else None
 
 
-def plot_latency_matrix(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+def plot_latency_matrix(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
     for variant, part in tables.latency_configs(tables.latency_table(latency)):
         matrix = latency_matrix(part)
@@ -120,7 +121,7 @@ def plot_latency_matrix(latency: pd.DataFrame, topology: dict | None, figdir: Pa
     return paths
 
 
-def plot_rank_scaling(latency: pd.DataFrame, topology: dict | None, figdir: Path) -> list[Path]:
+def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     """Median latency over a run's ranks against ranks per domain (`findings.rank_scaling`): one figure
     per configuration other than placement and domain set, one panel per size."""
     points = findings.scaling_points(latency)

@@ -41,7 +41,7 @@ from numasweep.core.units import approx_size, format_size
 from numasweep.findings import analysis, levels
 from numasweep.findings.analysis import Finding
 from numasweep.results import series
-from numasweep.results.tables import l3_position, locality, node_lists
+from numasweep.results.tables import locality, node_lists
 from numasweep.statistics import contrasts, stats
 from numasweep.statistics.stats import Interval
 
@@ -189,7 +189,7 @@ def _tied_text(tied: list[_NodePair]) -> str:
         f"(Benjamini-Hochberg over the pairs of one distance)" for p in tied if p.flagged)
 
 
-def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+def latency_locality(latency: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     """Latency to one node's memory from each node's CPUs, normalised, next to the distances.
 
     One finding per configuration (every series column but those telling ranks apart,
@@ -202,7 +202,7 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
     slower beyond both (Benjamini-Hochberg over each kind of pair of the call). A contradiction is
     a finding of its own (`latency_ordering`).
     """
-    topo = analysis.topology_dict(topology)
+    topo = topology
     points = tables.latency_points(latency, topo)
     if points.empty:
         return []
@@ -221,7 +221,7 @@ def latency_locality(latency: pd.DataFrame | None, topology: Any = None) -> list
         h = g[g["size_bytes"] == size]
         by_node = h.groupby("cpu_node")["latency_ns"]
         mem_node = int(mem)
-        dist = {int(n): analysis.node_distance(topo, int(n), mem_node) for n in by_node.groups}
+        dist = {int(n): topo.distance(int(n), mem_node) if topo else None for n in by_node.groups}
         known = all(d is not None for d in dist.values())
         ordered, tied = _node_pairs(by_node, dist) if known else ([], [])
         groups.append((mode, page, name, mem_node, size, by_node, dist, known, ordered, tied))
@@ -311,7 +311,7 @@ class _Latency:
     varying: list[str]
 
 
-def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
+def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | None:
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
         return None
@@ -325,13 +325,13 @@ def _prepare(latency: pd.DataFrame | None, topo: dict) -> _Latency | None:
             df[col] = -1
     df["locality"] = series.row_codes(pd.DataFrame({"cpu_node": df["cpu_node"], "mem_nodes": node_lists(
         df["mem_nodes"], categorical=True)}), locality)
-    position = l3_position(topo)
+    position = topo.l3_positions() if topo else {}
     df["l3_position"] = series.per_value(df["l3_group"], lambda g: position.get(int(g), 0), dtype=np.int64)
     keys = [c for c in series.series_columns(df, NAME) if c not in WITHIN]
     keys = keys + ["host", "locality"] if "host" in df else keys + ["locality"]
     # normalised (series.normalise): numbers or text, so distinct values are distinct texts
     varying = [c for c in keys if df[c].nunique() > 1]
-    return _Latency(df, levels.topology_object(topo), keys, varying)
+    return _Latency(df, topo, keys, varying)
 
 
 def _size_iv(interval: Interval) -> str:
@@ -570,7 +570,7 @@ def _without(table: pd.DataFrame, refused: list[dict]) -> pd.DataFrame:
     return table
 
 
-def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+def latency_findings(latency: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     """Every latency finding but locality, from `levels` (transitions and their causes, the TLB, the
     plausibility gate) and `contrasts` (concurrent vs serial, L3 groups inside a node, units that
     deviate), each number with its interval (docs/STATISTICS.md). `claim` in a finding's numbers
@@ -578,12 +578,11 @@ def latency_findings(latency: pd.DataFrame | None, topology: Any = None) -> list
     return [f for part in latency_parts(latency, topology) for f in part()]
 
 
-def latency_parts(latency: pd.DataFrame | None, topology: Any = None) -> list[Callable[[], list[Finding]]]:
+def latency_parts(latency: pd.DataFrame | None, topology: Topology | None = None) -> list[Callable[[], list[Finding]]]:
     """`latency_findings` as parts that need only what is worked out here (the table, its series
     and the curves the gate refuses), in the order of their findings: the levels, the contrasts,
     the outliers. `analyse` runs them side by side on a large table."""
-    topo = analysis.topology_dict(topology)
-    study = _prepare(latency, topo)
+    study = _prepare(latency, topology)
     if study is None or study.table["size_bytes"].nunique() < 2:
         return []
     curves = levels.latency_series(study.table, study.keys, REPLICATES, where="latency.csv")
@@ -663,7 +662,7 @@ def _name(key: dict) -> str:
     return ", ".join(p for p in parts if p and p != "domains ")
 
 
-def rank_scaling(latency: pd.DataFrame | None, topology: Any = None) -> list[Finding]:
+def rank_scaling(latency: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     points = scaling_points(latency)
     if points.empty:
         return []

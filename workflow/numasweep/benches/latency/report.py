@@ -10,6 +10,7 @@ import pandas as pd
 from numasweep.benches.latency import figures as latency_figures
 from numasweep.benches.latency import tables
 from numasweep.benches.latency.tables import NAME
+from numasweep.core.topology import Topology
 from numasweep.core.units import format_size, parse_page_fractions
 from numasweep.findings import levels
 from numasweep.reporting import figures
@@ -56,13 +57,13 @@ def over_hosts(part: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return out, hosts
 
 
-def placement_tables(latency: pd.DataFrame | None, topology: dict | None) -> list[dict]:
+def placement_tables(latency: pd.DataFrame | None, topology: Topology | None) -> list[dict]:
     """MiB of each rank's buffer found on each node (move_pages), at the largest size per
     rank and configuration: the seed's numastat check, for every rank (and host, up to
     `digest.HOST_ROWS` hosts; over more, each rank's median over the hosts)."""
     if latency is None or "page_fractions" not in latency:
         return []
-    node_ids = [n["id"] for n in (topology or {}).get("nodes", [])]
+    node_ids = topology.node_ids() if topology else []
     out = []
     for variant, part in tables.latency_configs(tables.latency_table(latency)):
         part = part[part["size_bytes"] == part["size_bytes"].max()]
@@ -173,7 +174,7 @@ def unmeasured(latency: pd.DataFrame) -> set[str]:
     return set() if base and pages - base - {""} else {"TLB"}
 
 
-def report_parts(latency: pd.DataFrame, topology: dict | None) -> dict:
+def report_parts(latency: pd.DataFrame, topology: Topology | None) -> dict:
     """What the latency adds to the report beyond its own section (`Bench.report`)."""
     return {"mode_comparison": mode_comparison(latency), "placement": placement_tables(latency, topology),
             "unmeasured": unmeasured(latency)}

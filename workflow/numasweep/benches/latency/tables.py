@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from numasweep.core.topology import Topology
 from numasweep.results import series, tables
 
 NAME = "latency"
@@ -42,9 +43,9 @@ def latency_lines(part: pd.DataFrame):
     return part.groupby(cols, sort=True, dropna=False)
 
 
-def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
+def latency_points(latency: pd.DataFrame | None, topo: Topology | None) -> pd.DataFrame:
     """One row per (rank configuration, size): median latency over repetitions, with the keys the
-    analyses group by (`locality`, `l3_pos`)."""
+    analyses group by (`locality`, `l3_position`)."""
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
         return pd.DataFrame()
@@ -57,12 +58,12 @@ def latency_points(latency: pd.DataFrame | None, topo: dict) -> pd.DataFrame:
         df[col] = pd.to_numeric(df[col], errors="coerce").fillna(default).astype(int) if col in df else default
     df["mem_nodes"] = tables.node_lists(df["mem_nodes"], categorical=True) if "mem_nodes" in df else ""
     df["locality"] = series.row_codes(df[["cpu_node", "mem_nodes"]], lambda c, m: tables.locality(c, m, unplaced=None))
-    pos = tables.l3_position(topo)
-    df["l3_pos"] = series.per_value(df["l3_group"], lambda g: pos.get(g, 0), dtype=np.int64)
+    pos = topo.l3_positions() if topo else {}
+    df["l3_position"] = series.per_value(df["l3_group"], lambda g: pos.get(g, 0), dtype=np.int64)
     for col in ("latency_ns_min", "latency_ns_max"):
         df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else np.nan
     keys = ["mode", "page_size", "policy", "weights", "strategy", "domains", "ranks_per_domain", "memory",
-            "ranks", "rank", "cpu", "cpu_node", "l3_group", "l3_pos", "mem_nodes", "locality"]
+            "ranks", "rank", "cpu", "cpu_node", "l3_group", "l3_position", "mem_nodes", "locality"]
     # every other column of the series identity (label, host, system, pages) keeps series apart
     other = [c for c in series.series_columns(df, NAME) if c not in keys]
     for col in other:
