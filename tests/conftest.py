@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "workflow"))
 
 
 @pytest.fixture(scope="session")
@@ -42,13 +40,9 @@ def constructed_sysfs_trees() -> Path:
     import shutil
     import tempfile
 
-    fixtures = REPO / "tests" / "fixtures"
-    sys.path.insert(0, str(fixtures))
-    try:
-        import make_sysfs
-    finally:
-        sys.path.pop(0)
-    stamp = hashlib.sha256((fixtures / "make_sysfs.py").read_bytes()).hexdigest()
+    from fixtures import make_sysfs
+
+    stamp = hashlib.sha256(Path(make_sysfs.__file__).read_bytes()).hexdigest()
     for name, make in make_sysfs.MACHINES.items():
         target = make_sysfs.SYSFS_DIR / name
         stamp_file = target / ".stamp"

@@ -29,6 +29,8 @@ import pytest
 
 from numasweep.findings import analysis, bandwidth_analysis
 
+from helpers.synthetic import write_folder
+
 DISTANCES = (12, 16, 21, 32)
 WEIGHTS = {"3,1": 1.0, "1,1": 0.85, "1,3": 0.7}
 CASES = 60          # planted data sets (each holds several series and ratios)
@@ -232,8 +234,7 @@ def test_inverted_ordering_is_flagged_and_a_normal_one_is_not(planted):
 
 def test_analyse_writes_the_bandwidth_findings(tmp_path):
     p = plant(np.random.default_rng(3), noise=0.01)
-    p.bandwidth.to_csv(tmp_path / "bandwidth.csv", index=False)
-    p.copy.to_csv(tmp_path / "copy.csv", index=False)
+    write_folder(tmp_path, None, {"bandwidth": p.bandwidth, "copy": p.copy})
     found = analysis.analyse(tmp_path)["findings"]
     ids = {f["id"] for f in found}
     assert {"bandwidth_saturation", "bandwidth_locality", "bandwidth_weights", "copy_matrix"} <= ids

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from kernel_helpers import REPO, run, run_ok
+from helpers.kernels import REPO, run, run_ok
 
 CPU_KERNELS = ("numa_latency", "numa_bandwidth", "numa_copy", "numa_loaded_latency", "numa_c2c", "numa_mix_bandwidth")
 

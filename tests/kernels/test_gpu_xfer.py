@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernel_helpers import IN_CI, cannot_check
+from helpers.kernels import IN_CI, cannot_check
+from helpers.workflow import copy_repo, snakemake
 
 CUDA_NVCC = Path("/usr/local/cuda/bin/nvcc")
 
@@ -247,25 +248,13 @@ def test_real_gpu_too_many_gpus_refused(gpu_xfer: Path) -> None:
     assert len(lines) == 1 and "--ngpus" in lines[0], proc.stderr
 
 
-def _copy_for_workflow(repo: Path, dest: Path) -> Path:
-    import sys
-
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import copy_repo
-
-    return copy_repo(repo, dest)
-
-
 @needs_nvcc
 def test_workflow_builds_gpu_xfer_for_gpu_campaign(repo: Path, tmp_path: Path) -> None:
     """`snakemake kernels` for the GPU+CXL campaign compiles gpu_xfer with the real nvcc."""
     if not nvcc_found():
         cannot_check("nvcc not found: the workflow cannot build gpu_xfer here")
-    import sys
-
-    work = _copy_for_workflow(repo, tmp_path / "repo")
-    args = [sys.executable, "-m", "snakemake", "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1", "kernels"]
-    proc = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=600)
+    work = copy_repo(repo, tmp_path / "repo")
+    proc = snakemake(work, "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1", "kernels", timeout=600)
     log = work / "logs" / "build" / "gpu_xfer.log"
     assert proc.returncode == 0, proc.stderr[-3000:] + (log.read_text()[-2000:] if log.exists() else "")
     binary = work / "build" / "bin" / "gpu_xfer"
@@ -339,20 +328,18 @@ def test_workflow_builds_hip_gpu_xfer_for_amd_gpus(repo: Path, tmp_path: Path) -
     """An arch file whose GPUs are AMD makes the workflow build and run gpu_xfer_hip (hipcc)."""
     if not hipcc_found():
         cannot_check("hipcc not found: install hipcc and libamdhip64-dev to build gpu_xfer_hip")
-    import sys
-
-    work = _copy_for_workflow(repo, tmp_path / "repo")
+    work = copy_repo(repo, tmp_path / "repo")
     arch = work / "config" / "arch" / "cxl-example.yaml"
     text = arch.read_text().replace("name: NVIDIA A100 80GB PCIe,", "name: AMD Instinct MI250X, vendor: amd,")
     assert text.count("vendor: amd") == 2
     arch.write_text(text)
-    args = [sys.executable, "-m", "snakemake", "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1"]
-    plan = subprocess.run([*args, "-n", "-p"], cwd=work, capture_output=True, text=True, timeout=300)
+    args = ["--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1"]
+    plan = snakemake(work, *args, "-n", "-p")
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert "build/bin/gpu_xfer_hip --ngpus=" in plan.stdout and "build/bin/gpu_xfer --ngpus=" not in plan.stdout
     # The benchmark jobs depend on the HIP build only.
     assert "output: build/bin/gpu_xfer_hip" in plan.stdout and "output: build/bin/gpu_xfer\n" not in plan.stdout
-    proc = subprocess.run([*args, "kernels"], cwd=work, capture_output=True, text=True, timeout=600)
+    proc = snakemake(work, *args, "kernels", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (work / "build" / "bin" / "gpu_xfer_hip").is_file()
     assert not (work / "build" / "bin" / "gpu_xfer").exists()

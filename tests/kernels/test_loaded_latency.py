@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kernel_helpers import contract_columns, fractions, node_of, read_rows, run, run_ok
+from helpers.kernels import contract_columns, fractions, node_of, read_rows, run, run_ok
 
 KINDS = ["read", "r3w1", "r2w1", "r1w1", "triad"]
 # Above this machine's last-level cache (and most others'), so the chase measures memory.

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kernel_helpers import REPO, run, run_ok
+from helpers.kernels import REPO, run, run_ok
 
 SANITIZER_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",

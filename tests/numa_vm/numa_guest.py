@@ -14,7 +14,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from numasweep.core.io import read_csv
+
+from helpers.workflow import copy_repo, snakemake
 
 HERE = Path(__file__).resolve().parent
 RUN_SH = HERE / "run.sh"
@@ -157,9 +158,6 @@ def copy_repo_with_kernels(repo: Path, out: Path) -> None:
     kernels built for the guest's CPU (GUEST_BUILD) as its build folder, copied with their
     times kept, so the guest's build jobs find them up to date, and its Python byte-compiled
     here: the guest would compile it at its first import, seconds under emulation."""
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import copy_repo
-
     copy_repo(repo, out / "repo")
     shutil.copytree(repo / GUEST_BUILD, out / "repo" / "build", symlinks=True)
     compileall.compile_dir(out / "repo" / "workflow", quiet=1)
@@ -170,9 +168,6 @@ def render_report(repo: Path, out: Path, system: str) -> str:
     wrote under `out/repo` (`--config results=`), as a cluster's report is rendered from its
     results: rendering is Python on the aggregated tables, minutes under emulation and seconds
     here. Its Markdown, or a failure with the report log's tail."""
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import snakemake
-
     proc = snakemake(out / "repo", "report", "--profile", "profiles/local", "--cores", "2",
                      "--config", f"results=results/{system}")
     log = out / "repo" / "logs" / system / "report" / "report_md.log"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from report_data import latency_frame, topology, write_results
+from helpers.synthetic import latency_frame, topology, write_results
 from numasweep import benches
 from numasweep.reporting import figures
 from numasweep.results import tables
@@ -121,7 +121,7 @@ def test_drawers_in_worker_processes_draw_the_same_figures(full_results: Path, t
 
 
 def test_bandwidth_without_kernel_name_still_plots(tmp_path: Path) -> None:
-    from report_data import bandwidth_frame
+    from helpers.synthetic import bandwidth_frame
 
     df = bandwidth_frame()
     df["kernel"] = float("nan")
@@ -176,7 +176,7 @@ def test_a_fleet_draws_each_rank_once_its_median_over_the_nodes_and_their_range(
 
 def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Path) -> None:
     """numa_bandwidth's min_mb_s (slowest timed iteration) gives each line a band below it."""
-    from report_data import bandwidth_frame
+    from helpers.synthetic import bandwidth_frame
 
     df = bandwidth_frame()
     table = tables.bandwidth_table(df)
@@ -190,7 +190,7 @@ def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Pa
 def test_copies_of_two_configurations_never_share_a_matrix(tmp_path: Path) -> None:
     """Two labelled sweeps of the same copies (or memory specs, systems): a matrix each, figure
     and raw table, never one median over both."""
-    from report_data import copy_frame
+    from helpers.synthetic import copy_frame
 
     from numasweep.reporting import report
 

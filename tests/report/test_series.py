@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from report_data import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
+from helpers.synthetic import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
 from numasweep.findings import analysis
 from numasweep.reporting import figures, report
 from numasweep.results import series, tables
@@ -98,7 +98,7 @@ def test_rank_counts_stay_apart(tmp_path):
     assert sorted(p.stem.split("--")[1] for p in ratio) == ["1-rank", "2-ranks"]
     steps = [f for f in findings["findings"] if f["id"] == "cache_threshold"]
     assert steps and all(f["numbers"]["config"] in f["title"] for f in steps)
-    # the planted 20% appears for the 2-rank runs only (on top of report_data's 1.5x on the
+    # the planted 20% appears for the 2-rank runs only (on top of the formula tables' 1.5x on the
     # first L3 group from 64 MiB on)
     modes = {(f["numbers"]["config"], f["numbers"]["l3_position"]): f["numbers"]["max_ratio"]
              for f in findings["findings"] if f["id"] == "mode_divergence" and "config" in f["numbers"]}

@@ -29,7 +29,7 @@ from numasweep.planning import grid
 from numasweep.running import runjob
 from numasweep.core import topology
 from test_runner import SLOW, WRITE, _children_groups, _env, _group_members  # run-job's test helpers
-from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, snakemake
+from helpers.workflow import TEST_CONFIGS, copy_repo, job_counts, snakemake
 
 REPO = Path(__file__).resolve().parents[2]
 

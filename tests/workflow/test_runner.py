@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
-from kernel_helpers import cannot_check  # noqa: E402
-from workflow_helpers import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
+from helpers.kernels import cannot_check
+from helpers.workflow import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
 
 pytestmark = pytest.mark.workflow
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from numasweep.core import io, system_state
-from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
+from helpers.workflow import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
 
 REPO = Path(__file__).resolve().parents[2]
 
