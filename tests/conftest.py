@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository root and the kernels, built once per test session."""
+"""Shared fixtures: the repository root and the kernels, built once per test session; and the
+`slow` mark on every test that boots a NUMA guest, starts a SLURM cluster or runs snakemake."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# Tests carrying one of these marks take minutes together: the fast tier, `pytest -m "not slow"`,
+# leaves them out with the rest of the slow tests (marked `slow` where they are).
+SLOW_MARKS = ("numa_vm", "slurm", "workflow")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in SLOW_MARKS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

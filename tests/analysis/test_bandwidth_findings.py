@@ -152,6 +152,7 @@ def saturation_results(planted) -> list[tuple[bool, bool]]:
     return out
 
 
+@pytest.mark.slow
 def test_planted_saturation_is_found_within_one_thread_step_and_covered(planted):
     results = saturation_results(planted)
     assert len(results) >= 150
@@ -161,6 +162,7 @@ def test_planted_saturation_is_found_within_one_thread_step_and_covered(planted)
     assert 0.85 <= covered <= 1.0, covered
 
 
+@pytest.mark.slow
 def test_planted_saturation_is_claimed_with_its_plateau(planted):
     for p, found in planted:
         for f in found:
@@ -190,6 +192,7 @@ def ratio_results(planted) -> list[tuple[str, bool]]:
     return out
 
 
+@pytest.mark.slow
 def test_planted_ratios_are_covered_at_about_the_stated_rate(planted):
     results = ratio_results(planted)
     for kind in ("locality", "per thread", "weights", "copy"):
@@ -199,6 +202,7 @@ def test_planted_ratios_are_covered_at_about_the_stated_rate(planted):
     assert len(stated) >= 200 and 0.90 <= np.mean(stated) <= 0.995, np.mean(stated)
 
 
+@pytest.mark.slow
 def test_planted_differences_beyond_the_floor_are_claimed(planted):
     for p, found in planted:
         if p.noise > 0.03:
@@ -211,6 +215,7 @@ def test_planted_differences_beyond_the_floor_are_claimed(planted):
                 assert n["claim"] and (n["best_weights"], n["worst_weights"]) == ("3,1", "1,3"), f.summary
 
 
+@pytest.mark.slow
 def test_noise_only_datasets_give_no_bandwidth_claim_in_at_least_95_percent():
     rng = np.random.default_rng(7)
     quiet = 0
@@ -220,6 +225,7 @@ def test_noise_only_datasets_give_no_bandwidth_claim_in_at_least_95_percent():
     assert quiet >= 0.95 * NOISE_ONLY, quiet
 
 
+@pytest.mark.slow
 def test_inverted_ordering_is_flagged_and_a_normal_one_is_not(planted):
     rng = np.random.default_rng(11)
     for _ in range(10):

@@ -75,6 +75,7 @@ def test_planted_ccd_contention_is_found_with_an_interval_covering_it(planted):
             assert np.max(a / b) > c.plateau_ratio.low
 
 
+@pytest.mark.slow
 def test_noise_only_datasets_give_no_finding_in_at_least_95_percent():
     """Through analysis.analyse: no claim of any latency finding (transition, TLB, gate, mode or
     L3-group difference, inversion, outlier) on at least 95 % of noise-only datasets."""

@@ -189,7 +189,8 @@ def test_counted_noise_equals_the_median_of_every_listed_pair(monkeypatch, path)
             assert np.array_equal(dof, want_dof), (trial, band)
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p == "counted-narrow" else p
+                                  for p in PATHS])
 def test_deviations_leave_each_replicate_out_as_a_series_without_it_would(monkeypatch, path):
     """Every replicate's reference and noise equal those of the series rebuilt without it (model
     data with ties, gaps and an off replicate), whichever way the differences are taken; alpha 1

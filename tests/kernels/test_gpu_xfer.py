@@ -70,6 +70,7 @@ def test_built_where_nvcc_exists(gpu_xfer: Path) -> None:
     assert gpu_xfer.is_file() and os.access(gpu_xfer, os.X_OK)
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_builds_without_warnings(gpu_xfer: Path, repo: Path, tmp_path: Path) -> None:
     """A fresh build of gpu_xfer alone (into a scratch folder) prints no compiler warning."""
@@ -249,6 +250,7 @@ def test_real_gpu_too_many_gpus_refused(gpu_xfer: Path) -> None:
 
 
 @needs_nvcc
+@pytest.mark.workflow
 def test_workflow_builds_gpu_xfer_for_gpu_campaign(repo: Path, tmp_path: Path) -> None:
     """`snakemake kernels` for the GPU+CXL campaign compiles gpu_xfer with the real nvcc."""
     if not nvcc_found():
@@ -302,6 +304,7 @@ def gpu_xfer_hip(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     return build / "bin" / "gpu_xfer_hip", proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_hip_build_without_warnings(gpu_xfer_hip: tuple[Path, str]) -> None:
     binary, output = gpu_xfer_hip
     assert binary.is_file()
@@ -310,6 +313,7 @@ def test_hip_build_without_warnings(gpu_xfer_hip: tuple[Path, str]) -> None:
     assert version.startswith("gpu_xfer numasweep") and "hipcc" in version and "-DNS_GPU_HIP" in version, version
 
 
+@pytest.mark.slow
 def test_hip_no_device_is_one_line_exit_2(gpu_xfer_hip: tuple[Path, str], tmp_path: Path) -> None:
     if amd_gpu_present():
         pytest.skip("this machine has an AMD GPU (/dev/kfd): the no-device path cannot be exercised")
@@ -324,6 +328,7 @@ def test_hip_no_device_is_one_line_exit_2(gpu_xfer_hip: tuple[Path, str], tmp_pa
     assert not csv_path.exists()
 
 
+@pytest.mark.workflow
 def test_workflow_builds_hip_gpu_xfer_for_amd_gpus(repo: Path, tmp_path: Path) -> None:
     """An arch file whose GPUs are AMD makes the workflow build and run gpu_xfer_hip (hipcc)."""
     if not hipcc_found():

@@ -64,6 +64,7 @@ def test_strategy_picks_the_cpus_but_the_chase(kernels_bin, tmp_path, two_cpus):
         assert r["strategy"] == strategy and r["load_cpus"] == str(load) and int(r["chase_cpu"]) == chase
 
 
+@pytest.mark.slow
 def test_zero_load_agrees_with_the_idle_chase(kernels_bin, tmp_path, two_cpus):
     """The idle point (load threads asleep) and numa_latency on the same CPU and size measure the
     same chase. Each run draws its own 64 MiB of pages, and on this VM that alone moves a run's

@@ -9,6 +9,8 @@ import pytest
 
 from helpers.kernels import REPO, run, run_ok
 
+pytestmark = pytest.mark.slow  # every kernel built again with the sanitizers, then run
+
 SANITIZER_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
     "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",

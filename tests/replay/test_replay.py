@@ -25,6 +25,7 @@ from helpers.workflow import copy_repo, planned_jobs, snakemake
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+pytestmark = pytest.mark.workflow  # two snakemake runs per campaign
 
 # config/config.yaml detects the machine (arch: auto); its replay uses an arch with GPUs and
 # two L3 groups per node so that every benchmark and every effect is planned.

@@ -20,6 +20,7 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
+@pytest.mark.slow
 def test_every_kind_is_drawn_as_png_and_svg(full_results: Path, tmp_path: Path) -> None:
     paths = figures.draw_all(full_results, tmp_path / "fig")
     kinds = {figures.figure_kind(p) for p in paths}
@@ -88,6 +89,7 @@ def test_lumi_g_example_curves_and_cache_lines(repo: Path, tmp_path: Path) -> No
     assert "L3 32MiB (per L3 group, 8 cores)" in svg and "per node" not in svg
 
 
+@pytest.mark.slow
 def test_cli_writes_figures(repo: Path, full_results: Path, tmp_path: Path) -> None:
     from numasweep.__main__ import main
 
@@ -108,6 +110,7 @@ def test_corrupt_csv_names_the_file(tmp_path: Path, capsys) -> None:
     assert err.startswith("numasweep: error:") and "copy.csv" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_drawers_in_worker_processes_draw_the_same_figures(full_results: Path, tmp_path: Path) -> None:
     """The drawers split over forked workers (as on a large table) write the same files, in the
     same order, pixel for pixel, as one process."""

@@ -146,6 +146,7 @@ def test_point_table_pools_repetitions_only():
     assert series.REPETITION not in series.point_columns(table, "latency")
 
 
+@pytest.mark.slow
 def test_bandwidth_store_variants_stay_apart_and_are_named(tmp_path):
     """Regular and non-temporal stores of one kernel are two series: two figures, two findings,
     both named in the report."""
