@@ -107,6 +107,7 @@ def test_chase_samples_taken_off_its_cpu_are_taken_again(kernels_bin, tmp_path, 
     assert "after taking 3 samples again" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_the_load_rises_as_the_delay_falls_and_never_speeds_the_chase(kernels_bin, tmp_path, two_cpus):
     """The delay sweep drives the injected load: achieved bandwidth rises at every step from idle
     to no delay. Whether latency then rises is the machine's: on this 2-CPU VM one load thread
