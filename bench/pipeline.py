@@ -11,7 +11,7 @@ the asked number of jobs (latency points: strategies x single domains x ranks pe
 bandwidth points: nodes x thread counts, repeated), then times `python -m numasweep grid --count`
 and `snakemake -n` on it (with `--batch N`, the campaign sets `batch: N`: one Snakemake job per
 batch of up to N points). `report` writes a cached results folder of model data (the replay
-model of tests/replay/model.py: one CSV and provenance record per latency job of 8 ranks x 15
+model of tests/helpers/synthetic.py: one CSV and provenance record per latency job of 8 ranks x 15
 sizes), then times `aggregate`, `analyse`, `figures` and `report` on it, each as its own
 process; with `--hosts N` the sweep
 ran on N nodes of a fleet campaign (each node its own series,
@@ -37,9 +37,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
-sys.path.insert(0, str(REPO / "tests" / "replay"))
-sys.path.insert(0, str(REPO / "tests" / "workflow"))
-from workflow_helpers import snakemake_env  # noqa: E402  (this interpreter's environment first on PATH)
+sys.path.insert(0, str(REPO / "tests"))
+from helpers.workflow import snakemake_env  # noqa: E402  (this interpreter's environment first on PATH)
 
 # Points of one repetition of the dry-run campaign: 2 strategies x 4 domains x 5 rank counts x
 # 2 modes of latency, 4 nodes x 5 thread counts of bandwidth.
@@ -88,7 +87,7 @@ def results_campaign(rows: int, arch: str = "config/arch/lumi-g.yaml", hosts: in
 def write_results(folder: Path, rows: int, arch: str = "config/arch/lumi-g.yaml", hosts: int = 1) -> list[Path]:
     """A results folder of model data: topology.json and latency/<id>.csv + .json per job; with
     more than one host, a fleet campaign (`numasweep.planning.fleet.spread`: each job once per node)."""
-    import model  # tests/replay/model.py: the stated model every value comes from
+    from helpers import synthetic as model  # tests/helpers/synthetic.py: the stated model every value comes from
 
     from numasweep.planning import fleet, grid
     from numasweep.core import topology

@@ -36,8 +36,8 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "workflow"))
-from workflow_helpers import copy_repo, snakemake_env  # noqa: E402  (the tests' copy of the repository)
+sys.path.insert(0, str(REPO / "tests"))
+from helpers.workflow import copy_repo, snakemake_env  # noqa: E402  (the tests' copy of the repository)
 
 MULTI_RANK = 2
 # The workflow's jobs run `python -m numasweep`: this interpreter's environment comes first.

@@ -1,16 +1,24 @@
-"""Shared fixtures: the repository root and the kernels, built once per test session."""
+"""Shared fixtures: the repository root and the kernels, built once per test session; and the
+`slow` mark on every test that boots a NUMA guest, starts a SLURM cluster or runs snakemake."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "workflow"))
+# Tests carrying one of these marks take minutes together: the fast tier, `pytest -m "not slow"`,
+# leaves them out with the rest of the slow tests (marked `slow` where they are).
+SLOW_MARKS = ("numa_vm", "slurm", "workflow")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in SLOW_MARKS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -42,13 +50,9 @@ def constructed_sysfs_trees() -> Path:
     import shutil
     import tempfile
 
-    fixtures = REPO / "tests" / "fixtures"
-    sys.path.insert(0, str(fixtures))
-    try:
-        import make_sysfs
-    finally:
-        sys.path.pop(0)
-    stamp = hashlib.sha256((fixtures / "make_sysfs.py").read_bytes()).hexdigest()
+    from fixtures import make_sysfs
+
+    stamp = hashlib.sha256(Path(make_sysfs.__file__).read_bytes()).hexdigest()
     for name, make in make_sysfs.MACHINES.items():
         target = make_sysfs.SYSFS_DIR / name
         stamp_file = target / ".stamp"

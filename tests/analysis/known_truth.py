@@ -1,18 +1,19 @@
-"""Scoring of the analysis against planted truth (used by test_known_truth.py)."""
+"""Scoring of the analysis against planted truth (used by test_known_truth.py); as a script
+(`PYTHONPATH=tests python tests/analysis/known_truth.py`) it prints the known-truth figures."""
 
 from __future__ import annotations
 
 import math
-
-import numpy as np
-
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from numasweep.findings import analysis, levels
 from numasweep.statistics import contrasts
 
-from truth import Planted
+from helpers import synthetic as truth
+from helpers.synthetic import Planted
 
 SERIES = ["mode", "page_size"]
 REPLICATES = ["repetition", "rank"]
@@ -86,8 +87,7 @@ def entry(p: Planted) -> list[dict]:
     the aggregate writes latency.csv: without the generator's own locality and L3-position
     columns) and its topology.json."""
     with tempfile.TemporaryDirectory() as folder:
-        p.table.drop(columns=["locality", "l3_position"]).to_csv(Path(folder) / "latency.csv", index=False)
-        (Path(folder) / "topology.json").write_text(p.topology.to_json())
+        truth.write_folder(Path(folder), p.topology, {"latency": p.table.drop(columns=["locality", "l3_position"])})
         return analysis.analyse(folder)["findings"]
 
 
@@ -153,7 +153,6 @@ def measure(datasets: int, noise_only: int, seed: int, through_entry: bool = Fal
     """The known-truth figures over random families, sizes and noise (see truth.plant), from the
     modules or, with through_entry, from the findings of analysis.analyse."""
     import collections
-    import truth
 
     rng = np.random.default_rng(seed)
     found = collections.defaultdict(lambda: [0, 0])

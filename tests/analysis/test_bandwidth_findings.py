@@ -1,4 +1,4 @@
-"""Bandwidth and copy findings (numasweep.findings.bandwidth_analysis) against tables with planted truth.
+"""Bandwidth and copy findings (numasweep.benches.bandwidth and copy) against tables with planted truth.
 
 The generator `plant` (below) states the model the tables come from; every test data set is
 drawn from it, never measured:
@@ -31,6 +31,8 @@ from numasweep.findings import analysis
 from numasweep.benches import bandwidth
 from numasweep.core.topology import Topology
 from numasweep.benches import copy as copy_bench
+
+from helpers.synthetic import write_folder
 
 DISTANCES = (12, 16, 21, 32)
 WEIGHTS = {"3,1": 1.0, "1,1": 0.85, "1,3": 0.7}
@@ -154,6 +156,7 @@ def saturation_results(planted) -> list[tuple[bool, bool]]:
     return out
 
 
+@pytest.mark.slow
 def test_planted_saturation_is_found_within_one_thread_step_and_covered(planted):
     results = saturation_results(planted)
     assert len(results) >= 150
@@ -163,6 +166,7 @@ def test_planted_saturation_is_found_within_one_thread_step_and_covered(planted)
     assert 0.85 <= covered <= 1.0, covered
 
 
+@pytest.mark.slow
 def test_planted_saturation_is_claimed_with_its_plateau(planted):
     for p, found in planted:
         for f in found:
@@ -192,6 +196,7 @@ def ratio_results(planted) -> list[tuple[str, bool]]:
     return out
 
 
+@pytest.mark.slow
 def test_planted_ratios_are_covered_at_about_the_stated_rate(planted):
     results = ratio_results(planted)
     for kind in ("locality", "per thread", "weights", "copy"):
@@ -201,6 +206,7 @@ def test_planted_ratios_are_covered_at_about_the_stated_rate(planted):
     assert len(stated) >= 200 and 0.90 <= np.mean(stated) <= 0.995, np.mean(stated)
 
 
+@pytest.mark.slow
 def test_planted_differences_beyond_the_floor_are_claimed(planted):
     for p, found in planted:
         if p.noise > 0.03:
@@ -213,6 +219,7 @@ def test_planted_differences_beyond_the_floor_are_claimed(planted):
                 assert n["claim"] and (n["best_weights"], n["worst_weights"]) == ("3,1", "1,3"), f.summary
 
 
+@pytest.mark.slow
 def test_noise_only_datasets_give_no_bandwidth_claim_in_at_least_95_percent():
     rng = np.random.default_rng(7)
     quiet = 0
@@ -222,6 +229,7 @@ def test_noise_only_datasets_give_no_bandwidth_claim_in_at_least_95_percent():
     assert quiet >= 0.95 * NOISE_ONLY, quiet
 
 
+@pytest.mark.slow
 def test_inverted_ordering_is_flagged_and_a_normal_one_is_not(planted):
     rng = np.random.default_rng(11)
     for _ in range(10):
@@ -236,8 +244,7 @@ def test_inverted_ordering_is_flagged_and_a_normal_one_is_not(planted):
 
 def test_analyse_writes_the_bandwidth_findings(tmp_path):
     p = plant(np.random.default_rng(3), noise=0.01)
-    p.bandwidth.to_csv(tmp_path / "bandwidth.csv", index=False)
-    p.copy.to_csv(tmp_path / "copy.csv", index=False)
+    write_folder(tmp_path, None, {"bandwidth": p.bandwidth, "copy": p.copy})
     found = analysis.analyse(tmp_path)["findings"]
     ids = {f["id"] for f in found}
     assert {"bandwidth_saturation", "bandwidth_locality", "bandwidth_weights", "copy_matrix"} <= ids

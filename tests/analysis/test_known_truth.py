@@ -1,5 +1,5 @@
 """levels and contrasts, and the findings analysis.analyse writes from them, against datasets
-with planted truth (tests/analysis/truth.py): every planted cache and TLB transition found and
+with planted truth (helpers.synthetic's planted truth): every planted cache and TLB transition found and
 attributed, noise-only datasets quiet, intervals covering the planted values at about their
 stated rate."""
 
@@ -14,7 +14,8 @@ from numasweep.findings import analysis, levels
 from numasweep.statistics import contrasts
 
 import known_truth as kt
-import truth
+
+from helpers import synthetic as truth
 
 NOISE_ONLY = 200
 
@@ -74,6 +75,7 @@ def test_planted_ccd_contention_is_found_with_an_interval_covering_it(planted):
             assert np.max(a / b) > c.plateau_ratio.low
 
 
+@pytest.mark.slow
 def test_noise_only_datasets_give_no_finding_in_at_least_95_percent():
     """Through analysis.analyse: no claim of any latency finding (transition, TLB, gate, mode or
     L3-group difference, inversion, outlier) on at least 95 % of noise-only datasets."""
@@ -125,8 +127,7 @@ def test_analyse_reports_planted_ccd_contention_with_its_interval(written):
 
 def test_analyse_refuses_a_prefetch_dominated_curve(tmp_path):
     topo, table = truth.prefetch_curve(np.random.default_rng(3), truth.FAMILIES[1])
-    table.to_csv(tmp_path / "latency.csv", index=False)
-    (tmp_path / "topology.json").write_text(topo.to_json())
+    truth.write_folder(tmp_path, topo, {"latency": table})
     found = analysis.analyse(tmp_path)["findings"]
     (gate,) = [f for f in found if f["id"] == "not_latency"]
     assert gate["numbers"]["claim"] and "prefetch" in gate["summary"]

@@ -1,9 +1,7 @@
 """Loaded-latency, core-to-core and bandwidth-matrix findings on tables generated from stated
 models, with the kernels' column names (docs/INTERFACES.md):
-- loaded latency: 100 ns idle, +2 ns per GB/s of load up to a knee at 20 GB/s, +40 ns per GB/s
-  beyond; each point's median scaled by a log-normal factor (sigma 1 %), min/max at +-2 %;
-- core to core: 8 CPUs, 2 nodes x 2 L3 groups x 2 CPUs; round trips 50 ns inside an L3 group,
-  100 ns across groups of a node, 180 ns across nodes (sigma 3 %);
+- loaded latency and core to core: the models of helpers.synthetic (`loaded_latency_frame`,
+  `c2c_frame`);
 - bandwidth matrix: 2 nodes, 20 GB/s local and 12 GB/s remote (sigma 2 %)."""
 
 from __future__ import annotations
@@ -17,19 +15,9 @@ from numasweep.benches import mix_bandwidth
 
 
 
-RNG_SEED = 11
-
-
-def _loaded(knee: float | None = 20.0) -> pd.DataFrame:
-    rng = np.random.default_rng(RNG_SEED)
-    rows = []
-    for delay, load in [(-1, 0.0)] + [(1000 // (i + 1), 2.0 * (i + 1)) for i in range(15)]:
-        ns = 100.0 if knee is None else 100 + 2 * min(load, knee) + 40 * max(0.0, load - knee)
-        ns *= float(np.exp(rng.normal(0, 0.01)))
-        rows.append({"traffic": "read", "delay": delay, "chase_cpu": 0, "chase_node": 0, "mem_nodes": "1",
-                     "strategy": "sequential", "load_threads": 3, "page_size": "4k", "latency_ns_median": ns,
-                     "latency_ns_min": ns * 0.98, "latency_ns_max": ns * 1.02, "samples": 5, "load_gb_s": load})
-    return pd.DataFrame(rows)
+from helpers.synthetic import MLC_SEED as RNG_SEED
+from helpers.synthetic import c2c_frame as _c2c
+from helpers.synthetic import loaded_latency_frame as _loaded
 
 
 def test_loaded_latency_knee_and_rise_with_intervals() -> None:
@@ -58,19 +46,6 @@ def test_loaded_latency_curves_of_different_series_are_never_pooled() -> None:
     assert by_size[str(1 << 31)].numbers["idle_ns"] - by_size[str(1 << 30)].numbers["idle_ns"] == \
         pytest.approx(50, abs=5)
     assert all(f"size_bytes {size}" in f.title for size, f in by_size.items())
-
-
-def _c2c() -> pd.DataFrame:
-    rng = np.random.default_rng(RNG_SEED)
-    rows = []
-    for a in range(8):
-        for b in range(a + 1, 8):
-            node_a, node_b, l3_a, l3_b = a // 4, b // 4, a // 2, b // 2
-            ns = 50.0 if l3_a == l3_b else (100.0 if node_a == node_b else 180.0)
-            ns *= float(np.exp(rng.normal(0, 0.03)))
-            rows.append({"cpu_a": a, "cpu_b": b, "node_a": node_a, "node_b": node_b, "l3_group_a": l3_a,
-                         "l3_group_b": l3_b, "mem_nodes": "0", "round_trip_ns_median": ns})
-    return pd.DataFrame(rows)
 
 
 def test_core_to_core_classes_apart_with_ratio_intervals() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel_helpers import contract_columns, fractions, read_rows, run_ok
+from helpers.kernels import contract_columns, fractions, read_rows, run_ok
 
 WORDS = {"copy": 2, "scale": 2, "add": 3, "triad": 3, "read": 1, "write": 1}
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
-from kernel_helpers import REPO, run, run_ok
+import pytest
+
+from helpers.kernels import REPO, run, run_ok
 
 CPU_KERNELS = ("numa_latency", "numa_bandwidth", "numa_copy", "numa_loaded_latency", "numa_c2c", "numa_mix_bandwidth")
 
 
+@pytest.mark.slow
 def test_cpu_kernels_build_without_warnings(tmp_path):
     proc = run(["make", "-C", REPO / "kernels", f"BUILD={tmp_path}", "cpu"], timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 
-from kernel_helpers import contract_columns, fractions, l3_group, node_of, read_rows, run, run_ok
+from helpers.kernels import contract_columns, fractions, l3_group, node_of, read_rows, run, run_ok
 
 FAST = ["--samples=3", "--min-time=0.002", "--round-trips=200"]
 

@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernel_helpers import IN_CI, cannot_check
+from helpers.kernels import IN_CI, cannot_check
+from helpers.workflow import copy_repo, snakemake
 
 CUDA_NVCC = Path("/usr/local/cuda/bin/nvcc")
 
@@ -69,6 +70,7 @@ def test_built_where_nvcc_exists(gpu_xfer: Path) -> None:
     assert gpu_xfer.is_file() and os.access(gpu_xfer, os.X_OK)
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_builds_without_warnings(gpu_xfer: Path, repo: Path, tmp_path: Path) -> None:
     """A fresh build of gpu_xfer alone (into a scratch folder) prints no compiler warning."""
@@ -247,25 +249,14 @@ def test_real_gpu_too_many_gpus_refused(gpu_xfer: Path) -> None:
     assert len(lines) == 1 and "--ngpus" in lines[0], proc.stderr
 
 
-def _copy_for_workflow(repo: Path, dest: Path) -> Path:
-    import sys
-
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import copy_repo
-
-    return copy_repo(repo, dest)
-
-
 @needs_nvcc
+@pytest.mark.workflow
 def test_workflow_builds_gpu_xfer_for_gpu_campaign(repo: Path, tmp_path: Path) -> None:
     """`snakemake kernels` for the GPU+CXL campaign compiles gpu_xfer with the real nvcc."""
     if not nvcc_found():
         cannot_check("nvcc not found: the workflow cannot build gpu_xfer here")
-    import sys
-
-    work = _copy_for_workflow(repo, tmp_path / "repo")
-    args = [sys.executable, "-m", "snakemake", "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1", "kernels"]
-    proc = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=600)
+    work = copy_repo(repo, tmp_path / "repo")
+    proc = snakemake(work, "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1", "kernels", timeout=600)
     log = work / "logs" / "build" / "gpu_xfer.log"
     assert proc.returncode == 0, proc.stderr[-3000:] + (log.read_text()[-2000:] if log.exists() else "")
     binary = work / "build" / "bin" / "gpu_xfer"
@@ -313,6 +304,7 @@ def gpu_xfer_hip(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     return build / "bin" / "gpu_xfer_hip", proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_hip_build_without_warnings(gpu_xfer_hip: tuple[Path, str]) -> None:
     binary, output = gpu_xfer_hip
     assert binary.is_file()
@@ -321,6 +313,7 @@ def test_hip_build_without_warnings(gpu_xfer_hip: tuple[Path, str]) -> None:
     assert version.startswith("gpu_xfer numasweep") and "hipcc" in version and "-DNS_GPU_HIP" in version, version
 
 
+@pytest.mark.slow
 def test_hip_no_device_is_one_line_exit_2(gpu_xfer_hip: tuple[Path, str], tmp_path: Path) -> None:
     if amd_gpu_present():
         pytest.skip("this machine has an AMD GPU (/dev/kfd): the no-device path cannot be exercised")
@@ -335,24 +328,23 @@ def test_hip_no_device_is_one_line_exit_2(gpu_xfer_hip: tuple[Path, str], tmp_pa
     assert not csv_path.exists()
 
 
+@pytest.mark.workflow
 def test_workflow_builds_hip_gpu_xfer_for_amd_gpus(repo: Path, tmp_path: Path) -> None:
     """An arch file whose GPUs are AMD makes the workflow build and run gpu_xfer_hip (hipcc)."""
     if not hipcc_found():
         cannot_check("hipcc not found: install hipcc and libamdhip64-dev to build gpu_xfer_hip")
-    import sys
-
-    work = _copy_for_workflow(repo, tmp_path / "repo")
+    work = copy_repo(repo, tmp_path / "repo")
     arch = work / "config" / "arch" / "cxl-example.yaml"
     text = arch.read_text().replace("name: NVIDIA A100 80GB PCIe,", "name: AMD Instinct MI250X, vendor: amd,")
     assert text.count("vendor: amd") == 2
     arch.write_text(text)
-    args = [sys.executable, "-m", "snakemake", "--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1"]
-    plan = subprocess.run([*args, "-n", "-p"], cwd=work, capture_output=True, text=True, timeout=300)
+    args = ["--configfile", "config/campaigns/gpu-cxl.yaml", "--cores", "1"]
+    plan = snakemake(work, *args, "-n", "-p")
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert "build/bin/gpu_xfer_hip --ngpus=" in plan.stdout and "build/bin/gpu_xfer --ngpus=" not in plan.stdout
     # The benchmark jobs depend on the HIP build only.
     assert "output: build/bin/gpu_xfer_hip" in plan.stdout and "output: build/bin/gpu_xfer\n" not in plan.stdout
-    proc = subprocess.run([*args, "kernels"], cwd=work, capture_output=True, text=True, timeout=600)
+    proc = snakemake(work, *args, "kernels", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (work / "build" / "bin" / "gpu_xfer_hip").is_file()
     assert not (work / "build" / "bin" / "gpu_xfer").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_helpers import run
+from helpers.kernels import run
 
 L, B, C = "numa_latency", "numa_bandwidth", "numa_copy"
 

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from kernel_helpers import cannot_check
+from helpers.kernels import cannot_check
 
-from kernel_helpers import contract_columns, fractions, online_nodes, read_rows, run, run_ok
+from helpers.kernels import contract_columns, fractions, online_nodes, read_rows, run, run_ok
 
 FAST = ["--min-time=0.02", "--samples=3", "--max-time=0.08"]
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kernel_helpers import contract_columns, fractions, node_of, read_rows, run, run_ok
+from helpers.kernels import contract_columns, fractions, node_of, read_rows, run, run_ok
 
 KINDS = ["read", "r3w1", "r2w1", "r1w1", "triad"]
 # Above this machine's last-level cache (and most others'), so the chase measures memory.
@@ -64,6 +64,7 @@ def test_strategy_picks_the_cpus_but_the_chase(kernels_bin, tmp_path, two_cpus):
         assert r["strategy"] == strategy and r["load_cpus"] == str(load) and int(r["chase_cpu"]) == chase
 
 
+@pytest.mark.slow
 def test_zero_load_agrees_with_the_idle_chase(kernels_bin, tmp_path, two_cpus):
     """The idle point (load threads asleep) and numa_latency on the same CPU and size measure the
     same chase. Each run draws its own 64 MiB of pages, and on this VM that alone moves a run's
@@ -106,6 +107,7 @@ def test_chase_samples_taken_off_its_cpu_are_taken_again(kernels_bin, tmp_path, 
     assert "after taking 3 samples again" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_the_load_rises_as_the_delay_falls_and_never_speeds_the_chase(kernels_bin, tmp_path, two_cpus):
     """The delay sweep drives the injected load: achieved bandwidth rises at every step from idle
     to no delay. Whether latency then rises is the machine's: on this 2-CPU VM one load thread

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kernel_helpers import contract_columns, fractions, online_nodes, read_rows, run, run_ok
+from helpers.kernels import contract_columns, fractions, online_nodes, read_rows, run, run_ok
 
 KINDS = ["read", "r3w1", "r2w1", "r1w1", "triad"]
 FAST = ["--size=4M", "--samples=3", "--min-time=0.02"]

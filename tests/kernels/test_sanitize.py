@@ -7,7 +7,9 @@ import re
 
 import pytest
 
-from kernel_helpers import REPO, run, run_ok
+from helpers.kernels import REPO, run, run_ok
+
+pytestmark = pytest.mark.slow  # every kernel built again with the sanitizers, then run
 
 SANITIZER_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",

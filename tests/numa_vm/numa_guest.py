@@ -1,7 +1,8 @@
 """One boot of the NUMA guest runs a batch of steps; tests then read what each step left behind.
 
-A boot costs seconds and every Python start inside it many more (TCG emulation), so each test
-module boots once and runs all its commands there. Each step is a bash snippet run in the
+A boot costs seconds and, under TCG emulation, every Python start inside it many more, so each
+test module boots once and runs all its commands there. The guest runs under KVM where /dev/kvm
+can be opened, and under TCG elsewhere (NUMA_VM_ACCEL=tcg or kvm chooses). Each step is a bash snippet run in the
 repository with its output in `<out>/<name>.log`, its exit code in `<out>/<name>.rc`, and any
 file it writes under `$OUT`, a host folder shared writable with the guest.
 """
@@ -9,12 +10,12 @@ file it writes under `$OUT`, a host folder shared writable with the guest.
 from __future__ import annotations
 
 import compileall
+import functools
 import os
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from numasweep.core.io import read_csv
+
+from helpers.workflow import copy_repo, snakemake
 
 HERE = Path(__file__).resolve().parent
 RUN_SH = HERE / "run.sh"
@@ -33,6 +36,9 @@ WRAPPER_ENV = "NUMASWEEP_TEST_WRAPPER"
 # kernel dies of SIGILL in the guest (the case of a login node newer than its compute nodes).
 GUEST_BUILD = "build/guest"
 GUEST_CFLAGS = "-O3 -march=x86-64-v2"
+ACCEL_ENV = "NUMA_VM_ACCEL"
+KVM_DEVICE = Path("/dev/kvm")
+KVM_PROBE_S = 20
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,45 @@ def guest_script(repo: Path, out: Path, steps: list[Step]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def accel() -> str:
+    """`kvm` where this process may open /dev/kvm and a guest boots there, `tcg` (emulation)
+    elsewhere; NUMA_VM_ACCEL (tcg or kvm) chooses instead."""
+    chosen = os.environ.get(ACCEL_ENV)
+    if chosen:
+        assert chosen in ("kvm", "tcg"), f"{ACCEL_ENV}={chosen!r}: use kvm or tcg"
+        return chosen
+    return "kvm" if os.access(KVM_DEVICE, os.R_OK | os.W_OK) and kvm_boots() else "tcg"
+
+
+@functools.cache
+def kvm_boots() -> bool:
+    """One small guest under KVM runs `true`, once per test session. Nested under another
+    hypervisor KVM may open and then fail early in the guest's boot (QEMU then waits
+    without exiting: hence the time limit); TCG runs the guests there."""
+    cmd = run_sh_command(Layout(nodes=1), KVM_PROBE_S, "kvm", ["true"])
+    return subprocess.run(cmd, capture_output=True, timeout=KVM_PROBE_S + 60).returncode == 0
+
+
+def run_sh_command(layout: Layout, timeout: int, accel: str, command: list[str],
+                   out: Path | None = None) -> list[str]:
+    """The run.sh command line that boots `layout` and runs `command` in it, sharing `out`
+    writable and keeping the console log there."""
+    cmd = [
+        "bash", str(RUN_SH),
+        f"--nodes={layout.nodes}",
+        f"--cpus-per-node={layout.cpus_per_node}",
+        f"--l3-groups={layout.l3_groups}",
+        f"--node-memory={layout.node_memory_mib}",
+        f"--timeout={timeout}",
+        f"--accel={accel}",
+    ]
+    if out is not None:
+        cmd += [f"--rw={out}", f"--log={out / 'console.log'}"]
+    if layout.memory_only:
+        cmd.append(f"--memory-only={','.join(map(str, layout.memory_only))}")
+    return cmd + ["--", *command]
+
+
 def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int) -> GuestRun:
     """Run every step in one guest. A guest that cannot start, dies or runs out of time fails
     the calling fixture with run.sh's message and the console tail; it is never a skip."""
@@ -116,19 +161,7 @@ def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int)
     out.mkdir(parents=True, exist_ok=True)
     script = out / "guest.sh"
     script.write_text(guest_script(repo, out, steps))
-    cmd = [
-        "bash", str(RUN_SH),
-        f"--nodes={layout.nodes}",
-        f"--cpus-per-node={layout.cpus_per_node}",
-        f"--l3-groups={layout.l3_groups}",
-        f"--node-memory={layout.node_memory_mib}",
-        f"--timeout={timeout}",
-        f"--rw={out}",
-        f"--log={out / 'console.log'}",
-    ]
-    if layout.memory_only:
-        cmd.append(f"--memory-only={','.join(map(str, layout.memory_only))}")
-    cmd += ["--", "bash", str(script)]
+    cmd = run_sh_command(layout, timeout, accel(), ["bash", str(script)], out)
     start = time.monotonic()
     # run.sh enforces the limit itself; this outer one only catches run.sh hanging.
     proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=timeout + 60)
@@ -157,9 +190,6 @@ def copy_repo_with_kernels(repo: Path, out: Path) -> None:
     kernels built for the guest's CPU (GUEST_BUILD) as its build folder, copied with their
     times kept, so the guest's build jobs find them up to date, and its Python byte-compiled
     here: the guest would compile it at its first import, seconds under emulation."""
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import copy_repo
-
     copy_repo(repo, out / "repo")
     shutil.copytree(repo / GUEST_BUILD, out / "repo" / "build", symlinks=True)
     compileall.compile_dir(out / "repo" / "workflow", quiet=1)
@@ -170,9 +200,6 @@ def render_report(repo: Path, out: Path, system: str) -> str:
     wrote under `out/repo` (`--config results=`), as a cluster's report is rendered from its
     results: rendering is Python on the aggregated tables, minutes under emulation and seconds
     here. Its Markdown, or a failure with the report log's tail."""
-    sys.path.insert(0, str(repo / "tests" / "workflow"))
-    from workflow_helpers import snakemake
-
     proc = snakemake(out / "repo", "report", "--profile", "profiles/local", "--cores", "2",
                      "--config", f"results=results/{system}")
     log = out / "repo" / "logs" / system / "report" / "report_md.log"

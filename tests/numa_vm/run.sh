@@ -12,6 +12,7 @@
 #                        G dies, and QEMU gives the CPUs of a die one L3 (CPUID leaf 4)
 #   --node-memory=MIB    memory per node in MiB (default 512)
 #   --timeout=SECONDS    wall-clock limit for the whole boot + command (default 300)
+#   --accel=tcg|kvm      QEMU's accelerator (default tcg: emulation); kvm needs /dev/kvm
 #   --rw=DIR             share host folder DIR writable at the same path (repeatable); the
 #                        rest of the host's / is read-only with a throw-away in-memory overlay
 #   --log=FILE           keep the serial console log there (default: removed on success)
@@ -22,10 +23,11 @@
 # one `numa_vm: error: ...` line plus the console log's tail on stderr and exits 125
 # (124 for the time limit).
 #
-# Emulation is TCG, not KVM: KVM on the machines we test on fails with a normal guest, and TCG
-# gives the same NUMA topology to the guest kernel, only slower. The CPU is QEMU's `max` without
-# FMA: with both AVX2 and FMA offered, numpy's AVX2+FMA3 code paths crash (SIGSEGV) under
-# QEMU 7.2's TCG, e.g. in matplotlib's figure rendering.
+# Emulation is TCG unless --accel=kvm: KVM on some machines we test on fails with a normal guest,
+# and TCG gives the same NUMA topology to the guest kernel, only slower (tests/numa_vm/numa_guest.py
+# asks for KVM where /dev/kvm can be opened). Under TCG the CPU is QEMU's `max` without FMA: with
+# both AVX2 and FMA offered, numpy's AVX2+FMA3 code paths crash (SIGSEGV) under QEMU 7.2's TCG,
+# e.g. in matplotlib's figure rendering; under KVM it is the host's.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE="$HERE/cache"
@@ -37,6 +39,7 @@ cpus_per_node=1
 l3_groups=1
 node_memory=512
 limit=300
+accel=tcg
 log=""
 rw_dirs=()
 
@@ -50,9 +53,10 @@ while [ $# -gt 0 ]; do
         --l3-groups=*) l3_groups=${1#*=} ;;
         --node-memory=*) node_memory=${1#*=} ;;
         --timeout=*) limit=${1#*=} ;;
+        --accel=*) accel=${1#*=} ;;
         --rw=*) rw_dirs+=("${1#*=}") ;;
         --log=*) log=${1#*=} ;;
-        --help|-h) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --help|-h) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
         *) die "unknown option '$1': see tests/numa_vm/run.sh --help" ;;
     esac
@@ -71,6 +75,11 @@ for node in ${memory_only//,/ }; do
     fi
 done
 is_memory_only 0 && die "--memory-only cannot include node 0: the guest boots on node 0's CPUs"
+case "$accel" in
+    tcg|kvm) ;;
+    *) die "--accel=$accel: use tcg or kvm" ;;
+esac
+[ "$accel" = tcg ] || [ -w /dev/kvm ] || die "--accel=kvm but /dev/kvm cannot be opened: use --accel=tcg"
 for dir in "${rw_dirs[@]}"; do
     [ -d "$dir" ] || die "--rw=$dir is not a folder: create it first"
 done
@@ -134,7 +143,14 @@ trap cleanup EXIT
     echo
 } > "$JOB/cmd.sh"
 
-cpu="max,-fma"
+if [ "$accel" = kvm ]; then
+    accel_args=(-accel kvm)
+    cpu="host,-arch-capabilities"
+else
+    # shellcheck disable=SC2054  # commas belong to QEMU's option values
+    accel_args=(-accel tcg,thread=multi)
+    cpu="max,-fma"
+fi
 # tsc=reliable: emulated CPUs outnumbering the host's cores drift apart, the kernel then marks
 # the TSC unstable and switches sched_clock's static key while the others run, which crashes
 # a 16-CPU guest under multi-threaded TCG (a page fault in sched_clock_cpu).
@@ -145,7 +161,7 @@ if [ "$l3_groups" -gt 1 ]; then cpu+=",vendor=GenuineIntel"; fi
 
 # shellcheck disable=SC2054  # commas belong to QEMU's option values
 qemu_args=(
-    -accel tcg,thread=multi -cpu "$cpu"
+    "${accel_args[@]}" -cpu "$cpu"
     -nodefaults -display none -no-reboot
     -serial "file:$CONSOLE"
     -kernel "$KERNEL_DIR/vmlinuz" -initrd "$INITRD"

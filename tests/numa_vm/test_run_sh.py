@@ -44,6 +44,7 @@ def test_qemu_that_cannot_start_fails_with_its_message(guest_kernel: Path) -> No
     (["--nodes=2"], "no command given"),
     (["--cpus-per-node=3", "--l3-groups=2", "--", "true"], "--l3-groups=2 does not divide --cpus-per-node=3"),
     (["--l3-groups=0", "--", "true"], "'0' is not a positive integer"),
+    (["--accel=hvf", "--", "true"], "--accel=hvf: use tcg or kvm"),
 ])
 def test_bad_options_name_the_problem(args: list[str], message: str) -> None:
     proc = run_sh(*args)

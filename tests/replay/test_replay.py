@@ -1,5 +1,5 @@
 """Every shipped campaign replayed: its real grid, model results for every planned job
-(tests/replay/model.py), then the real aggregate and report rules through snakemake.
+(the job model of helpers.synthetic), then the real aggregate and report rules through snakemake.
 
 A campaign file added to config/campaigns/ and a ```yaml example added to config/README.md are
 replayed without editing this file.
@@ -10,24 +10,22 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
+from numasweep.planning import grid
+from numasweep.results import series
+from numasweep.core import topology
+
+from helpers import synthetic as model
+from helpers.workflow import copy_repo, planned_jobs, snakemake
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO / "tests" / "workflow"))
-
-import model  # noqa: E402
-from workflow_helpers import copy_repo, planned_jobs, snakemake  # noqa: E402
-
-from numasweep.planning import grid  # noqa: E402
-from numasweep.results import series  # noqa: E402
-from numasweep.core import topology  # noqa: E402
+pytestmark = pytest.mark.workflow  # two snakemake runs per campaign
 
 # config/config.yaml detects the machine (arch: auto); its replay uses an arch with GPUs and
 # two L3 groups per node so that every benchmark and every effect is planned.

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from report_data import write_results  # noqa: E402
+from helpers.synthetic import write_results
 
 
 @pytest.fixture

@@ -2,13 +2,10 @@
 rise is a cache level's, the TLB's (4 KiB against transparent huge pages), or said plainly to be
 unexplained.
 
-The results come from the model of tests/replay/model.py (planted caches, DRAM and a TLB reach
+The results come from the job model of helpers.synthetic (planted caches, DRAM and a TLB reach
 for 4 KiB pages) for the jobs config/config.yaml plans on a constructed one-node topology."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +15,7 @@ from numasweep.planning import grid
 from numasweep.reporting import report
 from numasweep.core.topology import Topology
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
-import model  # noqa: E402
+from helpers import synthetic as model
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -42,9 +38,8 @@ def default_report(tmp_path_factory) -> tuple[str, list[dict]]:
     plan = grid.expand(grid.load_config_file(grid.DEFAULT_CONFIG), topo)
     results = tmp_path_factory.mktemp("desk") / "results" / "desk"
     csvs = model.write_campaign(plan, topo, results)
-    for bench in plan.benches():
-        table, _ = aggregate.aggregate([c for c in csvs if c.parent.name == bench], bench)
-        table.to_csv(results / f"{bench}.csv", index=False)
+    model.write_folder(results, None, {bench: aggregate.aggregate([c for c in csvs if c.parent.name == bench], bench)[0]
+                                       for bench in plan.benches()})
     findings = analysis.analyse(results)
     text = report.render(results, findings, None, results.parent / "experimentation.md").read_text()
     return text, findings["findings"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from report_data import latency_frame, topology, write_results
+from helpers.synthetic import latency_frame, topology, write_results
 from numasweep.reporting import figures
 from numasweep.results import tables
 from numasweep.benches import bandwidth
@@ -24,6 +24,7 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
+@pytest.mark.slow
 def test_every_kind_is_drawn_as_png_and_svg(full_results: Path, tmp_path: Path) -> None:
     paths = figures.draw_all(full_results, tmp_path / "fig")
     kinds = {figures.figure_kind(p) for p in paths}
@@ -92,6 +93,7 @@ def test_lumi_g_example_curves_and_cache_lines(repo: Path, tmp_path: Path) -> No
     assert "L3 32MiB (per L3 group, 8 cores)" in svg and "per node" not in svg
 
 
+@pytest.mark.slow
 def test_cli_writes_figures(repo: Path, full_results: Path, tmp_path: Path) -> None:
     from numasweep.__main__ import main
 
@@ -113,7 +115,7 @@ def test_corrupt_csv_names_the_file(tmp_path: Path, capsys) -> None:
 
 
 def test_bandwidth_without_kernel_name_still_plots(tmp_path: Path) -> None:
-    from report_data import bandwidth_frame
+    from helpers.synthetic import bandwidth_frame
 
     df = bandwidth_frame()
     df["kernel"] = float("nan")
@@ -168,7 +170,7 @@ def test_a_fleet_draws_each_rank_once_its_median_over_the_nodes_and_their_range(
 
 def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Path) -> None:
     """numa_bandwidth's min_mb_s (slowest timed iteration) gives each line a band below it."""
-    from report_data import bandwidth_frame
+    from helpers.synthetic import bandwidth_frame
 
     df = bandwidth_frame()
     table = bandwidth.bandwidth_table(df)
@@ -182,7 +184,7 @@ def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Pa
 def test_copies_of_two_configurations_never_share_a_matrix(tmp_path: Path) -> None:
     """Two labelled sweeps of the same copies (or memory specs, systems): a matrix each, figure
     and raw table, never one median over both."""
-    from report_data import copy_frame
+    from helpers.synthetic import copy_frame
 
 
     fast, slow = copy_frame().assign(label="fast"), copy_frame().assign(label="slow")

@@ -1,22 +1,20 @@
 """Figures of the loaded-latency, core-to-core and mixed-bandwidth kernels from the model tables
-of tests/analysis/test_mlc_findings.py: each is written, and the core-to-core heatmap puts the
+of helpers.synthetic: each is written, and the core-to-core heatmap puts the
 CPUs in node and L3-group order with every pair's value on both sides of the diagonal."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
-from test_mlc_findings import _c2c, _loaded  # noqa: E402
 from numasweep.benches import c2c
 from numasweep.benches import loaded_latency
 from numasweep.benches import mix_bandwidth
 
-
+from helpers.synthetic import c2c_frame as _c2c
+from helpers.synthetic import loaded_latency_frame as _loaded
 
 
 def test_loaded_latency_figure_written(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from report_data import MiB, write_results
+from helpers.synthetic import MiB, write_results
 from numasweep.findings import analysis
 from numasweep.core.topology import Topology
 from numasweep.reporting import figures, report

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from report_data import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
+from helpers.synthetic import MiB, bandwidth_frame, gpu_frame, latency_frame, write_results
 from numasweep.core import registry
 from numasweep.findings import analysis
 from numasweep.reporting import figures, report
@@ -101,7 +101,7 @@ def test_rank_counts_stay_apart(tmp_path):
     assert sorted(p.stem.split("--")[1] for p in ratio) == ["1-rank", "2-ranks"]
     steps = [f for f in findings["findings"] if f["id"] == "cache_threshold"]
     assert steps and all(f["numbers"]["config"] in f["title"] for f in steps)
-    # the planted 20% appears for the 2-rank runs only (on top of report_data's 1.5x on the
+    # the planted 20% appears for the 2-rank runs only (on top of the formula tables' 1.5x on the
     # first L3 group from 64 MiB on)
     modes = {(f["numbers"]["config"], f["numbers"]["l3_position"]): f["numbers"]["max_ratio"]
              for f in findings["findings"] if f["id"] == "mode_divergence" and "config" in f["numbers"]}
@@ -149,6 +149,7 @@ def test_point_table_pools_repetitions_only():
     assert series.REPETITION not in series.point_columns(table, "latency")
 
 
+@pytest.mark.slow
 def test_bandwidth_store_variants_stay_apart_and_are_named(tmp_path):
     """Regular and non-temporal stores of one kernel are two series: two figures, two findings,
     both named in the report."""

@@ -9,35 +9,22 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from report_data import write_results
+from helpers.synthetic import write_results
+from helpers.workflow import job_counts, snakemake
 
 pytestmark = pytest.mark.workflow
 
 HERE = Path(__file__).resolve().parent
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
 REPORT_JOBS = {"analyse", "figures", "report_md", "report"}
-
-
-def snakemake(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    proc = subprocess.run(SNAKEMAKE + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """The `Job stats` table of a dry run: rule name -> job count."""
-    table = output.split("Job stats:")[1].split("total")[0]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
 
 
 def cached_workdir(repo: Path, tmp_path: Path) -> Path:
@@ -64,8 +51,8 @@ def bare_path(tmp_path: Path) -> str:
 
 def test_regeneration_dry_run_lists_only_report_jobs(repo: Path, tmp_path: Path) -> None:
     workdir = cached_workdir(repo, tmp_path)
-    proc = snakemake(["-s", str(repo / "Snakefile"), "-d", str(workdir), "-n", "report",
-                      "--config", f"results={repo / 'examples' / 'lumi-g'}"], cwd=workdir)
+    proc = snakemake(workdir, "-s", str(repo / "Snakefile"), "-d", str(workdir), "-n", "report",
+                     "--config", f"results={repo / 'examples' / 'lumi-g'}", check=True)
     counts = job_counts(proc.stdout + proc.stderr)
     assert set(counts) == REPORT_JOBS and all(n == 1 for n in counts.values()), counts
 
@@ -74,8 +61,8 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
     workdir = cached_workdir(repo, tmp_path)
     env = {**os.environ, "PATH": bare_path(tmp_path)}
     start = time.monotonic()
-    snakemake(["-s", str(repo / "Snakefile"), "-d", str(workdir), "-c2", "report",
-               "--config", f"results={repo / 'examples' / 'lumi-g'}"], cwd=workdir, env=env)
+    snakemake(workdir, "-s", str(repo / "Snakefile"), "-d", str(workdir), "-c2", "report",
+              "--config", f"results={repo / 'examples' / 'lumi-g'}", env=env, check=True)
     elapsed = time.monotonic() - start
     print(f"report regenerated from examples/lumi-g in {elapsed:.1f} s (target: under 30 s)")
     out = workdir / "report" / "lumi-g"
@@ -91,8 +78,8 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
     # nothing was built or measured
     assert not (workdir / "build").exists() and not (workdir / "results").exists()
     # the project's default target registers every figure for Snakemake's HTML report
-    snakemake(["-s", str(repo / "Snakefile"), "-d", str(workdir), "--report", "report.html",
-               "--config", f"results={repo / 'examples' / 'lumi-g'}"], cwd=workdir, env=env)
+    snakemake(workdir, "-s", str(repo / "Snakefile"), "-d", str(workdir), "--report", "report.html",
+              "--config", f"results={repo / 'examples' / 'lumi-g'}", env=env, check=True)
     html = (workdir / "report.html").read_text()
     for png in (out / "figures" / "latency").glob("*.png"):
         assert f'"name": "{png.name}"' in html, png.name
@@ -127,8 +114,8 @@ def test_html_report_shows_every_figure_in_chromium(repo: Path, tmp_path: Path) 
     workdir = tmp_path / "work"
     workdir.mkdir()
     args = ["-s", str(HERE / "Snakefile"), "-d", str(workdir), "--config", f"results={results}"]
-    snakemake([*args, "-c2", "report"], cwd=workdir)
-    snakemake([*args, "--report", "report.html", "report"], cwd=workdir)
+    snakemake(workdir, *args, "-c2", "report", check=True)
+    snakemake(workdir, *args, "--report", "report.html", "report", check=True)
     pngs = sorted((workdir / "report" / "twin" / "figures").rglob("*.png"))
     assert len(pngs) >= 8
     checks = figure_check(workdir / "report.html", tmp_path)

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from helpers.kernels import contract_columns
+from helpers.workflow import copy_repo
+from helpers.workflow import snakemake as run_snakemake
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -36,17 +38,10 @@ COPIED_ENTRIES = ("kernels", "build")
 SNAKEMAKE_LIMIT_S = 300
 
 
-def documented_columns(kernel: str) -> list[str]:
-    """The CSV columns docs/INTERFACES.md gives for `kernel`, so the tests check the kernels
-    against the documented interface rather than a copy of it."""
-    text = (REPO / "docs" / "INTERFACES.md").read_text()
-    match = re.search(rf"^- {kernel}: `([^`]+)`", text, re.M)
-    assert match, f"docs/INTERFACES.md lists no columns for {kernel}"
-    return match.group(1).split(",")
-
-
-LATENCY_COLUMNS = documented_columns("numa_latency")
-BANDWIDTH_COLUMNS = documented_columns("numa_bandwidth")
+# The columns docs/INTERFACES.md gives, so the tests check the kernels against the documented
+# interface rather than a copy of it.
+LATENCY_COLUMNS = contract_columns("numa_latency")
+BANDWIDTH_COLUMNS = contract_columns("numa_bandwidth")
 
 
 @dataclass(frozen=True)
@@ -148,14 +143,7 @@ def describe(pids: set[int]) -> str:
 
 
 def run_dir(base: Path, name: str) -> Path:
-    workdir = base / name
-    workdir.mkdir()
-    for entry in LINKED_ENTRIES:
-        (workdir / entry).symlink_to(REPO / entry)
-    for entry in COPIED_ENTRIES:
-        if (REPO / entry).exists():
-            shutil.copytree(REPO / entry, workdir / entry, symlinks=True)
-    return workdir
+    return copy_repo(REPO, base / name, entries=LINKED_ENTRIES + COPIED_ENTRIES, link=LINKED_ENTRIES)
 
 
 def detect_topology(target: Path) -> dict:
@@ -221,28 +209,23 @@ def snakemake(
 ) -> SnakemakeRun:
     """snakemake with the slurm profile in workdir, watching squeue while it runs.
 
-    `timeout -k` because a snakemake stuck in its status loop ignores SIGTERM. `on_poll` is
-    called with the jobs squeue shows at each poll (the fault tests cancel one from there).
+    `on_poll` is called with the jobs squeue shows at each poll (the fault tests cancel one
+    from there).
     """
-    argv = [
-        "timeout", "-k", "10", str(SNAKEMAKE_LIMIT_S),
-        str(BIN / "snakemake"),
-        "--profile", str(REPO / "profiles" / "slurm"),
-        "--slurm-init-seconds-before-status-checks", "2",
-        *args,
-    ]
     seen: dict[str, tuple[str, set[str]]] = {}
+
+    def watch() -> None:
+        jobs = squeue_jobs(workdir)
+        for job_id, state, comment in jobs:
+            seen.setdefault(job_id, (comment, set()))[1].add(state)
+        if on_poll is not None:
+            on_poll(jobs)
+
     log = workdir / f"snakemake-{len(list(workdir.glob('snakemake-*.out')))}.out"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=slurm_env())
-        while proc.poll() is None:
-            jobs = squeue_jobs(workdir)
-            for job_id, state, comment in jobs:
-                seen.setdefault(job_id, (comment, set()))[1].add(state)
-            if on_poll is not None:
-                on_poll(jobs)
-            time.sleep(0.3)
-    return SnakemakeRun(proc.returncode, log.read_text(), seen)
+    proc = run_snakemake(workdir, "--profile", str(REPO / "profiles" / "slurm"),
+                         "--slurm-init-seconds-before-status-checks", "2", *args,
+                         timeout=SNAKEMAKE_LIMIT_S, env=slurm_env(), watch=watch, log=log)
+    return SnakemakeRun(proc.returncode, proc.stdout, seen)
 
 
 # ------------------------------------------------------------------ results

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from slurmtest import (
     BANDWIDTH_COLUMNS,
-    BIN,
     HERE,
     LATENCY_COLUMNS,
     REPO,
@@ -19,10 +18,12 @@ from slurmtest import (
     provenance,
     read_rows,
     rule_of,
-    run,
     run_dir,
+    slurm_env,
     snakemake,
 )
+
+from helpers.workflow import snakemake as run_snakemake
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.timeout(420)]
 
@@ -93,11 +94,8 @@ def test_report_is_written(sweep: tuple[Path, SnakemakeRun]) -> None:
 def test_dry_run_prints_sbatch_resources_and_srun_lines_for_lumi_g(tmp_path: Path) -> None:
     """`-n` needs no cluster: the LUMI-G campaign's jobs with their resources and launch lines."""
     workdir = run_dir(tmp_path, "lumi-g")
-    dry = run(
-        [str(BIN / "snakemake"), "--profile", str(REPO / "profiles" / "slurm"),
-         "--configfile", "config/campaigns/lumi-g.yaml", "-n"],
-        cwd=workdir, timeout=120,
-    )
+    dry = run_snakemake(workdir, "--profile", str(REPO / "profiles" / "slurm"),
+                        "--configfile", "config/campaigns/lumi-g.yaml", "-n", env=slurm_env(), timeout=120)
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
     out = dry.stdout + dry.stderr
     assert re.search(r"^latency\s+32$", out, re.M), "the campaign has 32 latency jobs"

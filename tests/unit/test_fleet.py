@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from numasweep.planning import fleet, grid
 from numasweep.statistics import stats
@@ -67,6 +68,7 @@ def test_nodes_alike_within_tolerance_pass(tmp_path: Path) -> None:
     assert flagged(fleet_report.screen(frames)) == set()
 
 
+@pytest.mark.slow
 def test_command_writes_table_figure_and_names_each_host(tmp_path: Path) -> None:
     results = model(tmp_path / "results", {"node1": 1.0, "node2": 1.6})
     out = tmp_path / "report" / "fleet.md"

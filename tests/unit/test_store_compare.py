@@ -146,6 +146,7 @@ def test_references_pass_within_and_fail_beyond_their_bounds(tmp_path: Path) -> 
     assert rows[0]["points"] == 1 and abs(rows[0]["measured"] / dram - 1) <= 0.03 + 1e-9
 
 
+@pytest.mark.slow
 def test_user_mistakes_are_one_line(tmp_path: Path) -> None:
     now = write_run(tmp_path / "run", "a")
     with pytest.raises(NumasweepError, match="lower must be <= 0"):

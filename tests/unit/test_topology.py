@@ -89,11 +89,8 @@ def test_live_detection_matches_lscpu():
 
 def test_constructed_trees_are_reproducible(tmp_path):
     """make_sysfs.py writes the same constructed trees every time (tests/conftest.py builds them)."""
-    sys.path.insert(0, str(TREES.parent))
-    try:
-        import make_sysfs
-    finally:
-        sys.path.remove(str(TREES.parent))
+    from fixtures import make_sysfs
+
     for name, make in make_sysfs.MACHINES.items():
         files = make()
         on_disk = {str(p.relative_to(TREES / name)) for p in (TREES / name).rglob("*") if p.is_file() and p.name != ".stamp"}

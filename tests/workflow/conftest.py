@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workflow_helpers import copy_repo
+from helpers.workflow import copy_repo
 
 
 @pytest.fixture

@@ -29,11 +29,9 @@ from numasweep.planning import grid
 from numasweep.running import runjob
 from numasweep.core import topology
 from test_runner import SLOW, WRITE, _children_groups, _env, _group_members  # run-job's test helpers
-from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, snakemake
+from helpers.workflow import TEST_CONFIGS, copy_repo, job_counts, snakemake
 
 REPO = Path(__file__).resolve().parents[2]
-
-pytestmark = pytest.mark.workflow
 
 BENCH_RULES = ("latency", "bandwidth", "copy", "gpu_xfer")
 
@@ -53,6 +51,7 @@ def _expected_batches(jobs: list, size: int) -> Counter:
     return out
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("campaign", ["config/campaigns/lumi-g.yaml", "config/campaigns/ulisse.yaml"])
 def test_dry_run_plans_one_job_per_batch_and_grid_counts_agree(repo_copy: Path, campaign: str) -> None:
     size = 4
@@ -78,6 +77,7 @@ def test_dry_run_plans_one_job_per_batch_and_grid_counts_agree(repo_copy: Path, 
     assert not (repo_copy / "results").exists()
 
 
+@pytest.mark.workflow
 def test_fleet_batches_hold_one_node_and_name_it(repo_copy: Path) -> None:
     campaign, size = "config/campaigns/lumi-g.yaml", 8
     proc = snakemake(repo_copy, "-n", "--configfile", campaign, "--config", f"batch={size}",
@@ -106,6 +106,7 @@ def test_a_batch_shell_stays_under_the_kernel_limit_of_one_argument() -> None:
     assert [len(b.jobs) for b in batch.batches(jobs, 100)] == [len(jobs)]
 
 
+@pytest.mark.workflow
 def test_batch_below_one_is_refused_in_one_line(repo_copy: Path) -> None:
     proc = snakemake(repo_copy, "-n", "--config", "batch=0")
     out = proc.stdout + proc.stderr
@@ -158,6 +159,7 @@ def _system(work: Path) -> Path:
     return system
 
 
+@pytest.mark.workflow
 def test_batched_sweep_publishes_what_an_unbatched_one_does(repo: Path, tmp_path: Path) -> None:
     work = copy_repo(repo, tmp_path / "numasweep")
     proc = _sweep(work, _config(tmp_path, "one.yaml", 1))
@@ -184,6 +186,7 @@ def test_batched_sweep_publishes_what_an_unbatched_one_does(repo: Path, tmp_path
                                       many[key].sort_values(key).reset_index(drop=True))
 
 
+@pytest.mark.workflow
 def test_point_failing_mid_batch_keeps_the_others_and_rerun_measures_only_it(repo: Path, tmp_path: Path) -> None:
     """The kernel's parser accepts --mem-nodes=7 (the plan checks only that); the run refuses it
     where node 7 does not exist, as on the test machines (one node here, at most four in CI's

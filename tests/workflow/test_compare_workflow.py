@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import snakemake
+from helpers.workflow import snakemake
 
 pytestmark = pytest.mark.workflow
 

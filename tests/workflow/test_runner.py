@@ -16,11 +16,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
-from kernel_helpers import cannot_check  # noqa: E402
-from workflow_helpers import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
-
-pytestmark = pytest.mark.workflow
+from helpers.kernels import cannot_check
+from helpers.workflow import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
 
 
 def _sha(path: Path) -> str:
@@ -121,6 +118,7 @@ def test_second_run_of_a_running_job_refuses_naming_the_pid(tmp_path: Path) -> N
         first.wait(timeout=20)
 
 
+@pytest.mark.slow
 def test_second_run_waits_for_the_first_then_measures(tmp_path: Path) -> None:
     first = subprocess.Popen(_runjob(tmp_path, SLOW), env=_env(), stderr=subprocess.PIPE, text=True)
     _wait_lock(tmp_path)
@@ -256,6 +254,7 @@ def _mid_job(repo: Path, tmp_path: Path):
     return work, work / "results", sm, args, finished, runner
 
 
+@pytest.mark.workflow
 def test_kill_9_of_snakemake_then_unlock_and_rerun_overlaps_nothing(repo: Path, tmp_path: Path) -> None:
     work, results, sm, args, finished, runner = _mid_job(repo, tmp_path)
     os.kill(sm.pid, signal.SIGKILL)  # snakemake alone: its job is not signalled by us
@@ -278,6 +277,7 @@ def test_kill_9_of_snakemake_then_unlock_and_rerun_overlaps_nothing(repo: Path, 
     assert _processes_under(work) == []
 
 
+@pytest.mark.workflow
 def test_sigint_to_snakemake_ends_the_job_and_keeps_finished_results(repo: Path, tmp_path: Path) -> None:
     work, results, sm, args, finished, runner = _mid_job(repo, tmp_path)
     try:

@@ -19,11 +19,9 @@ import pytest
 import yaml
 
 from numasweep.core import system_state
-from workflow_helpers import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
+from helpers.workflow import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
 
 REPO = Path(__file__).resolve().parents[2]
-
-pytestmark = pytest.mark.workflow
 
 BENCH_RULES = ("latency", "bandwidth", "copy", "gpu_xfer")
 
@@ -50,6 +48,7 @@ def _sha(path: Path) -> str:
 # ------------------------------------------------------------------ static checks
 
 
+@pytest.mark.workflow
 def test_lint_reports_nothing(repo_copy: Path) -> None:
     proc = snakemake(repo_copy, "--lint")
     out = proc.stdout + proc.stderr
@@ -75,6 +74,7 @@ def test_snakefmt_check_passes(repo: Path) -> None:
 # ------------------------------------------------------------------ dry runs
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("campaign", sorted(CAMPAIGNS))
 def test_campaign_dry_run_job_count(repo_copy: Path, campaign: str) -> None:
     proc = snakemake(repo_copy, "-n", "--configfile", campaign)
@@ -87,6 +87,7 @@ def test_campaign_dry_run_job_count(repo_copy: Path, campaign: str) -> None:
     assert not (repo_copy / "results").exists()
 
 
+@pytest.mark.workflow
 def test_dry_run_prints_the_seed_launch_line(repo_copy: Path) -> None:
     proc = snakemake(repo_copy, "-n", "-p", "--configfile", "config/campaigns/lumi-g.yaml")
     out = proc.stdout + proc.stderr
@@ -107,6 +108,7 @@ def test_dry_run_prints_the_seed_launch_line(repo_copy: Path) -> None:
     assert "mpi=, tasks=1, bench_slot=1, slurm_extra='--exclusive'" in out
 
 
+@pytest.mark.workflow
 def test_dry_run_prints_local_mpirun_lines(repo_copy: Path) -> None:
     proc = snakemake(repo_copy, "-n", "-p", "--profile", "profiles/local")
     out = proc.stdout + proc.stderr
@@ -116,6 +118,7 @@ def test_dry_run_prints_local_mpirun_lines(repo_copy: Path) -> None:
     assert "OMP_NUM_THREADS=2" in out and "--cpuset=0,1" in out or "--cpuset=0-1" in out
 
 
+@pytest.mark.workflow
 def test_dry_run_of_cached_results_plans_no_benchmark(repo_copy: Path) -> None:
     examples = sorted(p for p in (repo_copy / "examples").glob("*") if (p / "topology.json").exists())
     if not examples:
@@ -127,6 +130,7 @@ def test_dry_run_of_cached_results_plans_no_benchmark(repo_copy: Path) -> None:
     assert not set(counts) & {"build", "build_common", "topology", "aggregate", *BENCH_RULES}, counts
 
 
+@pytest.mark.workflow
 def test_each_example_renders_into_its_own_report_folder(repo_copy: Path) -> None:
     """examples/lumi-g and examples/lumi-g-remote measure one system: their reports must not
     overwrite each other."""
@@ -151,6 +155,7 @@ def test_grid_warns_when_a_set_value_overrides_the_config_file(tmp_path: Path) -
     assert len(warnings) == 1 and "launcher: mpirun" in warnings[0] and "launcher=srun" in warnings[0]
 
 
+@pytest.mark.workflow
 def test_grid_command_plans_what_snakemake_plans(repo_copy: Path, tmp_path: Path) -> None:
     """A user file that sets only a bandwidth sweep: both layer it over config/config.yaml."""
     mine = tmp_path / "my.yaml"
@@ -165,6 +170,7 @@ def test_grid_command_plans_what_snakemake_plans(repo_copy: Path, tmp_path: Path
     assert any(j.startswith("lat-") for j in listed) and "bw-c1-local-t3-rep0" in listed
 
 
+@pytest.mark.workflow
 def test_snakemake_warns_when_the_profile_overrides_the_config_file(repo_copy: Path, tmp_path: Path) -> None:
     mine = tmp_path / "my.yaml"
     mine.write_text("launcher: mpirun\n")
@@ -197,6 +203,7 @@ BAD_CONFIGS = {
 }
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
 def test_config_error_stops_before_any_job(repo_copy: Path, case: str) -> None:
     config, message = BAD_CONFIGS[case]
@@ -209,6 +216,7 @@ def test_config_error_stops_before_any_job(repo_copy: Path, case: str) -> None:
     assert not (repo_copy / "results").exists() and not (repo_copy / "build").exists()
 
 
+@pytest.mark.workflow
 def test_a_target_that_names_no_job_says_so_without_a_traceback(repo_copy: Path) -> None:
     """A mistyped job id as a target: Snakemake's missing-input report carries our sentence with
     the fix, and no traceback of the workflow's input functions."""
@@ -220,6 +228,7 @@ def test_a_target_that_names_no_job_says_so_without_a_traceback(repo_copy: Path)
     assert "Traceback" not in out and "common.smk" not in out, out[-3000:]
 
 
+@pytest.mark.workflow
 def test_a_target_that_names_no_batch_says_so_without_a_traceback(repo_copy: Path) -> None:
     """The same for a batch id that the configured sweep does not have (config `batch` > 1)."""
     proc = snakemake(
@@ -259,6 +268,7 @@ def _dry(work: Path) -> str:
     return proc.stdout + proc.stderr
 
 
+@pytest.mark.workflow
 def test_local_sweep_writes_results_provenance_and_report(swept: Path) -> None:
     results = _results(swept)
     system = results.name
@@ -282,11 +292,13 @@ def test_local_sweep_writes_results_provenance_and_report(swept: Path) -> None:
     assert "no GPU" in skipped["gpu_xfer"]
 
 
+@pytest.mark.workflow
 def test_second_run_has_nothing_to_do(swept: Path) -> None:
     out = _dry(swept)
     assert "Nothing to be done" in out, out[-3000:]
 
 
+@pytest.mark.workflow
 def test_deleting_one_result_reruns_exactly_that_job(swept: Path) -> None:
     results = _results(swept)
     victim, *others = sorted((results / "latency").glob("*.csv")) + sorted((results / "copy").glob("*.csv"))
@@ -305,6 +317,7 @@ def test_deleting_one_result_reruns_exactly_that_job(swept: Path) -> None:
     assert {p: (p.stat().st_mtime_ns, _sha(p)) for p in others} == before
 
 
+@pytest.mark.workflow
 def test_changing_a_kernel_source_reruns_only_its_benchmarks(swept: Path) -> None:
     # Snakemake compares the content of a newer input with the one it last used, so the
     # change must be real, not only a new mtime.
@@ -324,6 +337,7 @@ def test_changing_a_kernel_source_reruns_only_its_benchmarks(swept: Path) -> Non
 # ------------------------------------------------------------------ an interrupted sweep
 
 
+@pytest.mark.workflow
 def test_kill_mid_job_leaves_no_partial_csv_and_resumes(repo: Path, tmp_path: Path) -> None:
     work = copy_repo(repo, tmp_path / "numasweep")
     args = ["sweep", "--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "slow.yaml")]
@@ -380,6 +394,7 @@ def _job_intervals(work: Path) -> list[tuple[str, float, float]]:
     return [(rule, start, end) for (rule, _), (start, end) in jobs.items()]
 
 
+@pytest.mark.workflow
 def test_no_other_job_runs_beside_a_benchmark(swept: Path) -> None:
     """Under the local profile every job takes the benchmark slot: no build, aggregate or report
     job overlaps a benchmark job in time (nor two benchmarks each other)."""
