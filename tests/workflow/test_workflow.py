@@ -65,7 +65,7 @@ def test_ruff_reports_nothing(repo: Path) -> None:
 
 
 def test_snakefmt_check_passes(repo: Path) -> None:
-    files = [str(repo / "Snakefile"), str(repo / "workflow" / "rules")]
+    files = [str(repo / "workflow" / "Snakefile"), str(repo / "workflow" / "rules")]
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "snakefmt"), "--check", *files], capture_output=True, text=True
     )
