@@ -7,7 +7,8 @@
 # the shell as is, so srun's --cpu-bind=map_cpu is the only CPU binding; an empty `mpi` makes
 # it run the shell in the batch step, which owns the whole exclusive node, instead of an
 # `srun -n1 --cpu-bind=q` step confined to the first CPUs: numactl can then bind to the CPUs
-# the plan names.
+# the plan names. In a job group every latency job gets the empty `mpi` (mpi_launcher,
+# common.smk): Snakemake requires one value for the whole group.
 BENCH_RESOURCES = {
     # Pointer-chase latency: one MPI rank per placed CPU.
     "latency": {"mpi": mpi_launcher, "tasks": job_tasks},

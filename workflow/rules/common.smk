@@ -311,6 +311,16 @@ def mpi_launcher(wildcards):
     # Any `mpi` resource makes the SLURM plugin run the shell as is, in the batch step that
     # owns the whole (exclusive) node; a non-empty one also marks an MPI job, which the
     # plugin refuses with a single task. One-rank jobs run without a launcher: empty.
+    #
+    # Job groups (--groups latency=compare, docs/slurm.md): Snakemake merges the resources of
+    # a group's jobs into the group's one sbatch job, and refuses a string resource on which
+    # they differ, such as 'srun' (several ranks) beside '' (one rank). In a grouped rule every
+    # job gets the empty value: the group's sbatch takes --ntasks from the merged `tasks`, and
+    # inside it the plugin still runs each job's shell as is (it looks only for the key), so
+    # an MPI job's srun line keeps its --ntasks and --cpu-bind=map_cpu. (The groups are known
+    # only once the DAG is built, so this is asked per job.)
+    if "latency" in workflow.group_settings.overwrite_groups:
+        return ""
     return LAUNCHER if job_of(wildcards).tasks > 1 else ""
 
 
