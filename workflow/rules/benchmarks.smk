@@ -40,7 +40,7 @@ for _bench, _resources in BENCH_RESOURCES.items():
         log:
             _log,
         conda:
-            CONDA_ENV
+            "../envs/kernels.yaml"
         threads: 1 if _bench == "latency" else job_threads
         resources:
             **_resources,

@@ -43,16 +43,27 @@ BIN_DIR = "build/bin"
 # how snakemake was started, and rerun every benchmark when that changes.
 PYTHON = sys.executable
 
+# The package's folder goes first on the jobs' PYTHONPATH: `python -m numasweep` and the rules'
+# scripts import this checkout's package under any interpreter, also the python of a rule's
+# conda environment (--sdm conda: workflow/envs/, one per purpose), which does not install it.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [os.path.abspath(PACKAGE_DIR)]
+    + [
+        entry
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if entry and entry != os.path.abspath(PACKAGE_DIR)
+    ]
+)
+
 
 envvars:
     "PATH",
+    "PYTHONPATH",
 
 
 os.environ["PATH"] = os.pathsep.join(
     [str(Path(PYTHON).parent), os.environ.get("PATH", "")]
 )
-# For --use-conda: one environment for every rule (a cluster's own MPI is usually better).
-CONDA_ENV = "../../environment.yml"
 WRAPPER = CONFIG["wrapper"]
 LAUNCHER = CONFIG["launcher"]
 # How launch lines are built (numasweep.planning.launch.result_line).

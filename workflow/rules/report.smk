@@ -5,8 +5,8 @@
 # Needs from common.smk: the module numasweep.benches as `benches` (each figure's category,
 # variant label and caption come from its benchmark's entry), RESULTS_DIR, SYSTEM, BENCHES
 # (benches whose <RESULTS_DIR>/<bench>.csv exist or will be produced), REPORT_DIR,
-# REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none) and
-# CONDA_ENV (used only with --sdm conda; the rules need nothing beyond the Python packages).
+# and REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none).
+# With --sdm conda the rules run in workflow/envs/report.yaml.
 # Jobs run `python -m numasweep`: common.smk puts the interpreter that has numasweep first on
 # the PATH.
 
@@ -27,7 +27,7 @@ rule analyse:
     log:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     # On a large table (numasweep.core.workers.PARALLEL_ROWS) its parts run side by side in worker
     # processes, one a thread Snakemake gives (capped by --cores; 1 under the SLURM profile).
     threads: 8
@@ -60,7 +60,7 @@ rule figures:
     log:
         f"logs/{SYSTEM}/report/figures.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     # Like analyse: on a large table its drawers run side by side, one worker a thread.
     threads: 8
     params:
@@ -85,7 +85,7 @@ rule report_md:
     log:
         f"logs/{SYSTEM}/report/report_md.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         results=results_folder,
         # The parent of the per-benchmark figure folders.
