@@ -78,7 +78,7 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
                "--config", f"results={repo / 'examples' / 'lumi-g'}"], cwd=workdir, env=env)
     elapsed = time.monotonic() - start
     print(f"report regenerated from examples/lumi-g in {elapsed:.1f} s (target: under 30 s)")
-    out = workdir / "report" / "lumi-g"
+    out = workdir / "report" / "example-lumi-g"
     findings = json.loads((out / "findings.json").read_text())
     assert findings["findings"]
     text = (out / "experimentation.md").read_text()

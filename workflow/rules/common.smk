@@ -42,7 +42,6 @@ BIN_DIR = "build/bin"
 # file is read again). Naming it in each rule instead would make a job's command depend on
 # how snakemake was started, and rerun every benchmark when that changes.
 PYTHON = sys.executable
-
 # The package's folder goes first on the jobs' PYTHONPATH: `python -m numasweep` and the rules'
 # scripts import this checkout's package under any interpreter, also the python of a rule's
 # conda environment (--sdm conda: workflow/envs/, one per purpose), which does not install it.
@@ -72,6 +71,8 @@ LAUNCH = dict(
 )
 # Regenerating the report from cached results: no build, topology or benchmark job at all.
 FROM_CACHE = CONFIG["results"] is not None
+# What the report folder of cached results other than a campaign's own starts with.
+CACHED_PREFIX = "example-"
 
 
 def _cached_system(folder):
@@ -102,9 +103,15 @@ if FROM_CACHE:
         )
     RESULTS_DIR = CONFIG["results"].rstrip("/")
     _cached_system(RESULTS_DIR)  # a corrupt topology.json is refused in one line
-    # Named by its folder, not by the system it measured: two cached folders of one system
-    # (examples/lumi-g, examples/lumi-g-remote) render into report/lumi-g and report/lumi-g-remote.
-    SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
+    # A campaign's own results (results/<system>, e.g. copied back from a cluster) render into
+    # that campaign's report, report/<system>. Any other folder renders into
+    # report/example-<name>, named by the folder (or config `system`), not by the system it
+    # measured: examples/lumi-g and examples/lumi-g-remote keep separate reports, and neither
+    # can overwrite a campaign's report (no campaign may be named example-*, below).
+    if Path(RESULTS_DIR).resolve().parent == Path("results").resolve():
+        SYSTEM = Path(RESULTS_DIR).name
+    else:
+        SYSTEM = CACHED_PREFIX + (CONFIG["system"] or Path(RESULTS_DIR).name)
     BENCHES = [b for b in benches.NAMES if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
     BATCHES = {}
@@ -126,6 +133,12 @@ else:
     except NumasweepError as exc:
         raise WorkflowError(str(exc)) from None
     SYSTEM = CONFIG["system"] or TOPOLOGY.system
+    if SYSTEM.startswith(CACHED_PREFIX):
+        raise WorkflowError(
+            f"config: system: '{SYSTEM}': names starting with '{CACHED_PREFIX}' are kept for "
+            f"reports rendered from cached results (report/{CACHED_PREFIX}<folder>); set "
+            "`system:` to another name"
+        )
     RESULTS_DIR = f"results/{SYSTEM}"
     BENCHES = PLAN.benches()
     JOBS = {job.id: job for job in PLAN.jobs}
