@@ -51,7 +51,7 @@ def bare_path(tmp_path: Path) -> str:
 
 def test_regeneration_dry_run_lists_only_report_jobs(repo: Path, tmp_path: Path) -> None:
     workdir = cached_workdir(repo, tmp_path)
-    proc = snakemake(workdir, "-s", str(repo / "Snakefile"), "-d", str(workdir), "-n", "report",
+    proc = snakemake(workdir, "-s", str(repo / "workflow" / "Snakefile"), "-d", str(workdir), "-n", "report",
                      "--config", f"results={repo / 'examples' / 'lumi-g'}", check=True)
     counts = job_counts(proc.stdout + proc.stderr)
     assert set(counts) == REPORT_JOBS and all(n == 1 for n in counts.values()), counts
@@ -61,11 +61,11 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
     workdir = cached_workdir(repo, tmp_path)
     env = {**os.environ, "PATH": bare_path(tmp_path)}
     start = time.monotonic()
-    snakemake(workdir, "-s", str(repo / "Snakefile"), "-d", str(workdir), "-c2", "report",
+    snakemake(workdir, "-s", str(repo / "workflow" / "Snakefile"), "-d", str(workdir), "-c2", "report",
               "--config", f"results={repo / 'examples' / 'lumi-g'}", env=env, check=True)
     elapsed = time.monotonic() - start
     print(f"report regenerated from examples/lumi-g in {elapsed:.1f} s (target: under 30 s)")
-    out = workdir / "report" / "lumi-g"
+    out = workdir / "report" / "example-lumi-g"
     findings = json.loads((out / "findings.json").read_text())
     assert findings["findings"]
     text = (out / "experimentation.md").read_text()
@@ -78,7 +78,7 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
     # nothing was built or measured
     assert not (workdir / "build").exists() and not (workdir / "results").exists()
     # the project's default target registers every figure for Snakemake's HTML report
-    snakemake(workdir, "-s", str(repo / "Snakefile"), "-d", str(workdir), "--report", "report.html",
+    snakemake(workdir, "-s", str(repo / "workflow" / "Snakefile"), "-d", str(workdir), "--report", "report.html",
               "--config", f"results={repo / 'examples' / 'lumi-g'}", env=env, check=True)
     html = (workdir / "report.html").read_text()
     for png in (out / "figures" / "latency").glob("*.png"):

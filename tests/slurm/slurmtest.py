@@ -33,7 +33,7 @@ BIN = Path(sys.executable).parent
 # each test run stay apart from the checkout and from each other. The kernels and their build
 # are copied with their times: the build rules run make on the copy's own paths, and only if a
 # source is newer than its binary.
-LINKED_ENTRIES = ("Snakefile", "workflow", "config")
+LINKED_ENTRIES = ("workflow", "config")
 COPIED_ENTRIES = ("kernels", "build")
 SNAKEMAKE_LIMIT_S = 300
 

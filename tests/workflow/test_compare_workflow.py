@@ -36,7 +36,7 @@ def report(repo_copy: Path, folder: Path) -> str:
     proc = snakemake(repo_copy, "report", "--cores", "1", "--configfile", "compare.yaml", "--config",
                      f"results={folder.relative_to(repo_copy)}")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    return (repo_copy / "report" / folder.name / "experimentation.md").read_text()
+    return (repo_copy / "report" / f"example-{folder.name}" / "experimentation.md").read_text()
 
 
 def test_report_compares_with_the_stored_run_and_flags_a_planted_regression(repo_copy: Path) -> None:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,7 +65,7 @@ def test_ruff_reports_nothing(repo: Path) -> None:
 
 
 def test_snakefmt_check_passes(repo: Path) -> None:
-    files = [str(repo / "Snakefile"), str(repo / "workflow" / "rules")]
+    files = [str(repo / "workflow" / "Snakefile"), str(repo / "workflow" / "rules")]
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "snakefmt"), "--check", *files], capture_output=True, text=True
     )
@@ -133,14 +134,35 @@ def test_dry_run_of_cached_results_plans_no_benchmark(repo_copy: Path) -> None:
 @pytest.mark.workflow
 def test_each_example_renders_into_its_own_report_folder(repo_copy: Path) -> None:
     """examples/lumi-g and examples/lumi-g-remote measure one system: their reports must not
-    overwrite each other."""
+    overwrite each other, nor the report of the campaign config/campaigns/lumi-g.yaml."""
     outputs = {}
     for name in ("lumi-g", "lumi-g-remote"):
         proc = snakemake(repo_copy, "-n", "report", "--config", f"results=examples/{name}")
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-3000:]
         outputs[name] = set(re.findall(r"output: (report/\S+?)/experimentation\.md", out))
-    assert outputs == {"lumi-g": {"report/lumi-g"}, "lumi-g-remote": {"report/lumi-g-remote"}}
+    assert outputs == {"lumi-g": {"report/example-lumi-g"}, "lumi-g-remote": {"report/example-lumi-g-remote"}}
+    proc = snakemake(repo_copy, "-n", "--configfile", "config/campaigns/lumi-g.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert set(re.findall(r"output: (report/\S+?)/experimentation\.md", out)) == {"report/lumi-g"}
+
+
+def test_a_campaign_own_results_render_into_its_own_report(repo_copy: Path) -> None:
+    """results=results/<system> (a cluster campaign's results copied back) renders that
+    campaign's report, where the campaign itself writes it."""
+    shutil.copytree(repo_copy / "examples" / "lumi-g", repo_copy / "results" / "lumi-g")
+    proc = snakemake(repo_copy, "-n", "report", "--config", "results=results/lumi-g")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert set(re.findall(r"output: (report/\S+?)/experimentation\.md", out)) == {"report/lumi-g"}
+
+
+def test_a_campaign_may_not_take_the_name_of_an_example_report(repo_copy: Path) -> None:
+    proc = snakemake(repo_copy, "-n", "--config", "system=example-lumi-g")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "system: 'example-lumi-g'" in out and "Traceback" not in out, out[-2000:]
 
 
 def test_grid_warns_when_a_set_value_overrides_the_config_file(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ rule aggregate:
     log:
         f"logs/{SYSTEM}/aggregate-{{bench}}.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         keep_going=CONFIG["aggregate"]["keep_going"],
     script:
@@ -21,7 +21,7 @@ rule skipped:
     log:
         f"logs/{SYSTEM}/skipped.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         skipped=SKIPPED,
     script:

@@ -7,7 +7,8 @@
 # the shell as is, so srun's --cpu-bind=map_cpu is the only CPU binding; an empty `mpi` makes
 # it run the shell in the batch step, which owns the whole exclusive node, instead of an
 # `srun -n1 --cpu-bind=q` step confined to the first CPUs: numactl can then bind to the CPUs
-# the plan names.
+# the plan names (bench_resources, common.smk). In a job group every MPI job gets the empty
+# `mpi` (mpi_launcher, common.smk): Snakemake requires one value for the whole group.
 
 for _spec in registry.all_benches().values():
     _bench, _resources = _spec.name, bench_resources(_spec)
@@ -26,7 +27,7 @@ for _spec in registry.all_benches().values():
         log:
             _log,
         conda:
-            CONDA_ENV
+            "../envs/kernels.yaml"
         threads: 1 if _spec.mpi else job_threads
         resources:
             **_resources,

@@ -10,7 +10,7 @@ rule build_common:
     log:
         "logs/build/common.log",
     conda:
-        CONDA_ENV
+        "../envs/kernels.yaml"
     resources:
         bench_slot=1,
     params:
@@ -28,7 +28,7 @@ rule build:
     log:
         "logs/build/{kernel}.log",
     conda:
-        CONDA_ENV
+        "../envs/kernels.yaml"
     resources:
         bench_slot=1,
     params:

@@ -9,8 +9,14 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-# The package lives in workflow/; putting it first makes a checkout work without installing it.
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+# The package lives in workflow/: putting it first makes a checkout work without installing
+# it, whether workflow/Snakefile started the run or ./Snakefile, which includes it.
+PACKAGE_DIR = next(
+    str(folder)
+    for folder in (Path(workflow.basedir), Path(workflow.basedir) / "workflow")
+    if (folder / "numasweep").is_dir()
+)
+sys.path.insert(0, PACKAGE_DIR)
 
 from numasweep.planning import batch, fleet, grid, launch  # noqa: E402
 from numasweep.core import registry  # noqa: E402
@@ -36,17 +42,27 @@ BIN_DIR = "build/bin"
 # file is read again). Naming it in each rule instead would make a job's command depend on
 # how snakemake was started, and rerun every benchmark when that changes.
 PYTHON = sys.executable
+# The package's folder goes first on the jobs' PYTHONPATH: `python -m numasweep` and the rules'
+# scripts import this checkout's package under any interpreter, also the python of a rule's
+# conda environment (--sdm conda: workflow/envs/, one per purpose), which does not install it.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [os.path.abspath(PACKAGE_DIR)]
+    + [
+        entry
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if entry and entry != os.path.abspath(PACKAGE_DIR)
+    ]
+)
 
 
 envvars:
     "PATH",
+    "PYTHONPATH",
 
 
 os.environ["PATH"] = os.pathsep.join(
     [str(Path(PYTHON).parent), os.environ.get("PATH", "")]
 )
-# For --use-conda: one environment for every rule (a cluster's own MPI is usually better).
-CONDA_ENV = "../../environment.yml"
 WRAPPER = CONFIG["wrapper"]
 LAUNCHER = CONFIG["launcher"]
 # How launch lines are built (numasweep.planning.launch.result_line).
@@ -55,6 +71,8 @@ LAUNCH = dict(
 )
 # Regenerating the report from cached results: no build, topology or benchmark job at all.
 FROM_CACHE = CONFIG["results"] is not None
+# What the report folder of cached results other than a campaign's own starts with.
+CACHED_PREFIX = "example-"
 
 
 def _cached_system(folder):
@@ -85,9 +103,15 @@ if FROM_CACHE:
         )
     RESULTS_DIR = CONFIG["results"].rstrip("/")
     _cached_system(RESULTS_DIR)  # a corrupt topology.json is refused in one line
-    # Named by its folder, not by the system it measured: two cached folders of one system
-    # (examples/lumi-g, examples/lumi-g-remote) render into report/lumi-g and report/lumi-g-remote.
-    SYSTEM = CONFIG["system"] or Path(RESULTS_DIR).name
+    # A campaign's own results (results/<system>, e.g. copied back from a cluster) render into
+    # that campaign's report, report/<system>. Any other folder renders into
+    # report/example-<name>, named by the folder (or config `system`), not by the system it
+    # measured: examples/lumi-g and examples/lumi-g-remote keep separate reports, and neither
+    # can overwrite a campaign's report (no campaign may be named example-*, below).
+    if Path(RESULTS_DIR).resolve().parent == Path("results").resolve():
+        SYSTEM = Path(RESULTS_DIR).name
+    else:
+        SYSTEM = CACHED_PREFIX + (CONFIG["system"] or Path(RESULTS_DIR).name)
     BENCHES = [b for b in registry.names() if Path(RESULTS_DIR, f"{b}.csv").exists()]
     JOBS = {}
     BATCHES = {}
@@ -109,6 +133,12 @@ else:
     except NumasweepError as exc:
         raise WorkflowError(str(exc)) from None
     SYSTEM = CONFIG["system"] or TOPOLOGY.system
+    if SYSTEM.startswith(CACHED_PREFIX):
+        raise WorkflowError(
+            f"config: system: '{SYSTEM}': names starting with '{CACHED_PREFIX}' are kept for "
+            f"reports rendered from cached results (report/{CACHED_PREFIX}<folder>); set "
+            "`system:` to another name"
+        )
     RESULTS_DIR = f"results/{SYSTEM}"
     BENCHES = PLAN.benches()
     JOBS = {job.id: job for job in PLAN.jobs}
@@ -312,6 +342,16 @@ def mpi_launcher(wildcards):
     # Any `mpi` resource makes the SLURM plugin run the shell as is, in the batch step that
     # owns the whole (exclusive) node; a non-empty one also marks an MPI job, which the
     # plugin refuses with a single task. One-rank jobs run without a launcher: empty.
+    #
+    # Job groups (--groups latency=compare, docs/slurm.md): Snakemake merges the resources of
+    # a group's jobs into the group's one sbatch job, and refuses a string resource on which
+    # they differ, such as 'srun' (several ranks) beside '' (one rank). In a grouped rule every
+    # job gets the empty value: the group's sbatch takes --ntasks from the merged `tasks`, and
+    # inside it the plugin still runs each job's shell as is (it looks only for the key), so
+    # an MPI job's srun line keeps its --ntasks and --cpu-bind=map_cpu. (The groups are known
+    # only once the DAG is built, so this is asked per job.)
+    if "latency" in workflow.group_settings.overwrite_groups:
+        return ""
     return LAUNCHER if job_of(wildcards).tasks > 1 else ""
 
 

@@ -1,7 +1,7 @@
 # Fleet mode (numasweep.planning.fleet): the nodes of a fleet campaign ranked, those out of line flagged,
 # with a figure: report/<system>/fleet.md, a section of the report.
 #
-# Needs from common.smk: RESULTS_DIR, REPORT_DIR, SYSTEM, BENCHES, CONFIG and CONDA_ENV.
+# Needs from common.smk: RESULTS_DIR, REPORT_DIR, SYSTEM, BENCHES and CONFIG.
 
 
 localrules:
@@ -23,7 +23,7 @@ rule fleet:
     log:
         f"logs/{SYSTEM}/report/fleet.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         results=results_folder,
         # report/<system>/figures: the parent of the figure's own folder.

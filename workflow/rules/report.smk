@@ -5,8 +5,8 @@
 # Needs from common.smk: numasweep.core.registry as `registry` (each figure's category,
 # variant label and caption come from its benchmark's entry), RESULTS_DIR, SYSTEM, BENCHES
 # (benches whose <RESULTS_DIR>/<bench>.csv exist or will be produced), REPORT_DIR,
-# REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none) and
-# CONDA_ENV (used only with --sdm conda; the rules need nothing beyond the Python packages).
+# and REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none).
+# With --sdm conda the rules run in workflow/envs/report.yaml.
 # Jobs run `python -m numasweep`: common.smk puts the interpreter that has numasweep first on
 # the PATH.
 
@@ -27,7 +27,7 @@ rule analyse:
     log:
         f"logs/{SYSTEM}/report/analyse.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         results=results_folder,
     shell:
@@ -57,7 +57,7 @@ rule figures:
     log:
         f"logs/{SYSTEM}/report/figures.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         results=results_folder,
         # The parent of the per-benchmark folders the rule outputs.
@@ -80,7 +80,7 @@ rule report_md:
     log:
         f"logs/{SYSTEM}/report/report_md.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         results=results_folder,
         # The parent of the per-benchmark figure folders.

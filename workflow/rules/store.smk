@@ -1,7 +1,7 @@
 # The results store and comparisons (numasweep.results.store, numasweep.reporting.compare).
 #
 # Needs from common.smk: RESULTS_DIR, REPORT_DIR, SYSTEM, BENCHES, STORE (the SQLite file),
-# CONFIG, FROM_CACHE and CONDA_ENV. The store itself is no output of any rule (snakemake deletes
+# CONFIG and FROM_CACHE. The store itself is no output of any rule (snakemake deletes
 # outputs before a job runs): `stored.json` is the receipt of this run's record.
 
 
@@ -17,7 +17,7 @@ if not FROM_CACHE:
         log:
             f"logs/{SYSTEM}/store.log",
         conda:
-            CONDA_ENV
+            "../envs/report.yaml"
         params:
             results=results_folder,
             store=STORE,
@@ -44,7 +44,7 @@ rule compare:
     log:
         f"logs/{SYSTEM}/report/compare.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         results=results_folder,
         store=STORE,

@@ -8,7 +8,7 @@ rule topology:
     log:
         f"logs/{SYSTEM}/topology.log",
     conda:
-        CONDA_ENV
+        "../envs/report.yaml"
     params:
         source="--detect" if CONFIG["arch"] == "auto" else f"--arch {CONFIG['arch']}",
     shell:

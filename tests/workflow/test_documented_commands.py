@@ -1,0 +1,399 @@
+"""Every command the documentation shows, run as written from a fresh copy of the repository.
+
+The documents: README.md, examples/README.md, config/README.md and docs/*.md. A shell block is a
+fenced block (```) with no language or with `bash`, `sh` or `console`; other blocks (`text`
+listings, `yaml`, `json`) are not commands. In a shell block every line is one command (a line
+ending in `\\` goes on in the next), but for blank lines and lines starting with `#`; in a
+`console` block only lines starting with `$ ` are commands, the others are their output. A
+comment after a command stays: the shell drops it.
+
+Each block runs in its own fresh copy, its commands one after another, as a reader would type
+them; each must exit 0 and print no Python traceback. The copy is what a clone holds, with the
+checkout's .venv linked in where it has one. How a command runs (`how`, the first that matches):
+
+- `bash scripts/numasweep.sh test` is not run: it is the command that runs this test;
+- `bash scripts/numasweep.sh sweep` runs as written (installs what is missing, builds, measures
+  the default sweep): the block is `slow`;
+- a command that needs a SLURM cluster makes its block `slow` and `slurm`. A block that starts
+  the test cluster itself (`bash tests/slurm/cluster.sh up`, docs/slurm.md) runs as written, as
+  root, where no cluster is up yet, its `snakemake` commands included (it ends with
+  `cluster.sh down`, which the test also runs should the block fail). It starts, as tests/slurm
+  does, from the checkout's built kernels: on a fresh build two `make` runs at once (the SLURM
+  profile runs local jobs side by side) race on kernels/Makefile's build/buildinfo.stamp.new.
+  Fleet mode over a partition (`fleet={"partition": NAME}`, which asks `sinfo` for its nodes)
+  runs as a dry run, where sinfo lists that partition;
+- a `snakemake` command that would build and measure more than the placeholder configs below, or
+  submit to SLURM, runs as a dry run (`-n` added);
+- anything else runs as written: `snakemake report --config results=...`, the placeholder
+  configs' small sweeps, `python -m numasweep ...`.
+
+Placeholders a document leaves to the reader: `my.yaml` and `my-campaign.yaml` are the smallest
+sweep of tests/workflow/config/tiny.yaml (the second also compares with the previous run).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake_env
+
+REPO = Path(__file__).resolve().parents[2]
+DOCUMENTS = ["README.md", "examples/README.md", "config/README.md", *sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+SHELL_LANGUAGES = {"", "bash", "sh", "console"}
+TIMEOUT_S = {"run": 600, "dry": 300, "slow": 1800, "slurm": 900, "slurm-dry": 300}
+
+pytestmark = pytest.mark.workflow
+
+
+@dataclass
+class Command:
+    line: int          # where it starts in its document
+    text: str          # as written, continuation lines joined
+
+
+@dataclass
+class Block:
+    document: str
+    line: int
+    language: str
+    commands: list[Command] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.document}:{self.line}"
+
+
+def shell_blocks(text: str, document: str) -> list[Block]:
+    """The shell blocks of a Markdown text, with their commands (rules in the module's docstring)."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^```\s*([\w+-]*)\s*$", lines[i])
+        if not fence:
+            i += 1
+            continue
+        language = fence.group(1).lower()
+        body_start = i + 1
+        end = body_start
+        while end < len(lines) and not lines[end].startswith("```"):
+            end += 1
+        if language in SHELL_LANGUAGES:
+            block = Block(document, i + 1, language)
+            pending: list[str] = []
+            pending_line = 0
+            for number, raw in enumerate(lines[body_start:end], start=body_start + 1):
+                if not pending:
+                    stripped = raw.strip()
+                    if language == "console":
+                        if not stripped.startswith("$ "):
+                            continue
+                        stripped = stripped[2:]
+                    if not stripped or stripped.startswith("#"):
+                        continue
+                    pending_line, raw = number, stripped
+                if raw.rstrip().endswith("\\"):
+                    pending.append(raw.rstrip()[:-1].strip())
+                    continue
+                pending.append(raw.strip())
+                block.commands.append(Command(pending_line, " ".join(pending)))
+                pending = []
+            if pending:
+                block.commands.append(Command(pending_line, " ".join(pending)))
+            blocks.append(block)
+        i = end + 1
+    return blocks
+
+
+PLACEHOLDER_CONFIGS = {"my.yaml": {}, "my-campaign.yaml": {"compare": {"against": "previous"}}}
+CLUSTER_PROGRAMS = {"sinfo", "srun", "sacct", "squeue", "scontrol", "sbatch"}
+
+
+def words(command: str) -> list[str]:
+    """The command's words up to its trailing comment (`;` and the like count as words)."""
+    return shlex.split(command, comments=True)
+
+
+def needs_cluster(command: str) -> bool:
+    programs = {part.split()[0] for part in re.split(r"[;&|]+", command) if part.split()}
+    return bool(programs & CLUSTER_PROGRAMS) or "tests/slurm/cluster.sh" in command
+
+
+def fleet_partition(command: str) -> str | None:
+    """The partition a fleet-mode command screens (`--config 'fleet={"partition": NAME}'`)."""
+    match = re.search(r'fleet=\{"partition":\s*"([^"]+)"\}', command)
+    return match.group(1) if match else None
+
+
+def how(command: str) -> str:
+    """How the test runs a command: 'self', 'slow', 'slurm', 'slurm-dry', 'dry' or 'run'
+    (module docstring)."""
+    if re.match(r"^bash scripts/numasweep\.sh test\b", command):
+        return "self"
+    if re.match(r"^bash scripts/numasweep\.sh sweep\b", command):
+        return "slow"
+    if needs_cluster(command):
+        return "slurm"
+    if fleet_partition(command):
+        return "slurm-dry"
+    argv = words(command)
+    if argv[:1] == ["snakemake"]:
+        if "-n" in argv or "--dry-run" in argv or "--lint" in argv or "--unlock" in argv:
+            return "run"
+        if any(a.startswith("results=") for a in argv):
+            return "run"
+        small = any(a in PLACEHOLDER_CONFIGS for a in argv)
+        submits = "profiles/slurm" in argv
+        return "run" if small and not submits else "dry"
+    return "run"
+
+
+def block_kind(block: Block) -> str:
+    kinds = {how(c.text) for c in block.commands}
+    return "slurm" if kinds & {"slurm", "slurm-dry"} else "slow" if "slow" in kinds else "fast"
+
+
+def starts_cluster(block: Block) -> bool:
+    return any(c.text.startswith("bash tests/slurm/cluster.sh up") for c in block.commands)
+
+
+def dry(command: str) -> str:
+    return shlex.join([*words(command), "-n"])
+
+
+@dataclass
+class Outcome:
+    command: Command
+    mode: str
+    returncode: int | None
+    output: str
+
+    @property
+    def failed(self) -> bool:
+        if self.mode == "self":
+            return False
+        return self.returncode != 0 or "Traceback (most recent call last)" in self.output
+
+
+def fresh_copy(dest: Path) -> Path:
+    copy = copy_repo(REPO, dest)
+    # A fresh clone has the tests too (docs/slurm.md runs tests/slurm/cluster.sh); not the caches.
+    shutil.copytree(REPO / "tests", copy / "tests", symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "cache", "sysfs"))
+    tiny = yaml.safe_load((TEST_CONFIGS / "tiny.yaml").read_text())
+    for name, extra in PLACEHOLDER_CONFIGS.items():
+        (copy / name).write_text(yaml.safe_dump({**tiny, **extra}))
+    # `bash scripts/numasweep.sh` makes .venv from requirements.txt where it is missing; the copy
+    # shares the checkout's, as on a machine where the first command already ran.
+    if (REPO / ".venv").is_dir():
+        (copy / ".venv").symlink_to(REPO / ".venv")
+    return copy
+
+
+def command_env(copy: Path) -> dict[str, str]:
+    """A reader's shell in the copy: this interpreter's snakemake and python first on the PATH,
+    the copy's own package importable (as `pip install -e .` in it would make it)."""
+    env = snakemake_env()
+    env["PYTHONPATH"] = str(copy / "workflow")
+    return env
+
+
+def run_block(block: Block, copy: Path) -> list[Outcome]:
+    """Run a block's commands in order in `copy`; stop at the first that fails."""
+    env = command_env(copy)
+    outcomes = []
+    for command in block.commands:
+        mode = how(command.text)
+        if mode == "dry" and starts_cluster(block):
+            mode = "slurm"  # the block's own test cluster takes the jobs
+        if mode == "self":
+            outcomes.append(Outcome(command, mode, None, "not run: this is the command that runs this test"))
+            continue
+        text = dry(command.text) if mode in ("dry", "slurm-dry") else command.text
+        try:
+            proc = subprocess.run(["bash", "-c", text], cwd=copy, env=env, capture_output=True, text=True,
+                                  timeout=TIMEOUT_S[mode])
+            outcome = Outcome(command, mode, proc.returncode, proc.stdout + proc.stderr)
+        except subprocess.TimeoutExpired as exc:
+            outcome = Outcome(command, mode, None, f"timed out after {exc.timeout} s")
+        outcomes.append(outcome)
+        if outcome.failed:
+            break
+    return outcomes
+
+
+def report(block: Block, outcomes: list[Outcome]) -> str:
+    failed = [o for o in outcomes if o.failed]
+    if not failed:
+        return ""
+    o = failed[0]
+    return (f"{block.document}:{o.command.line}: `{o.command.text}` ({o.mode}) exited {o.returncode}"
+            f"{' with a traceback' if 'Traceback' in o.output else ''}:\n{o.output[-4000:]}")
+
+
+def sinfo(*args: str) -> str | None:
+    """sinfo's answer, or None where no cluster answers."""
+    if shutil.which("sinfo") is None:
+        return None
+    try:
+        proc = subprocess.run(["sinfo", "-h", *args], capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def why_not_here(block: Block) -> str | None:
+    """Why a SLURM block cannot run on this machine now, or None."""
+    if starts_cluster(block):
+        if os.geteuid() != 0 or shutil.which("slurmctld") is None:
+            return "starts the test cluster: needs root and Debian's SLURM packages (scripts/numasweep.sh test)"
+        if sinfo() is not None:
+            return "starts the test cluster, but a cluster is already up"
+        return None
+    for command in block.commands:
+        partition = fleet_partition(command.text)
+        if partition and not (sinfo("-N", "-p", partition) or "").strip():
+            return f"screens the nodes of partition '{partition}': no cluster here lists it"
+    return None
+
+
+def documented_blocks() -> list:
+    params = []
+    for document in DOCUMENTS:
+        for block in shell_blocks((REPO / document).read_text(), document):
+            kind = block_kind(block)
+            marks = [pytest.mark.slow] if kind == "slow" else [
+                pytest.mark.slow, pytest.mark.slurm] if kind == "slurm" else []
+            params.append(pytest.param(block, id=block.name, marks=marks))
+    return params
+
+
+BLOCKS = documented_blocks()
+
+
+def test_the_documents_have_shell_blocks() -> None:
+    """The extraction finds the commands where the documents have them, e.g. README's dry runs
+    and report regeneration, docs/slurm.md's job-group recipe (joined over its two lines)."""
+    commands = [c.text for p in BLOCKS for c in p.values[0].commands]
+    assert "snakemake report --config results=examples/lumi-g                 # from cached tables only: no build, no benchmark" in commands
+    assert any(c.startswith("snakemake --profile profiles/slurm --configfile config/campaigns/lumi-g.yaml "
+                            "--groups latency=compare") for c in commands), commands
+    assert len(BLOCKS) >= 10
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_documented_commands_work_as_written(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if block_kind(block) == "slurm" and (reason := why_not_here(block)):
+        pytest.skip(reason)
+    copy = fresh_copy(tmp_path / "repo")
+    if starts_cluster(block):
+        built = request.getfixturevalue("kernels_bin").parent  # build/, with its times
+        shutil.copytree(built, copy / "build", symlinks=True)
+    try:
+        outcomes = run_block(block, copy)
+    finally:
+        if starts_cluster(block):
+            subprocess.run(["bash", "tests/slurm/cluster.sh", "down"], cwd=copy, capture_output=True, timeout=300)
+    problem = report(block, outcomes)
+    assert not problem, problem
+
+
+# ------------------------------------------------------------------ the extractor and runner themselves
+
+PLANTED = """# A README
+
+Some words.
+
+```
+snakemake -n report --config results=examples/lumi-g   # works
+python -m numasweep grid --config config/campaigns/lumi-g.yaml \\
+    --count
+```
+
+```text
+results/<system>/topology.json      a listing, not a command
+```
+
+```yaml
+latency: {sweeps: []}
+```
+
+```console
+$ python -m numasweep plan --help
+usage: ...
+```
+
+```bash
+# a comment line
+snakemake report --config results=examples/no-such-folder
+python -m numasweep plan --help
+```
+"""
+
+
+def test_extractor_takes_commands_and_skips_comments_listings_and_output(tmp_path: Path) -> None:
+    blocks = shell_blocks(PLANTED, "PLANTED.md")
+    assert [(b.line, b.language) for b in blocks] == [(5, ""), (19, "console"), (24, "bash")]
+    assert [c.text for c in blocks[0].commands] == [
+        "snakemake -n report --config results=examples/lumi-g   # works",
+        "python -m numasweep grid --config config/campaigns/lumi-g.yaml --count"]
+    assert [c.line for c in blocks[0].commands] == [6, 7]
+    assert [c.text for c in blocks[1].commands] == ["python -m numasweep plan --help"]
+    assert [c.text for c in blocks[2].commands] == [
+        "snakemake report --config results=examples/no-such-folder", "python -m numasweep plan --help"]
+
+
+def test_how_each_command_runs() -> None:
+    assert how("bash scripts/numasweep.sh test   # every test") == "self"
+    assert how("bash scripts/numasweep.sh sweep") == "slow"
+    assert how("sinfo; srun -N 2 -l hostname") == "slurm"
+    assert how("snakemake --profile profiles/slurm --configfile C --config 'fleet={\"partition\": \"x\"}'") == "slurm-dry"
+    assert how("bash tests/slurm/cluster.sh up --nodes 2 --accounting") == "slurm"
+    assert how("snakemake --profile profiles/local") == "dry"
+    assert how("snakemake --profile profiles/slurm --configfile my-campaign.yaml") == "dry"
+    assert how("snakemake --profile profiles/local --configfile my.yaml # yours") == "run"
+    assert how("snakemake report --config results=examples/lumi-g") == "run"
+    assert how("snakemake -n -p --profile profiles/local") == "run"
+    assert dry("snakemake --profile profiles/local   # default sweep") == "snakemake --profile profiles/local -n"
+
+
+def test_a_broken_documented_command_fails_the_test(tmp_path: Path) -> None:
+    """A README whose block names a results folder that does not exist: its block fails, at that
+    command, without running the one after it; the good block passes."""
+    readme = tmp_path / "README.md"
+    readme.write_text(PLANTED)
+    blocks = shell_blocks(readme.read_text(), "README.md")
+    copy = fresh_copy(tmp_path / "repo")
+    good, output, broken = (run_block(b, copy) for b in blocks)
+    assert not report(blocks[0], good) and not report(blocks[1], output)
+    problem = report(blocks[2], broken)
+    assert problem.startswith("README.md:26: `snakemake report --config results=examples/no-such-folder` (run) exited 1")
+    assert "no folder 'examples/no-such-folder'" in problem
+    assert len(broken) == 1
+    with pytest.raises(AssertionError):
+        assert not problem, problem
+
+
+def test_a_traceback_fails_a_command_that_exits_0(tmp_path: Path) -> None:
+    outcome = Outcome(Command(1, "x"), "run", 0, "Traceback (most recent call last):\n  ...")
+    assert outcome.failed
+
+
+def test_placeholder_configs_are_small(tmp_path: Path) -> None:
+    """my.yaml and my-campaign.yaml plan only the tiny sweep: a few jobs, each seconds long."""
+    copy = fresh_copy(tmp_path / "repo")
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "grid", "--config", "my-campaign.yaml", "--count"],
+                          cwd=copy, env=command_env(copy), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    counts = {bench: int(n) for bench, n in re.findall(r"^(\w+)\t(\d+)$", proc.stdout, re.M)}
+    assert counts and sum(counts.values()) <= 6, proc.stdout

@@ -1,0 +1,58 @@
+"""The rules' conda environments (`--sdm conda`): one small environment per purpose under
+workflow/envs/, each rule naming its own, the Python versions those of requirements.txt."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+RULES = REPO / "workflow" / "rules"
+ENVS = REPO / "workflow" / "envs"
+# conda-forge's names of the packages requirements.txt names as pip does.
+PIP_NAMES = {"matplotlib-base": "matplotlib", "pyyaml": "PyYAML", "jinja2": "Jinja2"}
+
+
+def conda_directives() -> dict[str, list[str]]:
+    """Each rule file's `conda:` values, in order."""
+    found = {}
+    for smk in sorted(RULES.glob("*.smk")):
+        found[smk.name] = re.findall(r"^\s*conda:\s*\n\s*(\S+)\s*$", smk.read_text(), re.M)
+    return found
+
+
+def test_every_conda_directive_names_a_small_environment_of_workflow_envs() -> None:
+    directives = conda_directives()
+    names = {value for values in directives.values() for value in values}
+    assert names == {'"../envs/kernels.yaml"', '"../envs/report.yaml"'}, directives
+    assert not any("environment.yml" in (RULES / f).read_text() for f in directives)
+    # Building and running the kernels share one environment (the MPI that compiles numa_latency
+    # launches it); every Python step uses the other.
+    assert set(directives["build.smk"]) == set(directives["benchmarks.smk"]) == {'"../envs/kernels.yaml"'}
+    for name in ("report.smk", "aggregate.smk", "store.smk", "topology.smk", "fleet.smk"):
+        assert set(directives[name]) == {'"../envs/report.yaml"'}, name
+
+
+def test_environments_use_conda_forge_alone() -> None:
+    for env in ENVS.glob("*.yaml"):
+        spec = yaml.safe_load(env.read_text())
+        assert spec["channels"] == ["conda-forge", "nodefaults"], env.name
+
+
+def test_the_kernel_environment_has_what_the_kernels_need_and_no_python() -> None:
+    """No python: the benchmark runner (standard library only) then runs on the interpreter that
+    runs Snakemake, which common.smk puts first on the PATH."""
+    packages = {re.split(r"[=<> ]", dep)[0] for dep in yaml.safe_load((ENVS / "kernels.yaml").read_text())["dependencies"]}
+    assert packages == {"c-compiler", "make", "openmpi", "openmpi-mpicc", "libnuma", "numactl"}
+
+
+def test_report_environment_pins_the_versions_of_requirements_txt() -> None:
+    required = dict(line.split("==") for line in (REPO / "requirements.txt").read_text().splitlines()
+                    if "==" in line and not line.startswith("#"))
+    pinned = dict(dep.split("=", 1) for dep in yaml.safe_load((ENVS / "report.yaml").read_text())["dependencies"])
+    pinned.pop("python")
+    assert set(pinned) == {"pandas", "numpy", "scipy", "matplotlib-base", "jinja2", "pyyaml", "jsonschema"}
+    for name, version in pinned.items():
+        assert required[PIP_NAMES.get(name, name)] == version, name
