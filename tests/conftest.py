@@ -21,6 +21,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True)
+def private_host_lock(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's benchmark jobs take a host lock of their own (numasweep.running.hostlock), not
+    the machine's: tests and campaigns running beside them on this machine never wait on each other."""
+    folder = tmp_path_factory.mktemp("hostlock")
+    monkeypatch.setenv("NUMASWEEP_HOST_LOCK_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

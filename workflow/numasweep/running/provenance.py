@@ -93,9 +93,12 @@ def record(
     csv: Path,
     end: str | None = None,
     csv_name: Path | None = None,
+    host_lock_wait_s: float | None = None,
 ) -> dict[str, Any]:
     """The record of one finished job; `csv` is the table as written (it may still carry its
-    temporary name), `csv_name` the name it is published under (default: `csv`)."""
+    temporary name), `csv_name` the name it is published under (default: `csv`);
+    `host_lock_wait_s` the seconds the job waited for the machine before `start` (run-job's host
+    lock; None when not run through it)."""
     csv_name = csv_name or csv
     if not csv.exists():
         raise NumasweepError(
@@ -114,6 +117,7 @@ def record(
         "start": start,
         "end": end
         or dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "host_lock_wait_s": None if host_lock_wait_s is None else round(host_lock_wait_s, 3),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
         "kernel": build,

@@ -10,6 +10,10 @@ What it guarantees (the rule's whole shell is this one command):
   held for the runner's whole life. A second run of the same job, e.g. `--rerun-incomplete`
   right after a killed snakemake while the old job is still ending, waits up to `--lock-wait`
   seconds, then refuses in one line naming the PID that holds the lock.
+- One measurement at a time per machine, across workflows: while the launch line runs the job
+  holds the host lock (hostlock.py, `/run/lock/numasweep/host.lock`); a job of another campaign
+  waits for it up to `--host-lock-wait` seconds, then refuses in one line naming the holder. The
+  time waited is the provenance record's `host_lock_wait_s`.
 - No orphans: the launch line runs in its own process group (session). The runner ends that
   group on SIGINT, SIGTERM or SIGHUP (SIGTERM, then SIGKILL after a grace period), and asks
   the kernel to be told of its own death (parent death signal): when snakemake is killed
@@ -26,8 +30,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import datetime as dt
-import errno
-import fcntl
 import json
 import os
 import shlex
@@ -43,7 +45,7 @@ from numasweep.core.io import atomic_write_text
 from numasweep.core import topology
 from numasweep.planning.batch import write_manifest
 from numasweep.planning.launch import PARTIAL
-from numasweep.running import provenance
+from numasweep.running import hostlock, provenance
 
 PR_SET_PDEATHSIG = 1
 # Seconds between SIGTERM and SIGKILL to the job's process group.
@@ -97,12 +99,8 @@ class JobLock:
         deadline = time.monotonic() + wait_s
         said = False
         while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if hostlock.try_flock(fd):
                 break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
             if time.monotonic() >= deadline:
                 os.close(fd)
                 raise NumasweepError(
@@ -134,6 +132,7 @@ class Runner:
         self.proc: subprocess.Popen | None = None
         self.stopped_by: int | None = None
         self.lock: JobLock | None = None
+        self.host_lock: hostlock.HostLock | None = None
 
     # ------------------------------------------------------------------ signals
     def on_signal(self, signum: int, frame) -> None:
@@ -197,10 +196,19 @@ class Runner:
             return 128 + self.stopped_by
         # A partial table of an earlier, interrupted run is never continued.
         self.partial.unlink(missing_ok=True)
-        start = now_iso()
         a.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(a.log, "w") as log:
-            rc = self.launch(argv, log)
+        results = self.csv.parent.parent.resolve()
+        self.host_lock = hostlock.HostLock(a.job_id, system=results.name, results=str(results))
+        if not self.host_lock.acquire(getattr(a, "host_lock_wait", None), stopped=lambda: bool(self.stopped_by)):
+            return 128 + (self.stopped_by or signal.SIGTERM)
+        try:
+            start = now_iso()
+            with open(a.log, "w") as log:
+                rc = self.launch(argv, log)
+            # The end of the measuring, inside the host lock: no other job's start comes before it.
+            end = now_iso()
+        finally:
+            self.host_lock.release()
         if self.stopped_by:
             name = signal.Signals(self.stopped_by).name
             print(f"numasweep: job {a.job_id} stopped by {name}; its process group was ended, "
@@ -224,7 +232,7 @@ class Runner:
         check_table(self.partial, a.log)
         # From here the result is finished: a stop signal waits until it is published.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        publish(a, grid, self.partial, start)
+        publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s)
         return 0
 
 
@@ -281,11 +289,12 @@ def _archive_copy(src: Path, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
-def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str) -> None:
+def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str, end: str | None = None,
+            host_lock_wait_s: float | None = None) -> None:
     """Provenance, archive copies, then the result under its final name (rename last)."""
-    end = now_iso()
+    end = end or now_iso()
     rec = provenance.record(a.job_id, start, a.launch, grid, a.kernel, a.topology, partial, end=end,
-                            csv_name=a.csv)
+                            csv_name=a.csv, host_lock_wait_s=host_lock_wait_s)
     restored = weights_restored(Path(a.log))
     if restored:
         rec.setdefault("system", {})["weights_restored"] = restored
@@ -335,6 +344,9 @@ def lock_wait_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--lock-wait", type=float, default=float(os.environ.get("NUMASWEEP_LOCK_WAIT", 120)),
                     help="seconds to wait for another run of the same job (default 120, "
                          "env NUMASWEEP_LOCK_WAIT)")
+    ap.add_argument("--host-lock-wait", type=float, default=None,
+                    help="seconds to wait for another campaign's measurement on this machine (the host "
+                         f"lock; default {hostlock.DEFAULT_WAIT_S:g}, env {hostlock.ENV_WAIT})")
 
 
 def main(argv: list[str]) -> int:
@@ -388,7 +400,8 @@ def run_batch(argv: list[str]) -> int:
         csv = folder / f"{job_id}.csv"
         points.append(argparse.Namespace(job_id=job_id, launch=launch, grid=grid, kernel=args.kernel,
                                          topology=args.topology, csv=csv, provenance=folder / f"{job_id}.json",
-                                         log=folder / f"{job_id}.log", lock_wait=args.lock_wait))
+                                         log=folder / f"{job_id}.log", lock_wait=args.lock_wait,
+                                         host_lock_wait=args.host_lock_wait))
         check_launch(points[-1])
     kernel_sha256 = provenance.sha256(args.kernel) if args.kernel.exists() else ""
     digest = topology.load(args.topology).digest()
@@ -410,6 +423,8 @@ def run_batch(argv: list[str]) -> int:
             finally:
                 if runner.lock is not None:
                     runner.lock.release()
+                if runner.host_lock is not None:
+                    runner.host_lock.release()
                 # Runner.run blocks stop signals while it publishes: one that came is handled now.
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             if rc != 0:
