@@ -21,6 +21,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_host_lock(tmp_path_factory: pytest.TempPathFactory):
+    """The host lock folder of session-scoped fixtures (a sweep run once for many tests), which run
+    before any test's own (private_host_lock)."""
+    folder = tmp_path_factory.mktemp("hostlock-session")
+    before = os.environ.get("NUMASWEEP_HOST_LOCK_DIR")
+    os.environ["NUMASWEEP_HOST_LOCK_DIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("NUMASWEEP_HOST_LOCK_DIR", None)
+    else:
+        os.environ["NUMASWEEP_HOST_LOCK_DIR"] = before
+
+
 @pytest.fixture(autouse=True)
 def private_host_lock(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test's benchmark jobs take a host lock of their own (numasweep.running.hostlock), not

@@ -145,3 +145,13 @@ def test_two_campaigns_started_seconds_apart_never_measure_together(repo: Path, 
         periods += [(_iso(r["start"]), _iso(r["end"]), name, r["job_id"]) for r in records]
     assert {p[2] for p in periods} == {"campaign-a", "campaign-b"}
     assert _overlaps(periods) == [], periods
+
+
+def test_the_lock_folder_falls_back_to_the_first_usable_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(hostlock.ENV_DIR)
+    (tmp_path / "a-file").write_text("")
+    # A folder that cannot be made (under a file, under a missing folder), then one that can.
+    places = [tmp_path / "a-file" / "numasweep", tmp_path / "missing" / "numasweep", tmp_path / "numasweep"]
+    monkeypatch.setattr(hostlock, "_candidates", lambda: places)
+    assert hostlock.lock_dir() == places[2]
+    assert places[2].stat().st_mode & 0o1777 == 0o1777, "every user's campaign meets in it"
