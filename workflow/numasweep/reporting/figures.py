@@ -80,6 +80,13 @@ def size_axis(ax, sizes: list[int], label: str = "buffer size") -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
+def count_axis(axis) -> None:
+    """Ticks at whole numbers only, for an axis that counts (threads, ranks, GPUs)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
     """(size in bytes, label) for each cache level as one core can use it (levels'
     usable capacities: the L3 of the core's own L3 group, never a node's sum of them)."""
