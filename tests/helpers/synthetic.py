@@ -29,8 +29,8 @@ remote=True adds, for every rank, a run on the next node's memory: its DRAM late
 one x (distance / 10)^e, the firmware distance drawn from 12..32 and e from 0.5..0.9 (the column
 `locality` says local or remote).
 
-3. The job model (`write_job`, `write_campaign`): a deterministic model of a system, writing
-   what each planned job would leave behind.
+3. The job model (`write_job`, `write_campaign`, `write_default_sweep` on a `workstation`): a
+   deterministic model of a system, writing what each planned job would leave behind.
 
 4. Loaded latency and core to core (`loaded_latency_frame`, `c2c_frame`): a knee at a stated
    load, and round trips by L3 group and node (their docstrings).
@@ -85,6 +85,7 @@ from numasweep.core import registry
 from numasweep.planning import fleet, grid, placement  # noqa: F401 (placement: also for tests)
 from numasweep.core.topology import Topology
 from numasweep.core.units import parse_size, parse_sizes  # noqa: F401 (parse_sizes: also for tests)
+from numasweep.results import aggregate
 
 from helpers.kernels import contract_columns
 
@@ -651,6 +652,29 @@ def write_campaign(plan: grid.Plan, topo: Topology, folder: Path) -> list[Path]:
     """Every job of a plan, plus `topology.json`, under `folder` (results/<system>)."""
     write_folder(folder, topo, {})
     return [write_job(job, topo, folder) for job in plan.jobs]
+
+
+def workstation() -> Topology:
+    """One node of 8 cores (a desktop part): L1d 32 KiB and L2 1 MiB per core, one 32 MiB L3."""
+    cores = list(range(8))
+    return Topology.from_dict({
+        "system": "desk", "source": "arch:tests", "cpu_model": "Model CPU 8-Core", "threads_per_core": 1,
+        "nodes": [{"id": 0, "cpus": cores, "memory_bytes": 32 << 30}], "distances": [[10]],
+        "caches": [{"level": 1, "type": "Data", "size_bytes": 32 * KiB, "instances": [[c] for c in cores]},
+                   {"level": 2, "type": "Unified", "size_bytes": MiB, "instances": [[c] for c in cores]},
+                   {"level": 3, "type": "Unified", "size_bytes": 32 * MiB, "instances": [cores]}],
+        "l3_groups": [cores], "smt_siblings": [[c] for c in cores]})
+
+
+def write_default_sweep(folder: Path, topo: Topology | None = None) -> Path:
+    """The jobs config/config.yaml plans on `topo` (the `workstation` by default), each job's CSV
+    and the tables aggregated from them as the workflow aggregates them, under `folder`."""
+    topo = topo or workstation()
+    plan = grid.expand(grid.load_config_file(grid.DEFAULT_CONFIG), topo)
+    csvs = write_campaign(plan, topo, folder)
+    write_folder(folder, None, {bench: aggregate.aggregate([c for c in csvs if c.parent.name == bench], bench)[0]
+                                for bench in plan.benches()})
+    return folder
 
 
 # ================================================================== 4. loaded latency and core to core

@@ -9,37 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from numasweep.results import aggregate
 from numasweep.findings import analysis
-from numasweep.planning import grid
 from numasweep.reporting import report
-from numasweep.core.topology import Topology
 
 from helpers import synthetic as model
-
-KiB, MiB = 1 << 10, 1 << 20
-
-
-def workstation() -> Topology:
-    """One node of 8 cores (a desktop part): L1d 32 KiB and L2 1 MiB per core, one 32 MiB L3."""
-    cores = list(range(8))
-    return Topology.from_dict({
-        "system": "desk", "source": "arch:tests", "cpu_model": "Model CPU 8-Core", "threads_per_core": 1,
-        "nodes": [{"id": 0, "cpus": cores, "memory_bytes": 32 << 30}], "distances": [[10]],
-        "caches": [{"level": 1, "type": "Data", "size_bytes": 32 * KiB, "instances": [[c] for c in cores]},
-                   {"level": 2, "type": "Unified", "size_bytes": MiB, "instances": [[c] for c in cores]},
-                   {"level": 3, "type": "Unified", "size_bytes": 32 * MiB, "instances": [cores]}],
-        "l3_groups": [cores], "smt_siblings": [[c] for c in cores]})
 
 
 @pytest.fixture(scope="module")
 def default_report(tmp_path_factory) -> tuple[str, list[dict]]:
-    topo = workstation()
-    plan = grid.expand(grid.load_config_file(grid.DEFAULT_CONFIG), topo)
-    results = tmp_path_factory.mktemp("desk") / "results" / "desk"
-    csvs = model.write_campaign(plan, topo, results)
-    model.write_folder(results, None, {bench: aggregate.aggregate([c for c in csvs if c.parent.name == bench], bench)[0]
-                                       for bench in plan.benches()})
+    results = model.write_default_sweep(tmp_path_factory.mktemp("desk") / "results" / "desk")
     findings = analysis.analyse(results)
     text = report.render(results, findings, None, results.parent / "experimentation.md").read_text()
     return text, findings["findings"]

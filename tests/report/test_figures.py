@@ -88,9 +88,9 @@ def test_lumi_g_example_curves_and_cache_lines(repo: Path, tmp_path: Path) -> No
     assert "latency_vs_size--concurrent.png" in names and "latency_vs_size--serial.png" in names
     assert "concurrent_vs_serial--all.png" in names
     svg = (tmp_path / "latency" / "latency_vs_size--concurrent.svg").read_text()
-    # the 32 MiB L3 a core can use (its own CCD's) is marked on the curve; a node's 64 MiB
-    # over two CCDs is no capacity of one core, so it is not
-    assert "L3 32MiB (per L3 group, 8 cores)" in svg and "per node" not in svg
+    # the 32 MiB L3 a core can use (its own CCD's) is marked on the curve, named short; a node's
+    # 64 MiB over two CCDs is no capacity of one core, so it is not
+    assert "L3 32MiB" in svg and "L3 64MiB" not in svg and "per node" not in svg
 
 
 @pytest.mark.slow

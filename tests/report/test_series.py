@@ -109,9 +109,10 @@ def test_rank_counts_stay_apart(tmp_path):
 
 
 def test_bandwidth_array_sizes_stay_apart(tmp_path):
-    """A second bandwidth sweep with another array size is its own series everywhere."""
-    small = bandwidth_frame()
-    big = bandwidth_frame()
+    """A second bandwidth sweep with another array size is its own series everywhere: the plan
+    gives it a label of its own (two sweeps of one job id need one), and the label names it."""
+    small = bandwidth_frame().assign(label="64MiB")
+    big = bandwidth_frame().assign(label="256MiB")
     big["array_bytes"] = 256 * MiB
     big["best_mb_s"] *= 0.5
     text, findings, paths = render_bandwidth(tmp_path, [small, big])

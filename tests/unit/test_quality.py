@@ -90,9 +90,11 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
 
 def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tmp_path: Path) -> None:
     """The plan-time warning's other half: a series measured with arrays under 4x the last-level
-    cache of its CPUs is flagged in the report's data-quality part (LUMI-G: 32 MiB L3 per CCD)."""
+    cache of its CPUs is flagged in the report's data-quality part (LUMI-G: 32 MiB L3 per CCD).
+    Two sweeps of one thread count on one node are two series by their labels (the plan needs
+    one where their settings differ)."""
     topo = topology.load(REPO / "examples" / "lumi-g" / "topology.json")
-    rows = [{"kernel": "triad", "threads": 1, "cpus": cpus, "cpu_nodes": "0", "policy": "bind", "mem_nodes": "0",
+    rows = [{"label": f"cpu{cpus}", "kernel": "triad", "threads": 1, "cpus": cpus, "cpu_nodes": "0", "policy": "bind", "mem_nodes": "0",
              "best_mb_s": 1000.0, "avg_mb_s": 900.0, "validation": "pass", "stores": "regular",
              "first_touch_s": 0.3, "array_bytes": size}
             for cpus, size in (("0", 64 << 20), ("8", 256 << 20))]
@@ -100,7 +102,7 @@ def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tm
     (bw,) = quality.series_quality({"bandwidth": table}, topo)
     assert [r[3] for r in bw["rows"]] == ["2.0x (under 4x)", "8x"]
     (flag,) = bw["flagged"]
-    assert "cpus 0" in flag and "64MiB are under 4x the 32MiB last-level cache" in flag, flag
+    assert "cpu0" in flag and "64MiB are under 4x the 32MiB last-level cache" in flag, flag
     assert quality.series_quality({"bandwidth": table})[0]["flagged"] == []   # no topology: nothing claimed
     table.to_csv(tmp_path / "bandwidth.csv", index=False)
     (tmp_path / "topology.json").write_text(topo.to_json())

@@ -49,7 +49,7 @@ from numasweep.core.topology import Topology
 from numasweep.core.units import format_size, parse_cpulist
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import PALETTE, heatmap, new_figure, save
+from numasweep.reporting.figures import PALETTE, count_axis, heatmap, new_figure, save
 from numasweep.reporting.markdown import md_table
 from numasweep.results import quality, series
 from numasweep.results.tables import as_label, as_text, node_lists, with_memory_node
@@ -58,9 +58,12 @@ from numasweep.statistics.stats import Interval, Series
 
 KERNEL = "numa_bandwidth"
 # What names a series (after registry.COMMON_SERIES), and what tells the lines of one figure apart.
+# Only what the user configured: the CPU list follows from the thread count (the axis) and the
+# arrays' size is the kernel's own (one per sweep, which its label names), so neither splits a
+# thread sweep into single points.
 SERIES = ("kernel", "stores", "pattern", "stride", "page_size", "policy", "cpu_node", "cpu_nodes",
-                            "mem_nodes", "weights", "array_bytes", "cpus")
-WITHIN = ("host", "cpu_node", "cpu_nodes", "cpus", "memory", "policy", "mem_nodes", "weights")
+                            "mem_nodes", "weights")
+WITHIN = ("host", "cpu_node", "cpu_nodes", "memory", "policy", "mem_nodes", "weights")
 
 
 # ---------------------------------------------------------------- grid and checks
@@ -263,6 +266,7 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: Topology | None
                 ax.fill_between(rows["threads"], rows["min_mb_s"] / 1000, rows["best_mb_s"] / 1000, color=colour,
                                 alpha=0.15, linewidth=0)
         ax.set_xlabel("threads")
+        count_axis(ax.xaxis)
         ax.set_ylabel("bandwidth (GB/s, 10^9 bytes/s)")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)

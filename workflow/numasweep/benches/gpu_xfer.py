@@ -185,12 +185,20 @@ TIMED_DIRECTIONS = [d for d in GPU_DIRECTIONS if d.latency]
 
 
 def gpu_label(row: pd.Series) -> str:
-    parts = [str(row.get("policy", "")), f"nodes {row['numa_nodes']}"]
-    if isinstance(row.get("numa_weight"), str) and row["numa_weight"].strip():
-        parts.append(f"weights {row['numa_weight']}")
-    parts.append(f"{int(row['ngpus'])} GPU{'s' if int(row['ngpus']) > 1 else ''}")
-    if int(row.get("gpu", -1)) >= 0:
-        parts.append(f"GPU {int(row['gpu'])}")
+    """A line's name in words, without the parts a run does not have: "bind policy, memory on
+    node 0, GPU 0", "weighted policy, memory on nodes 0,2, weights 1,2, GPU 1 of 2 at once"."""
+    policy, nodes = series.label(row.get("policy", "")).strip(), series.label(row.get("numa_nodes", "")).strip()
+    weight, gpu = series.label(row.get("numa_weight", "")).strip(), int(row.get("gpu", -1))
+    ngpus = int(row["ngpus"])
+    parts = [f"{policy} policy" if policy else ""]
+    if nodes:
+        parts.append(f"memory on node{'s' if ',' in nodes or '-' in nodes else ''} {nodes}")
+    if weight:
+        parts.append(f"weights {weight}")
+    if gpu >= 0:
+        parts.append(f"GPU {gpu}" + (f" of {ngpus} at once" if ngpus > 1 else ""))
+    else:
+        parts.append(f"{ngpus} GPU{'s' if ngpus > 1 else ''}")
     return ", ".join(p for p in parts if p)
 
 
@@ -200,7 +208,7 @@ def gpu_table(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     if "pinned" not in df:
         df["pinned"] = 1
-    values = [c for d in TIMED_DIRECTIONS for c in (d.latency, d.bandwidth)]
+    values = [c for d in GPU_DIRECTIONS for c in (d.latency, d.bandwidth) if c]
     return series.point_table(df, "gpu_xfer", values)
 
 
@@ -242,12 +250,17 @@ def plot_gpu(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list
         sizes = sorted(part[GPU_SIZE].unique())
         if len(sizes) < 2:
             continue
-        for kind, column, unit, log_y in (
-            ("gpu_bandwidth", "bandwidth", "bandwidth (GiB/s)", False),
-            ("gpu_latency", "latency", "transfer time (ms)", True),
+        # every direction measured: the bidirectional ones have a bandwidth and no transfer time
+        measured = [d for d in GPU_DIRECTIONS if d.bandwidth in part and part[d.bandwidth].notna().any()]
+        for kind, column, unit, log_y, title in (
+            ("gpu_bandwidth", "bandwidth", "bandwidth (GiB/s)", False, "Host-device bandwidth"),
+            ("gpu_latency", "latency", "transfer time (ms)", True, "Host-device transfer time"),
         ):
-            fig, axes = new_figure(ncols=len(TIMED_DIRECTIONS), width=11)
-            for ax, direction in zip(axes, TIMED_DIRECTIONS):
+            directions = [d for d in measured if getattr(d, column)]
+            if not directions:
+                continue
+            fig, axes = new_figure(ncols=len(directions), width=max(11.0, 4.0 * len(directions)))
+            for ax, direction in zip(axes, directions):
                 for i, (_, rows) in enumerate(gpu_lines(part)):
                     rows = rows.sort_values(GPU_SIZE)
                     ax.plot(rows[GPU_SIZE], rows[getattr(direction, column)], marker="o", markersize=3,
@@ -260,8 +273,10 @@ def plot_gpu(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list
                 else:
                     ax.set_ylim(bottom=0)
                 ax.set_ylabel(unit)
-                ax.set_title(f"{direction.words} ({variant} host memory)".replace("(pinned-", "(pinned, ").replace("(pageable-", "(pageable, "))
+                ax.set_title(direction.words)
             axes[-1].legend(fontsize=7, loc="best")
+            memory = variant.replace("pinned-", "pinned, ", 1).replace("pageable-", "pageable, ", 1)
+            fig.suptitle(f"{title}, {memory} host memory")
             paths += save(fig, figdir, "gpu_xfer", kind, variant)
     return paths
 

@@ -29,6 +29,7 @@ from numasweep.results import aggregate
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 LINESTYLES = ["-", "--", ":", "-."]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]   # lines of one colour told apart
 HEATMAP = "cividis"  # perceptually uniform and readable without red/green vision
 
 # Report width is about 800 px; 8 x 4.5 in at 100 dpi keeps labels legible without zooming.
@@ -80,6 +81,13 @@ def size_axis(ax, sizes: list[int], label: str = "buffer size") -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
+def count_axis(axis) -> None:
+    """Ticks at whole numbers only, for an axis that counts (threads, ranks, GPUs)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
     """(size in bytes, label) for each cache level as one core can use it (levels'
     usable capacities: the L3 of the core's own L3 group, never a node's sum of them)."""
@@ -91,24 +99,44 @@ def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
 
 
 def draw_cache_markers(ax, topology: Topology | None, sizes: list[int]) -> None:
+    """A dotted line at each cache size inside the sizes drawn, named short ("L2 1MiB") inside
+    the axes, just below the top, so no label is cut at the figure's edge."""
     lo, hi = min(sizes), max(sizes)
     for size, label in cache_markers(topology):
         if lo <= size <= hi:
             ax.axvline(size, color="0.4", linestyle=":", linewidth=1)
-            ax.annotate(label, (size, 1.0), xycoords=("data", "axes fraction"), rotation=90,
-                        va="top", ha="right", fontsize=8, color="0.3")
+            ax.text(size, 0.97, label.split(" (")[0], transform=ax.get_xaxis_transform(), rotation=90,
+                    va="top", ha="right", fontsize=8, color="0.3", clip_on=True,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+
+
+def log_latency_axis(ax, label: str = "latency (ns per load)") -> None:
+    """Latency on a log axis, so each cache level's step shows beside the DRAM one, its ticks
+    written as plain numbers (1, 2, 5, 10, 20, ...)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_ylabel(label)
 
 
 def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_label: str) -> None:
-    """A cpu-node x memory-node style matrix, each cell annotated with its value."""
+    """A cpu-node x memory-node style matrix, each cell annotated with its value; the colours
+    span at least 10 % either side of the median, so that a small spread looks small."""
     values = matrix.to_numpy(dtype=float)
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=HEATMAP, aspect="auto")
+    finite = values[np.isfinite(values)]
+    # colours anchored at +-10 % around the median at least: a spread of 1 % looks small
+    median = float(np.median(finite)) if finite.size else 0.0
+    lo = min(float(finite.min()), 0.9 * median) if finite.size else None
+    hi = max(float(finite.max()), 1.1 * median) if finite.size else None
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=HEATMAP, aspect="auto", vmin=lo, vmax=hi)
     ax.set_xticks(range(len(matrix.columns)), [str(c) for c in matrix.columns])
     ax.set_yticks(range(len(matrix.index)), [str(r) for r in matrix.index])
     ax.set_xlabel(col_label)
     ax.set_ylabel(row_label)
-    finite = values[np.isfinite(values)]
-    middle = (finite.min() + finite.max()) / 2 if finite.size else 0
+    middle = (lo + hi) / 2 if finite.size else 0
     if max(values.shape) > 16:  # a CPU x CPU map of a large machine: colours only, text unreadable
         ax.set_xticks([]), ax.set_yticks([])
         ax.figure.colorbar(image, ax=ax, label=unit)

@@ -38,12 +38,15 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | No
     styles = figures.l3_styles(topology, part)
     part, hosts = across_hosts(part, value)
     over = f", median of {hosts} nodes" if hosts > 1 else ""
+    in_group: dict[int, int] = {}     # lines drawn so far per L3 group: each rank of one its own marker
     for _, rows in tables.latency_lines(part):
         rows = rows.sort_values("size_bytes")
         rank = rows["rank"].iloc[0]
         group = int(rows["l3_group"].iloc[0])
         colour, style = styles.get(group, (figures.PALETTE[0], "-"))
-        ax.plot(rows["size_bytes"], rows[value], marker="o", markersize=3, color=colour,
+        marker = figures.MARKERS[in_group.get(group, 0) % len(figures.MARKERS)]
+        in_group[group] = in_group.get(group, 0) + 1
+        ax.plot(rows["size_bytes"], rows[value], marker=marker, markersize=3, color=colour,
                 linestyle=style, label=f"rank {rank} (CPU {rows['cpu'].iloc[0]}, L3 group {group}){over}")
         if (value == "latency_ns_median" or hosts > 1) and set(SPREAD) <= set(rows.columns) \
                 and rows[SPREAD[0]].notna().any():
@@ -52,7 +55,7 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | No
     if hosts > 1:
         ax.text(0.99, 0.01, f"band: lowest to highest of {hosts} nodes", transform=ax.transAxes, fontsize=7,
                 ha="right", va="bottom")
-    ax.legend(fontsize=7, ncol=2 if part["rank"].nunique() > 8 else 1, loc="upper left")
+    ax.legend(fontsize=7, ncol=2 if part["rank"].nunique() > 8 else 1, loc="best")
 
 
 def plot_latency_vs_size(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
@@ -66,8 +69,7 @@ def plot_latency_vs_size(latency: pd.DataFrame, topology: Topology | None, figdi
         plot_rank_curves(ax, part, "latency_ns_median", topology)
         figures.draw_cache_markers(ax, topology, sizes)
         figures.size_axis(ax, sizes)
-        ax.set_ylabel("latency (ns per load)")
-        ax.set_ylim(bottom=0)
+        figures.log_latency_axis(ax)
         ax.set_title(f"Latency vs buffer size, {variant}")
         paths += figures.save(fig, figdir, NAME, "latency_vs_size", variant)
     return paths
@@ -91,7 +93,7 @@ def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: Topology | None, 
         ax.axhline(1.0, color="0.3", linewidth=1)
         figures.size_axis(ax, sorted(part["size_bytes"].unique()))
         ax.set_ylabel("concurrent / serial latency (ratio)")
-        ax.set_title("Concurrent vs serial latency")
+        ax.set_title(f"Concurrent vs serial latency, {variant}")
         paths += figures.save(fig, figdir, NAME, "concurrent_vs_serial", variant)
     return paths
 
@@ -143,11 +145,11 @@ def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: 
                         linestyle="--" if name.get("strategy") == "interleaved" else "-",
                         label=f"{name.get('strategy', '')}, domains {name.get('domains', '')}")
             ax.set_xlabel("ranks per domain")
-            ax.set_ylabel("median latency over ranks (ns per load)")
-            ax.set_ylim(bottom=0)
-            ax.grid(True, alpha=0.3)
+            figures.count_axis(ax.xaxis)
+            figures.log_latency_axis(ax, "median latency over ranks (ns per load)")
+            ax.grid(True, which="both", alpha=0.3)
             ax.set_title(f"{format_size(int(size))} buffers")
-            ax.legend(fontsize=7, loc="upper left")
+            ax.legend(fontsize=7, loc="best")
         fig.suptitle(f"Latency against ranks per domain, {variant}")
         paths += figures.save(fig, figdir, NAME, "rank_scaling", variant)
     return paths
