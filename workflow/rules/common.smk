@@ -259,7 +259,8 @@ def common_sources():
 
 def kernel_sources(wildcards):
     """A kernel's own sources (the shared module comes in through its library)."""
-    if wildcards.kernel.startswith("gpu_xfer"):
+    gpu = [b for b in registry.all_benches().values() if b.gpus]
+    if any(wildcards.kernel in (b.kernel, *b.kernels) for b in gpu):
         return sorted(str(p) for p in Path("kernels/gpu").glob("*") if p.is_file())
     return [f"kernels/{wildcards.kernel}.c"]
 
@@ -343,14 +344,14 @@ def mpi_launcher(wildcards):
     # owns the whole (exclusive) node; a non-empty one also marks an MPI job, which the
     # plugin refuses with a single task. One-rank jobs run without a launcher: empty.
     #
-    # Job groups (--groups latency=compare, docs/slurm.md): Snakemake merges the resources of
+    # Job groups (--groups latency=compare, docs/slurm.md, for any MPI benchmark's rule): Snakemake merges the resources of
     # a group's jobs into the group's one sbatch job, and refuses a string resource on which
     # they differ, such as 'srun' (several ranks) beside '' (one rank). In a grouped rule every
     # job gets the empty value: the group's sbatch takes --ntasks from the merged `tasks`, and
     # inside it the plugin still runs each job's shell as is (it looks only for the key), so
     # an MPI job's srun line keeps its --ntasks and --cpu-bind=map_cpu. (The groups are known
     # only once the DAG is built, so this is asked per job.)
-    if "latency" in workflow.group_settings.overwrite_groups:
+    if job_of(wildcards).bench in workflow.group_settings.overwrite_groups:
         return ""
     return LAUNCHER if job_of(wildcards).tasks > 1 else ""
 
