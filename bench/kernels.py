@@ -4,7 +4,7 @@
 Run from the repository root (the tests never run it: it takes many minutes and its numbers
 belong to the machine and to how busy it was):
 
-    .venv/bin/python bench/kernels.py [--rounds 5] [--stream-src stream.c] [--multichase PATH]
+    .venv/bin/python bench/kernels.py [--rounds 5] [--stream-src stream.c] [--multichase PATH] [--shapes]
 
 1. bandwidth: numa_bandwidth (regular and non-temporal stores, each kernel in the code shape its
    calibration picks; with --shapes also every shape) against STREAM built two ways (as gcc
@@ -22,7 +22,11 @@ Every comparison runs the tools interleaved, round by round, so that a slow phas
 machine falls on all of them; printed: the ratio ours / reference (of the medians over the
 rounds) with the range of the per-round ratios, and the load average. A reference that is not
 present is reported as NOT RUN. Targets (printed, never asserted): within 3%; latency spread
-at or under 2% from 256 MiB on.
+at or under 2% from 256 MiB on, under 5% below.
+
+Also: --shapes (our kernels in every code shape beside likwid's flavours), --pages 4k|thp|4k,thp
+(latency), --baseline DIR (latency: an earlier build's numa_latency in the same rounds, to
+compare before and after a change), --bin DIR (our kernels from DIR, not built).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ CYCLE_BYTES = 4 << 30
 CHASE_SLOT_BYTES = 64
 TARGET = 0.03          # within 3% of the reference
 SPREAD_TARGET = 0.02   # (max - min) / median from 256 MiB on
+SMALL_SPREAD_TARGET = 0.05  # below 256 MiB (on a quiet machine)
 OMP_ENV = {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
 
 
@@ -419,7 +424,7 @@ def ref_chase_ns(binary: Path, size: int, pages: str) -> dict[str, float]:
 
 
 def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Path | None, workdir: Path,
-                    pages_list: list[str]) -> list[str]:
+                    pages_list: list[str], baseline: Path | None = None) -> list[str]:
     print(f"\n== latency: median ns per dependent load, {rounds} interleaved rounds, one pinned thread, "
           f"load average {load():.2f} ==")
     print("spread = (max - min) / median of one run's samples (ours: 5 adaptive samples; reference chase and "
@@ -431,17 +436,17 @@ def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Pa
         for size in sizes:
             row = format_size(size)
 
-            def ours(size: int = size, row: str = row) -> None:
-                out = workdir / f"lat-{pages}-{size}.csv"
-                run([*pinned_rank(), BIN / "numa_latency", f"--size={size // 1024}K", f"--pages={pages}", "--quiet",
+            def ours(size: int = size, row: str = row, binary: Path = BIN, tool: str = "ours") -> None:
+                out = workdir / f"lat-{pages}-{size}-{tool}.csv"
+                run([*pinned_rank(), binary / "numa_latency", f"--size={size // 1024}K", f"--pages={pages}", "--quiet",
                      f"--csv={out}"])
                 r = read_csv(out, required=["latency_ns_median", "latency_ns_min", "latency_ns_max",
                                             "first_touch_s", "cycle_build_s", "sample_s"]).iloc[0]
-                record.add(row, "ours", float(r["latency_ns_median"]))
-                record.add(row, "ours spread", (float(r["latency_ns_max"]) - float(r["latency_ns_min"]))
+                record.add(row, tool, float(r["latency_ns_median"]))
+                record.add(row, f"{tool} spread", (float(r["latency_ns_max"]) - float(r["latency_ns_min"]))
                            / float(r["latency_ns_median"]))
-                record.add(row, "ours setup", float(r["first_touch_s"]) + float(r["cycle_build_s"]))
-                record.add(row, "ours sample", float(r["sample_s"]))
+                record.add(row, f"{tool} setup", float(r["first_touch_s"]) + float(r["cycle_build_s"]))
+                record.add(row, f"{tool} sample", float(r["sample_s"]))
 
             def reference(size: int = size, row: str = row) -> None:
                 r = ref_chase_ns(ref, size, pages)
@@ -450,6 +455,10 @@ def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Pa
                 record.add(row, "ref setup", r["first_touch_s"] + r["build_s"])
 
             tools: list[tuple[str, Callable[[], None]]] = [("ours", ours), ("ref", reference)]
+            if baseline:
+                def base(size: int = size, row: str = row) -> None:
+                    ours(size, row, baseline, "base")
+                tools.append(("base", base))
             if multichase:
                 def multi(size: int = size, row: str = row) -> None:
                     median, low, high = multichase_ns(multichase, size, pages)
@@ -477,6 +486,19 @@ def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Pa
                   f"{record.median(row, 'ours sample'):>8.2f} {record.median(row, 'ours setup'):>12.3f} "
                   f"{record.median(row, 'ref setup'):>6.3f}")
             verdicts.append(f"latency {pages} {row}: ours/ref {ratio:.3f} [{low:.3f}-{high:.3f}] {verdict(ratio)}")
+            if baseline:
+                b_ratio, b_low, b_high = record.ratio((row, "base"), (row, "ref"))
+                b_spreads = record.values[(row, "base spread")]
+                print(f"{'':<5} {row:>5} baseline {baseline}: {record.median(row, 'base'):.2f} ns, base/ref "
+                      f"{b_ratio:.3f} [{b_low:.3f}-{b_high:.3f}], spread {statistics.median(b_spreads):.1%} "
+                      f"[{min(b_spreads):.1%}-{max(b_spreads):.1%}]")
+                verdicts.append(f"latency {pages} {row}: baseline/ref {b_ratio:.3f} [{b_low:.3f}-{b_high:.3f}], "
+                                f"spread {statistics.median(b_spreads):.1%} [{min(b_spreads):.1%}-{max(b_spreads):.1%}]")
+            if size < 256 << 20:
+                worst = max(spreads)
+                verdicts.append(f"latency spread {pages} {row}: median {statistics.median(spreads):.1%}, worst "
+                                f"{worst:.1%} ({'under' if worst < SMALL_SPREAD_TARGET else 'NOT under'} 5%; "
+                                f"reference chase {record.median(row, 'ref spread'):.1%})")
             if size >= 256 << 20:
                 worst = max(spreads)
                 verdicts.append(f"latency spread {pages} {row}: median {statistics.median(spreads):.1%}, worst "
@@ -530,6 +552,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--shapes", action="store_true",
                         help="bandwidth: also run our kernels in every code shape (--variant=all) and print them "
                              "beside likwid's flavours")
+    parser.add_argument("--baseline", type=Path,
+                        help="latency: also run numa_latency from this folder (e.g. an earlier build) as a fourth "
+                             "tool in the same rounds, and print its ratio to the reference chase beside ours")
     parser.add_argument("--bin", type=Path,
                         help="our kernels from this folder as they are (e.g. an earlier build, to compare before "
                              "and after a change), instead of building build/bin")
@@ -579,7 +604,9 @@ def main(argv: list[str]) -> int:
                                           args.shapes)
         if "latency" not in args.skip:
             multichase = multichase_binary(args.multichase) if args.multichase else None
-            verdicts += latency_section(sizes, args.rounds, args.ref_dir, multichase, workdir, pages)
+            if args.baseline and not (args.baseline / "numa_latency").is_file():
+                fail(f"--baseline {args.baseline}: no numa_latency there")
+            verdicts += latency_section(sizes, args.rounds, args.ref_dir, multichase, workdir, pages, args.baseline)
         if "cycle" not in args.skip:
             verdicts += cycle_section()
         if "sweep" not in args.skip:
