@@ -32,6 +32,7 @@ compare before and after a change), --bin DIR (our kernels from DIR, not built).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -263,7 +264,7 @@ def our_rows(table, record: Rounds, suffix: str = "") -> None:
 
 
 def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], stream_src: Path | None,
-                      ref_dir: Path, workdir: Path, shapes: bool) -> list[str]:
+                      ref_dir: Path, workdir: Path, shapes: bool, likwid_groups: list[str] | None = None) -> list[str]:
     elements = array_bytes // 8
     print(f"\n== bandwidth: {format_size(array_bytes)} per array ({array_bytes} bytes), {rounds} interleaved rounds, "
           f"MB/s = 10^6 bytes/s counted as STREAM does, load average {load():.2f} ==")
@@ -279,6 +280,8 @@ def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], st
               "every kernel a loop")
     threshold, source = memcpy_threshold(streams["STREAM gcc"]) if streams else (None, "")
     flavours = likwid_flavours() if shutil.which("likwid-bench") else {}
+    if likwid_groups is not None:
+        flavours = {g: f for g, f in flavours.items() if g in likwid_groups}
     if flavours:
         print("likwid-bench flavours this CPU runs: " + "; ".join(f"{g}: {' '.join(f)}" for g, f in flavours.items()))
     verdicts = []
@@ -349,7 +352,8 @@ def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], st
             else:
                 ref_name = f"{tool} {figure}"
             if not record.has(figure, tool):
-                why = "likwid-bench not installed" if tool == "likwid" else "no --stream-src given"
+                why = ("no --stream-src given" if tool != "likwid" else "likwid-bench not installed"
+                       if not shutil.which("likwid-bench") else "left out by --likwid")
                 print(f"{row:<14} {'':<4} {ref_name:<30} {'':>10} {'NOT RUN':>10}  ({why})")
                 continue
             stat = "ours" if tool.startswith("STREAM") else "ours avg"
@@ -367,6 +371,10 @@ def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], st
             cells += [f"{f} FAILED ({(re.findall(r'exited -?[0-9]+', failed[f]) or [failed[f][:60]])[0]})"
                       for f in names if f in failed]
             print(f"  likwid {group:<11} " + ", ".join(cells))
+        # Every round's figures and load, for a closer look (e.g. at the quietest round).
+        (workdir / f"bw-rounds-{threads}.json").write_text(json.dumps(
+            {"loads": record.loads, "shapes": record.shapes,
+             "values": {f"{row} | {tool}": v for (row, tool), v in record.values.items()}}, indent=1))
         if shapes:
             for base in OUR_ROWS:
                 cells = [f"{row[len(base) + 1:]} {record.median(row, 'ours avg'):.0f} "
@@ -549,6 +557,8 @@ def main(argv: list[str]) -> int:
                         help="where the references are built, outside the repository (default ~/ref)")
     parser.add_argument("--keep", type=Path, help="keep the kernels' CSVs in this folder")
     parser.add_argument("--pages", default="4k,thp", help="page sizes of the latency section (default 4k,thp)")
+    parser.add_argument("--likwid", help="likwid-bench groups to run, of copy,copy_mem,stream,stream_mem,load,store,"
+                        "store_mem (default all; fewer make the rounds shorter)")
     parser.add_argument("--shapes", action="store_true",
                         help="bandwidth: also run our kernels in every code shape (--variant=all) and print them "
                              "beside likwid's flavours")
@@ -600,8 +610,11 @@ def main(argv: list[str]) -> int:
             if array_bytes <= 0 or array_bytes % 128000:
                 fail(f"--array-bytes {array_bytes}: give a positive multiple of 128000 (whole likwid kB of 1000 "
                      "bytes, whole KiB, whole doubles), e.g. 128000000")
+            groups = args.likwid.split(",") if args.likwid else None
+            if groups and set(groups) - {"copy", "copy_mem", "stream", "stream_mem", "load", "store", "store_mem"}:
+                fail(f"--likwid {args.likwid}: give groups of copy,copy_mem,stream,stream_mem,load,store,store_mem")
             verdicts += bandwidth_section(array_bytes, args.rounds, threads, args.stream_src, args.ref_dir, workdir,
-                                          args.shapes)
+                                          args.shapes, groups)
         if "latency" not in args.skip:
             multichase = multichase_binary(args.multichase) if args.multichase else None
             if args.baseline and not (args.baseline / "numa_latency").is_file():
