@@ -4,11 +4,14 @@
 Run from the repository root (the tests never run it: it takes many minutes and its numbers
 belong to the machine and to how busy it was):
 
-    .venv/bin/python bench/kernels.py [--rounds 5] [--stream-src stream.c] [--multichase PATH]
+    .venv/bin/python bench/kernels.py [--rounds 5] [--stream-src stream.c] [--multichase PATH] [--shapes]
 
-1. bandwidth: numa_bandwidth (regular and non-temporal stores) against STREAM built two ways
-   (as gcc builds it, copy -> memcpy, which streams with non-temporal stores only above glibc's
-   threshold; and with its loops kept as loops), and likwid-bench (ordinary and `_mem` non-temporal kernels), 1 and 2 threads.
+1. bandwidth: numa_bandwidth (regular and non-temporal stores, each kernel in the code shape its
+   calibration picks; with --shapes also every shape) against STREAM built two ways (as gcc
+   builds it, copy -> memcpy, which streams with non-temporal stores only above glibc's
+   threshold; and with its loops kept as loops), and likwid-bench: every flavour of its kernels
+   this CPU runs (scalar, SSE, AVX, AVX-512, with FMA where listed), ordinary and `_mem`
+   non-temporal, compared with the best flavour of each; 1 and 2 threads.
 2. latency: numa_latency against bench/ref_chase.c (the same definition, written apart) and
    multichase (64-byte stride, full-buffer random), 4k and THP pages, 16 KiB to 4 GiB; the
    spread of the samples of each, and the set-up times (first touch, cycle build).
@@ -19,12 +22,17 @@ Every comparison runs the tools interleaved, round by round, so that a slow phas
 machine falls on all of them; printed: the ratio ours / reference (of the medians over the
 rounds) with the range of the per-round ratios, and the load average. A reference that is not
 present is reported as NOT RUN. Targets (printed, never asserted): within 3%; latency spread
-at or under 2% from 256 MiB on.
+at or under 2% from 256 MiB on, under 5% below.
+
+Also: --shapes (our kernels in every code shape beside likwid's flavours), --pages 4k|thp|4k,thp
+(latency), --baseline DIR (latency: an earlier build's numa_latency in the same rounds, to
+compare before and after a change), --bin DIR (our kernels from DIR, not built).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -50,6 +58,7 @@ CYCLE_BYTES = 4 << 30
 CHASE_SLOT_BYTES = 64
 TARGET = 0.03          # within 3% of the reference
 SPREAD_TARGET = 0.02   # (max - min) / median from 256 MiB on
+SMALL_SPREAD_TARGET = 0.05  # below 256 MiB (on a quiet machine)
 OMP_ENV = {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
 
 
@@ -98,10 +107,27 @@ def cpu_flags() -> set[str]:
     return set()
 
 
-def likwid_simd() -> str:
-    """The widest SIMD flavour of likwid's kernels this CPU runs: what -march=native gives us."""
+# likwid-bench's kernels compared: a test, its non-temporal `_mem` form, and their instruction-set
+# flavours (copy, copy_sse, copy_avx, copy_avx512, stream_avx_fma, ...). load_mem is left out:
+# its loads, not its stores, are non-temporal.
+LIKWID_FLAVOUR = re.compile(r"^(?P<test>copy|stream|load|store)(?P<mem>_mem)?(?P<isa>_sse|_avx512|_avx)?(?P<fma>_fma)?$")
+LIKWID_ISA_FLAG = {"_sse": "sse2", "_avx": "avx", "_avx512": "avx512f"}
+LIKWID_STREAMS = {"stream": 3, "copy": 2, "load": 1, "store": 1}
+
+
+def likwid_flavours() -> dict[str, list[str]]:
+    """The flavours `likwid-bench -a` lists that this CPU runs, by group: "copy", "copy_mem",
+    "stream", "stream_mem", "load", "store", "store_mem" -> e.g. ["copy", "copy_avx", ...]."""
     flags = cpu_flags()
-    return "_avx512" if "avx512f" in flags else "_avx" if "avx" in flags else "_sse"
+    groups: dict[str, list[str]] = defaultdict(list)
+    for line in run(["likwid-bench", "-a"]).stdout.splitlines():
+        m = LIKWID_FLAVOUR.match(line.split(" - ", 1)[0].strip())
+        if not m or (m["test"] == "load" and m["mem"]):
+            continue
+        if (m["isa"] and LIKWID_ISA_FLAG[m["isa"]] not in flags) or (m["fma"] and "fma" not in flags):
+            continue
+        groups[m["test"] + (m["mem"] or "")].append(m.group(0))
+    return dict(groups)
 
 
 def memcpy_threshold(binary: Path) -> tuple[int | None, str]:
@@ -163,6 +189,7 @@ class Rounds:
     def __init__(self) -> None:
         self.values: dict[tuple[str, str], list[float]] = defaultdict(list)
         self.loads: list[float] = []
+        self.shapes: dict[str, list[str]] = defaultdict(list)  # our code shape per row, one per round
 
     def add(self, row: str, tool: str, value: float) -> None:
         self.values[(row, tool)].append(value)
@@ -196,22 +223,22 @@ def verdict(ratio: float) -> str:
 
 # ---------------------------------------------------------------- bandwidth
 
-# (row, our kernel, our stores, reference tool, its figure) - like for like, bytes counted the
-# STREAM way by all (no write-allocate traffic).
+# (our row, reference tool, its figure) - like for like, bytes counted the STREAM way by all (no
+# write-allocate traffic). A likwid figure is a group of flavours: the comparison is with the
+# group's best flavour, the one of the highest median over the rounds.
 BANDWIDTH_PAIRS = [
-    ("triad regular", "triad", "regular", "STREAM loops", "Triad"),
-    ("triad regular", "triad", "regular", "STREAM gcc", "Triad"),
-    ("triad regular", "triad", "regular", "likwid", "stream"),
-    ("triad nt", "triad", "nt", "likwid", "stream_mem"),
-    ("copy regular", "copy", "regular", "STREAM loops", "Copy"),
-    ("copy regular", "copy", "regular", "likwid", "copy"),
-    ("copy nt", "copy", "nt", "STREAM gcc", "Copy"),      # or copy regular: `memcpy_threshold`
-    ("copy nt", "copy", "nt", "likwid", "copy_mem"),
-    ("read", "read", "regular", "likwid", "load"),
-    ("write regular", "write", "regular", "likwid", "store"),
-    ("write nt", "write", "nt", "likwid", "store_mem"),
+    ("triad regular", "STREAM loops", "Triad"),
+    ("triad regular", "STREAM gcc", "Triad"),
+    ("triad regular", "likwid", "stream"),
+    ("triad nt", "likwid", "stream_mem"),
+    ("copy regular", "STREAM loops", "Copy"),
+    ("copy regular", "likwid", "copy"),
+    ("copy nt", "STREAM gcc", "Copy"),      # or copy regular: `memcpy_threshold`
+    ("copy nt", "likwid", "copy_mem"),
+    ("read", "likwid", "load"),
+    ("write regular", "likwid", "store"),
+    ("write nt", "likwid", "store_mem"),
 ]
-LIKWID_STREAMS = {"stream": 3, "stream_mem": 3, "copy": 2, "copy_mem": 2, "load": 1, "store": 1, "store_mem": 1}
 
 
 def default_array_bytes() -> int:
@@ -223,13 +250,27 @@ def default_array_bytes() -> int:
         return int(read_csv(out, required=["array_bytes"])["array_bytes"].iloc[0])
 
 
+OUR_ROWS = ("copy regular", "copy nt", "triad regular", "triad nt", "read", "write regular", "write nt")
+
+
+def our_rows(table, record: Rounds, suffix: str = "") -> None:
+    """Our figures by row ("copy regular", "copy nt", "read", ...; with suffix, e.g. " avx2"):
+    best and average MB/s, and the code shape each row ran."""
+    for _, r in table.iterrows():
+        row = (f"{r['kernel']} {r['stores']}" if r["kernel"] != "read" else "read") + suffix
+        record.add(row, "ours", float(r["best_mb_s"]))
+        record.add(row, "ours avg", float(r["avg_mb_s"]))
+        record.shapes[row].append(str(r.get("variant", "unknown")))  # (builds before the column: unknown)
+
+
 def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], stream_src: Path | None,
-                      ref_dir: Path, workdir: Path) -> list[str]:
+                      ref_dir: Path, workdir: Path, shapes: bool, likwid_groups: list[str] | None = None) -> list[str]:
     elements = array_bytes // 8
     print(f"\n== bandwidth: {format_size(array_bytes)} per array ({array_bytes} bytes), {rounds} interleaved rounds, "
           f"MB/s = 10^6 bytes/s counted as STREAM does, load average {load():.2f} ==")
     print("against STREAM: best of 20 repetitions (the first not counted) on both sides; against likwid, whose "
-          f"figure is its whole-run rate ({likwid_simd()[1:]} kernels): our average over the repetitions")
+          "figure is its whole-run rate: our average over the repetitions, against the best of likwid's "
+          "flavours (the highest median over the rounds)")
     streams: dict[str, Path] = {}
     if stream_src:
         streams["STREAM gcc"] = build_stream(stream_src, ref_dir, elements, loops=False)
@@ -238,39 +279,57 @@ def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], st
         print(f"STREAM gcc {'calls memcpy' if calls else 'does NOT call memcpy here'} for copy; STREAM loops keeps "
               "every kernel a loop")
     threshold, source = memcpy_threshold(streams["STREAM gcc"]) if streams else (None, "")
-    have_likwid = shutil.which("likwid-bench") is not None
-    simd = likwid_simd()
+    flavours = likwid_flavours() if shutil.which("likwid-bench") else {}
+    if likwid_groups is not None:
+        flavours = {g: f for g, f in flavours.items() if g in likwid_groups}
+    if flavours:
+        print("likwid-bench flavours this CPU runs: " + "; ".join(f"{g}: {' '.join(f)}" for g, f in flavours.items()))
     verdicts = []
     for threads in threads_list:
         record = Rounds()
         env = {"OMP_NUM_THREADS": str(threads), **OMP_ENV}
+        ours_cmd = [BIN / "numa_bandwidth", "--kernels=copy,triad,read,write", "--stores=regular,nt",
+                    f"--array-size={array_bytes // 1024}K", "--ntimes=20", "--quiet"]
 
-        def ours() -> None:
-            out = workdir / f"bw-{threads}.csv"
-            run([BIN / "numa_bandwidth", "--kernels=copy,triad,read,write", "--stores=regular,nt",
-                 f"--array-size={array_bytes // 1024}K", "--ntimes=20", "--quiet", f"--csv={out}"], env=env)
+        def ours_table(out: Path, *extra: str):
+            run([*ours_cmd, *extra, f"--csv={out}"], env=env)
             table = read_csv(out, required=["kernel", "stores", "best_mb_s", "avg_mb_s", "validation", "array_bytes"])
             if (table["validation"] != "pass").any() or int(table["array_bytes"].iloc[0]) != array_bytes:
                 fail(f"{out}: numa_bandwidth failed its validation or ran another size")
-            for _, r in table.iterrows():
-                row = f"{r['kernel']} {r['stores']}" if r["kernel"] != "read" else "read"
-                record.add(row, "ours", float(r["best_mb_s"]))
-                record.add(row, "ours avg", float(r["avg_mb_s"]))
+            return table
+
+        def ours() -> None:
+            our_rows(ours_table(workdir / f"bw-{threads}.csv"), record)
+
+        def ours_shapes() -> None:
+            table = ours_table(workdir / f"bw-shapes-{threads}.csv", "--variant=all")
+            for variant, part in table.groupby("variant"):
+                our_rows(part, record, f" {variant}")
 
         tools: list[tuple[str, Callable[[], None]]] = [("ours", ours)]
+        if shapes:
+            tools.append(("ours shapes", ours_shapes))
         for name, binary in streams.items():
             def stream(name: str = name, binary: Path = binary) -> None:
                 for function, rate in stream_mb_s(binary, threads).items():
                     record.add(function, name, rate)
             tools.append((name, stream))
-        if have_likwid:
-            for test, nstreams in LIKWID_STREAMS.items():
-                def likwid(test: str = test, nstreams: int = nstreams) -> None:
-                    record.add(test, "likwid", likwid_mb_s(test + simd, nstreams * array_bytes, threads))
+        failed: dict[str, str] = {}  # a flavour that fails once (likwid 5.2.2's stream_mem crashes) is left out
+        for group, names in flavours.items():
+            for test in names:
+                def likwid(test: str = test, nstreams: int = LIKWID_STREAMS[group.split("_")[0]]) -> None:
+                    if test in failed:
+                        return
+                    try:
+                        record.add(test, "likwid", likwid_mb_s(test, nstreams * array_bytes, threads))
+                    except NumasweepError as exc:
+                        failed[test] = str(exc)
                 tools.append((f"likwid {test}", likwid))
         print(f"-- {threads} thread{'s' if threads > 1 else ''}")
         interleave(rounds, tools, record)
-        print(f"{'ours':<14} {'stat':<4} {'reference':<24} {'ours MB/s':>10} {'ref MB/s':>10} {'ratio':>7} "
+        print("our code shapes, as each round's calibration chose them: " + "; ".join(
+            f"{row} {'/'.join(sorted(set(record.shapes[row])))}" for row in OUR_ROWS if row in record.shapes))
+        print(f"{'ours':<14} {'stat':<4} {'reference':<30} {'ours MB/s':>10} {'ref MB/s':>10} {'ratio':>7} "
               f"{'[min-max]':>15}  target")
         # STREAM's copy loop runs as one memcpy per thread's part of the arrays: it streams with
         # non-temporal stores only from glibc's threshold on, and is compared with our copy of
@@ -283,20 +342,46 @@ def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], st
                   f"{'at or over' if streamed else 'under'} {source}: "
                   f"{'non-temporal' if streamed else 'regular'} stores, compared with our copy "
                   f"{'nt' if streamed else 'regular'}")
-        for row, _, _, tool, figure in BANDWIDTH_PAIRS:
+        for row, tool, figure in BANDWIDTH_PAIRS:
             if (tool, figure) == ("STREAM gcc", "Copy") and not streamed:
                 row = "copy regular"
-            ref_name = f"{tool} {figure + (simd if tool == 'likwid' else '')}"
+            if tool == "likwid":
+                group = [f for f in flavours.get(figure, []) if record.has(f, tool) and f not in failed]
+                figure = max(group, key=lambda f: record.median(f, tool)) if group else figure
+                ref_name = f"likwid best {figure}"
+            else:
+                ref_name = f"{tool} {figure}"
             if not record.has(figure, tool):
-                why = "likwid-bench not installed" if tool == "likwid" else "no --stream-src given"
-                print(f"{row:<14} {'':<4} {ref_name:<24} {'':>10} {'NOT RUN':>10}  ({why})")
+                why = ("no --stream-src given" if tool != "likwid" else "likwid-bench not installed"
+                       if not shutil.which("likwid-bench") else "left out by --likwid")
+                print(f"{row:<14} {'':<4} {ref_name:<30} {'':>10} {'NOT RUN':>10}  ({why})")
                 continue
             stat = "ours" if tool.startswith("STREAM") else "ours avg"
             ratio, low, high = record.ratio((row, stat), (figure, tool))
-            print(f"{row:<14} {stat[5:] or 'best':<4} {ref_name:<24} {record.median(row, stat):>10.0f} "
+            print(f"{row:<14} {stat[5:] or 'best':<4} {ref_name:<30} {record.median(row, stat):>10.0f} "
                   f"{record.median(figure, tool):>10.0f} {ratio:>7.3f} [{low:.3f}-{high:.3f}]  {verdict(ratio)}")
-            verdicts.append(f"bandwidth {row} {threads}T vs {ref_name}: {ratio:.3f} [{low:.3f}-{high:.3f}] "
-                            f"{verdict(ratio)} (load {min(record.loads):.2f}-{max(record.loads):.2f})")
+            verdicts.append(f"bandwidth {row} {threads}T ({'/'.join(sorted(set(record.shapes[row])))}) vs "
+                            f"{ref_name}: {ratio:.3f} [{low:.3f}-{high:.3f}] {verdict(ratio)} "
+                            f"(load {min(record.loads):.2f}-{max(record.loads):.2f})")
+        # Every flavour and shape, for the record: which code shape gives this machine's best.
+        print(f"{'':<14} {'every flavour: median MB/s over the rounds [min-max]; ours: average over the repetitions'}")
+        for group, names in flavours.items():
+            cells = [f"{f} {record.median(f, 'likwid'):.0f} [{min(record.values[(f, 'likwid')]):.0f}-"
+                     f"{max(record.values[(f, 'likwid')]):.0f}]" for f in names if record.has(f, "likwid")]
+            cells += [f"{f} FAILED ({(re.findall(r'exited -?[0-9]+', failed[f]) or [failed[f][:60]])[0]})"
+                      for f in names if f in failed]
+            print(f"  likwid {group:<11} " + ", ".join(cells))
+        # Every round's figures and load, for a closer look (e.g. at the quietest round).
+        (workdir / f"bw-rounds-{threads}.json").write_text(json.dumps(
+            {"loads": record.loads, "shapes": record.shapes,
+             "values": {f"{row} | {tool}": v for (row, tool), v in record.values.items()}}, indent=1))
+        if shapes:
+            for base in OUR_ROWS:
+                cells = [f"{row[len(base) + 1:]} {record.median(row, 'ours avg'):.0f} "
+                         f"[{min(record.values[(row, 'ours avg')]):.0f}-{max(record.values[(row, 'ours avg')]):.0f}]"
+                         for row in sorted({r for r, t in record.values if t == "ours avg" and r.startswith(base + " ")
+                                            and r.count(" ") == base.count(" ") + 1})]
+                print(f"  ours {base:<13} " + ", ".join(cells))
     return verdicts
 
 
@@ -346,29 +431,30 @@ def ref_chase_ns(binary: Path, size: int, pages: str) -> dict[str, float]:
     return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", proc.stdout)}
 
 
-def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Path | None, workdir: Path) -> list[str]:
+def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Path | None, workdir: Path,
+                    pages_list: list[str], baseline: Path | None = None) -> list[str]:
     print(f"\n== latency: median ns per dependent load, {rounds} interleaved rounds, one pinned thread, "
           f"load average {load():.2f} ==")
     print("spread = (max - min) / median of one run's samples (ours: 5 adaptive samples; reference chase and "
           "multichase: 5 of 0.5 s)")
     ref = build_ref_chase(ref_dir)
     verdicts = []
-    for pages in ("4k", "thp"):
+    for pages in pages_list:
         record = Rounds()
         for size in sizes:
             row = format_size(size)
 
-            def ours(size: int = size, row: str = row) -> None:
-                out = workdir / f"lat-{pages}-{size}.csv"
-                run([*pinned_rank(), BIN / "numa_latency", f"--size={size // 1024}K", f"--pages={pages}", "--quiet",
+            def ours(size: int = size, row: str = row, binary: Path = BIN, tool: str = "ours") -> None:
+                out = workdir / f"lat-{pages}-{size}-{tool}.csv"
+                run([*pinned_rank(), binary / "numa_latency", f"--size={size // 1024}K", f"--pages={pages}", "--quiet",
                      f"--csv={out}"])
                 r = read_csv(out, required=["latency_ns_median", "latency_ns_min", "latency_ns_max",
                                             "first_touch_s", "cycle_build_s", "sample_s"]).iloc[0]
-                record.add(row, "ours", float(r["latency_ns_median"]))
-                record.add(row, "ours spread", (float(r["latency_ns_max"]) - float(r["latency_ns_min"]))
+                record.add(row, tool, float(r["latency_ns_median"]))
+                record.add(row, f"{tool} spread", (float(r["latency_ns_max"]) - float(r["latency_ns_min"]))
                            / float(r["latency_ns_median"]))
-                record.add(row, "ours setup", float(r["first_touch_s"]) + float(r["cycle_build_s"]))
-                record.add(row, "ours sample", float(r["sample_s"]))
+                record.add(row, f"{tool} setup", float(r["first_touch_s"]) + float(r["cycle_build_s"]))
+                record.add(row, f"{tool} sample", float(r["sample_s"]))
 
             def reference(size: int = size, row: str = row) -> None:
                 r = ref_chase_ns(ref, size, pages)
@@ -377,6 +463,10 @@ def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Pa
                 record.add(row, "ref setup", r["first_touch_s"] + r["build_s"])
 
             tools: list[tuple[str, Callable[[], None]]] = [("ours", ours), ("ref", reference)]
+            if baseline:
+                def base(size: int = size, row: str = row) -> None:
+                    ours(size, row, baseline, "base")
+                tools.append(("base", base))
             if multichase:
                 def multi(size: int = size, row: str = row) -> None:
                     median, low, high = multichase_ns(multichase, size, pages)
@@ -404,6 +494,19 @@ def latency_section(sizes: list[int], rounds: int, ref_dir: Path, multichase: Pa
                   f"{record.median(row, 'ours sample'):>8.2f} {record.median(row, 'ours setup'):>12.3f} "
                   f"{record.median(row, 'ref setup'):>6.3f}")
             verdicts.append(f"latency {pages} {row}: ours/ref {ratio:.3f} [{low:.3f}-{high:.3f}] {verdict(ratio)}")
+            if baseline:
+                b_ratio, b_low, b_high = record.ratio((row, "base"), (row, "ref"))
+                b_spreads = record.values[(row, "base spread")]
+                print(f"{'':<5} {row:>5} baseline {baseline}: {record.median(row, 'base'):.2f} ns, base/ref "
+                      f"{b_ratio:.3f} [{b_low:.3f}-{b_high:.3f}], spread {statistics.median(b_spreads):.1%} "
+                      f"[{min(b_spreads):.1%}-{max(b_spreads):.1%}]")
+                verdicts.append(f"latency {pages} {row}: baseline/ref {b_ratio:.3f} [{b_low:.3f}-{b_high:.3f}], "
+                                f"spread {statistics.median(b_spreads):.1%} [{min(b_spreads):.1%}-{max(b_spreads):.1%}]")
+            if size < 256 << 20:
+                worst = max(spreads)
+                verdicts.append(f"latency spread {pages} {row}: median {statistics.median(spreads):.1%}, worst "
+                                f"{worst:.1%} ({'under' if worst < SMALL_SPREAD_TARGET else 'NOT under'} 5%; "
+                                f"reference chase {record.median(row, 'ref spread'):.1%})")
             if size >= 256 << 20:
                 worst = max(spreads)
                 verdicts.append(f"latency spread {pages} {row}: median {statistics.median(spreads):.1%}, worst "
@@ -453,6 +556,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ref-dir", type=Path, default=Path.home() / "ref",
                         help="where the references are built, outside the repository (default ~/ref)")
     parser.add_argument("--keep", type=Path, help="keep the kernels' CSVs in this folder")
+    parser.add_argument("--pages", default="4k,thp", help="page sizes of the latency section (default 4k,thp)")
+    parser.add_argument("--likwid", help="likwid-bench groups to run, of copy,copy_mem,stream,stream_mem,load,store,"
+                        "store_mem (default all; fewer make the rounds shorter)")
+    parser.add_argument("--shapes", action="store_true",
+                        help="bandwidth: also run our kernels in every code shape (--variant=all) and print them "
+                             "beside likwid's flavours")
+    parser.add_argument("--baseline", type=Path,
+                        help="latency: also run numa_latency from this folder (e.g. an earlier build) as a fourth "
+                             "tool in the same rounds, and print its ratio to the reference chase beside ours")
+    parser.add_argument("--bin", type=Path,
+                        help="our kernels from this folder as they are (e.g. an earlier build, to compare before "
+                             "and after a change), instead of building build/bin")
     parser.add_argument("--skip", choices=["bandwidth", "latency", "cycle", "sweep"], action="append", default=[],
                         help="leave a section out (repeatable)")
     args = parser.parse_args(argv)
@@ -468,14 +583,24 @@ def main(argv: list[str]) -> int:
             sizes = [parse_size(s) for s in args.sizes.split(",")]
         except (ValueError, NumasweepError) as exc:
             fail(f"--threads/--sizes: {exc}")
-        build_kernels()
+        pages = args.pages.split(",")
+        if not pages or set(pages) - {"4k", "thp"}:
+            fail(f"--pages {args.pages}: give 4k, thp or both, e.g. 4k,thp")
+        global BIN
+        if args.bin:
+            if not (args.bin / "numa_bandwidth").is_file():
+                fail(f"--bin {args.bin}: no numa_bandwidth there")
+            BIN = args.bin
+        else:
+            build_kernels()
         args.ref_dir.mkdir(parents=True, exist_ok=True)
         workdir = args.keep or Path(tempfile.mkdtemp(prefix="numasweep-bench-"))
         workdir.mkdir(parents=True, exist_ok=True)
-        flags = run([BIN / "numa_bandwidth", "--version"]).stdout.strip().splitlines()[-1].strip()
+        version = [line.strip() for line in run([BIN / "numa_bandwidth", "--version"]).stdout.splitlines()]
+        flags = " ".join(line for line in version if line.startswith(("built with:", "code shapes:")))
         # Every figure below is only as good as the machine was quiet: say how busy it was.
         print(f"host {os.uname().nodename}, {os.cpu_count()} CPUs, load average {load():.2f} at start; "
-              f"kernels {flags}; references in {args.ref_dir}; CSVs in {workdir}")
+              f"kernels in {BIN} ({version[0]}) {flags}; references in {args.ref_dir}; CSVs in {workdir}")
         print(f"STREAM: {args.stream_src or 'NOT RUN (no --stream-src)'}; multichase: "
               f"{args.multichase or 'NOT RUN (no --multichase)'}; likwid-bench: "
               f"{shutil.which('likwid-bench') or 'NOT RUN (apt-get install likwid)'}")
@@ -485,10 +610,16 @@ def main(argv: list[str]) -> int:
             if array_bytes <= 0 or array_bytes % 128000:
                 fail(f"--array-bytes {array_bytes}: give a positive multiple of 128000 (whole likwid kB of 1000 "
                      "bytes, whole KiB, whole doubles), e.g. 128000000")
-            verdicts += bandwidth_section(array_bytes, args.rounds, threads, args.stream_src, args.ref_dir, workdir)
+            groups = args.likwid.split(",") if args.likwid else None
+            if groups and set(groups) - {"copy", "copy_mem", "stream", "stream_mem", "load", "store", "store_mem"}:
+                fail(f"--likwid {args.likwid}: give groups of copy,copy_mem,stream,stream_mem,load,store,store_mem")
+            verdicts += bandwidth_section(array_bytes, args.rounds, threads, args.stream_src, args.ref_dir, workdir,
+                                          args.shapes, groups)
         if "latency" not in args.skip:
             multichase = multichase_binary(args.multichase) if args.multichase else None
-            verdicts += latency_section(sizes, args.rounds, args.ref_dir, multichase, workdir)
+            if args.baseline and not (args.baseline / "numa_latency").is_file():
+                fail(f"--baseline {args.baseline}: no numa_latency there")
+            verdicts += latency_section(sizes, args.rounds, args.ref_dir, multichase, workdir, pages, args.baseline)
         if "cycle" not in args.skip:
             verdicts += cycle_section()
         if "sweep" not in args.skip:

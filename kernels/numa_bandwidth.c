@@ -12,8 +12,12 @@
  * Stores: "regular" (ordinary stores: the written line is read into the cache first, then
  * written back) or "nt" (non-temporal stores, which bypass the cache: what gcc's STREAM does for
  * copy, whose loop it turns into a memcpy call that streams large blocks). The store kernels
- * (copy, scale, add, triad, write) run once per variant asked for, each variant its own
- * sequence of repetitions; nt needs x86-64 and the sequential pattern. The bytes counted are the same for both.
+ * (copy, scale, add, triad, write) run once per store kind asked for, each its own sequence of
+ * repetitions; nt needs x86-64 and the sequential pattern. The bytes counted are the same for both.
+ * Code shapes (--variant, the CSV's variant column): the sequential kernels run as the plain
+ * loop, scalar code, 256-bit or 512-bit vectors, each with or without unrolling ("Code shapes"
+ * below); by default a short calibration on the arrays picks the fastest shape per kernel and
+ * store kind, as the shape alone moves a kernel's rate by a quarter on some processors.
  * Patterns: sequential (e = 0..N-1), strided (e = 0, S, 2S, ... ; N/S elements), random
  * (e = idx[k] for a random permutation idx of 0..N-1: gather and scatter).
  * Each repetition runs the selected kernels in the order above; the first repetition is not
@@ -43,6 +47,41 @@ static const char *store_names[NSTORES] = {"regular", "nt"};
 enum { P_SEQUENTIAL, P_STRIDED, P_RANDOM, NPATTERNS };
 static const char *pattern_names[NPATTERNS] = {"sequential", "strided", "random"};
 
+/* Code shapes of the sequential kernels: see "Code shapes" below. */
+enum { V_LOOP, V_SCALAR, V_SCALAR_U, V_AVX2, V_AVX2_U, V_AVX512, V_AVX512_U, NVARIANTS };
+static const char *variant_names[NVARIANTS] = {"loop", "scalar", "scalar-unroll", "avx2", "avx2-unroll", "avx512",
+                                               "avx512-unroll"};
+#define VARIANT_HINT "auto, all, or a list of loop, scalar, scalar-unroll, avx2, avx2-unroll, avx512, avx512-unroll"
+#define V_AUTO (-1)
+#define CALIBRATION_ROUNDS 3
+
+/* Whether this binary on this CPU runs the shape; if not, why in *why. */
+static int variant_runs_here(int v, const char **why)
+{
+    *why = "";
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if ((v == V_AVX2 || v == V_AVX2_U) && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+        *why = "this CPU has no AVX2 and FMA";
+        return 0;
+    }
+    if ((v == V_AVX512 || v == V_AVX512_U) && !__builtin_cpu_supports("avx512f")) {
+        *why = "this CPU has no AVX-512F";
+        return 0;
+    }
+#else
+    if (v != V_LOOP && v != V_SCALAR && v != V_SCALAR_U) {
+        *why = "built for x86-64 only";
+        return 0;
+    }
+#endif
+    return 1;
+}
+
+/* Whether the shape has a form for these stores (loop: regular only). */
+static int variant_has_stores(int v, int stores) { return stores == S_REGULAR || v != V_LOOP; }
+
+
 #define SCALAR 3.0
 #define FILL 7.0
 
@@ -52,13 +91,15 @@ typedef struct {
     int kernels[NKERNELS];
     int patterns[NPATTERNS];
     int stores[NSTORES];
+    int variant_auto;         /* --variant=auto: calibrated per kernel and stores */
+    int variants[NVARIANTS];  /* else the shapes asked for */
     long stride;
     int threads;
     uint64_t seed;
     ns_common_options common;
 } options;
 
-enum { OPT_ARRAY_SIZE = NS_OPT_KERNEL, OPT_NTIMES, OPT_KERNELS, OPT_PATTERN, OPT_STRIDE, OPT_THREADS, OPT_SEED, OPT_STORES };
+enum { OPT_ARRAY_SIZE = NS_OPT_KERNEL, OPT_NTIMES, OPT_KERNELS, OPT_PATTERN, OPT_STRIDE, OPT_THREADS, OPT_SEED, OPT_STORES, OPT_VARIANT };
 
 static const struct option long_options[] = {
     NS_COMMON_LONG_OPTIONS,
@@ -70,6 +111,7 @@ static const struct option long_options[] = {
     {"threads", required_argument, 0, OPT_THREADS},
     {"seed", required_argument, 0, OPT_SEED},
     {"stores", required_argument, 0, OPT_STORES},
+    {"variant", required_argument, 0, OPT_VARIANT},
     {0, 0, 0, 0},
 };
 
@@ -84,6 +126,11 @@ static void usage(void)
            "  --pattern=LIST      of sequential,strided,random (default sequential)\n"
            "  --stores=LIST       of regular,nt: ordinary or non-temporal stores in the store kernels\n"
            "                      (default regular; nt needs x86-64 and runs the sequential pattern only)\n"
+           "  --variant=LIST      code shape of the sequential kernels: auto (default: a short calibration on\n"
+           "                      the arrays picks the fastest shape per kernel and stores), all (every shape\n"
+           "                      this CPU runs), or a list of loop (the plain loop as built, regular stores\n"
+           "                      only), scalar, avx2, avx512 (256- and 512-bit vectors) and their -unroll forms\n"
+           "                      (four steps per iteration); the CSV's variant column names the shape used\n"
            "  --stride=N          element step of the strided pattern (default 8 = one 64-byte line)\n"
            "  --threads=N         OpenMP threads (default OMP_NUM_THREADS, else all CPUs allowed)\n"
            "  --seed=N            seed of the random pattern (default 1)\n\n%s",
@@ -128,6 +175,7 @@ static void parse(int argc, char **argv, options *o)
         o->kernels[k] = 1;
     o->patterns[P_SEQUENTIAL] = 1;
     o->stores[S_REGULAR] = 1;
+    o->variant_auto = 1;
     const char *array_text = NULL;
     int c;
     while ((c = ns_getopt(argc, argv, long_options)) != -1) {
@@ -146,6 +194,15 @@ static void parse(int argc, char **argv, options *o)
             ns_names_arg("--pattern", optarg, pattern_names, NPATTERNS, o->patterns, "sequential, strided or random");
             break;
         case OPT_STORES: ns_names_arg("--stores", optarg, store_names, NSTORES, o->stores, "regular or nt"); break;
+        case OPT_VARIANT:
+            o->variant_auto = !strcmp(optarg, "auto");
+            if (!strcmp(optarg, "all")) {
+                for (int v = 0; v < NVARIANTS; v++)
+                    o->variants[v] = 2; /* those this CPU runs, sorted out below */
+            } else if (!o->variant_auto) {
+                ns_names_arg("--variant", optarg, variant_names, NVARIANTS, o->variants, VARIANT_HINT);
+            }
+            break;
         case OPT_STRIDE: o->stride = ns_int_arg("--stride", optarg, 1, 1L << 30); break;
         case OPT_THREADS: o->threads = (int)ns_int_arg("--threads", optarg, 1, NS_MAX_CPUS); break;
         case OPT_SEED: o->seed = (uint64_t)ns_int_arg("--seed", optarg, 0, 1L << 62); break;
@@ -161,6 +218,24 @@ static void parse(int argc, char **argv, options *o)
     if (o->stores[S_NT])
         ns_die("--stores=nt: non-temporal stores are built for x86-64 only: use --stores=regular");
 #endif
+    if (!o->variant_auto) {
+        for (int v = 0; v < NVARIANTS; v++) {
+            const char *why;
+            if (o->variants[v] && !variant_runs_here(v, &why)) {
+                if (o->variants[v] == 1)
+                    ns_die("--variant=%s: %s: use --variant=auto or a shape it runs", variant_names[v], why);
+                o->variants[v] = 0; /* all: those it runs */
+            }
+        }
+        for (int st = 0; st < NSTORES; st++) {
+            int any = 0;
+            for (int v = 0; v < NVARIANTS; v++)
+                any |= o->variants[v] && variant_has_stores(v, st);
+            if (o->stores[st] && !any)
+                ns_die("--variant: loop has no form with non-temporal stores (the compiler picks the stores): "
+                       "give --stores=nt a shape too, e.g. --variant=loop,avx2");
+        }
+    }
     if (!o->array_bytes)
         o->array_bytes = default_array_bytes(&o->common);
     uint64_t n = o->array_bytes / sizeof(double);
@@ -244,125 +319,255 @@ static double read_sequential(const double *restrict a, size_t n)
     return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
 }
 
-#if defined(__x86_64__)
-/* Non-temporal stores over whole 64-byte lines, the widest vectors the build allows (the arrays
- * are page-aligned and each thread's block of lines follows the static schedule of first
- * touch); the elements after the last whole line use ordinary stores. An sfence per thread
- * makes the streamed lines visible before the timer stops. */
-#if defined(__AVX512F__)
-typedef __m512d vec;
-#define VLOAD _mm512_load_pd
-#define VSTREAM _mm512_stream_pd
-#define VSET1 _mm512_set1_pd
-#define VADD _mm512_add_pd
-#define VMUL _mm512_mul_pd
-#define NT_ISA "AVX-512 _mm512_stream_pd"
-#elif defined(__AVX__)
-typedef __m256d vec;
-#define VLOAD _mm256_load_pd
-#define VSTREAM _mm256_stream_pd
-#define VSET1 _mm256_set1_pd
-#define VADD _mm256_add_pd
-#define VMUL _mm256_mul_pd
-#define NT_ISA "AVX _mm256_stream_pd"
-#else
-typedef __m128d vec;
-#define VLOAD _mm_load_pd
-#define VSTREAM _mm_stream_pd
-#define VSET1 _mm_set1_pd
-#define VADD _mm_add_pd
-#define VMUL _mm_mul_pd
-#define NT_ISA "SSE2 _mm_stream_pd"
-#endif
-#define VW (sizeof(vec) / sizeof(double))
-
-#define NT_LINES(N, BODY)                                                                    \
-    do {                                                                                      \
-        const size_t lines_ = (N) / 8;                                                        \
-        _Pragma("omp parallel")                                                               \
-        {                                                                                     \
-            _Pragma("omp for schedule(static) nowait") for (size_t l = 0; l < lines_; l++)   \
-                for (size_t v = 0; v < 8; v += VW) {                                          \
-                    const size_t e = 8 * l + v;                                               \
-                    BODY;                                                                     \
-                }                                                                             \
-            _mm_sfence();                                                                     \
-        }                                                                                     \
-    } while (0)
-
-static void run_nt(const arrays *A, int kernel)
-{
-    double *restrict a = A->a, *restrict b = A->b, *restrict c = A->c;
-    const size_t n = A->count, tail = n / 8 * 8;
-    const vec s = VSET1(SCALAR), w = VSET1(FILL);
-    switch (kernel) {
-    case K_COPY:
-        NT_LINES(n, VSTREAM(c + e, VLOAD(a + e)));
-        for (size_t e = tail; e < n; e++)
-            c[e] = a[e];
-        break;
-    case K_SCALE:
-        NT_LINES(n, VSTREAM(b + e, VMUL(s, VLOAD(c + e))));
-        for (size_t e = tail; e < n; e++)
-            b[e] = SCALAR * c[e];
-        break;
-    case K_ADD:
-        NT_LINES(n, VSTREAM(c + e, VADD(VLOAD(a + e), VLOAD(b + e))));
-        for (size_t e = tail; e < n; e++)
-            c[e] = a[e] + b[e];
-        break;
-    case K_TRIAD:
-        NT_LINES(n, VSTREAM(a + e, VADD(VLOAD(b + e), VMUL(s, VLOAD(c + e)))));
-        for (size_t e = tail; e < n; e++)
-            a[e] = b[e] + SCALAR * c[e];
-        break;
-    case K_WRITE:
-        NT_LINES(n, VSTREAM(c + e, w));
-        for (size_t e = tail; e < n; e++)
-            c[e] = FILL;
-        break;
-    }
-}
-#else
-#define NT_ISA "none"
-static void run_nt(const arrays *A, int kernel)
-{
-    (void)A;
-    (void)kernel;
-    ns_die("--stores=nt: non-temporal stores are built for x86-64 only: use --stores=regular");
-}
-#endif
-
-/* The loops of the regular-store kernels must stay loops: gcc's loop distribution would turn
- * the copy and write loops into memcpy/memset calls, whose large-block code streams with
+/* ---- Code shapes of the sequential kernels ----------------------------------------------
+ *
+ * How a loop is written decides its rate on current processors as much as the memory does:
+ * the same STREAM kernel moves different amounts per second as scalar code, with 256-bit or
+ * with 512-bit vectors, and with one or four independent steps per loop iteration (bench/
+ * README.md has the figures of one machine). Each shape below is a worker over the elements
+ * [lo, hi) of one thread's part of the arrays, built for its instruction set with a target
+ * attribute (function multiversioning: the binary runs on a CPU without AVX-512 and uses those
+ * workers only where __builtin_cpu_supports says the CPU has them):
+ *   loop            the plain loop, as the build flags compile it (what STREAM runs; regular
+ *                   stores only; the strided and random patterns always run it)
+ *   scalar          one double per instruction (vectorisation off for these workers)
+ *   avx2            256-bit vectors (AVX2 and FMA), 4 doubles per instruction
+ *   avx512          512-bit vectors (AVX-512F), 8 doubles per instruction
+ *   *-unroll        the same with four independent steps per loop iteration (four partial
+ *                   sums in read)
+ * Non-temporal stores: movnti (scalar), vmovntpd (vectors). Workers leave the loops loops: gcc
+ * would turn a copy or write loop into memcpy/memset, whose large-block code streams with
  * non-temporal stores, so "regular" would silently be "nt". */
+
+typedef double (*worker_fn)(double *restrict a, double *restrict b, double *restrict c, size_t lo, size_t hi);
+
+/* One step of u (0..U-1) in a loop iteration at element e; U = 1 or 4. */
+#define REP1(S) { const size_t u = 0; S; }
+#define REP4(S) { { const size_t u = 0; S; } { const size_t u = 1; S; } { const size_t u = 2; S; } { const size_t u = 3; S; } }
+#define AT(P) ((P) + e + u * W_)
+
+/* A store kernel: whole groups of U vectors, then single vectors, then single elements with
+ * ordinary stores. */
+#define STORE_WORKER(FN, ATTR, U, V, W, SET1, STEP, TAIL)                                                      \
+    ATTR __attribute__((noinline)) static double FN(double *restrict a, double *restrict b, double *restrict c, \
+                                                    size_t lo, size_t hi)                                      \
+    {                                                                                                          \
+        enum { W_ = W };                                                                                       \
+        const V s = SET1(SCALAR), w = SET1(FILL);                                                              \
+        (void)a, (void)b, (void)c, (void)s, (void)w;                                                           \
+        size_t e = lo;                                                                                         \
+        for (; e + (U) * W_ <= hi; e += (U) * W_)                                                              \
+            REP##U(STEP);                                                                                      \
+        for (; e + W_ <= hi; e += W_)                                                                          \
+            REP1(STEP);                                                                                        \
+        for (; e < hi; e++)                                                                                    \
+            TAIL;                                                                                              \
+        return 0;                                                                                              \
+    }
+
+/* The read kernel: U partial sums of vectors, summed at the end. */
+#define READ_WORKER(FN, ATTR, U, V, W, LD, ADD, ZERO, HSUM)                                                    \
+    ATTR __attribute__((noinline)) static double FN(double *restrict a, double *restrict b, double *restrict c, \
+                                                    size_t lo, size_t hi)                                      \
+    {                                                                                                          \
+        enum { W_ = W };                                                                                       \
+        (void)b, (void)c;                                                                                      \
+        V acc[4] = {ZERO, ZERO, ZERO, ZERO};                                                                   \
+        size_t e = lo;                                                                                         \
+        for (; e + (U) * W_ <= hi; e += (U) * W_)                                                              \
+            REP##U(acc[u] = ADD(acc[u], LD(AT(a))));                                                           \
+        for (; e + W_ <= hi; e += W_)                                                                          \
+            REP1(acc[u] = ADD(acc[u], LD(AT(a))));                                                             \
+        double sum = (HSUM(acc[0]) + HSUM(acc[1])) + (HSUM(acc[2]) + HSUM(acc[3]));                            \
+        for (; e < hi; e++)                                                                                    \
+            sum += a[e];                                                                                       \
+        return sum;                                                                                            \
+    }
+
+/* The five store kernels of one shape with the store STORE (ordinary or non-temporal); the
+ * elements after the last whole vector use ordinary stores. */
+#define STORE_KERNELS(NAME, STORES, ATTR, U, V, W, LD, STORE, SET1, ADD, MUL)                                  \
+    STORE_WORKER(NAME##_copy_##STORES, ATTR, U, V, W, SET1, STORE(AT(c), LD(AT(a))), c[e] = a[e])              \
+    STORE_WORKER(NAME##_scale_##STORES, ATTR, U, V, W, SET1, STORE(AT(b), MUL(s, LD(AT(c)))),                  \
+                 b[e] = SCALAR * c[e])                                                                         \
+    STORE_WORKER(NAME##_add_##STORES, ATTR, U, V, W, SET1, STORE(AT(c), ADD(LD(AT(a)), LD(AT(b)))),            \
+                 c[e] = a[e] + b[e])                                                                           \
+    STORE_WORKER(NAME##_triad_##STORES, ATTR, U, V, W, SET1, STORE(AT(a), ADD(LD(AT(b)), MUL(s, LD(AT(c))))),  \
+                 a[e] = b[e] + SCALAR * c[e])                                                                  \
+    STORE_WORKER(NAME##_write_##STORES, ATTR, U, V, W, SET1, STORE(AT(c), w), c[e] = FILL)
+
+/* The eleven workers of one shape: each store kernel with ST (ordinary) and NT stores, and read. */
+#define SHAPE(NAME, ATTR, U, V, W, LD, ST, NT, SET1, ADD, MUL, ZERO, HSUM)                                     \
+    STORE_KERNELS(NAME, regular, ATTR, U, V, W, LD, ST, SET1, ADD, MUL)                                        \
+    STORE_KERNELS(NAME, nt, ATTR, U, V, W, LD, NT, SET1, ADD, MUL)                                             \
+    READ_WORKER(NAME##_read, ATTR, U, V, W, LD, ADD, ZERO, HSUM)
+
+/* In the order of the kernel enum (copy, scale, add, triad, read, write). */
+#define SHAPE_TABLE(NAME)                                                                                      \
+    {{NAME##_copy_regular, NAME##_scale_regular, NAME##_add_regular, NAME##_triad_regular, NAME##_read,        \
+      NAME##_write_regular},                                                                                   \
+     {NAME##_copy_nt, NAME##_scale_nt, NAME##_add_nt, NAME##_triad_nt, NULL, NAME##_write_nt}}
+
+/* Scalar: vectorisation off (gcc; clang has no such attribute and the scalar shape may then be
+ * vectorised: its name would be wrong, not its results). */
+#if defined(__clang__)
+#define SCALAR_ATTR
+#else
+#define SCALAR_ATTR __attribute__((optimize("no-tree-vectorize", "no-tree-loop-distribute-patterns")))
+#endif
+#define SC_LD(P) (*(P))
+#define SC_ST(P, X) (*(P) = (X))
+#define SC_SET1(X) (X)
+#define SC_ADD(X, Y) ((X) + (Y))
+#define SC_MUL(X, Y) ((X) * (Y))
+#define SC_HSUM(X) (X)
+#if defined(__x86_64__)
+/* movnti: a non-temporal store from a general-purpose register, the scalar streaming store. */
+#define SC_NT(P, X)                                                                                            \
+    do {                                                                                                       \
+        double x_ = (X);                                                                                       \
+        long long bits_;                                                                                       \
+        memcpy(&bits_, &x_, sizeof bits_);                                                                     \
+        _mm_stream_si64((long long *)(P), bits_);                                                              \
+    } while (0)
+#else
+#define SC_NT(P, X) SC_ST(P, X) /* never called: nt is refused off x86-64 */
+#endif
+SHAPE(scalar, SCALAR_ATTR, 1, double, 1, SC_LD, SC_ST, SC_NT, SC_SET1, SC_ADD, SC_MUL, 0.0, SC_HSUM)
+SHAPE(scalar_u, SCALAR_ATTR, 4, double, 1, SC_LD, SC_ST, SC_NT, SC_SET1, SC_ADD, SC_MUL, 0.0, SC_HSUM)
+
+#if defined(__x86_64__)
+#define VEC_ATTR(ISA) __attribute__((target(ISA), optimize("no-tree-loop-distribute-patterns")))
+#define AVX2_ATTR VEC_ATTR("avx2,fma")
+#define AVX512_ATTR VEC_ATTR("avx512f")
+#define Y_HSUM(X) (((X)[0] + (X)[1]) + ((X)[2] + (X)[3]))
+#define Z_HSUM(X) ((((X)[0] + (X)[1]) + ((X)[2] + (X)[3])) + (((X)[4] + (X)[5]) + ((X)[6] + (X)[7])))
+SHAPE(avx2, AVX2_ATTR, 1, __m256d, 4, _mm256_load_pd, _mm256_store_pd, _mm256_stream_pd, _mm256_set1_pd,
+      _mm256_add_pd, _mm256_mul_pd, _mm256_setzero_pd(), Y_HSUM)
+SHAPE(avx2_u, AVX2_ATTR, 4, __m256d, 4, _mm256_load_pd, _mm256_store_pd, _mm256_stream_pd, _mm256_set1_pd,
+      _mm256_add_pd, _mm256_mul_pd, _mm256_setzero_pd(), Y_HSUM)
+SHAPE(avx512, AVX512_ATTR, 1, __m512d, 8, _mm512_load_pd, _mm512_store_pd, _mm512_stream_pd, _mm512_set1_pd,
+      _mm512_add_pd, _mm512_mul_pd, _mm512_setzero_pd(), Z_HSUM)
+SHAPE(avx512_u, AVX512_ATTR, 4, __m512d, 8, _mm512_load_pd, _mm512_store_pd, _mm512_stream_pd, _mm512_set1_pd,
+      _mm512_add_pd, _mm512_mul_pd, _mm512_setzero_pd(), Z_HSUM)
+#endif
+
+/* workers[variant][stores][kernel]; NULL: the loop variant (run_kernel's own loops), or not built. */
+static const worker_fn workers[NVARIANTS][NSTORES][NKERNELS] = {
+    [V_SCALAR] = SHAPE_TABLE(scalar),
+    [V_SCALAR_U] = SHAPE_TABLE(scalar_u),
+#if defined(__x86_64__)
+    [V_AVX2] = SHAPE_TABLE(avx2),
+    [V_AVX2_U] = SHAPE_TABLE(avx2_u),
+    [V_AVX512] = SHAPE_TABLE(avx512),
+    [V_AVX512_U] = SHAPE_TABLE(avx512_u),
+#endif
+};
+
+/* The part of `units` units that thread t of nthreads gets with schedule(static) and no chunk
+ * size, as libgomp splits it (the first units % nthreads threads one more), so that each thread
+ * works on the part of the arrays it touched first. */
+static void static_part(size_t units, int t, int nthreads, size_t *lo, size_t *hi)
+{
+    size_t q = units / (size_t)nthreads, r = units % (size_t)nthreads, ut = (size_t)t;
+    *lo = ut < r ? ut * (q + 1) : ut * q + r;
+    *hi = *lo + q + (ut < r);
+}
+
+/* One sequential kernel with a shape's worker: each thread its part of the arrays in whole
+ * 64-byte lines (the arrays are page-aligned), the last thread also the elements after the last
+ * whole line; an sfence per thread after non-temporal stores makes them visible before the timer
+ * stops. Returns the read kernel's sum. */
+static double run_worker(worker_fn f, double *a, double *b, double *c, size_t n, int stores)
+{
+    double sum = 0;
+    const size_t lines = n / 8;
+#pragma omp parallel reduction(+ : sum)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        size_t lo, hi;
+        static_part(lines, t, nt, &lo, &hi);
+        lo *= 8;
+        hi = t == nt - 1 ? n : hi * 8;
+        if (lo < hi)
+            sum += f(a, b, c, lo, hi);
+#if defined(__x86_64__)
+        if (stores == S_NT)
+            _mm_sfence();
+#else
+        (void)stores;
+#endif
+    }
+    return sum;
+}
+
+/* One kernel, timed: the sequential pattern with the shape's worker, else (the loop shape, and
+ * the strided and random patterns) the plain loops below. Those must stay loops: gcc's loop
+ * distribution would turn the copy and write loops into memcpy/memset calls, whose large-block
+ * code streams with non-temporal stores, so "regular" would silently be "nt". */
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
-static double run_kernel(const arrays *A, int kernel, int stores, double *sum_out)
+static double run_kernel(const arrays *A, int kernel, int stores, int variant, double *sum_out)
 {
     double *restrict a = A->a, *restrict b = A->b, *restrict c = A->c;
     double sum = 0;
+    worker_fn f = A->pattern == P_SEQUENTIAL ? workers[variant][stores][kernel] : NULL;
     double t0 = ns_seconds();
-    if (stores == S_NT) {
-        run_nt(A, kernel);
-        return ns_seconds() - t0;
-    }
-    switch (kernel) {
-    case K_COPY: FOR_EACH_ELEMENT(A, PARALLEL, c[e] = a[e]); break;
-    case K_SCALE: FOR_EACH_ELEMENT(A, PARALLEL, b[e] = SCALAR * c[e]); break;
-    case K_ADD: FOR_EACH_ELEMENT(A, PARALLEL, c[e] = a[e] + b[e]); break;
-    case K_TRIAD: FOR_EACH_ELEMENT(A, PARALLEL, a[e] = b[e] + SCALAR * c[e]); break;
-    case K_READ:
-        if (A->pattern == P_SEQUENTIAL)
-            sum = read_sequential(a, A->count);
-        else
-            FOR_EACH_ELEMENT(A, PARALLEL_SUM, sum += a[e]);
-        break;
-    case K_WRITE: FOR_EACH_ELEMENT(A, PARALLEL, c[e] = FILL); break;
+    if (f) {
+        sum = run_worker(f, a, b, c, A->count, stores);
+    } else {
+        switch (kernel) {
+        case K_COPY: FOR_EACH_ELEMENT(A, PARALLEL, c[e] = a[e]); break;
+        case K_SCALE: FOR_EACH_ELEMENT(A, PARALLEL, b[e] = SCALAR * c[e]); break;
+        case K_ADD: FOR_EACH_ELEMENT(A, PARALLEL, c[e] = a[e] + b[e]); break;
+        case K_TRIAD: FOR_EACH_ELEMENT(A, PARALLEL, a[e] = b[e] + SCALAR * c[e]); break;
+        case K_READ:
+            if (A->pattern == P_SEQUENTIAL)
+                sum = read_sequential(a, A->count);
+            else
+                FOR_EACH_ELEMENT(A, PARALLEL_SUM, sum += a[e]);
+            break;
+        case K_WRITE: FOR_EACH_ELEMENT(A, PARALLEL, c[e] = FILL); break;
+        }
     }
     double t = ns_seconds() - t0;
     if (sum_out)
         *sum_out = sum;
     return t;
+}
+
+/* --variant=auto: for each kernel and store kind, every shape this CPU runs is timed
+ * CALIBRATION_ROUNDS times on the real arrays (the shapes in turn, the order rotated each
+ * round, so that a slow phase of a busy machine falls on all of them); the shape of the shortest
+ * time is chosen. rate_out[v]: its best MB/s, 0 where not timed. Each kernel writes one array
+ * from others it does not write, so repeating it leaves the arrays as one run does; the
+ * measurement resets them anyway. */
+static int calibrate(const arrays *A, int kernel, int stores, const int *runs_here, double *rate_out)
+{
+    int cand[NVARIANTS], ncand = 0;
+    for (int v = 0; v < NVARIANTS; v++) {
+        rate_out[v] = 0;
+        if (runs_here[v] && variant_has_stores(v, stores))
+            cand[ncand++] = v;
+    }
+    double best[NVARIANTS];
+    for (int v = 0; v < NVARIANTS; v++)
+        best[v] = INFINITY;
+    for (int r = 0; r < CALIBRATION_ROUNDS; r++) {
+        for (int i = 0; i < ncand; i++) {
+            int v = cand[(i + r) % ncand];
+            double t = run_kernel(A, kernel, stores, v, NULL);
+            best[v] = t < best[v] ? t : best[v];
+        }
+    }
+    int chosen = cand[0];
+    double moved = (double)kernel_words[kernel] * sizeof(double) * (double)A->count;
+    for (int i = 0; i < ncand; i++) {
+        int v = cand[i];
+        rate_out[v] = 1e-6 * moved / best[v];
+        if (best[v] < best[chosen])
+            chosen = v;
+    }
+    return chosen;
 }
 
 /* STREAM's check: replay the kernels on scalars and compare the average error of the visited
@@ -398,6 +603,18 @@ int main(int argc, char **argv)
     ns_set_program("numa_bandwidth");
     options o;
     parse(argc, argv, &o);
+    if (o.common.version && !o.common.help && !o.common.check_args) {
+        /* Provenance records this text: the shapes built, and which of them this CPU runs. */
+        ns_print_version(NS_BUILD_COMMIT, NS_BUILD_FLAGS);
+        printf("  code shapes:");
+        for (int v = 0; v < NVARIANTS; v++) {
+            const char *why;
+            int here = variant_runs_here(v, &why);
+            printf(" %s%s%s%s", variant_names[v], here ? "" : " (not here: ", why, here ? "" : ")");
+        }
+        printf("\n");
+        return 0;
+    }
     ns_common_info(&o.common, usage, NS_BUILD_COMMIT, NS_BUILD_FLAGS);
     if (o.threads)
         omp_set_num_threads(o.threads);
@@ -479,33 +696,76 @@ int main(int argc, char **argv)
     ns_format_int_list(seen.weights, seen.nweights, weights, sizeof weights);
 
     double resolution = ns_timer_resolution();
+    /* The shapes this CPU runs; with --variant=auto, the fastest of them per kernel and stores on
+     * these arrays (sequential pattern). */
+    int runs_here[NVARIANTS];
+    for (int v = 0; v < NVARIANTS; v++) {
+        const char *why;
+        runs_here[v] = variant_runs_here(v, &why);
+    }
+    int chosen[NSTORES][NKERNELS];
+    double calibration[NSTORES][NKERNELS][NVARIANTS];
+    int calibrated = o.variant_auto && o.patterns[P_SEQUENTIAL];
+    if (calibrated) {
+        A.pattern = P_SEQUENTIAL;
+        A.count = n;
+        for (int st = 0; st < NSTORES; st++)
+            for (int k = 0; k < NKERNELS; k++)
+                if (o.stores[st] && o.kernels[k] && (k != K_READ || st == S_REGULAR))
+                    chosen[st][k] = calibrate(&A, k, st, runs_here, calibration[st][k]);
+    }
     if (!o.common.quiet) {
         char size_text[32];
         ns_format_size(bytes, size_text, sizeof size_text);
+        char shapes[256] = "";
+        for (int v = 0; v < NVARIANTS; v++)
+            if (o.variant_auto ? runs_here[v] : o.variants[v])
+                snprintf(shapes + strlen(shapes), sizeof shapes - strlen(shapes), "%s%s", *shapes ? " " : "",
+                         variant_names[v]);
         printf("numa_bandwidth: STREAM kernels, %d threads on CPUs %s (nodes %s), OMP_PROC_BIND=%s OMP_PLACES=%s\n"
                "  3 arrays of %s (%zu doubles) each, %d repetitions (first not counted), pages %s\n"
                "  policy %s nodes %s%s%s, pages found on %s (move_pages, <= %d pages per array)\n"
                "  bytes counted as STREAM does: copy/scale 16, add/triad 24, read/write 8 per element;\n"
                "  no write-allocate traffic, no index array. Timer resolution %.0f ns. First touch %.3f s.\n"
-               "  stores: %s (nt = non-temporal, %s); gcc's STREAM runs copy as memcpy,\n"
-               "  which streams: compare its copy with our nt copy.\n",
+               "  stores: %s (nt = non-temporal); gcc's STREAM runs copy as memcpy,\n"
+               "  which streams above glibc's threshold: compare its copy with our nt copy there.\n"
+               "  code shapes (sequential pattern): %s: %s\n",
                nthreads, cpus, cpu_nodes, getenv("OMP_PROC_BIND") ? getenv("OMP_PROC_BIND") : "unset",
                getenv("OMP_PLACES") ? getenv("OMP_PLACES") : "unset", size_text, n, o.ntimes,
                ns_pages_name(o.common.pages), seen.name, *mem_nodes ? mem_nodes : "-", *weights ? " weights " : "",
                weights, fractions, NS_PLACEMENT_MAX_SAMPLES, resolution * 1e9, first_touch,
-               o.stores[S_REGULAR] && o.stores[S_NT] ? "regular and nt" : o.stores[S_NT] ? "nt" : "regular", NT_ISA);
-        printf("%-8s %-7s %-11s %8s %12s %10s %12s %12s %12s %s\n", "Kernel", "Stores", "Pattern", "Stride",
-               "Best MB/s", "Bytes/elem", "Avg time", "Min time", "Max time", "Validation");
+               o.stores[S_REGULAR] && o.stores[S_NT] ? "regular and nt" : o.stores[S_NT] ? "nt" : "regular",
+               o.variant_auto ? "auto, calibrated among" : "asked for", shapes);
+        if (calibrated) {
+            printf("  calibration: best MB/s of %d runs of each shape per kernel, the fastest chosen\n",
+                   CALIBRATION_ROUNDS);
+            for (int st = 0; st < NSTORES; st++)
+                for (int k = 0; k < NKERNELS; k++) {
+                    if (!o.stores[st] || !o.kernels[k] || (k == K_READ && st != S_REGULAR))
+                        continue;
+                    printf("    %-6s %-7s", kernel_names[k], store_names[st]);
+                    for (int v = 0; v < NVARIANTS; v++)
+                        if (calibration[st][k][v] > 0)
+                            printf(" %s %.0f", variant_names[v], calibration[st][k][v]);
+                    printf("  -> %s\n", variant_names[chosen[st][k]]);
+                }
+        }
+        printf("%-8s %-7s %-13s %-11s %8s %12s %10s %12s %12s %12s %s\n", "Kernel", "Stores", "Variant", "Pattern",
+               "Stride", "Best MB/s", "Bytes/elem", "Avg time", "Min time", "Max time", "Validation");
         fflush(stdout);
     }
 
     ns_text csv = {0};
     ns_text_printf(&csv, "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,"
                          "array_bytes,bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,"
-                         "host,stores,bytes_per_element,first_touch_s,timer_ticks\n");
-    /* times[(t * NKERNELS + k) * NSTORES + v] */
-    double *times = malloc((size_t)o.ntimes * NKERNELS * NSTORES * sizeof *times);
-    int nt_skipped = 0;
+                         "host,stores,bytes_per_element,first_touch_s,timer_ticks,variant\n");
+    /* A run: one store kind with one shape (V_AUTO: each kernel its calibrated shape), its own
+     * sequence of repetitions, as a separate STREAM run would be: with runs interleaved,
+     * non-temporal stores would meet the lines a regular kernel before them left in the cache. */
+    int run_stores[NSTORES * NVARIANTS], run_variant[NSTORES * NVARIANTS];
+    /* times[(t * NKERNELS + k) * (NSTORES * NVARIANTS) + r] */
+    double *times = malloc((size_t)o.ntimes * NKERNELS * NSTORES * NVARIANTS * sizeof *times);
+    int nt_skipped = 0, variant_skipped = 0;
     int failed = 0;
     for (int p = 0; p < NPATTERNS; p++) {
         if (!o.patterns[p])
@@ -519,37 +779,55 @@ int main(int argc, char **argv)
         }
         A.pattern = p;
         A.count = p == P_STRIDED ? (n + (size_t)o.stride - 1) / (size_t)o.stride : n;
-        /* Each store variant runs its own sequence of repetitions, as a separate STREAM run
-         * would: with the variants interleaved, non-temporal stores would meet the lines the
-         * regular kernel before them left in the cache. Both variants compute the same, so the
-         * validation replays the repetitions of all variants that ran. */
-        int variants[NSTORES];
-        for (int v = 0; v < NSTORES; v++)
-            variants[v] = o.stores[v] && (v == S_REGULAR || p == P_SEQUENTIAL);
-        nt_skipped |= o.stores[S_NT] && !variants[S_NT];
+        /* The strided and random patterns run regular stores with the plain loop. */
+        int nruns = 0;
+        for (int st = 0; st < NSTORES; st++) {
+            if (!o.stores[st])
+                continue;
+            if (p != P_SEQUENTIAL) {
+                nt_skipped |= st == S_NT;
+                if (st == S_REGULAR) {
+                    for (int v = 0; v < NVARIANTS; v++)
+                        variant_skipped |= !o.variant_auto && v != V_LOOP && o.variants[v];
+                    run_stores[nruns] = st, run_variant[nruns++] = V_LOOP;
+                }
+                continue;
+            }
+            if (o.variant_auto) {
+                run_stores[nruns] = st, run_variant[nruns++] = V_AUTO;
+                continue;
+            }
+            for (int v = 0; v < NVARIANTS; v++)
+                if (o.variants[v] && variant_has_stores(v, st))
+                    run_stores[nruns] = st, run_variant[nruns++] = v;
+        }
         double read_sum = 0, expected_read = 0;
-        for (int v = 0; v < NSTORES; v++) {
+        for (int r = 0; r < nruns; r++) {
+            int st = run_stores[r];
             for (int t = 0; t < o.ntimes; t++) {
                 for (int k = 0; k < NKERNELS; k++) {
-                    if (!o.kernels[k] || !variants[v] || (k == K_READ && v != S_REGULAR))
+                    if (!o.kernels[k] || (k == K_READ && st != S_REGULAR))
                         continue;
+                    int v = run_variant[r] == V_AUTO ? chosen[st][k] : run_variant[r];
                     if (k == K_READ)
                         expected_read = A.a[p == P_RANDOM ? A.idx[0] : 0] * (double)A.count;
-                    times[(t * NKERNELS + k) * NSTORES + v] =
-                        run_kernel(&A, k, v, k == K_READ ? &read_sum : NULL);
+                    times[(t * NKERNELS + k) * (NSTORES * NVARIANTS) + r] =
+                        run_kernel(&A, k, st, v, k == K_READ ? &read_sum : NULL);
                 }
             }
         }
-        int valid = validate(&o, &A, o.ntimes * (variants[S_REGULAR] + variants[S_NT]), read_sum, expected_read);
+        int valid = validate(&o, &A, o.ntimes * nruns, read_sum, expected_read);
         failed |= !valid;
         long stride = p == P_SEQUENTIAL ? 1 : p == P_STRIDED ? o.stride : 0;
         for (int k = 0; k < NKERNELS; k++) {
-          for (int v = 0; v < NSTORES; v++) {
-            if (!o.kernels[k] || !variants[v] || (k == K_READ && v != S_REGULAR))
+          for (int r = 0; r < nruns; r++) {
+            int st = run_stores[r];
+            if (!o.kernels[k] || (k == K_READ && st != S_REGULAR))
                 continue;
+            int v = run_variant[r] == V_AUTO ? chosen[st][k] : run_variant[r];
             double best = INFINITY, worst = 0, total = 0;
             for (int t = 1; t < o.ntimes; t++) {
-                double x = times[(t * NKERNELS + k) * NSTORES + v];
+                double x = times[(t * NKERNELS + k) * (NSTORES * NVARIANTS) + r];
                 best = x < best ? x : best;
                 worst = x > worst ? x : worst;
                 total += x;
@@ -561,15 +839,16 @@ int main(int argc, char **argv)
                         pattern_names[p], best * 1e9);
             ns_text_printf(&csv,
                            "%s,%s,%ld,%d,\"%s\",\"%s\",%s,\"%s\",\"%s\",%s,%zu,%.0f,%.1f,%.1f,%.1f,%d,%s,\"%s\",%s,%s,%d,"
-                           "%.4f,%.0f\n",
+                           "%.4f,%.0f,%s\n",
                            kernel_names[k], pattern_names[p], stride, nthreads, cpus, cpu_nodes, seen.name, mem_nodes,
                            weights, ns_pages_name(o.common.pages), bytes, moved, 1e-6 * moved / best,
                            1e-6 * moved / avg, 1e-6 * moved / worst, o.ntimes, valid ? "pass" : "fail", fractions, host,
-                           store_names[v], kernel_words[k] * (int)sizeof(double), first_touch, best / resolution);
+                           store_names[st], kernel_words[k] * (int)sizeof(double), first_touch, best / resolution,
+                           variant_names[v]);
             if (!o.common.quiet)
-                printf("%-8s %-7s %-11s %8ld %12.1f %10d %12.6f %12.6f %12.6f %s\n", kernel_names[k], store_names[v],
-                       pattern_names[p], stride, 1e-6 * moved / best, kernel_words[k] * (int)sizeof(double), avg, best,
-                       worst, valid ? "pass" : "FAIL");
+                printf("%-8s %-7s %-13s %-11s %8ld %12.1f %10d %12.6f %12.6f %12.6f %s\n", kernel_names[k],
+                       store_names[st], variant_names[v], pattern_names[p], stride, 1e-6 * moved / best,
+                       kernel_words[k] * (int)sizeof(double), avg, best, worst, valid ? "pass" : "FAIL");
           }
         }
         if (o.common.csv)
@@ -577,6 +856,9 @@ int main(int argc, char **argv)
     }
     if (nt_skipped)
         ns_warn("--stores=nt runs the sequential pattern only: the strided and random rows are regular stores");
+    if (variant_skipped)
+        ns_warn("--variant applies to the sequential pattern: the strided and random rows run the plain loop "
+                "(variant loop)");
     if (!o.common.quiet)
         printf("Validation: %s (final arrays vs. the kernels replayed on scalars, average relative error <= 1e-13)\n",
                failed ? "FAILED" : "passed");

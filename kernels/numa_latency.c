@@ -10,7 +10,13 @@
  * of the quietest sample length tried (the least spread: a disturbance only slows samples, so the
  * quietest set is the least disturbed one, and the longest, spanning most of a busy host's slow
  * phases, is often not it); their length and spread are in the CSV, with a warning that lists
- * every length tried when the target was not met. The set-up (first touch
+ * every length tried when the target was not met. Below 256 MiB the same holds with
+ * --spread-small, but the samples are taken again at the same length, as many times as the
+ * large sizes may double theirs: a buffer that fits a cache has no page walks to average out,
+ * while a burst of other work on the core (or on the core's other hardware thread, which shares
+ * its caches) evicts part of it, and refilling a buffer that just fits its cache from the next
+ * level shows in the sample, most at a cache's capacity (1 MiB on a core with 1 MiB of L2).
+ * The set-up (first touch
  * of the buffer, building the cycle) is timed and reported too. Every row records the CPU the
  * rank ran on, that CPU's node and L3 group, the policy the kernel reports for the buffer and
  * where its pages are (move_pages).
@@ -36,6 +42,7 @@ typedef struct {
     double min_time;
     double max_time;
     double spread_pct;
+    double spread_small_pct;
     int samples;
     uint64_t seed;
     long self_test_slots;
@@ -66,7 +73,7 @@ typedef struct {
     char placed_nodes[256];
 } result;
 
-enum { OPT_SIZE = NS_OPT_KERNEL, OPT_SERIAL, OPT_MIN_TIME, OPT_SAMPLES, OPT_SEED, OPT_SELF_TEST, OPT_MAX_TIME, OPT_SPREAD };
+enum { OPT_SIZE = NS_OPT_KERNEL, OPT_SERIAL, OPT_MIN_TIME, OPT_SAMPLES, OPT_SEED, OPT_SELF_TEST, OPT_MAX_TIME, OPT_SPREAD, OPT_SPREAD_SMALL };
 
 /* Sizes from which the sample length adapts to the spread: DRAM on any current machine. */
 #define ADAPT_FROM_BYTES (256ull << 20)
@@ -78,6 +85,7 @@ static const struct option long_options[] = {
     {"min-time", required_argument, 0, OPT_MIN_TIME},
     {"max-time", required_argument, 0, OPT_MAX_TIME},
     {"spread", required_argument, 0, OPT_SPREAD},
+    {"spread-small", required_argument, 0, OPT_SPREAD_SMALL},
     {"samples", required_argument, 0, OPT_SAMPLES},
     {"seed", required_argument, 0, OPT_SEED},
     {"self-test", required_argument, 0, OPT_SELF_TEST},
@@ -95,6 +103,9 @@ static void usage(void)
            "  --spread=PCT      from 256M on, take the samples again, each twice as long, while\n"
            "                    (max - min) / median is above PCT percent (default 2; 0 = never);\n"
            "                    the samples of the quietest length tried are kept\n"
+           "  --spread-small=PCT below 256M, take the samples again at the same length while their\n"
+           "                    spread is above PCT percent (default 5; 0 = never), at most as many\n"
+           "                    times as --spread may double the length; the quietest set is kept\n"
            "  --max-time=SEC    longest sample the --spread rule may reach (default 1.6)\n"
            "  --samples=N       samples per size (default 5); median, min and max are reported\n"
            "  --seed=N          seed of the random cycle (default 1; each rank and size derive their own)\n"
@@ -168,6 +179,7 @@ static void parse(int argc, char **argv, options *o)
     o->min_time = 0.2;
     o->max_time = 1.6;
     o->spread_pct = 2.0;
+    o->spread_small_pct = 5.0;
     o->samples = 5;
     o->seed = 1;
     const char *sizes = "16K-1G";
@@ -182,6 +194,9 @@ static void parse(int argc, char **argv, options *o)
         case OPT_MAX_TIME: o->max_time = ns_double_arg("--max-time", optarg, 1e-4, 3600); break;
         case OPT_SPREAD:
             o->spread_pct = strcmp(optarg, "0") ? ns_double_arg("--spread", optarg, 0.01, 1000) : 0;
+            break;
+        case OPT_SPREAD_SMALL:
+            o->spread_small_pct = strcmp(optarg, "0") ? ns_double_arg("--spread-small", optarg, 0.01, 1000) : 0;
             break;
         case OPT_SAMPLES: o->samples = (int)ns_int_arg("--samples", optarg, 1, 1000); break;
         case OPT_SEED: o->seed = (uint64_t)ns_int_arg("--seed", optarg, 0, 1L << 62); break;
@@ -265,7 +280,13 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
         ns_die("out of memory");
     double least_on_cpu = 1.0;
     double sample_s = o->min_time, spread;
-    int adapt = o->spread_pct > 0 && size >= ADAPT_FROM_BYTES;
+    /* From 256 MiB each try doubles the sample length up to --max-time; below, each try keeps
+     * it, and there are as many tries as the doubling allows. */
+    int large = size >= ADAPT_FROM_BYTES;
+    double target = large ? o->spread_pct : o->spread_small_pct;
+    int adapt = target > 0, tries = 1;
+    for (double s = o->min_time; 2 * s <= o->max_time; s *= 2)
+        tries++;
     r->retaken = 0;
     int retakes_left = o->samples; /* for the size, over every sample length tried */
     /* The quietest sample length so far: its figures, its spread over all ranks (the one the
@@ -324,9 +345,10 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
         size_t used = strlen(tried_text);
         snprintf(tried_text + used, sizeof tried_text - used, "%s%.1f%% at %.2f s", tried ? ", " : "", spread, sample_s);
         tried++;
-        if (!adapt || worst <= o->spread_pct || 2 * sample_s > o->max_time)
+        if (!adapt || worst <= target || tried >= tries)
             break;
-        sample_s *= 2;
+        if (large)
+            sample_s *= 2;
     }
     r->median_ns = kept.median_ns, r->min_ns = kept.min_ns, r->max_ns = kept.max_ns;
     r->loads = kept.loads;
@@ -334,13 +356,14 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     r->spread_pct = kept.spread;
     least_on_cpu = kept.least_on_cpu;
     r->on_cpu_pct = 100 * least_on_cpu;
-    if (adapt && kept.spread > o->spread_pct) {
+    if (adapt && kept.spread > target) {
         char s[32];
         ns_format_size(size, s, sizeof s);
-        ns_warn("rank %d at %s: samples spread %.1f%% with %.2f s each, above the --spread target of %.1f%% "
-                "(load average %s): other work on this machine or its host; kept the quietest sample length (the "
-                "least spread over the ranks measuring together) of those tried (this rank: %s); the median still stands", rank, s, kept.spread, kept.sample_s,
-                o->spread_pct, load_average(), tried_text);
+        ns_warn("rank %d at %s: samples spread %.1f%% with %.2f s each, above the --spread%s target of %.1f%% "
+                "(load average %s): other work on this machine or its host; kept the quietest %s (the least "
+                "spread over the ranks measuring together) of those tried (this rank: %s); the median still stands",
+                rank, s, kept.spread, kept.sample_s, large ? "" : "-small", target, load_average(),
+                large ? "sample length" : "set of samples", tried_text);
     }
     if (least_on_cpu < NS_RETAKE_BELOW) {
         char s[32];
@@ -404,6 +427,8 @@ static void print_table(const options *o, const result *all, int ranks)
     printf("Latency: median ns per dependent load over %d samples of >= %.3g s each", o->samples, o->min_time);
     if (o->spread_pct > 0)
         printf(" (from 256M on, up to %.3g s while the spread is above %.3g%%)", o->max_time, o->spread_pct);
+    if (o->spread_small_pct > 0)
+        printf("; below 256M taken again while it is above %.3g%%", o->spread_small_pct);
     printf(".\n");
 }
 

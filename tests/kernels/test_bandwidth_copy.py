@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.kernels import contract_columns, fractions, read_rows, run_ok
+from helpers.kernels import contract_columns, fractions, read_rows, run, run_ok
 
 WORDS = {"copy": 2, "scale": 2, "add": 3, "triad": 3, "read": 1, "write": 1}
 
@@ -56,15 +56,91 @@ def test_regular_and_nt_stores_both_validate_and_count_the_same_bytes(kernels_bi
 
 
 def test_regular_store_loops_are_not_turned_into_memcpy(kernels_bin):
-    """gcc may turn a copy loop into memcpy, which streams large blocks: "regular" would be nt."""
+    """gcc may turn a copy loop into memcpy, which streams large blocks: "regular" would be nt.
+    The loop shape runs in run_kernel, the other shapes in their workers (e.g. scalar_copy_regular)."""
     out = run_ok(["objdump", "-d", "--no-show-raw-insn", kernels_bin / "numa_bandwidth"]).stdout
-    calls, function = [], None
+    calls, function, workers = [], None, set()
     for line in out.splitlines():
         if line.endswith(">:"):
             function = line.split("<", 1)[1].rstrip(">:")
-        elif "call" in line and ("memcpy" in line or "memset" in line) and "run_kernel" in (function or ""):
+            if function.endswith("_regular"):
+                workers.add(function)
+        elif "call" in line and ("memcpy" in line or "memset" in line) and (
+                "run_kernel" in (function or "") or (function or "").endswith("_regular")):
             calls.append((function, line))
     assert not calls, calls
+    assert {"scalar_copy_regular", "scalar_u_write_regular"} <= workers, sorted(workers)
+
+
+SHAPES = ["loop", "scalar", "scalar-unroll", "avx2", "avx2-unroll", "avx512", "avx512-unroll"]
+
+
+def _shapes_here(kernels_bin) -> list[str]:
+    """The shapes --version says this CPU runs ("name" alone; "name (not here: why)" otherwise)."""
+    line = next(ln for ln in run_ok([kernels_bin / "numa_bandwidth", "--version"]).stdout.splitlines()
+                if ln.strip().startswith("code shapes:"))
+    listed = line.split(":", 1)[1].replace("(not here: ", "(").split()
+    assert [w for w in listed if w in SHAPES] == SHAPES, line
+    here = [name for name, after in zip(listed, listed[1:] + [""]) if name in SHAPES and not after.startswith("(")]
+    assert {"loop", "scalar", "scalar-unroll"} <= set(here), line
+    return here
+
+
+def test_every_code_shape_validates_with_both_stores(kernels_bin, tmp_path):
+    """Correctness of each shape, not its speed: 3 threads split the lines unevenly, so the workers'
+    remainders (single vectors after the unrolled groups) run too."""
+    for shape in _shapes_here(kernels_bin):
+        csv_path = tmp_path / f"{shape}.csv"
+        stores = "regular" if shape == "loop" else "regular,nt"
+        proc = run_ok([kernels_bin / "numa_bandwidth", "--array-size=4097K", "--ntimes=3", f"--variant={shape}",
+                       f"--stores={stores}", f"--csv={csv_path}"], env={"OMP_NUM_THREADS": "3"})
+        assert "Validation: passed" in proc.stdout, shape
+        header, rows = read_rows(csv_path)
+        assert header == contract_columns("numa_bandwidth")
+        expected = {(k, "regular") for k in WORDS} | (
+            set() if shape == "loop" else {(k, "nt") for k in WORDS if k != "read"})
+        assert {(r["kernel"], r["stores"]) for r in rows} == expected, shape
+        for r in rows:
+            assert r["variant"] == shape and r["validation"] == "pass", r
+            assert int(r["bytes_per_iter"]) == WORDS[r["kernel"]] * 8 * ((4097 << 10) // 8)
+
+
+def test_auto_calibrates_one_shape_per_kernel_and_says_which(kernels_bin, tmp_path):
+    here = _shapes_here(kernels_bin)
+    csv_path = tmp_path / "auto.csv"
+    proc = run_ok([kernels_bin / "numa_bandwidth", "--array-size=2M", "--ntimes=2", "--stores=regular,nt",
+                   "--pattern=sequential,strided", f"--csv={csv_path}"], env={"OMP_NUM_THREADS": "2"})
+    _, rows = read_rows(csv_path)
+    sequential = [r for r in rows if r["pattern"] == "sequential"]
+    assert len(sequential) == 6 + 5
+    for r in sequential:
+        assert r["variant"] in here and r["validation"] == "pass", r
+        assert r["stores"] == "regular" or r["variant"] != "loop", r  # loop has no non-temporal form
+        # The log lists the calibration of that kernel and stores, ending with the shape chosen.
+        line = next(ln for ln in proc.stdout.splitlines()
+                    if ln.split()[:2] == [r["kernel"], r["stores"]] and "->" in ln)
+        assert line.rstrip().endswith(f"-> {r['variant']}"), line
+        timed = line.split("->")[0].split()[2::2]
+        assert set(timed) == {s for s in here if r["stores"] == "regular" or s != "loop"}, line
+    assert all(r["variant"] == "loop" for r in rows if r["pattern"] == "strided")
+
+
+def test_all_runs_every_shape_here_and_bad_shapes_are_refused(kernels_bin, tmp_path):
+    here = _shapes_here(kernels_bin)
+    csv_path = tmp_path / "all.csv"
+    run_ok([kernels_bin / "numa_bandwidth", "--array-size=1M", "--ntimes=2", "--kernels=triad,read", "--variant=all",
+            "--quiet", f"--csv={csv_path}"], env={"OMP_NUM_THREADS": "1"})
+    _, rows = read_rows(csv_path)
+    assert sorted((r["kernel"], r["variant"]) for r in rows) == sorted(
+        (k, s) for k in ("triad", "read") for s in here)
+    assert all(r["validation"] == "pass" for r in rows)
+    for args, words in ((["--variant=loop", "--stores=nt"], "loop has no form with non-temporal stores"),
+                        (["--variant=avx3"], "unknown variant 'avx3'")):
+        proc = run([kernels_bin / "numa_bandwidth", "--array-size=1M", *args])
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    for missing in set(SHAPES) - set(here):
+        proc = run([kernels_bin / "numa_bandwidth", "--array-size=1M", f"--variant={missing}"])
+        assert proc.returncode == 2 and "this CPU has no" in proc.stderr, proc.stderr
 
 
 def test_default_array_size_follows_four_times_the_last_level_cache(kernels_bin, tmp_path):

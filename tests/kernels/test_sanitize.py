@@ -35,6 +35,8 @@ def assert_clean(stderr: str) -> None:
     "cmd",
     [
         ["numa_bandwidth", "--array-size=1M", "--ntimes=2", "--pattern=sequential,strided,random", "--quiet"],
+        ["numa_bandwidth", "--array-size=1025K", "--ntimes=2", "--variant=all", "--stores=regular,nt", "--threads=3",
+         "--quiet"],
         ["numa_copy", "--src=0", "--dst=0", "--size=1M", "--ntimes=2", "--quiet"],
         ["numa_copy", "--matrix", "--size=1M", "--ntimes=2", "--quiet"],
         ["numa_latency", "--self-test=4099"],
@@ -44,7 +46,7 @@ def assert_clean(stderr: str) -> None:
         ["numa_mix_bandwidth", "--size=1M", "--samples=2", "--min-time=0.01", "--local-memory", "--quiet"],
         ["numa_mix_bandwidth", "--size=1M", "--samples=1", "--min-time=0.01", "--matrix", "--traffic=triad", "--quiet"],
     ],
-    ids=["bandwidth", "copy", "copy-matrix", "latency-self-test", "loaded-latency", "c2c", "mix-bandwidth",
+    ids=["bandwidth", "bandwidth-shapes", "copy", "copy-matrix", "latency-self-test", "loaded-latency", "c2c", "mix-bandwidth",
          "mix-bandwidth-matrix"],
 )
 def test_sanitized_kernel_runs_clean(sanitize_bin, tmp_path, cmd):
