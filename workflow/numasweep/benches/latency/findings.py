@@ -145,9 +145,15 @@ def _agreement(ordered: list[_NodePair]) -> bool | None:
     own, so no correction for their number); None, not resolved by the noise, otherwise."""
     if any(p.flagged for p in ordered):
         return False
-    if ordered and all(np.isfinite(p.ratio.low) and p.ratio.low > 1 for p in ordered):
+    if ordered and all(np.isfinite(p.ratio.low) and p.ratio.low > 1 + MIN_EFFECT for p in ordered):
         return True
     return None
+
+
+def _inside_floor(ratio: Interval) -> bool:
+    """The interval lies inside the floor's margin, 1 / (1 + MIN_EFFECT) .. 1 + MIN_EFFECT: no
+    practical difference (the equivalence test of `contrasts` and the bandwidth findings)."""
+    return bool(np.isfinite(ratio.low) and 1 / (1 + MIN_EFFECT) <= ratio.low and ratio.high <= 1 + MIN_EFFECT)
 
 
 def _weakest(ordered: list[_NodePair]) -> _NodePair:
@@ -175,11 +181,16 @@ def _distance_text(dist: dict[int, int | None], ordered: list[_NodePair], agrees
     p = _weakest(ordered)
     pair = (f"node {p.a} (distance {p.distance_a}) over node {p.b} (distance {p.distance_b}) "
             f"{p.ratio.text('{:.2f}x')}")
+    floor = f"{MIN_EFFECT * 100:.0f}%"
     if agrees:
         return (f"firmware distances ({listed}) order the nodes the same way: every farther node is slower, each "
-                f"interval above 1 (the closest, {pair})")
-    return (f"firmware distances ({listed}) are not contradicted, but the noise does not resolve the order "
-            f"({pair})")
+                f"interval above the {floor} floor (the closest, {pair})")
+    if all(_inside_floor(q.ratio) for q in ordered):
+        return (f"firmware distances ({listed}) order the nodes, but each "
+                f"pair of different distances lies inside the {floor} margin, equivalent (the closest to "
+                f"contradicting them, {pair})")
+    return (f"firmware distances ({listed}) are not contradicted, but the noise and the {floor} floor do not "
+            f"resolve the order ({pair})")
 
 
 def _tied_text(tied: list[_NodePair]) -> str:
@@ -261,14 +272,22 @@ def latency_locality(latency: pd.DataFrame | None, topology: Topology | None = N
         evidence = [{"cpu_node": int(n), "mem_node": mem_node, "size_bytes": size, "latency_ns": r["median"],
                      "latency_ns_min_rank": r["min"], "latency_ns_max_rank": r["max"], "ranks": int(r["count"]),
                      "distance": dist[int(n)]} for n, r in per_node.iterrows()]
+        equivalent = _inside_floor(spread)
+        numbers["equivalent"] = equivalent
+        numbers["claim"] = bool(agrees is not None) or any(p.flagged for p in tied)
+        if equivalent:
+            listed = ", ".join(f"node {int(n)} {r['median']:.1f} ns" for n, r in per_node.iterrows())
+            opening = (f"latency is the same from every CPU node within the {MIN_EFFECT * 100:.0f}% floor ({listed}; "
+                       f"slowest over fastest geometric means {spread.text('{:.2f}x')}, inside the "
+                       f"{MIN_EFFECT * 100:.0f}% margin: equivalent, no practical difference)")
+        else:
+            opening = (f"latency is lowest from node {fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
+                       f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
+                       f"geometric means {spread.text('{:.2f}x')})" + (f"; {others}" if others else ""))
         findings.append(Finding(
             id="latency_locality", bench="latency",
             title=f"Latency to node {mem_node}'s memory by CPU node" + (f" ({name})" if name else ""),
-            summary=(f"With memory on node {mem_node} ({where}), latency is lowest from node "
-                     f"{fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
-                     f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
-                     f"geometric means {spread.text('{:.2f}x')})"
-                     + (f"; {others}" if others else "") + f"; {dist_text}."),
+            summary=f"With memory on node {mem_node} ({where}), {opening}; {dist_text}.",
             numbers=numbers, evidence=evidence))
         for p in (p for p in ordered if p.flagged):
             findings.append(Finding(
