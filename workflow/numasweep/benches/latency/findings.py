@@ -424,11 +424,12 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
         text, title, base = analysis.where_text(t.series, study.varying, skip=("page_size",))
         peak = f"{t.max_ratio.text('{:.2f}x')} at {analysis.size_text(t.max_size_bytes)}"
         if t.onset_bytes is not None:
+            top = (f"4 KiB / {t.huge_page} latency peaks at {peak}" if t.peak_significant else
+                   f"the largest 4 KiB / {t.huge_page} ratio, {peak}, is not significant: no peak is claimed")
             summary = _opening(text, f"4 KiB pages are slower than {t.huge_page} pages beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor from {analysis.size_text(t.onset_bytes)} on (onset "
                                      f"{_size_iv(t.onset)}; the cost is half its largest at "
-                                     f"{_size_iv(t.location_bytes)}); 4 KiB / {t.huge_page} latency peaks at {peak}: "
-                                     "the TLB reach, not a cache")
+                                     f"{_size_iv(t.location_bytes)}); {top}: the TLB reach, not a cache")
         else:
             summary = _opening(text, f"4 KiB and {t.huge_page} pages do not part beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor at any size tested (largest ratio {peak})")
@@ -437,7 +438,8 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
             numbers={**base, "page_size": "4k", "claim": t.onset_bytes is not None, "huge_page": t.huge_page,
                      "onset_size_bytes": t.onset_bytes, **analysis.interval_numbers("onset_bytes", t.onset),
                      **analysis.interval_numbers("location_bytes", t.location_bytes), **analysis.interval_numbers("max_ratio", t.max_ratio),
-                     "max_size_bytes": t.max_size_bytes, "floor": levels.TLB_FLOOR},
+                     "max_size_bytes": t.max_size_bytes, "peak_claimed": t.peak_significant,
+                     "floor": levels.TLB_FLOOR},
             evidence=t.per_size))
     return findings
 
