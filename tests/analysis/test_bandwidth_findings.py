@@ -274,6 +274,33 @@ def test_a_sweeps_growing_cpu_list_is_one_series():
     assert found.numbers["saturation_threads"] == 4 and found.numbers["claim"]
 
 
+def _two_counts(rise: float, reps: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([_runs(rng, 20000.0 * (rise if t == 2 else 1.0), 0.01, 0.0,
+                               {"kernel": "triad", "threads": t, "cpu_nodes": "0", "mem_nodes": "0",
+                                "policy": "bind"}, rep) for rep in range(reps) for t in (1, 2)])
+
+
+@pytest.mark.parametrize("reps", [3, 1])
+def test_two_thread_counts_give_the_rise_with_its_interval_and_no_plateau(reps):
+    """The default sweep's 1 and 2 threads: a planted 1.5x rise is claimed with an interval that
+    holds it (t over repetitions, or the within-run spread with one), best and average."""
+    (found,) = bandwidth.bandwidth_saturation(_two_counts(1.5, reps, 7), None)
+    n = found.numbers
+    assert n["claim"] and n["thread_counts"] == 2 and n["saturation_threads"] is None
+    assert n["rise_low"] > 1 + bandwidth.MIN_EFFECT and covers(n, "rise", 1.5)
+    assert n["average_rise_low"] is not None and covers(n, "average_rise", 1.5)
+    assert ("repetitions" in n["rise_method"]) == (reps > 1)
+    assert "plateau needs three or more thread counts" in found.summary
+    assert "rises 1.5" in found.summary
+
+
+def test_two_thread_counts_without_a_rise_claim_nothing():
+    (found,) = bandwidth.bandwidth_saturation(_two_counts(1.0, 3, 8), None)
+    assert not found.numbers["claim"] and not found.numbers["average_claim"]
+    assert "no change is claimed" in found.summary and "plateau needs three" in found.summary
+
+
 def main() -> None:
     """Prints the known-truth figures of docs/STATISTICS.md."""
     import argparse

@@ -225,6 +225,48 @@ def test_nodes_of_one_distance_that_differ_are_claimed_with_their_interval() -> 
     assert loc.numbers["same_distance_spread"][dist[a][m]]["differs"]
 
 
+def _two_nodes(remote: float, noise: float, seed: int) -> Planted:
+    """Two nodes 10 / 21 apart, memory on each, 6 ranks a node: remote latency `remote` x local."""
+    rng = np.random.default_rng(seed)
+    dist = [[10, 21], [21, 10]]
+    topo = Topology.from_dict({"system": "planted", "threads_per_core": 1, "distances": dist,
+                               "nodes": [{"id": n, "cpus": list(range(n * 8, n * 8 + 8)), "memory_bytes": 1 << 34}
+                                         for n in range(2)]})
+    truth = {(m, c): 100.0 * (remote if c != m else 1.0) for m in range(2) for c in range(2)}
+    rows = [{"rank": c * 6 + r, "ranks": 12, "mode": "serial", "cpu": c * 8 + r, "cpu_node": c, "l3_group": -1,
+             "mem_nodes": m, "page_size": "4k", "size_bytes": SIZES[-1],
+             "latency_ns_median": truth[m, c] * rng.lognormal(0, noise)}
+            for m in range(2) for c in range(2) for r in range(6)]
+    return Planted(pd.DataFrame(rows), topo, truth, {}, noise, 6)
+
+
+def test_equal_local_and_remote_latency_is_no_practical_difference() -> None:
+    """Remote = local in 0.34 % noise: no ordering claim, equivalent inside the 10 % margin, and the
+    two mirror-image memory nodes told in the same words."""
+    found = findings(_two_nodes(1.0, 0.0034, 18))
+    assert [f.id for f in found] == ["latency_locality", "latency_locality"]
+    for f in found:
+        n = f.numbers
+        assert n["distance_order_agrees"] is None and not n["claim"] and n["equivalent"]
+        assert "every farther node is slower" not in f.summary and "no practical difference" in f.summary
+        assert "equivalent" in f.summary
+
+    def words(f) -> str:
+        return "".join(ch for ch in f.summary if not ch.isdigit())
+    assert words(found[0]) == words(found[1])
+
+
+def test_remote_latency_1_6x_is_claimed_with_its_interval() -> None:
+    found = findings(_two_nodes(1.6, 0.01, 19))
+    assert len(found) == 2
+    for f in found:
+        n = f.numbers
+        assert n["distance_order_agrees"] is True and n["claim"] and not n["equivalent"]
+        (pair,) = n["distance_pairs"]
+        assert 1.1 < pair["low"] <= 1.6 <= pair["high"]
+        assert "every farther node is slower" in f.summary and f"{pair['ratio']:.2f}x" in f.summary
+
+
 def main() -> None:
     """Prints the known-truth figures of docs/STATISTICS.md."""
     ap = argparse.ArgumentParser()

@@ -127,6 +127,36 @@ def test_tlb_parts_4k_from_huge_pages_with_intervals() -> None:
     assert [f for f in latency(small) if f.id == "tlb_cost"] == []
 
 
+def test_tlb_onset_on_a_coarse_grid_spans_a_size_step_either_side() -> None:
+    """A 2x size grid, 4 KiB pages 1.3x from 64 MiB on, ranks alike to 1 %: the bootstrap finds
+    the onset at 64 MiB in every draw, yet the grid cannot place it closer than 32 to 128 MiB."""
+    small = latency_frame(lambda s, c: stepped(s) * (1.3 if s >= 64 * MIB else 1.0), page="4k", noise=0.01)
+    huge = latency_frame(stepped, page="2m", noise=0.01, seed=1)
+    (f,) = [f for f in latency(pd.concat([small, huge])) if f.id == "tlb_cost"]
+    n = f.numbers
+    assert n["onset_size_bytes"] == 64 * MIB
+    assert n["onset_bytes_low"] <= 32 * MIB and n["onset_bytes_high"] >= 128 * MIB
+    assert "widened to one size step" in n["onset_bytes_method"]
+
+
+def test_tlb_peak_is_claimed_only_where_significant() -> None:
+    """One run a page size: 4 KiB pages 1.3x from 64 MiB on (within-run spread 1 %), and at
+    4 MiB 1.9x whose samples spread 5x either way: the peak and the half-way point are the
+    planted 1.3x rise's, not the unstable size's (before: "peaks at 1.90x (0.01x to 270x)")."""
+    small = latency_frame(lambda s, c: stepped(s) * (1.3 if s >= 64 * MIB else 1.9 if s == 4 * MIB else 1.0),
+                          cpus=(0,), page="4k", spread=0.01)
+    at = small["size_bytes"] == 4 * MIB
+    small.loc[at, "latency_ns_min"] = small.loc[at, "latency_ns_median"] / 5
+    small.loc[at, "latency_ns_max"] = small.loc[at, "latency_ns_median"] * 5
+    huge = latency_frame(stepped, cpus=(0,), page="2m", spread=0.01)
+    (f,) = [f for f in latency(pd.concat([small, huge])) if f.id == "tlb_cost"]
+    n = f.numbers
+    assert n["claim"] and n["peak_claimed"] and n["max_size_bytes"] >= 64 * MIB
+    assert 1 < n["max_ratio_low"] <= 1.3 <= n["max_ratio_high"]
+    assert 32 * MIB <= n["location_bytes_low"] <= n["location_bytes"] <= n["location_bytes_high"] <= 64 * MIB
+    assert "at 4MiB" not in f.summary and "peaks at 1.30x" in f.summary
+
+
 def test_huge_pages_at_the_large_sizes_only_leave_the_small_caches_to_the_4k_curve() -> None:
     """The default sweep's shape: 4 KiB pages at every size, huge pages from 8 MiB on. The L2
     rise (1 to 2 MiB) is read off the 4 KiB curve, the L3 rise off the huge-page curve, and the

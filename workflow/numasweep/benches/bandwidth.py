@@ -488,7 +488,9 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
     runs, keys, metric = _runs(bandwidth)
     if runs.empty:
         return []
-    curves = [s for s in stats.series_table(runs, keys, UNITS, BANDWIDTH) if len(s.sizes) >= 3]
+    table = stats.series_table(runs, keys, UNITS, BANDWIDTH)
+    curves = [s for s in table if len(s.sizes) >= 3]
+    two = [s for s in table if len(s.sizes) == 2]
     fits = []
     for s in curves:
         point, col = saturation_point(s)
@@ -531,6 +533,77 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
                      **interval_numbers("plateau_mb_s", plateau), **interval_numbers("rise", rise), "p_value": p, "floor": MIN_EFFECT,
                      "peak_mb_s": float(medians[peak]), "peak_threads": int(s.sizes[peak]), "first_threads": t0,
                      "repetitions": int(s.logs.shape[0]), "noise_rule": noise_rule},
+            evidence=[{"threads": int(t), "mb_s": float(v), "repetitions": int(k)}
+                      for t, v, k in zip(s.sizes, medians, s.k)],
+        ))
+    return findings + _two_count_rises(bandwidth, two, keys, metric)
+
+
+def _rise(s: Series) -> tuple[Interval, float]:
+    """The most threads over the fewest of one series, per repetition (`unit_interval`), and the
+    two-sided p-value of a change beyond the floor."""
+    rise, se, dof = unit_interval(s.logs[:, -1] - s.logs[:, 0], np.hypot(s.run_se[:, -1], s.run_se[:, 0]), "rise")
+    return rise, float(stats.excess_pvalue(math.log(rise.estimate), se, dof, MIN_EFFECT))
+
+
+def _beyond_floor(ratio: Interval) -> bool:
+    """The interval excludes "no effect" (a ratio within the floor of 1)."""
+    return bool(np.isfinite(ratio.low) and (ratio.low > 1 + MIN_EFFECT or ratio.high < 1 / (1 + MIN_EFFECT)))
+
+
+def _two_count_rises(bandwidth: pd.DataFrame, two: list[Series], keys: list[str], metric: str) -> list[Finding]:
+    """Series with two thread counts: no plateau can be placed, but the change from the fewer to
+    the more threads is a finding, of the best bandwidth and of the average (each with its
+    interval; a claim only where the test over the floor passes, Benjamini-Hochberg over the
+    series, and the interval excludes the floor's margin around 1)."""
+    if not two:
+        return []
+    average: dict[tuple, Series] = {}
+    if metric == "best_mb_s" and "avg_mb_s" in bandwidth and bandwidth["avg_mb_s"].notna().any():
+        avg_runs, avg_keys, _ = _runs(bandwidth.drop(columns=["best_mb_s"]))
+        if not avg_runs.empty and avg_keys == keys:
+            best, _, _ = _runs(bandwidth)
+            # the within-run spread reaches up to the best iteration: keep it for the average too
+            spread = best.set_index(keys + [series.REPETITION, "threads"])["best_mb_s"]
+            avg_runs["best_mb_s"] = spread.reindex(
+                pd.MultiIndex.from_frame(avg_runs[keys + [series.REPETITION, "threads"]])).to_numpy()
+            for s in stats.series_table(avg_runs, keys, UNITS, BANDWIDTH):
+                average[tuple(str(s.key.get(k, "")) for k in keys)] = s
+    rises = [_rise(s) for s in two]
+    flags = stats.benjamini_hochberg([p for _, p in rises])
+    findings = []
+    for s, (rise, p), flag in zip(two, rises, flags):
+        name = _series_name(s.key)
+        t0, t1 = int(s.sizes[0]), int(s.sizes[-1])
+        span = f"from {t0} thread{'s' if t0 != 1 else ''} to {t1} threads"
+        claim = bool(flag) and _beyond_floor(rise)
+        what = "best" if metric == "best_mb_s" else "average"
+        word = "rises" if rise.estimate >= 1 else "changes"
+        if claim:
+            text = f"{what} bandwidth {word} {rise.text('{:.2f}x')} {span}"
+        elif not np.isfinite(rise.low):
+            text = f"{what} bandwidth goes {rise.text('{:.2f}x')} {span}; with the noise unknown nothing is claimed"
+        else:
+            text = (f"{what} bandwidth goes {rise.text('{:.2f}x')} {span}: not beyond the noise and the "
+                    f"{MIN_EFFECT * 100:.0f}% floor, no change is claimed")
+        avg = average.get(tuple(str(s.key.get(k, "")) for k in keys))
+        avg_rise, avg_claim = None, False
+        if avg is not None and len(avg.sizes) == 2:
+            avg_rise, avg_p = _rise(avg)
+            avg_claim = bool(np.isfinite(avg_p) and avg_p <= stats.FDR) and _beyond_floor(avg_rise)
+            text += (f"; the average {avg_rise.text('{:.2f}x')}"
+                     + ("" if avg_claim else f" (not beyond the {MIN_EFFECT * 100:.0f}% floor: not claimed)"))
+        medians = np.exp(s.center())
+        findings.append(Finding(
+            id="bandwidth_saturation", bench="bandwidth", title=f"Rise with threads: {name}",
+            summary=(f"{name[0].upper() + name[1:]}: {text}. A plateau needs three or more thread counts; "
+                     f"with two ({t0} and {t1}) none is placed."),
+            numbers={"cpu_nodes": s.key["cpu_nodes"], "mem_nodes": s.key["mem_nodes"], "kernel": s.key["kernel"],
+                     "policy": s.key["policy"], "metric": metric, "claim": claim, "thread_counts": 2,
+                     **interval_numbers("saturation_threads", None), **interval_numbers("rise", rise),
+                     **interval_numbers("average_rise", avg_rise), "average_claim": avg_claim,
+                     "p_value": p, "floor": MIN_EFFECT, "first_threads": t0, "last_threads": t1,
+                     "repetitions": int(s.logs.shape[0]), "noise_rule": s.noise()[3]},
             evidence=[{"threads": int(t), "mb_s": float(v), "repetitions": int(k)}
                       for t, v, k in zip(s.sizes, medians, s.k)],
         ))

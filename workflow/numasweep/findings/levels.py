@@ -24,7 +24,9 @@ over sqrt 2, where a random pointer chase is half-way for a cache exactly that s
 TLB: where a 4 KiB-page curve and a huge-page curve are otherwise the same series, the caches are
 read from the huge-page curve and the TLB from the 4k / huge ratio at the sizes both measured:
 its onset is the smallest such size from which every larger size exceeds 1 + TLB_FLOOR beyond the
-noise, its location where the ratio is half its maximum. The 4 KiB curve is then segmented only
+noise (its interval at least one size step either side: the grid's resolution), its location where
+the ratio is half its maximum; the peak is the largest ratio at a size that is significant (beyond
+the floor, interval above 1), else none is claimed. The 4 KiB curve is then segmented only
 below the huge-page curve's smallest size (where huge pages were not measured, as in the default
 sweep); above it, its rises are the same caches plus that TLB.
 
@@ -119,6 +121,9 @@ class TlbParting:
     max_ratio: Interval              # 4k / huge at the size of the largest ratio
     max_size_bytes: int
     per_size: list[dict]
+    # the largest ratio is a peak only at a size that exceeds the floor beyond the noise and whose
+    # interval excludes 1; otherwise max_ratio is the largest ratio seen, not a claim
+    peak_significant: bool = False
 
 
 @dataclass
@@ -440,18 +445,23 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
         pos += len(t)
         y = r.center()
         se, dof, _, _ = r.noise()
-        peak = int(np.argmax(y))
+        lows = np.array([stats.t_interval(float(y[j]), float(se[j]), float(dof[j])).low for j in range(len(y))])
+        significant = np.array(flags, bool) & np.isfinite(lows) & (lows > 1)
+        peak = int(np.argmax(np.where(significant, y, -np.inf))) if significant.any() else int(np.argmax(y))
         onset = stats.sustained_onset(flags)
         onset_iv = location = None
         if onset is not None:
             def retest(d: np.ndarray) -> np.ndarray:
                 return stats.benjamini_hochberg(stats.rise_pvalue(d, se, dof, TLB_FLOOR), q)
-            onset_iv = stats.onset_interval(r, onset, retest)
-            excess = np.exp(y) - 1
-            loc = 2 ** _crossing(r.sizes, excess, excess[peak] / 2)
+            onset_iv = _on_grid(stats.onset_interval(r, onset, retest), r.sizes, onset)
+            # half-way from the size before the onset on: a ratio off at a smaller size (an
+            # unstable one, below the floor's sustained run) does not place the TLB's rise
+            start = max(onset - 1, 0)
+            excess = np.exp(y[start:]) - 1
+            loc = 2 ** _crossing(r.sizes[start:], excess, excess.max() / 2)
             draws = r.draws(stats.SEED, LOCATION_DRAWS)
-            grown = np.exp(draws)
-            locs = [2 ** v for v in _crossings(r.sizes, grown - 1, (grown.max(axis=1) - 1) / 2).tolist()]
+            grown = np.exp(draws[:, start:])
+            locs = [2 ** v for v in _crossings(r.sizes[start:], grown - 1, (grown.max(axis=1) - 1) / 2).tolist()]
             location = Interval(float(loc), float(np.quantile(locs, 0.025)), float(np.quantile(locs, 0.975)),
                                 stats.LEVEL, f"percentile bootstrap over {len(r.replicates)} replicate pairs")
         out.append(TlbParting(
@@ -460,5 +470,23 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
             location_bytes=location, max_ratio=stats.t_interval(float(y[peak]), float(se[peak]), float(dof[peak])),
             max_size_bytes=int(r.sizes[peak]),
             per_size=[{"size_bytes": int(sz), "ratio_4k_to_huge": float(math.exp(v)), "significant": bool(f)}
-                      for sz, v, f in zip(r.sizes, y, flags)]))
+                      for sz, v, f in zip(r.sizes, y, flags)],
+            peak_significant=bool(significant[peak])))
     return out
+
+
+def _on_grid(onset: Interval, sizes: np.ndarray, at: int) -> Interval:
+    """An onset found at sizes[at] lies somewhere between the sizes measured around it: its
+    interval spans at least one grid step either side (the neighbouring sizes, or the nearest
+    step's ratio at an end of the grid), never zero width on a coarse grid."""
+    if len(sizes) < 2:
+        return onset
+    below = float(sizes[at - 1]) if at > 0 else float(sizes[0]) ** 2 / float(sizes[1])
+    above = float(sizes[at + 1]) if at + 1 < len(sizes) else float(sizes[-1]) ** 2 / float(sizes[-2])
+    if not np.isfinite(onset.low):
+        return onset
+    low, high = min(onset.low, below), max(onset.high, above)
+    if (low, high) == (onset.low, onset.high):
+        return onset
+    return Interval(onset.estimate, low, high, onset.level,
+                    onset.method + "; widened to one size step either side of the onset (the grid's resolution)")

@@ -59,10 +59,29 @@ def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
                     "not finite" if not np.isfinite(values.iloc[row]) else
                     "zero" if values.iloc[row] == 0 else "negative")
             shown = "" if pd.isna(cell) else str(cell)
+            if pd.isna(cell):
+                # pandas reads "n/a", "NA", "null", ... as missing: say what the file holds
+                shown = _raw_cell(path, row, column)
+                what = "empty" if shown.strip() == "" else "not a number"
             raise NumasweepError(
                 f"{path}: line {row + 2} (data row {row + 1}), column '{column}': '{shown}' is {what}, "
                 f"expected a finite number above zero; {fix.format(path=path)}"
             )
+
+
+def _raw_cell(path: Path, row: int, column: str) -> str:
+    """The text of one cell as the file holds it (data row `row`, 0-based), "" when unreadable."""
+    import csv
+    import itertools
+
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            header = next(reader)
+            line = next(itertools.islice(reader, row, None))
+        return line[header.index(column)]
+    except (OSError, StopIteration, ValueError, IndexError, UnicodeDecodeError, csv.Error):
+        return ""
 
 
 def read_job(csv: Path, bench: str) -> pd.DataFrame:
@@ -201,16 +220,28 @@ def load_results(results_dir: str | os.PathLike, skip: tuple[str, ...] = ()) -> 
     for bench in registry.all_benches().values():
         path = results_dir / f"{bench.name}.csv"
         if path.exists():
-            df = read_table(path, bench, skip)
-            if len(df):
-                frames[bench.name] = df
+            frames[bench.name] = read_table(path, bench, skip)
     return frames
 
 
 def read_table(path: Path, bench: Bench, skip: tuple[str, ...] = ()) -> pd.DataFrame:
     """An aggregated table as analysis, figures and a cached report read it: its text columns as
-    categoricals, the columns in `skip` left out, each `positive` cell checked (`check_values`)."""
+    categoricals, the columns in `skip` left out, its `required` columns present and at least
+    one row (else one line naming the file and the fix), each `positive` cell checked
+    (`check_values`)."""
     df = read_csv(path, skip=skip, codes=True, keep=bench.positive)
+    # required columns are checked in the header: a caller may skip one it does not read
+    header = df.columns if not set(skip) & set(bench.required) else pd.read_csv(path, nrows=0).columns
+    missing = [c for c in bench.required if c not in header]
+    if missing:
+        raise NumasweepError(
+            f"{path}: no column {', '.join(repr(c) for c in missing)} (a {bench.name} table needs "
+            f"{', '.join(bench.required)}); restore the column, or for a measured sweep delete {path} and rerun "
+            "snakemake, which aggregates it again from the job CSVs")
+    if df.empty:
+        raise NumasweepError(
+            f"{path}: a header and no rows, nothing to analyse; delete {path} and rerun snakemake, which "
+            "aggregates it again from the job CSVs (or leave the file out to report without it)")
     check_values(df, path, bench.name, FIX_TABLE)
     return df
 

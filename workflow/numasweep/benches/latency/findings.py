@@ -145,9 +145,15 @@ def _agreement(ordered: list[_NodePair]) -> bool | None:
     own, so no correction for their number); None, not resolved by the noise, otherwise."""
     if any(p.flagged for p in ordered):
         return False
-    if ordered and all(np.isfinite(p.ratio.low) and p.ratio.low > 1 for p in ordered):
+    if ordered and all(np.isfinite(p.ratio.low) and p.ratio.low > 1 + MIN_EFFECT for p in ordered):
         return True
     return None
+
+
+def _inside_floor(ratio: Interval) -> bool:
+    """The interval lies inside the floor's margin, 1 / (1 + MIN_EFFECT) .. 1 + MIN_EFFECT: no
+    practical difference (the equivalence test of `contrasts` and the bandwidth findings)."""
+    return bool(np.isfinite(ratio.low) and 1 / (1 + MIN_EFFECT) <= ratio.low and ratio.high <= 1 + MIN_EFFECT)
 
 
 def _weakest(ordered: list[_NodePair]) -> _NodePair:
@@ -175,11 +181,16 @@ def _distance_text(dist: dict[int, int | None], ordered: list[_NodePair], agrees
     p = _weakest(ordered)
     pair = (f"node {p.a} (distance {p.distance_a}) over node {p.b} (distance {p.distance_b}) "
             f"{p.ratio.text('{:.2f}x')}")
+    floor = f"{MIN_EFFECT * 100:.0f}%"
     if agrees:
         return (f"firmware distances ({listed}) order the nodes the same way: every farther node is slower, each "
-                f"interval above 1 (the closest, {pair})")
-    return (f"firmware distances ({listed}) are not contradicted, but the noise does not resolve the order "
-            f"({pair})")
+                f"interval above the {floor} floor (the closest, {pair})")
+    if all(_inside_floor(q.ratio) for q in ordered):
+        return (f"firmware distances ({listed}) order the nodes, but each "
+                f"pair of different distances lies inside the {floor} margin, equivalent (the closest to "
+                f"contradicting them, {pair})")
+    return (f"firmware distances ({listed}) are not contradicted, but the noise and the {floor} floor do not "
+            f"resolve the order ({pair})")
 
 
 def _tied_text(tied: list[_NodePair]) -> str:
@@ -261,14 +272,22 @@ def latency_locality(latency: pd.DataFrame | None, topology: Topology | None = N
         evidence = [{"cpu_node": int(n), "mem_node": mem_node, "size_bytes": size, "latency_ns": r["median"],
                      "latency_ns_min_rank": r["min"], "latency_ns_max_rank": r["max"], "ranks": int(r["count"]),
                      "distance": dist[int(n)]} for n, r in per_node.iterrows()]
+        equivalent = _inside_floor(spread)
+        numbers["equivalent"] = equivalent
+        numbers["claim"] = bool(agrees is not None) or any(p.flagged for p in tied)
+        if equivalent:
+            listed = ", ".join(f"node {int(n)} {r['median']:.1f} ns" for n, r in per_node.iterrows())
+            opening = (f"latency is the same from every CPU node within the {MIN_EFFECT * 100:.0f}% floor ({listed}; "
+                       f"slowest over fastest geometric means {spread.text('{:.2f}x')}, inside the "
+                       f"{MIN_EFFECT * 100:.0f}% margin: equivalent, no practical difference)")
+        else:
+            opening = (f"latency is lowest from node {fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
+                       f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
+                       f"geometric means {spread.text('{:.2f}x')})" + (f"; {others}" if others else ""))
         findings.append(Finding(
             id="latency_locality", bench="latency",
             title=f"Latency to node {mem_node}'s memory by CPU node" + (f" ({name})" if name else ""),
-            summary=(f"With memory on node {mem_node} ({where}), latency is lowest from node "
-                     f"{fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
-                     f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
-                     f"geometric means {spread.text('{:.2f}x')})"
-                     + (f"; {others}" if others else "") + f"; {dist_text}."),
+            summary=f"With memory on node {mem_node} ({where}), {opening}; {dist_text}.",
             numbers=numbers, evidence=evidence))
         for p in (p for p in ordered if p.flagged):
             findings.append(Finding(
@@ -405,11 +424,12 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
         text, title, base = analysis.where_text(t.series, study.varying, skip=("page_size",))
         peak = f"{t.max_ratio.text('{:.2f}x')} at {analysis.size_text(t.max_size_bytes)}"
         if t.onset_bytes is not None:
+            top = (f"4 KiB / {t.huge_page} latency peaks at {peak}" if t.peak_significant else
+                   f"the largest 4 KiB / {t.huge_page} ratio, {peak}, is not significant: no peak is claimed")
             summary = _opening(text, f"4 KiB pages are slower than {t.huge_page} pages beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor from {analysis.size_text(t.onset_bytes)} on (onset "
                                      f"{_size_iv(t.onset)}; the cost is half its largest at "
-                                     f"{_size_iv(t.location_bytes)}); 4 KiB / {t.huge_page} latency peaks at {peak}: "
-                                     "the TLB reach, not a cache")
+                                     f"{_size_iv(t.location_bytes)}); {top}: the TLB reach, not a cache")
         else:
             summary = _opening(text, f"4 KiB and {t.huge_page} pages do not part beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor at any size tested (largest ratio {peak})")
@@ -418,7 +438,8 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
             numbers={**base, "page_size": "4k", "claim": t.onset_bytes is not None, "huge_page": t.huge_page,
                      "onset_size_bytes": t.onset_bytes, **analysis.interval_numbers("onset_bytes", t.onset),
                      **analysis.interval_numbers("location_bytes", t.location_bytes), **analysis.interval_numbers("max_ratio", t.max_ratio),
-                     "max_size_bytes": t.max_size_bytes, "floor": levels.TLB_FLOOR},
+                     "max_size_bytes": t.max_size_bytes, "peak_claimed": t.peak_significant,
+                     "floor": levels.TLB_FLOOR},
             evidence=t.per_size))
     return findings
 
