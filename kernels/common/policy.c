@@ -160,18 +160,37 @@ static int write_text_file(const char *path, const char *text)
     return bad ? -1 : 0;
 }
 
+/* Whether the file already holds `value` (its first word). Async-signal-safe. */
+static int file_holds(const char *path, const char *value)
+{
+    char buf[32];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    size_t len = strlen(value);
+    return !strncmp(buf, value, len) && (buf[len] == 0 || buf[len] == '\n' || buf[len] == ' ');
+}
+
 /* Writes back what was saved; returns the index that failed (saved_count for the auto switch),
- * or -1. Async-signal-safe. */
+ * or -1. A weight that already holds its saved value is not written: writing it would turn the
+ * kernel's automatic weights off again (another rank on the host may have restored it already).
+ * Async-signal-safe. */
 static int write_back_weights(void)
 {
     int failed = -1;
     int count = saved_count;
     saved_count = 0;
     for (int i = 0; i < count; i++)
-        if (write_text_file(saved_paths[i], saved_values[i]))
+        if (!file_holds(saved_paths[i], saved_values[i]) && write_text_file(saved_paths[i], saved_values[i]))
             failed = i;
     /* Writing a node weight turns automatic weights off on kernels that have them. */
-    if (count && saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true"))
+    if (count && saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && !file_holds(saved_auto_path, "true") &&
+        write_text_file(saved_auto_path, "true"))
         failed = count;
     if (count && failed < 0)
         unlink(weights_state_path());
@@ -183,11 +202,13 @@ static void restore_weights(void)
     int count = saved_count;
     int failed = write_back_weights();
     if (failed >= 0 && failed < count)
-        fprintf(stderr, "%s: warning: could not restore %s to %s\n", ns_program(), saved_paths[failed],
-                saved_values[failed]);
+        fprintf(stderr, "%s: warning: could not restore %s to %s (%s); the machine is left changed: run "
+                "`echo %s | sudo tee %s`\n", ns_program(), saved_paths[failed], saved_values[failed], strerror(errno),
+                saved_values[failed], saved_paths[failed]);
     else if (failed >= 0)
-        fprintf(stderr, "%s: warning: weights restored, but %s could not be set back to true: %s\n", ns_program(),
-                saved_auto_path, strerror(errno));
+        fprintf(stderr, "%s: warning: weights restored, but %s could not be set back to true (%s); the machine is "
+                "left in manual weights: run `echo true | sudo tee %s`\n", ns_program(), saved_auto_path,
+                strerror(errno), saved_auto_path);
 }
 
 static void restore_weights_on_signal(int sig)
@@ -264,15 +285,15 @@ static void restore_weights_of_killed_run(void)
     while (fscanf(f, "%127s %15s", path, value) == 2) {
         if (strncmp(path, WEIGHTS_DIR "/", strlen(WEIGHTS_DIR) + 1))
             continue; /* only the weights' own files */
-        if (write_text_file(path, value))
-            failed++;
-        else
+        if (file_holds(path, value) || !write_text_file(path, value))
             restored++;
+        else
+            failed++;
     }
     fclose(f);
     if (failed)
-        ns_warn("could not restore %d weighted-interleave weight(s) left by killed run PID %d (%s): run as root, "
-                "or set them back by hand from that file", failed, pid, state);
+        ns_warn("could not restore %d weighted-interleave setting(s) left by killed run PID %d (%s): run as root "
+                "`while read p v; do [ \"$p\" = pid ] || echo $v > $p; done < %s`", failed, pid, state, state);
     else {
         unlink(state);
         ns_warn("restored %d weighted-interleave weight(s) left changed by killed run PID %d (from %s)", restored,
@@ -303,6 +324,18 @@ void ns_policy_apply_weights(const ns_policy *policy)
         if (f) {
             if (fgets(saved_auto, sizeof saved_auto, f))
                 snprintf(saved_auto_path, sizeof saved_auto_path, "%s", path);
+            fclose(f);
+        }
+    }
+    /* Another process of this launch on the host (a rank beside this one) may have switched the
+     * weights to manual already: its state file still holds the mode it found. */
+    if (saved_auto_path[0] && strncmp(saved_auto, "true", 4)) {
+        FILE *f = fopen(weights_state_path(), "r");
+        char p[128], v[16];
+        if (f) {
+            while (fscanf(f, "%127s %15s", p, v) == 2)
+                if (!strcmp(p, saved_auto_path) && !strcmp(v, "true"))
+                    snprintf(saved_auto, sizeof saved_auto, "true");
             fclose(f);
         }
     }
