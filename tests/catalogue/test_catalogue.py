@@ -318,6 +318,23 @@ for _column in BENCHES["latency"].positive:
              "line 3", "correct that cell")
 
 
+# References are judged in the metric's own unit: ms and us convert to ns, GB/s and GiB/s to MB/s;
+# a unit of neither kind, or of the other kind, is one line naming the key path.
+def _reference(unit: str) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        (tmp / "refs.yaml").write_text(yaml.safe_dump(
+            {"references": [{"bench": "latency", "reference": [0.1, -0.5, 0.5, unit]}]}))
+        return PY + ["compare", "--results", str(REPO / "examples" / "lumi-g"), "--config", str(tmp / "refs.yaml"),
+                     "-o", str(tmp / "comparison.md")]
+    return argv
+
+
+case("numasweep CLI", "reference in an unknown unit", _reference("parsec"),
+     "references[0].reference[3]", "unit 'parsec' is not known", "ns, us, ms")
+case("numasweep CLI", "reference of a rate for a latency", _reference("GB/s"),
+     "references[0].reference[3]", "use one of ns, us, ms", "latency_ns_median is in ns")
+
+
 # ------------------------------------------------------------------ faults mid-run (run-job)
 def _runjob(script: str, *extra: str, seed: bool = True) -> Callable[[Path], list[str]]:
     def argv(tmp: Path) -> list[str]:

@@ -210,3 +210,23 @@ def test_a_schema_1_store_is_migrated(tmp_path: Path) -> None:
         con.execute("PRAGMA user_version = 99")
     with pytest.raises(NumasweepError, match="schema 99 is newer"):
         store.runs(db)
+
+
+def test_a_reference_in_other_units_is_converted_to_the_metrics(tmp_path: Path) -> None:
+    now = write_run(tmp_path / "run", "a")
+    dram = model_latency(2**24, 1)
+    refs = compare.parse_references([
+        {"name": "DRAM in ms", "bench": "latency", "where": {"size_bytes": "16M", "rank": 1},
+         "reference": [dram / 1e6, -0.05, 0.05, "ms"]},
+        {"name": "DRAM in us", "bench": "latency", "where": {"size_bytes": "16M", "rank": 1},
+         "reference": [dram / 1e3, -0.05, 0.05, "us"]},
+        {"name": "triad in GB/s", "bench": "bandwidth", "where": {"threads": 2}, "reference": [20, -0.1, 0.1, "GB/s"]},
+        {"name": "triad in GiB/s", "bench": "bandwidth", "where": {"threads": 2},
+         "reference": [20e9 / 2**30, -0.1, 0.1, "GiB/s"]},
+    ])
+    rows = compare.compare(now, refs, None, None, 0.1)["references"]
+    assert [(r["status"], r["unit"]) for r in rows] == [("pass", "ns"), ("pass", "ns"), ("pass", "MB/s"),
+                                                         ("pass", "MB/s")]
+    assert abs(rows[0]["reference"] - dram) < 1e-9 and abs(rows[2]["reference"] - 20000) < 1e-9
+    with pytest.raises(NumasweepError, match=r"references\[0\].reference\[3\]: unit 'furlongs' is not known"):
+        compare.parse_references([{"bench": "latency", "reference": [1, -0.1, 0.1, "furlongs"]}])

@@ -34,7 +34,7 @@ from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 from numasweep.reporting.markdown import md_table
-from numasweep.core.units import format_size, parse_size
+from numasweep.core.units import convert, format_size, metric_unit, parse_size
 
 # Identity columns that do not make two runs' points different measurements.
 NOT_COMPARED = ("system", "host")
@@ -78,6 +78,13 @@ def parse_references(entries: list[dict], source: str = "references") -> list[Re
         if lower is not None and lower > 0 or upper is not None and upper < 0:
             raise NumasweepError(f"{where}.reference: lower must be <= 0 and upper >= 0 (fractions of the "
                                  f"value, as in ReFrame: [{value}, -0.1, 0.1, {unit}])")
+        # The value in the metric's own unit (a reference in ms against a column in ns).
+        measured_in = metric_unit(metric)
+        if measured_in is not None:
+            try:
+                value, unit = convert(float(value), str(unit), measured_in), measured_in
+            except NumasweepError as exc:
+                raise NumasweepError(f"{where}.reference[3]: {exc} ({metric} is in {measured_in})") from None
         refs.append(Reference(entry.get("name") or f"{bench} {metric}", bench, metric,
                               dict(entry.get("where") or {}), float(value), lower, upper, str(unit)))
     return refs
