@@ -19,7 +19,15 @@
 #define MPOL_F_ADDR_FLAG (1 << 1)
 #define MODE_FLAGS_MASK 0xff
 
-#define WEIGHTS_DIR "/sys/kernel/mm/mempolicy/weighted_interleave"
+#define WEIGHTS_DIR_DEFAULT "/sys/kernel/mm/mempolicy/weighted_interleave"
+/* NUMASWEEP_WEIGHTS_DIR: another folder of weight files (tests construct one); the weights the
+ * kernel applies are still the sysfs ones. */
+static const char *weights_dir(void)
+{
+    const char *dir = getenv("NUMASWEEP_WEIGHTS_DIR");
+    return dir && *dir ? dir : WEIGHTS_DIR_DEFAULT;
+}
+#define WEIGHTS_DIR weights_dir()
 
 static const char *kind_names[] = {"inherit", "bind", "preferred", "interleave", "weighted"};
 
@@ -151,7 +159,7 @@ static int read_int_file(const char *path, int *value)
 
 static int write_text_file(const char *path, const char *text)
 {
-    int fd = open(path, O_WRONLY);
+    int fd = open(path, O_WRONLY | O_TRUNC); /* O_TRUNC: as `echo >` does; sysfs ignores it */
     if (fd < 0)
         return -1;
     ssize_t len = (ssize_t)strlen(text);
@@ -240,7 +248,7 @@ void ns_policy_current_weights(const ns_policy *policy, int *weights)
 {
     char path[128];
     for (int i = 0; i < policy->nnodes; i++) {
-        snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", policy->nodes[i]);
+        snprintf(path, sizeof path, "%s/node%d", WEIGHTS_DIR, policy->nodes[i]);
         if (read_int_file(path, &weights[i]))
             weights[i] = 0;
     }
@@ -283,7 +291,7 @@ static void restore_weights_of_killed_run(void)
         return;
     }
     while (fscanf(f, "%127s %15s", path, value) == 2) {
-        if (strncmp(path, WEIGHTS_DIR "/", strlen(WEIGHTS_DIR) + 1))
+        if (strncmp(path, WEIGHTS_DIR, strlen(WEIGHTS_DIR)) || path[strlen(WEIGHTS_DIR)] != '/')
             continue; /* only the weights' own files */
         if (file_holds(path, value) || !write_text_file(path, value))
             restored++;
@@ -319,7 +327,7 @@ void ns_policy_apply_weights(const ns_policy *policy)
     /* The kernel's "auto" switch (named auto, or __auto_type on some 6.18 builds). */
     const char *auto_names[] = {"auto", "__auto_type"};
     for (int i = 0; i < 2 && !saved_auto_path[0]; i++) {
-        snprintf(path, sizeof path, WEIGHTS_DIR "/%s", auto_names[i]);
+        snprintf(path, sizeof path, "%s/%s", WEIGHTS_DIR, auto_names[i]);
         FILE *f = fopen(path, "r");
         if (f) {
             if (fgets(saved_auto, sizeof saved_auto, f))
@@ -346,7 +354,7 @@ void ns_policy_apply_weights(const ns_policy *policy)
     for (int i = 0; i < policy->nnodes; i++) {
         if (current[i] == policy->weights[i])
             continue;
-        snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", policy->nodes[i]);
+        snprintf(path, sizeof path, "%s/node%d", WEIGHTS_DIR, policy->nodes[i]);
         snprintf(value, sizeof value, "%d", policy->weights[i]);
         if (current[i] == 0)
             ns_die("--weights: cannot set %s to %d (file missing): run as root, or set the weights beforehand and "
