@@ -44,6 +44,34 @@ def private_host_lock(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     return folder
 
 
+WEIGHTED_INTERLEAVE = Path("/sys/kernel/mm/mempolicy/weighted_interleave")
+
+
+def weighted_interleave_settings(folder: Path = WEIGHTED_INTERLEAVE) -> dict[str, str]:
+    """The node weights and the automatic-weights mode (`auto`, or `__auto_type` on some 6.18
+    builds), file name -> text; empty where the kernel has no such folder."""
+    settings = {}
+    for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+        try:
+            settings[path.name] = path.read_text().strip()
+        except OSError:
+            pass
+    return settings
+
+
+@pytest.fixture(scope="session", autouse=True)
+def machine_left_as_found():
+    """The weighted-interleave settings after the whole session are what they were before it:
+    kernels that change them for a run restore them (a SIGKILLed one by the next run)."""
+    before = weighted_interleave_settings()
+    yield
+    after = weighted_interleave_settings()
+    if after != before:
+        changed = {k: (before.get(k), after.get(k)) for k in before.keys() | after.keys()
+                   if before.get(k) != after.get(k)}
+        pytest.fail(f"the tests left {WEIGHTED_INTERLEAVE} changed (file: (before, after)): {changed}")
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

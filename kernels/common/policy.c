@@ -19,7 +19,15 @@
 #define MPOL_F_ADDR_FLAG (1 << 1)
 #define MODE_FLAGS_MASK 0xff
 
-#define WEIGHTS_DIR "/sys/kernel/mm/mempolicy/weighted_interleave"
+#define WEIGHTS_DIR_DEFAULT "/sys/kernel/mm/mempolicy/weighted_interleave"
+/* NUMASWEEP_WEIGHTS_DIR: another folder of weight files (tests construct one); the weights the
+ * kernel applies are still the sysfs ones. */
+static const char *weights_dir(void)
+{
+    const char *dir = getenv("NUMASWEEP_WEIGHTS_DIR");
+    return dir && *dir ? dir : WEIGHTS_DIR_DEFAULT;
+}
+#define WEIGHTS_DIR weights_dir()
 
 static const char *kind_names[] = {"inherit", "bind", "preferred", "interleave", "weighted"};
 
@@ -151,7 +159,7 @@ static int read_int_file(const char *path, int *value)
 
 static int write_text_file(const char *path, const char *text)
 {
-    int fd = open(path, O_WRONLY);
+    int fd = open(path, O_WRONLY | O_TRUNC); /* O_TRUNC: as `echo >` does; sysfs ignores it */
     if (fd < 0)
         return -1;
     ssize_t len = (ssize_t)strlen(text);
@@ -160,18 +168,37 @@ static int write_text_file(const char *path, const char *text)
     return bad ? -1 : 0;
 }
 
+/* Whether the file already holds `value` (its first word). Async-signal-safe. */
+static int file_holds(const char *path, const char *value)
+{
+    char buf[32];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    size_t len = strlen(value);
+    return !strncmp(buf, value, len) && (buf[len] == 0 || buf[len] == '\n' || buf[len] == ' ');
+}
+
 /* Writes back what was saved; returns the index that failed (saved_count for the auto switch),
- * or -1. Async-signal-safe. */
+ * or -1. A weight that already holds its saved value is not written: writing it would turn the
+ * kernel's automatic weights off again (another rank on the host may have restored it already).
+ * Async-signal-safe. */
 static int write_back_weights(void)
 {
     int failed = -1;
     int count = saved_count;
     saved_count = 0;
     for (int i = 0; i < count; i++)
-        if (write_text_file(saved_paths[i], saved_values[i]))
+        if (!file_holds(saved_paths[i], saved_values[i]) && write_text_file(saved_paths[i], saved_values[i]))
             failed = i;
     /* Writing a node weight turns automatic weights off on kernels that have them. */
-    if (count && saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true"))
+    if (count && saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && !file_holds(saved_auto_path, "true") &&
+        write_text_file(saved_auto_path, "true"))
         failed = count;
     if (count && failed < 0)
         unlink(weights_state_path());
@@ -183,11 +210,13 @@ static void restore_weights(void)
     int count = saved_count;
     int failed = write_back_weights();
     if (failed >= 0 && failed < count)
-        fprintf(stderr, "%s: warning: could not restore %s to %s\n", ns_program(), saved_paths[failed],
-                saved_values[failed]);
+        fprintf(stderr, "%s: warning: could not restore %s to %s (%s); the machine is left changed: run "
+                "`echo %s | sudo tee %s`\n", ns_program(), saved_paths[failed], saved_values[failed], strerror(errno),
+                saved_values[failed], saved_paths[failed]);
     else if (failed >= 0)
-        fprintf(stderr, "%s: warning: weights restored, but %s could not be set back to true: %s\n", ns_program(),
-                saved_auto_path, strerror(errno));
+        fprintf(stderr, "%s: warning: weights restored, but %s could not be set back to true (%s); the machine is "
+                "left in manual weights: run `echo true | sudo tee %s`\n", ns_program(), saved_auto_path,
+                strerror(errno), saved_auto_path);
 }
 
 static void restore_weights_on_signal(int sig)
@@ -219,7 +248,7 @@ void ns_policy_current_weights(const ns_policy *policy, int *weights)
 {
     char path[128];
     for (int i = 0; i < policy->nnodes; i++) {
-        snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", policy->nodes[i]);
+        snprintf(path, sizeof path, "%s/node%d", WEIGHTS_DIR, policy->nodes[i]);
         if (read_int_file(path, &weights[i]))
             weights[i] = 0;
     }
@@ -262,17 +291,17 @@ static void restore_weights_of_killed_run(void)
         return;
     }
     while (fscanf(f, "%127s %15s", path, value) == 2) {
-        if (strncmp(path, WEIGHTS_DIR "/", strlen(WEIGHTS_DIR) + 1))
+        if (strncmp(path, WEIGHTS_DIR, strlen(WEIGHTS_DIR)) || path[strlen(WEIGHTS_DIR)] != '/')
             continue; /* only the weights' own files */
-        if (write_text_file(path, value))
-            failed++;
-        else
+        if (file_holds(path, value) || !write_text_file(path, value))
             restored++;
+        else
+            failed++;
     }
     fclose(f);
     if (failed)
-        ns_warn("could not restore %d weighted-interleave weight(s) left by killed run PID %d (%s): run as root, "
-                "or set them back by hand from that file", failed, pid, state);
+        ns_warn("could not restore %d weighted-interleave setting(s) left by killed run PID %d (%s): run as root "
+                "`while read p v; do [ \"$p\" = pid ] || echo $v > $p; done < %s`", failed, pid, state, state);
     else {
         unlink(state);
         ns_warn("restored %d weighted-interleave weight(s) left changed by killed run PID %d (from %s)", restored,
@@ -298,11 +327,23 @@ void ns_policy_apply_weights(const ns_policy *policy)
     /* The kernel's "auto" switch (named auto, or __auto_type on some 6.18 builds). */
     const char *auto_names[] = {"auto", "__auto_type"};
     for (int i = 0; i < 2 && !saved_auto_path[0]; i++) {
-        snprintf(path, sizeof path, WEIGHTS_DIR "/%s", auto_names[i]);
+        snprintf(path, sizeof path, "%s/%s", WEIGHTS_DIR, auto_names[i]);
         FILE *f = fopen(path, "r");
         if (f) {
             if (fgets(saved_auto, sizeof saved_auto, f))
                 snprintf(saved_auto_path, sizeof saved_auto_path, "%s", path);
+            fclose(f);
+        }
+    }
+    /* Another process of this launch on the host (a rank beside this one) may have switched the
+     * weights to manual already: its state file still holds the mode it found. */
+    if (saved_auto_path[0] && strncmp(saved_auto, "true", 4)) {
+        FILE *f = fopen(weights_state_path(), "r");
+        char p[128], v[16];
+        if (f) {
+            while (fscanf(f, "%127s %15s", p, v) == 2)
+                if (!strcmp(p, saved_auto_path) && !strcmp(v, "true"))
+                    snprintf(saved_auto, sizeof saved_auto, "true");
             fclose(f);
         }
     }
@@ -313,7 +354,7 @@ void ns_policy_apply_weights(const ns_policy *policy)
     for (int i = 0; i < policy->nnodes; i++) {
         if (current[i] == policy->weights[i])
             continue;
-        snprintf(path, sizeof path, WEIGHTS_DIR "/node%d", policy->nodes[i]);
+        snprintf(path, sizeof path, "%s/node%d", WEIGHTS_DIR, policy->nodes[i]);
         snprintf(value, sizeof value, "%d", policy->weights[i]);
         if (current[i] == 0)
             ns_die("--weights: cannot set %s to %d (file missing): run as root, or set the weights beforehand and "

@@ -121,8 +121,51 @@ PLAN_TIME.update({
     "system starting with a dot": ({"system": ".hidden"}, "system: '.hidden'", "starting with a letter or digit"),
     "fleet node with a space": ({"fleet": {"nodes": ["nid 1"]}}, "fleet.nodes[0]: 'nid 1'", "use only letters"),
 })
+# Accepted without a word before: duplicates, sizes a job fails on, settings that are ignored, and
+# names too long for the file names they build.
+PLAN_TIME.update({
+    "fleet node listed twice": ({"fleet": {"nodes": ["nid001", "nid001"]}},
+                                "fleet.nodes[1]: 'nid001' is listed twice", "list each node once"),
+    "label too long for file names": ({"latency": {"sweeps": [{"domains": [[0]], "label": "a" * 300}]}},
+                                      "latency.sweeps[0].label", "300 characters", "at most 100"),
+    "system too long for file names": ({"system": "s" * 300}, "system:", "300 characters", "at most 100"),
+    "fleet node too long for file names": ({"fleet": {"nodes": ["n" * 80]}}, "fleet.nodes[0]", "at most 64"),
+    "loaded_latency size over node memory": ({"loaded_latency": {"sweeps": [{"size": "2048G"}]}},
+                                             "loaded_latency.sweeps[0].size", "2048GiB", "128GiB", "node 0"),
+    "mix_bandwidth size below the kernel's least": ({"mix_bandwidth": {"sweeps": [{"size": "1K"}]}},
+                                                    "mix_bandwidth.sweeps[0].size", "1KiB", "at least 16K"),
+    "srun_mpi not a plugin name": ({"launcher": "srun", "srun_mpi": "pmix; rm -rf ~"},
+                                   "srun_mpi: 'pmix; rm -rf ~'", "not an MPI plugin name"),
+})
 for _name, (_config, *_says) in PLAN_TIME.items():
     case("config", _name, _grid(_config), *_says)
+# Warnings: the plan runs (exit 0) and one line says what was merged or ignored.
+PLAN_WARNINGS = {
+    "duplicate grid points": ({"latency": {"sweeps": [{"domains": [[0]], "sizes": "64K"},
+                                                      {"domains": [[0]], "sizes": "64K"}]}},
+                              "asked for twice with the same settings", "measured once"),
+    "mix_bandwidth size under the cache": ({"mix_bandwidth": {"sweeps": [{"size": "1M"}]}},
+                                           "mix_bandwidth.sweeps[0].size", "last-level cache"),
+    "mix_bandwidth matrix ignores memory": ({"mix_bandwidth": {"sweeps": [{"matrix": True, "memory": ["node:1"]}]}},
+                                            "mix_bandwidth.sweeps[0].memory: node:1 is ignored with matrix: true"),
+}
+for _name, (_config, *_says) in PLAN_WARNINGS.items():
+    case("config", _name, _grid({b: {"sweeps": []} for b in ("latency", "bandwidth", "copy", "gpu_xfer")} | _config),
+         "warning", *_says, rc=0)
+
+
+def _no_srun(tmp: Path) -> list[str]:
+    """srun_mpi of a config where srun cannot answer (not this machine's SLURM): said, not checked."""
+    (tmp / "bin").mkdir()
+    (tmp / "bin" / "srun").write_text("#!/bin/sh\nexit 1\n")
+    (tmp / "bin" / "srun").chmod(0o755)
+    argv = _grid({"launcher": "srun", "srun_mpi": "pmi9",
+                  **{b: {"sweeps": []} for b in ("bandwidth", "copy", "gpu_xfer")},
+                  "latency": {"sweeps": [{"domains": [[0]], "sizes": "64K"}]}})(tmp)
+    return ["env", f"PATH={tmp / 'bin'}:{os.environ['PATH']}"] + argv
+
+
+case("config", "srun_mpi where srun cannot answer", _no_srun, "srun_mpi: 'pmi9' cannot be checked here", rc=0)
 
 
 def _few_cores(tmp: Path) -> list[str]:
@@ -173,6 +216,9 @@ case("arch", "yaml syntax error names the line", _topology("system: x\nnodes: [\
      "YAML syntax error in the arch file")
 case("arch", "system name with a space", _topology("system: my box\nnodes:\n  - {id: 0, cpus: '0', memory: 1G}\n"),
      "system: 'my box'", "letters, digits, '_', '.' and '-'")
+case("arch", "system name too long for file names",
+     _topology(f"system: {'x' * 300}\nnodes:\n  - {{id: 0, cpus: '0', memory: 1G}}\n"),
+     "system:", "300 characters", "at most 100")
 case("arch", "arch file missing", lambda tmp: PY + ["topology", "--arch", str(tmp / "none.yaml"), "-o", str(tmp / "t.json")],
      "none.yaml")
 case("arch", "corrupt topology.json", _topology("{not json", "topology.json"), "topology.json")
@@ -316,6 +362,23 @@ for _column in BENCHES["latency"].positive:
     for _kind, (_cell, _word) in BAD_CELLS.items():
         case("cached results", f"cached latency table {_column} {_kind}", _bad_table(_column, _cell),
              "line 3", "correct that cell")
+
+
+# References are judged in the metric's own unit: ms and us convert to ns, GB/s and GiB/s to MB/s;
+# a unit of neither kind, or of the other kind, is one line naming the key path.
+def _reference(unit: str) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        (tmp / "refs.yaml").write_text(yaml.safe_dump(
+            {"references": [{"bench": "latency", "reference": [0.1, -0.5, 0.5, unit]}]}))
+        return PY + ["compare", "--results", str(REPO / "examples" / "lumi-g"), "--config", str(tmp / "refs.yaml"),
+                     "-o", str(tmp / "comparison.md")]
+    return argv
+
+
+case("numasweep CLI", "reference in an unknown unit", _reference("parsec"),
+     "references[0].reference[3]", "unit 'parsec' is not known", "ns, us, ms")
+case("numasweep CLI", "reference of a rate for a latency", _reference("GB/s"),
+     "references[0].reference[3]", "use one of ns, us, ms", "latency_ns_median is in ns")
 
 
 # ------------------------------------------------------------------ faults mid-run (run-job)

@@ -9,6 +9,7 @@ the DRAM-sized latencies of rank 1 by 1.30.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -69,8 +70,12 @@ def dram_regression(bench: str, row: dict) -> float:
     return within(bench, row)
 
 
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "workflow")}
+
+
 def compare_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "numasweep", "compare", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "numasweep", "compare", *args], capture_output=True, text=True,
+                          env=ENV)
 
 
 def test_recording_is_keyed_by_provenance_and_idempotent(tmp_path: Path) -> None:
@@ -98,7 +103,7 @@ def test_recording_is_keyed_by_provenance_and_idempotent(tmp_path: Path) -> None
 def test_second_run_within_tolerance_passes_with_a_table(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
     store.record(write_run(tmp_path / "one", "a"), db)
-    now = write_run(tmp_path / "two", "b", within)
+    now = write_run(tmp_path / "one", "b", within)
     store.record(now, db)
     out = tmp_path / "comparison.md"
     proc = compare_cli("--results", str(now), "--store", str(db), "--against", "previous", "-o", str(out),
@@ -116,7 +121,7 @@ def test_second_run_within_tolerance_passes_with_a_table(tmp_path: Path) -> None
 def test_planted_regression_beyond_tolerance_is_flagged(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
     store.record(write_run(tmp_path / "one", "a"), db)
-    now = write_run(tmp_path / "two", "b", dram_regression)
+    now = write_run(tmp_path / "one", "b", dram_regression)
     result = compare.compare(now, [], db, "previous", 0.10)
     status = {r["series"]: (r["status"], r["regressed"]) for r in result["series"]}
     big = sum(1 for s in SIZES if s > 2**20)
@@ -159,7 +164,7 @@ def test_user_mistakes_are_one_line(tmp_path: Path) -> None:
     proc = compare_cli("--results", str(now), "--store", str(db), "--against", "previous", "-o",
                        str(tmp_path / "c.md"))
     # The first run of a campaign has no earlier run: said in the section, not an error.
-    assert proc.returncode == 0 and "No earlier run of model" in (tmp_path / "c.md").read_text(), proc.stderr
+    assert proc.returncode == 0 and "No earlier run of run (model" in (tmp_path / "c.md").read_text(), proc.stderr
     proc = compare_cli("--results", str(now), "--store", str(db), "--against", "0123abc", "-o", str(tmp_path / "c.md"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no run whose key starts" in proc.stderr, \
         proc.stderr
@@ -167,5 +172,61 @@ def test_user_mistakes_are_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "nothing to compare with" in proc.stderr, proc.stderr
     (tmp_path / "junk.sqlite").write_text("not a database " * 100)
     proc = subprocess.run([sys.executable, "-m", "numasweep", "store", "record", "--results", str(now),
-                           "--store", str(tmp_path / "junk.sqlite")], capture_output=True, text=True)
+                           "--store", str(tmp_path / "junk.sqlite")], capture_output=True, text=True, env=ENV)
     assert proc.returncode == 2 and "not a numasweep results store" in proc.stderr, proc.stderr
+
+
+def test_previous_is_the_previous_run_of_the_same_campaign(tmp_path: Path) -> None:
+    """Two campaigns on one topology ("model"), results/a and results/b: the previous run of a is
+    a's, never b's, although b recorded last."""
+    db = tmp_path / "store.sqlite"
+    a_first, _ = store.record(write_run(tmp_path / "a", "a1"), db, "a")
+    store.record(write_run(tmp_path / "b", "b1", dram_regression), db, "b")
+    now = write_run(tmp_path / "a", "a2", within)
+    result = compare.compare(now, [], db, "previous", 0.10, campaign="a")
+    assert result["against"] == a_first.run_key
+    assert all(r["status"] == "pass" for r in result["series"])
+    # The first run of a third campaign on the same topology has nothing to compare with.
+    third = compare.compare(write_run(tmp_path / "c", "c1"), [], db, "previous", 0.10)
+    assert third["against"] is None and "No earlier run of c" in third["note"]
+    assert [r.campaign for r in store.runs(db, campaign="b")] == ["b"]
+
+
+def test_a_schema_1_store_is_migrated(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    with sqlite3.connect(db) as con:  # the schema before campaigns, with one run of results/a
+        con.executescript(
+            "CREATE TABLE runs (run_key TEXT PRIMARY KEY, system TEXT NOT NULL, recorded TEXT NOT NULL, "
+            "started TEXT, ended TEXT, hosts TEXT NOT NULL, source TEXT NOT NULL);"
+            "INSERT INTO runs VALUES ('k1', 'model', '2026-01-01T00:00:00Z', NULL, NULL, 'node1', 'results/a');")
+    (old,) = store.runs(db)
+    assert (old.campaign, old.folder) == ("a", "")
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+    run, new = store.record(write_run(tmp_path / "a", "a1"), db)
+    assert new and run.campaign == "a" and run.folder == str((tmp_path / "a").resolve())
+    assert [r.run_key for r in store.runs(db, campaign="a", folder=tmp_path / "a")] == ["k1", run.run_key]
+    with sqlite3.connect(db) as con:
+        con.execute("PRAGMA user_version = 99")
+    with pytest.raises(NumasweepError, match="schema 99 is newer"):
+        store.runs(db)
+
+
+def test_a_reference_in_other_units_is_converted_to_the_metrics(tmp_path: Path) -> None:
+    now = write_run(tmp_path / "run", "a")
+    dram = model_latency(2**24, 1)
+    refs = compare.parse_references([
+        {"name": "DRAM in ms", "bench": "latency", "where": {"size_bytes": "16M", "rank": 1},
+         "reference": [dram / 1e6, -0.05, 0.05, "ms"]},
+        {"name": "DRAM in us", "bench": "latency", "where": {"size_bytes": "16M", "rank": 1},
+         "reference": [dram / 1e3, -0.05, 0.05, "us"]},
+        {"name": "triad in GB/s", "bench": "bandwidth", "where": {"threads": 2}, "reference": [20, -0.1, 0.1, "GB/s"]},
+        {"name": "triad in GiB/s", "bench": "bandwidth", "where": {"threads": 2},
+         "reference": [20e9 / 2**30, -0.1, 0.1, "GiB/s"]},
+    ])
+    rows = compare.compare(now, refs, None, None, 0.1)["references"]
+    assert [(r["status"], r["unit"]) for r in rows] == [("pass", "ns"), ("pass", "ns"), ("pass", "MB/s"),
+                                                         ("pass", "MB/s")]
+    assert abs(rows[0]["reference"] - dram) < 1e-9 and abs(rows[2]["reference"] - 20000) < 1e-9
+    with pytest.raises(NumasweepError, match=r"references\[0\].reference\[3\]: unit 'furlongs' is not known"):
+        compare.parse_references([{"bench": "latency", "reference": [1, -0.1, 0.1, "furlongs"]}])

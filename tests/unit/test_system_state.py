@@ -91,3 +91,20 @@ def test_this_machine() -> None:
     balancing = Path("/proc/sys/kernel/numa_balancing")
     assert state.numa_balancing == (balancing.read_text().strip() if balancing.exists() else None)
     assert state.compiler_version and state.as_record()["kernel_release"] == state.kernel_release
+
+
+def test_a_setting_the_kernel_refused_to_restore_is_one_note_with_its_command(tmp_path):
+    from numasweep.running.runjob import settings_left_changed
+
+    log = tmp_path / "job.log"
+    auto = "/sys/kernel/mm/mempolicy/weighted_interleave/auto"
+    log.write_text("Latency: fine\nnuma_latency: warning: weights restored, but "
+                   f"{auto} could not be set back to true (No such device); the machine is left in "
+                   f"manual weights: run `echo true | sudo tee {auto}`\n")
+    left = settings_left_changed(log)
+    assert left is not None and f"echo true | sudo tee {auto}" in left and "warning" not in left
+    state = system_state.SystemState(None, None, None, None, (), None, None, None, settings_left_changed=left)
+    (note,) = system_state.quality_notes(state, placement_measured=False)
+    assert "left changed" in note and f"sudo tee {auto}" in note
+    log.write_text("all restored\n")
+    assert settings_left_changed(log) is None

@@ -21,9 +21,10 @@ if not FROM_CACHE:
         params:
             results=results_folder,
             store=STORE,
+            campaign=SYSTEM,
         shell:
             "python -m numasweep store record --results {params.results:q}"
-            " --store {params.store:q} -o {output:q} > {log:q} 2>&1"
+            " --store {params.store:q} --campaign {params.campaign:q} -o {output:q} > {log:q} 2>&1"
 
 
 localrules:
@@ -48,10 +49,11 @@ rule compare:
     params:
         results=results_folder,
         store=STORE,
+        campaign=SYSTEM,
         settings=json.dumps(
             {"references": CONFIG["references"], "compare": CONFIG["compare"]}
         ),
     shell:
         "python -m numasweep compare --results {params.results:q}"
-        " --store {params.store:q} --settings {params.settings:q} -o {output.md:q}"
+        " --store {params.store:q} --campaign {params.campaign:q} --settings {params.settings:q} -o {output.md:q}"
         " --json {output.json:q} > {log:q} 2>&1"

@@ -110,8 +110,7 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
             )
 
 
-# STREAM's rule: each array at least 4x the last-level caches it runs under.
-LLC_FACTOR = 4
+LLC_FACTOR = checks.LLC_FACTOR
 
 
 def check(topo: Any, section: dict) -> list[str]:
@@ -124,17 +123,8 @@ def check(topo: Any, section: dict) -> list[str]:
             continue
         for spec in sw["memory"]:
             checks.fit(topo, f"{where}.array_size", size, spec, sw["cpu_nodes"], buffers=3)
-        for node in sw["cpu_nodes"]:
-            try:
-                llc = topo.llc_bytes(topo.node(node).cpus)
-            except NumasweepError:
-                continue
-            if llc and size < LLC_FACTOR * llc:
-                warnings.append(
-                    f"{where}.array_size: {format_size(size)} is under {LLC_FACTOR}x the last-level cache of "
-                    f"node {node} ({format_size(llc)}), so the bandwidth measured is partly the cache's; "
-                    f"use at least {format_size(LLC_FACTOR * llc)}, or leave array_size unset for the "
-                    "kernel's default")
+        warnings += [w for w in (checks.under_cache(topo, where, size, node, "array_size")
+                                 for node in sw["cpu_nodes"]) if w]
     return warnings
 
 

@@ -26,7 +26,7 @@ from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import Bench, register
 from numasweep.findings.analysis import Finding
-from numasweep.planning import grid
+from numasweep.planning import checks, grid
 from numasweep.reporting.figures import LINESTYLES, PALETTE, new_figure, save
 from numasweep.reporting.markdown import md_table
 from numasweep.results import series
@@ -80,6 +80,18 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
                 threads=len(cpus),
                 cpus=cpus,
             )
+
+
+def check(topo: Any, section: dict) -> list[str]:
+    """The chase buffer fits the memory node it is bound to (the kernel would otherwise fail
+    only once on the node)."""
+    for where, sw in checks.sweeps(section, "loaded_latency"):
+        size = None if sw["size"] is None else checks.one_size(sw["size"])
+        if size is None:
+            continue
+        for node in sw["memory_nodes"]:
+            checks.fit(topo, f"{where}.size", size, f"node:{node}", sw["chase_nodes"])
+    return []
 
 
 # ---------------------------------------------------------------- findings
@@ -228,6 +240,7 @@ BENCH = register(Bench(
     not_checked=("its within-run spread and the chase's time on CPU are read by its finding (a chase that shared its CPU is said there), not yet by the data-quality table"),
     subjects={"Contention and concurrency": (("loaded_latency",), ("loaded_latency",))},
     expand=expand,
+    check=check,
     analyse=lambda table, topo: [functools.partial(loaded_latency, table)],
     draw=(lambda table, topo, figdir: plot_loaded_latency(table, figdir),),
     raw_tables=loaded_latency_tables,

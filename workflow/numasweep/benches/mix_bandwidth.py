@@ -18,9 +18,10 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
+from numasweep.core.units import format_size
 from numasweep.core.registry import Bench, register
 from numasweep.findings.analysis import Finding
-from numasweep.planning import grid
+from numasweep.planning import checks, grid
 from numasweep.reporting.figures import heatmap, new_figure, save
 from numasweep.reporting.markdown import md_table
 from numasweep.statistics import fits
@@ -64,6 +65,29 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
                 threads=len(pool),
                 cpus=tuple(pool),
             )
+
+
+MIN_SIZE = 16 << 10  # numa_mix_bandwidth refuses less per thread
+
+
+def check(topo: Any, section: dict) -> list[str]:
+    """A buffer below the kernel's 16K refused; warnings: a buffer under 4x the last-level cache of its CPUs (the bandwidth is
+    then partly the cache's); `memory` given with `matrix: true`, which measures every memory
+    node and ignores it."""
+    warnings = []
+    for where, sw in checks.sweeps(section, "mix_bandwidth"):
+        if sw["matrix"] and list(sw["memory"]) != ["local"]:
+            warnings.append(f"{where}.memory: {', '.join(sw['memory'])} is ignored with matrix: true, which "
+                            "measures every CPU node against every memory node; drop memory, or set matrix: false")
+        size = None if sw["size"] is None else checks.one_size(sw["size"])
+        if size is None:
+            continue
+        if size < MIN_SIZE:
+            raise NumasweepError(f"{where}.size: {format_size(size)} is below the kernel's {format_size(MIN_SIZE)} "
+                                 "per thread; use at least 16K, or leave size unset for the kernel's default")
+        nodes = sorted({node for node_set in sw["cpu_nodes"] for node in node_set})
+        warnings += [w for w in (checks.under_cache(topo, where, size, node, "size") for node in nodes) if w][:1]
+    return warnings
 
 
 # ---------------------------------------------------------------- findings
@@ -153,6 +177,7 @@ BENCH = register(Bench(
     not_checked=("numa_mix_bandwidth records no timer or first-touch columns; each cell's sample range is in its raw tables"),
     subjects={"Bandwidth": (("bandwidth_matrix",), ("mix_bandwidth_matrix",))},
     expand=expand,
+    check=check,
     analyse=lambda table, topo: [functools.partial(bandwidth_matrix, table)],
     draw=(lambda table, topo, figdir: plot_mix_matrix(table, figdir),),
     raw_tables=mix_bandwidth_tables,

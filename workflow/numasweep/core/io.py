@@ -70,7 +70,13 @@ def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
 
 def pattern_problem(error: object) -> str | None:
     """A schema `pattern` error in words, from the schema's `allowed` note (jsonschema ignores the
-    key): "'a b' has characters outside lower-case letters, ...; use only those". None without it."""
+    key): "'a b' has characters outside lower-case letters, ...; use only those"; and a name over
+    its `maxLength`. None for other errors."""
+    if getattr(error, "validator", None) == "maxLength":
+        # A name that goes into folder, file and job-id names: every one must stay under the file
+        # system's 255-byte limit.
+        return (f"{str(getattr(error, 'instance', ''))[:20]!r}... has {len(str(getattr(error, 'instance', '')))} "
+                f"characters: use at most {error.validator_value} (it is part of file and folder names)")
     allowed = getattr(error, "schema", {}).get("allowed")
     if getattr(error, "validator", None) != "pattern" or not allowed:
         return None

@@ -35,6 +35,9 @@ class SystemState:
     # Set by the job runner, not read from the machine: what a kernel said when it wrote back
     # the weighted-interleave weights that a killed (SIGKILL) run had left changed.
     weights_restored: str | None = None
+    # Set by the job runner: what a kernel said when the kernel refused to restore a setting it had
+    # changed (a weight, or the automatic-weights mode), with the command that sets it back.
+    settings_left_changed: str | None = None
 
     def as_record(self) -> dict[str, Any]:
         record = asdict(self)
@@ -159,5 +162,10 @@ def quality_notes(state: SystemState, placement_measured: bool) -> list[str]:
             f"state file when a job started ({state.weights_restored}): any weighted-interleave "
             "measurement made on that host between the kill and that job ran under the changed "
             "weights; rerun those jobs."
+        )
+    if state.settings_left_changed:
+        notes.append(
+            "The machine was left changed after a run: the kernel refused to restore a "
+            f"weighted-interleave setting ({state.settings_left_changed})."
         )
     return notes

@@ -137,3 +137,38 @@ def approx_size(nbytes: float) -> str:
         if nbytes >= 1 << shift:
             return f"{nbytes / (1 << shift):.3g} {unit}"
     return f"{nbytes:.3g} B"
+
+
+# Units of measured values: a time in ns or a rate in bytes per second, each to its base.
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
+RATE_UNITS = {"MB/s": 1e6, "GB/s": 1e9, "GiB/s": float(1 << 30)}
+
+
+def metric_unit(column: str) -> str | None:
+    """The unit a metric column is measured in, read from its name: `latency_ns_median` ns,
+    `best_mb_s` MB/s, `gb_s_median` GB/s, `read_bw(gib/s)` GiB/s; None where the name says none."""
+    name = column.lower()
+    for unit in ("gib/s", "mb/s", "gb/s"):
+        if unit in name or unit.replace("/", "_") in name:
+            return next(u for u in RATE_UNITS if u.lower() == unit)
+    words = re.split(r"[^a-z]+", name)
+    return next((u for u in TIME_UNITS if u in words), None)
+
+
+def convert(value: float, unit: str, to: str) -> float:
+    """`value` in `unit` expressed in `to`; both of one kind (TIME_UNITS or RATE_UNITS), spelled
+    as there (case aside, `µs` for us). A unit of neither kind, or of the other kind, raises
+    NumasweepError naming what is allowed."""
+    def known(text: str) -> tuple[dict[str, float], str]:
+        spelled = str(text).strip().replace("µ", "u").lower()
+        for table in (TIME_UNITS, RATE_UNITS):
+            for name in table:
+                if name.lower() == spelled:
+                    return table, name
+        raise NumasweepError(f"unit '{text}' is not known: use {', '.join(TIME_UNITS)} for times or "
+                             f"{', '.join(RATE_UNITS)} for rates")
+    table, name = known(unit)
+    target_table, target = known(to)
+    if table is not target_table:
+        raise NumasweepError(f"unit '{unit}' does not measure what {to} does: use one of {', '.join(target_table)}")
+    return value * table[name] / target_table[target]

@@ -9,11 +9,13 @@ raises a NumasweepError naming the key, the value and the fix for:
 - `extra_args` the kernel's own parser refuses (`KERNEL --check-args ...`, which parses and
   exits before looking at the machine), when the kernel is built: `extra_args(config, jobs)`,
   called once the jobs are expanded, with one job's whole option list per sweep;
-- an `srun_mpi` plugin that `srun --mpi=list` does not list, where srun answers;
+- an `srun_mpi` plugin that `srun --mpi=list` does not list, where srun answers, or that is no
+  plugin name at all (it is quoted into every launch line);
 - more GPUs than the topology has, or than host CPUs to drive them (one thread per GPU).
 
 It returns the warnings a campaign should see but may run with (a bandwidth array under 4x
-the last-level cache measures the cache, not memory); `warn` prints them. `without_thp(jobs,
+the last-level cache measures the cache, not memory; a setting a sweep ignores; an
+`srun_mpi` that no srun here can check); `warn` prints them. `without_thp(jobs,
 topo)` leaves out the `pages: thp` jobs of a machine detected from sysfs whose transparent huge
 pages are off (the kernel would refuse them), with one warning line.
 Unknown nodes are left to grid.expand, which names them.
@@ -22,6 +24,7 @@ Unknown nodes are left to grid.expand, which names them.
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import subprocess
 import sys
@@ -45,7 +48,7 @@ def against_topology(config: dict, topo: Any) -> list[str]:
         section = config.get(bench.name) or {}
         if bench.check and section.get("sweeps"):
             warnings += bench.check(topo, section)
-    _srun_mpi(config)
+    warnings += _srun_mpi(config)
     return warnings
 
 
@@ -112,6 +115,24 @@ def one_size(value: Any) -> int | None:
         return None
 
 
+# STREAM's rule: each buffer of a bandwidth kernel at least 4x the last-level caches it runs under.
+LLC_FACTOR = 4
+
+
+def under_cache(topo: Any, where: str, size: int, node: int, key: str) -> str | None:
+    """The warning for a bandwidth buffer under LLC_FACTOR x the last-level cache of a node's
+    CPUs (what is measured is then partly the cache); None where it is larger or the cache unknown."""
+    try:
+        llc = topo.llc_bytes(topo.node(node).cpus)
+    except NumasweepError:
+        return None
+    if not llc or size >= LLC_FACTOR * llc:
+        return None
+    return (f"{where}.{key}: {format_size(size)} is under {LLC_FACTOR}x the last-level cache of "
+            f"node {node} ({format_size(llc)}), so the bandwidth measured is partly the cache's; "
+            f"use at least {format_size(LLC_FACTOR * llc)}, or leave {key} unset for the kernel's default")
+
+
 # ---------------------------------------------------------------- pages
 
 
@@ -161,16 +182,31 @@ def srun_plugins() -> tuple[str, ...] | None:
     return tuple(names) or None
 
 
-def _srun_mpi(config: dict) -> None:
+DEFAULT_SRUN_MPI = "pmix"  # the schema's default: said only when a config chose another
+SRUN_PLUGIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _srun_mpi(config: dict) -> list[str]:
+    """Refuse a plugin this srun does not list, or one no srun could (it goes into every launch
+    line); where srun is absent, say that a value other than the default is not checked."""
     value = config.get("srun_mpi")
-    if config.get("launcher") != "srun" or not value:
-        return
+    if not value:
+        return []
+    if config.get("launcher") != "srun":
+        return []
+    if not SRUN_PLUGIN.match(str(value)):
+        raise NumasweepError(f"srun_mpi: '{value}' is not an MPI plugin name (letters, digits, '_', '.' and '-', "
+                             "e.g. pmix); see `srun --mpi=list` on the cluster, or null for the site's default")
     known = srun_plugins()
+    if known is None and value != DEFAULT_SRUN_MPI:
+        return [f"srun_mpi: '{value}' cannot be checked here (srun is missing or cannot answer `srun --mpi=list`); "
+                "the jobs will fail at launch if the cluster's srun lacks it"]
     if known is not None and value not in known:
         raise NumasweepError(
             f"srun_mpi: '{value}' is not an MPI plugin of this srun (`srun --mpi=list`: {', '.join(known)}); "
             "use one of them, or null for the site's default"
         )
+    return []
 
 
 # ---------------------------------------------------------------- kernel options

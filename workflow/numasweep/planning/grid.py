@@ -138,7 +138,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"{where}: empty list; give at least one value"
     if error.validator in ("type", "oneOf"):
         return f"{where}: wrong type ({error.instance!r}); expected {_expected(error.schema)}"
-    if error.validator == "pattern" and pattern_problem(error):
+    if error.validator in ("pattern", "maxLength") and pattern_problem(error):
         return f"{where}: {pattern_problem(error)}"
     if error.validator == "pattern":
         return f"{where}: {error.instance!r} is malformed; {error.schema.get('description', 'see config/README.md').strip()}"
@@ -184,6 +184,11 @@ def validate_config(config: dict, source: str = "config") -> dict:
         # the parent, so prefer an error that is not a oneOf summary.
         worst = max(errors, key=lambda e: len(e.absolute_path))
         raise NumasweepError(f"{source}: {_describe(worst)}")
+    nodes = list(config["fleet"]["nodes"])
+    for i, node in enumerate(nodes):
+        if node in nodes[:i]:
+            raise NumasweepError(f"{source}: fleet.nodes[{i}]: '{node}' is listed twice (also fleet.nodes"
+                                 f"[{nodes.index(node)}]); list each node once")
     return config
 
 
@@ -288,6 +293,7 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
         )
     checks.extra_args(config, jobs)
     seen: dict[str, Job] = {}
+    repeated: list[str] = []
     for job in jobs:
         other = seen.get(job.id)
         if other is not None and other != job:
@@ -295,7 +301,13 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
                 f"{source}: two {job.bench} sweeps give the job id '{job.id}' with different settings; "
                 "set a distinct `label` on one of them"
             )
+        if other is not None:
+            repeated.append(job.id)
         seen[job.id] = job
+    if repeated:
+        checks.warn([f"{source}: {len(repeated)} grid point(s) are asked for twice with the same settings (e.g. "
+                     f"'{repeated[0]}'): each is measured once; drop the repeated value or sweep, or use "
+                     "repetitions to measure a point again"])
     return Plan(jobs=list(seen.values()), skipped=skipped)
 
 

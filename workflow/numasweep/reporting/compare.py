@@ -34,7 +34,7 @@ from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 from numasweep.reporting.markdown import md_table
-from numasweep.core.units import format_size, parse_size
+from numasweep.core.units import convert, format_size, metric_unit, parse_size
 
 # Identity columns that do not make two runs' points different measurements.
 NOT_COMPARED = ("system", "host")
@@ -78,6 +78,13 @@ def parse_references(entries: list[dict], source: str = "references") -> list[Re
         if lower is not None and lower > 0 or upper is not None and upper < 0:
             raise NumasweepError(f"{where}.reference: lower must be <= 0 and upper >= 0 (fractions of the "
                                  f"value, as in ReFrame: [{value}, -0.1, 0.1, {unit}])")
+        # The value in the metric's own unit (a reference in ms against a column in ns).
+        measured_in = metric_unit(metric)
+        if measured_in is not None:
+            try:
+                value, unit = convert(float(value), str(unit), measured_in), measured_in
+            except NumasweepError as exc:
+                raise NumasweepError(f"{where}.reference[3]: {exc} ({metric} is in {measured_in})") from None
         refs.append(Reference(entry.get("name") or f"{bench} {metric}", bench, metric,
                               dict(entry.get("where") or {}), float(value), lower, upper, str(unit)))
     return refs
@@ -248,7 +255,7 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
 
 
 def compare(results_dir: Path, references: list[Reference], store_path: Path | None, against: str | None,
-            tolerance: float, current: str | None = None) -> dict:
+            tolerance: float, current: str | None = None, campaign: str | None = None) -> dict:
     frames = load_results(results_dir)
     ref_rows = check_references(frames, references)
     rows: list[dict] = []
@@ -263,12 +270,16 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
         if store_path is None or not store_path.exists():
             raise NumasweepError(f"compare: no results store{f' {store_path}' if store_path else ''} to find "
                                  f"'{against}' in; give --store (store.path of the config)")
+        # `previous`: the previous run of this campaign in this results folder on this topology.
         system = store.system_of(results_dir)
-        if against == "previous" and not [r for r in store.runs(store_path, system) if r.run_key != current]:
+        campaign = store.campaign_of(results_dir, campaign)
+        same = store.runs(store_path, system, campaign, results_dir)
+        if against == "previous" and not [r for r in same if r.run_key != current]:
             # The first run of a campaign: nothing to compare with yet, which is no error.
-            note = f"No earlier run of {system} in {store_path}: this run is the first, the next one compares with it."
+            note = (f"No earlier run of {campaign} ({system}, {results_dir}) in {store_path}: this run is the "
+                    "first, the next one compares with it.")
         else:
-            earlier = store.find(store_path, against, system, current)
+            earlier = store.find(store_path, against, system, current, campaign, results_dir)
             rows, run_findings = compare_runs(frames, store.tables(store_path, earlier.run_key), tolerance)
             findings += run_findings
     text = markdown(ref_rows, rows, findings, earlier.describe() if earlier else None, tolerance, note)
@@ -281,6 +292,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--results", required=True, type=Path, help="the current results folder")
     ap.add_argument("--store", type=Path, help="the results store (store.path)")
     ap.add_argument("--against", help="`previous` or a run key (prefix) from `python -m numasweep store list`")
+    ap.add_argument("--campaign", help="the config's `system` (default: the results folder's name)")
     ap.add_argument("--current", help="the current run's key (to skip it as `previous`); default: the latest")
     ap.add_argument("--config", type=Path, help="a config file whose `references` and `compare` to use")
     ap.add_argument("--settings", help="the same as JSON ({\"references\": [...], \"compare\": {...}})")
@@ -310,7 +322,7 @@ def main(argv: list[str]) -> int:
     if against == "previous" and current is None and args.store and args.store.exists():
         # The current results may already be in the store: then `previous` is the run before.
         current = _current_key(args.results)
-    result = compare(args.results, refs, args.store, against, tolerance, current)
+    result = compare(args.results, refs, args.store, against, tolerance, current, args.campaign)
     atomic_write_text(args.output, result.pop("markdown") + "\n")
     if args.json:
         atomic_write_text(args.json, json.dumps(result, indent=2, default=str) + "\n")

@@ -14,8 +14,8 @@ system) are serialised by its own locking, and `sqlite3 results/store.sqlite` an
 questions with SQL. Tables are a few MB of CSV at most, so a columnar format (DuckDB,
 Parquet) would buy nothing here and cost a dependency.
 
-    python -m numasweep store record --results results/x --store results/store.sqlite [-o stored.json]
-    python -m numasweep store list --store results/store.sqlite [--system x]
+    python -m numasweep store record --results results/x --store results/store.sqlite [--campaign x] [-o stored.json]
+    python -m numasweep store list --store results/store.sqlite [--system TOPOLOGY] [--campaign x]
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ CREATE TABLE IF NOT EXISTS runs (
     started  TEXT,              -- earliest job start, latest job end (provenance)
     ended    TEXT,
     hosts    TEXT NOT NULL,     -- comma list of the hosts that measured
-    source   TEXT NOT NULL      -- the results folder it was recorded from
+    source   TEXT NOT NULL,     -- the results folder it was recorded from, as given
+    campaign TEXT NOT NULL DEFAULT '',  -- the config's `system` (schema 2)
+    folder   TEXT NOT NULL DEFAULT ''   -- the results folder, absolute ('' when recorded before schema 2)
 );
 CREATE TABLE IF NOT EXISTS jobs (
     run_key  TEXT NOT NULL REFERENCES runs(run_key),
@@ -66,6 +68,13 @@ CREATE TABLE IF NOT EXISTS tables (
 """
 
 
+# PRAGMA user_version of a store. 1: runs keyed by the topology's name only; 2: runs also carry
+# their campaign (the config's `system`) and absolute results folder, so that `previous` is the
+# previous run of the same campaign, not another campaign's on the same topology.
+SCHEMA_VERSION = 2
+RUN_COLUMNS = ("run_key", "system", "recorded", "started", "ended", "hosts", "source", "campaign", "folder")
+
+
 @dataclass(frozen=True)
 class Run:
     run_key: str
@@ -75,6 +84,8 @@ class Run:
     ended: str | None
     hosts: str
     source: str
+    campaign: str = ""
+    folder: str = ""
 
     @property
     def short(self) -> str:
@@ -82,7 +93,8 @@ class Run:
 
     def describe(self) -> str:
         when = self.started or self.recorded
-        return f"run {self.short} ({self.system}, {when}, on {self.hosts or 'unknown hosts'})"
+        name = self.system if self.campaign in ("", self.system) else f"{self.campaign} on {self.system}"
+        return f"run {self.short} ({name}, {when}, on {self.hosts or 'unknown hosts'})"
 
 
 def _digest(value: object) -> str:
@@ -136,14 +148,43 @@ def connect(path: str | Path) -> sqlite3.Connection:
                              f"(mkdir -p {path.parent}) or set store.path to another file")
     try:
         db = sqlite3.connect(path, timeout=60)
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            db.close()
+            raise NumasweepError(f"{path}: results store schema {version} is newer than this numasweep's "
+                                 f"({SCHEMA_VERSION}); update numasweep or set store.path to another file")
         db.executescript(SCHEMA)
+        if version < SCHEMA_VERSION:
+            _migrate(db)
+    except sqlite3.OperationalError as exc:
+        raise NumasweepError(f"{path}: cannot use the results store ({exc}); free space or fix the "
+                             "folder's permissions, or set store.path to another file") from None
     except sqlite3.DatabaseError as exc:
         raise NumasweepError(f"{path}: not a numasweep results store ({exc}); move it away or set "
                              "store.path to another file") from None
     return db
 
 
-def record(results_dir: str | Path, store: str | Path) -> tuple[Run, bool]:
+def _migrate(db: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: add `campaign` (the results folder's name, which is the config's `system`
+    for folders the workflow wrote) and `folder` ('' : unknown) to the runs recorded before."""
+    with db:
+        have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+        for column in ("campaign", "folder"):
+            if column not in have:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+        for key, source in db.execute("SELECT run_key, source FROM runs WHERE campaign = ''").fetchall():
+            db.execute("UPDATE runs SET campaign = ? WHERE run_key = ?", (Path(source).name, key))
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def campaign_of(results_dir: Path, campaign: str | None = None) -> str:
+    """The campaign a results folder belongs to: the config's `system` where given, else the
+    folder's name (the workflow writes results/<system>)."""
+    return campaign or Path(results_dir).resolve().name
+
+
+def record(results_dir: str | Path, store: str | Path, campaign: str | None = None) -> tuple[Run, bool]:
     """Record the run a results folder holds; (the run, whether it was new)."""
     results_dir = Path(results_dir)
     frames = load_results(results_dir)
@@ -161,6 +202,8 @@ def record(results_dir: str | Path, store: str | Path) -> tuple[Run, bool]:
         ended=ends[-1] if ends else None,
         hosts=",".join(sorted({j["host"] for j in jobs if j["host"]})),
         source=str(results_dir),
+        campaign=campaign_of(results_dir, campaign),
+        folder=str(results_dir.resolve()),
     )
     db = connect(store)
     try:
@@ -168,7 +211,8 @@ def record(results_dir: str | Path, store: str | Path) -> tuple[Run, bool]:
             known = db.execute("SELECT 1 FROM runs WHERE run_key = ?", (key,)).fetchone()
             if known:
                 return get(db, key), False
-            db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)", tuple(asdict(run).values()))
+            db.execute(f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+                       tuple(asdict(run)[c] for c in RUN_COLUMNS))
             db.executemany("INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                            [(key, j["bench"], j["job_id"], j["job_key"], j["host"], j["start"], j["end"],
                              json.dumps(j["provenance"], sort_keys=True)) for j in jobs])
@@ -180,29 +224,41 @@ def record(results_dir: str | Path, store: str | Path) -> tuple[Run, bool]:
 
 
 def get(db: sqlite3.Connection, run_key: str) -> Run:
-    row = db.execute("SELECT * FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+    row = db.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_key = ?", (run_key,)).fetchone()
     return Run(*row)
 
 
-def runs(store: str | Path, system: str | None = None) -> list[Run]:
-    """Every recorded run (of one system), oldest first."""
+def runs(store: str | Path, system: str | None = None, campaign: str | None = None,
+         folder: str | Path | None = None) -> list[Run]:
+    """Every recorded run (of one topology, campaign and results folder where given), oldest
+    first. A run recorded before schema 2 has no folder and matches any."""
     db = connect(store)
     try:
-        query = "SELECT * FROM runs" + (" WHERE system = ?" if system else "") + " ORDER BY recorded, rowid"
-        return [Run(*row) for row in db.execute(query, (system,) if system else ())]
+        where, values = [], []
+        for column, value in (("system", system), ("campaign", campaign)):
+            if value:
+                where.append(f"{column} = ?")
+                values.append(value)
+        if folder:
+            where.append("(folder = ? OR folder = '')")
+            values.append(str(Path(folder).resolve()))
+        query = (f"SELECT {', '.join(RUN_COLUMNS)} FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
+                 + " ORDER BY recorded, rowid")
+        return [Run(*row) for row in db.execute(query, values)]
     finally:
         db.close()
 
 
-def find(store: str | Path, which: str, system: str | None = None, current: str | None = None) -> Run:
-    """The run `which` names: `previous` (the latest run of `system` other than `current`), or
-    a run key or a unique prefix of one."""
-    known = runs(store, system)
+def find(store: str | Path, which: str, system: str | None = None, current: str | None = None,
+         campaign: str | None = None, folder: str | Path | None = None) -> Run:
+    """The run `which` names: `previous` (the latest run of the same topology `system`,
+    `campaign` and results `folder`, other than `current`), or a run key or a unique prefix of one."""
+    known = runs(store, system, campaign, folder)
     if which == "previous":
         earlier = [r for r in known if r.run_key != current]
         if not earlier:
-            raise NumasweepError(f"{store}: no earlier run of {system or 'any system'} to compare with; "
-                                 "run the sweep once more, or compare with references only")
+            raise NumasweepError(f"{store}: no earlier run of {campaign or system or 'any system'} to compare "
+                                 "with; run the sweep once more, or compare with references only")
         return earlier[-1]
     matches = [r for r in runs(store) if r.run_key.startswith(which)]
     if len(matches) != 1:
@@ -229,19 +285,21 @@ def main(argv: list[str]) -> int:
     rec = sub.add_parser("record", help="record the run a results folder holds")
     rec.add_argument("--results", required=True, type=Path, help="results/<system>")
     rec.add_argument("--store", required=True, type=Path, help="the SQLite file (created when absent)")
+    rec.add_argument("--campaign", help="the config's `system` (default: the results folder's name)")
     rec.add_argument("-o", "--output", type=Path, help="write the run's record here as JSON")
     lst = sub.add_parser("list", help="list the recorded runs, oldest first")
     lst.add_argument("--store", required=True, type=Path)
-    lst.add_argument("--system", help="only this system's runs")
+    lst.add_argument("--system", help="only this topology's runs")
+    lst.add_argument("--campaign", help="only this campaign's runs (the config's `system`)")
     args = ap.parse_args(argv)
     if args.action == "record":
-        run, new = record(args.results, args.store)
+        run, new = record(args.results, args.store, args.campaign)
         if args.output:
             atomic_write_text(args.output, json.dumps({**asdict(run), "new": new}, indent=2) + "\n")
         print(f"{args.store}: {'recorded' if new else 'already holds'} {run.describe()}")
         return 0
     if not args.store.exists():
         raise NumasweepError(f"{args.store}: no results store; `snakemake` records every finished run there")
-    for run in runs(args.store, args.system):
-        print(f"{run.run_key[:12]}  {run.system}  {run.started or run.recorded}  {run.hosts}")
+    for run in runs(args.store, args.system, args.campaign):
+        print(f"{run.run_key[:12]}  {run.campaign or '-'}  {run.system}  {run.started or run.recorded}  {run.hosts}")
     return 0

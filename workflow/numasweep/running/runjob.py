@@ -282,6 +282,23 @@ def weights_restored(log: Path) -> str | None:
     return "; ".join(lines) or None
 
 
+# What a kernel prints when the kernel refused to take back a setting it changed (a weight, or
+# the automatic-weights mode), with the command that sets it back.
+LEFT_CHANGED = ("the machine is left", "could not restore")
+
+
+def settings_left_changed(log: Path) -> str | None:
+    """The kernel's line(s) about settings it could not restore, each with the command to run;
+    None when everything was restored."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    lines = [ln.split("warning: ", 1)[-1].strip() for ln in text.splitlines()
+             if any(marker in ln for marker in LEFT_CHANGED)]
+    return "; ".join(dict.fromkeys(lines)) or None
+
+
 def _archive_copy(src: Path, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.tmp")
     shutil.copyfile(src, tmp)
@@ -298,6 +315,9 @@ def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str, end: s
     restored = weights_restored(Path(a.log))
     if restored:
         rec.setdefault("system", {})["weights_restored"] = restored
+    left = settings_left_changed(Path(a.log))
+    if left:
+        rec.setdefault("system", {})["settings_left_changed"] = left
     text = json.dumps(rec, indent=2) + "\n"
     archive = a.csv.parent / "archive"
     archive.mkdir(parents=True, exist_ok=True)
