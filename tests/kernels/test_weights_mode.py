@@ -9,7 +9,6 @@ The weight files are a constructed folder (NUMASWEEP_WEIGHTS_DIR): a regular fil
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
