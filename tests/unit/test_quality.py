@@ -76,7 +76,7 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     shared, flag = lat["flagged"]                 # the 9 % at 1 MiB is below 256 MiB: not flagged
     assert shared.startswith("**CPU shared**: rank 0, cpu 0: ran only 61% of a sample's time on its CPU at 1MiB")
     assert flag.startswith("**Spread**: rank 1, cpu 1: samples spread 3.5% at 512MiB")
-    assert [r[1:] for r in bw["rows"]] == [["nontemporal", 0.3, "", 2e5]] and bw["flagged"] == []
+    assert [r[1:] for r in bw["rows"]] == [["nontemporal", "", 0.3, "", 2e5]] and bw["flagged"] == []
     frames["bandwidth"]["timer_ticks"] = 12.0
     (tick,) = quality.series_quality(frames)[1]["flagged"]
     assert tick.startswith("**Timer**: ") and "only 12 ticks" in tick
@@ -100,7 +100,7 @@ def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tm
             for cpus, size in (("0", 64 << 20), ("8", 256 << 20))]
     table = pd.DataFrame(rows)
     (bw,) = quality.series_quality({"bandwidth": table}, topo)
-    assert [r[3] for r in bw["rows"]] == ["2.0x (under 4x)", "8x"]
+    assert [r[4] for r in bw["rows"]] == ["2.0x (under 4x)", "8x"]
     (flag,) = bw["flagged"]
     assert "cpu0" in flag and "64MiB are under 4x the 32MiB last-level cache" in flag, flag
     assert quality.series_quality({"bandwidth": table})[0]["flagged"] == []   # no topology: nothing claimed
@@ -151,7 +151,7 @@ def test_a_fleet_bandwidth_series_is_one_row_over_its_hosts() -> None:
     (bw,) = quality.series_quality({"bandwidth": pd.DataFrame(rows)}, topo)
     (row,) = bw["rows"]
     assert row[0].endswith(" (12 hosts)")
-    assert row[1:] == ["regular", pytest.approx(2.2), "2.0x (under 4x)", 17.0]
+    assert row[1:] == ["regular", "", pytest.approx(2.2), "2.0x (under 4x)", 17.0]
     small, timer = bw["flagged"]
     assert small.startswith("**Arrays under 4x the last-level cache**: ") and \
         ": on 12 of 12 hosts (n00, n01, n02, n03, n04, n05, n06, n07 and 4 more); the worst, n11: arrays of " \

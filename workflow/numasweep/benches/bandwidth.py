@@ -316,8 +316,9 @@ def arrays_cell(smallest: float | None, llc: int) -> tuple[str, str | None]:
 
 def bandwidth_runs(df: pd.DataFrame, keys: list[str], topo: Topology | None):
     """(series key, figures) per bandwidth series in key order, from one grouping of the table:
-    the store kinds, the largest first-touch time, the smallest arrays and the largest last-level
-    cache of the CPUs they ran on, the least timer ticks; None (stores: []) where none."""
+    the store kinds, the code shapes the kernel ran (its `variant` column: the calibration's pick),
+    the largest first-touch time, the smallest arrays and the largest last-level cache of the CPUs
+    they ran on, the least timer ticks; None (stores, shapes: []) where none."""
     index, codes = quality.groups(df, keys)
     n = len(index)
 
@@ -325,12 +326,16 @@ def bandwidth_runs(df: pd.DataFrame, keys: list[str], topo: Topology | None):
         got = values.groupby(codes).agg(how).reindex(range(n))
         return [None if pd.isna(v) else float(v) for v in got]
 
-    stores: list[list[str]] = [[] for _ in range(n)]
-    if "stores" in df:
-        ok = df["stores"].notna().to_numpy()
-        pairs = pd.DataFrame({"g": codes[ok], "s": [str(v) for v in df["stores"][ok]]}).drop_duplicates()
-        for g, kinds in pairs.groupby("g")["s"]:
-            stores[int(g)] = sorted(kinds)
+    def kinds(column: str) -> list[list[str]]:
+        found: list[list[str]] = [[] for _ in range(n)]
+        if column in df:
+            ok = df[column].notna().to_numpy()
+            pairs = pd.DataFrame({"g": codes[ok], "s": [str(v) for v in df[column][ok]]}).drop_duplicates()
+            for g, values in pairs.groupby("g")["s"]:
+                found[int(g)] = sorted(values)
+        return found
+
+    stores, shapes = kinds("stores"), kinds("variant")
     first_touch = per_series(df["first_touch_s"], "max") if "first_touch_s" in df else [None] * n
     ticks = per_series(df["timer_ticks"], "min") if "timer_ticks" in df else [None] * n
     smallest, llc = [None] * n, [0] * n
@@ -339,7 +344,8 @@ def bandwidth_runs(df: pd.DataFrame, keys: list[str], topo: Topology | None):
         llcs = pd.Series(series.per_value(df["cpus"], lambda c: llc_of(topo, c), dtype=np.int64))
         llc = [int(v) for v in llcs.groupby(codes).max().reindex(range(n), fill_value=0)]
     for i, key in enumerate(index):
-        yield quality.series_key(index, key), {"stores": stores[i], "first_touch_s": first_touch[i],
+        yield quality.series_key(index, key), {"stores": stores[i], "shapes": shapes[i],
+                                               "first_touch_s": first_touch[i],
                                  "arrays": arrays_cell(smallest[i], llc[i]), "timer_ticks": ticks[i]}
 
 
@@ -347,7 +353,7 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
     """One series' row of the data-quality table, and its flags."""
     flags = []
     cell, small = g["arrays"]
-    row = [name, ", ".join(g["stores"]), g["first_touch_s"], cell]
+    row = [name, ", ".join(g["stores"]), ", ".join(g["shapes"]), g["first_touch_s"], cell]
     if small:
         flags.append((f"Arrays under {LLC_FACTOR}x the last-level cache",
                       -float(cell.split("x")[0]), small))
@@ -361,13 +367,14 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
 
 
 QUALITY = RunQuality(
-    columns=("stores", "first_touch_s", "timer_ticks"),
-    header=("series", "stores", "first touch s (max)", "arrays / last-level cache", "timer ticks (least)"),
+    columns=("stores", "variant", "first_touch_s", "timer_ticks"),
+    header=("series", "stores", "code shapes", "first touch s (max)", "arrays / last-level cache",
+            "timer ticks (least)"),
     runs=bandwidth_runs,
     row=quality_row,
-    reduce=(None, "union", "max", "least", "min"),
+    reduce=(None, "union", "union", "max", "least", "min"),
     also=("array_bytes", "cpus"),
-    text=("stores",),
+    text=("stores", "variant"),
 )
 
 
