@@ -50,7 +50,7 @@ from numasweep.core.units import format_size, parse_cpulist
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import PALETTE, count_axis, heatmap, new_figure, save
-from numasweep.reporting.markdown import md_table
+from numasweep.reporting.markdown import md_table, measured
 from numasweep.results import quality, series
 from numasweep.results.tables import as_label, as_text, node_lists, with_memory_node
 from numasweep.statistics import contrasts, fits, stats
@@ -717,6 +717,60 @@ def _weight_findings(found: dict, meta: dict, metric: str) -> list[Finding]:
 # ---------------------------------------------------------------- copy
 
 
+# ---------------------------------------------------------------- headline
+
+STREAM_ORDER = ("copy", "scale", "add", "triad")
+
+
+def _threads_word(n: int) -> str:
+    return f"{n} thread" if n == 1 else f"{n} threads"
+
+
+def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
+    """Best bandwidth per kernel and thread count, local memory, with its scaling from the fewest
+    to the most threads; remote / local at the most threads where remote memory was measured. GB/s
+    are 10^9 bytes/s, as STREAM counts them (the kernel's MB/s / 1000); one run per repetition."""
+    df = bandwidth.copy()
+    if df.empty:
+        return []
+    for column in ("pattern", "stores", "memory", "kernel", "cpu_node"):     # text, "" where not recorded
+        if column in df:
+            df[column] = df[column].astype(object).where(df[column].notna(), "").map(series.label)
+    for column, first in (("pattern", "sequential"), ("stores", "regular")):
+        if column in df and (df[column].astype(str) == first).any():
+            df = df[df[column].astype(str) == first]
+    if "cpu_node" in df:
+        df = df[df["cpu_node"].astype(str) == sorted(df["cpu_node"].astype(str).unique())[0]]
+    memory = df["memory"].astype(str) if "memory" in df else pd.Series("local", index=df.index)
+    kernels = sorted(df["kernel"].astype(str).unique(),
+                     key=lambda k: (STREAM_ORDER.index(k) if k in STREAM_ORDER else len(STREAM_ORDER), k))
+    rows: list[list[str]] = []
+    for kernel in kernels:
+        mine = df[df["kernel"].astype(str) == kernel]
+        local = mine[memory[mine.index].isin(["local", ""])]
+        if local.empty:
+            continue
+        est, texts, intervals = {}, [], []
+        for t, part in local.groupby("threads"):
+            e, value, interval = measured(part["best_mb_s"] / 1000, "GB/s")
+            est[int(t)] = e
+            texts.append(value if not texts else value.replace(" GB/s", ""))
+            texts[-1] += f" at {_threads_word(int(t))}"
+            intervals.append(f"{_threads_word(int(t))}: {interval}")
+        lo, hi = min(est), max(est)
+        scaling = f" ({est[hi] / est[lo]:.2f}x)" if hi != lo else ""
+        same = {i.split(": ", 1)[1] for i in intervals}
+        rows.append([f"{kernel}, best bandwidth, local memory", ", ".join(texts) + scaling,
+                     same.pop() if len(same) == 1 and "no interval" in next(iter(same)) else "; ".join(intervals)])
+        remote = mine[~mine.index.isin(local.index) & (mine["threads"] == hi)]
+        for name, part in remote.groupby(memory[remote.index]):
+            e, value, interval = measured(part["best_mb_s"] / 1000, "GB/s")
+            rows.append([f"{kernel}, {name} memory, {_threads_word(hi)}", value, interval])
+            rows.append([f"NUMA ratio, {kernel} bandwidth {name} / local", f"{e / est[hi]:.2f}x",
+                         "ratio of the estimates"])
+    return rows
+
+
 BENCH = register(Bench(
     name="bandwidth",
     kernel=KERNEL,
@@ -744,6 +798,7 @@ BENCH = register(Bench(
                                  functools.partial(bandwidth_locality, table, topo)],
     draw=(plot_bandwidth_vs_threads, plot_bandwidth_matrix),
     raw_tables=bandwidth_raw_tables,
+    headline=headline,
     quality=QUALITY,
     placement=(("page_fractions", "mem_nodes", "job_id"),),
 ))

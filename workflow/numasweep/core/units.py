@@ -137,3 +137,18 @@ def approx_size(nbytes: float) -> str:
         if nbytes >= 1 << shift:
             return f"{nbytes / (1 << shift):.3g} {unit}"
     return f"{nbytes:.3g} B"
+
+
+PAGE_WORDS = {"4k": "4 KiB pages", "thp": "transparent huge pages", "2m": "2 MiB pages", "1g": "1 GiB pages",
+              "64k": "64 KiB pages", "2mb": "2 MiB pages", "1gb": "1 GiB pages"}
+
+
+def page_words(page: object) -> str:
+    """A page size as a sentence says it: "4k" -> "4 KiB pages", "thp" -> "transparent huge pages"."""
+    text = str(page).strip().lower()
+    return PAGE_WORDS.get(text, f"{text} pages" if text else "")
+
+
+def size_words(nbytes: int) -> str:
+    """`format_size` with a space before the unit, as prose writes it: 32 KiB, 1 MiB."""
+    return re.sub(r"(\d)([KMG]?i?B)$", r"\1 \2", format_size(int(nbytes)))
