@@ -62,3 +62,14 @@ def test_no_two_summary_lines_say_the_same_thing_about_identical_runs(summary) -
     assert len(stated) == len(set(stated)), bullets
     merged = [b for b in bullets if "the same in" in b and "concurrent" in b and "serial" in b]
     assert merged and all(re.search(r"step ratio [\d.]+x( to [\d.]+x| in each)", b) for b in merged)
+
+
+@pytest.mark.parametrize("example, expect", [
+    ("h100-vm", r"host-device read, pinned host memory, GPU 0 \(GiB/s, 2\^30 bytes/s\) \| [\d.]+ GiB/s \| [\d.]+ to [\d.]+ GiB/s \(3 runs\)"),
+    ("ulisse", r"STREAM, best bandwidth, local memory \| [\d.]+ GB/s at 1 thread, peak [\d.]+ at \d+ threads \([\d.]+x\)"),
+    ("ulisse", r"NUMA ratio, STREAM bandwidth threads on node 0, memory on node 1 / local"),
+    ("lumi-g-remote", r"DRAM latency, CPUs on node 0, memory on node 3, at 512 MiB, 4 KiB pages \| [\d.]+ ns"),
+])
+def test_every_example_has_its_headline(repo, tmp_path, example, expect) -> None:
+    text = report.render(repo / "examples" / example, {"findings": []}, None, tmp_path / "r.md").read_text()
+    assert re.search(expect, text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])

@@ -741,32 +741,41 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
             df = df[df[column].astype(str) == first]
     if "cpu_node" in df:
         df = df[df["cpu_node"].astype(str) == sorted(df["cpu_node"].astype(str).unique())[0]]
-    memory = df["memory"].astype(str) if "memory" in df else pd.Series("local", index=df.index)
+    memory = df["memory"] if "memory" in df else pd.Series("", index=df.index)
+    cpu = df["cpu_node"] if "cpu_node" in df else (df["cpu_nodes"].map(series.label) if "cpu_nodes" in df
+                                                   else pd.Series("", index=df.index))
+    mem = df["mem_nodes"].map(series.label) if "mem_nodes" in df else pd.Series("", index=df.index)
+    # local: said so, or memory on the threads' node; remote memory named by its node
+    memory = memory.where(~((mem == cpu) & (cpu != "")), "local").replace("", "local")
+    memory = memory.where(memory == "local", "threads on node " + cpu + ", memory on node " + mem)
+    df["kernel"] = df["kernel"].replace("", "STREAM")
     kernels = sorted(df["kernel"].astype(str).unique(),
                      key=lambda k: (STREAM_ORDER.index(k) if k in STREAM_ORDER else len(STREAM_ORDER), k))
     rows: list[list[str]] = []
     for kernel in kernels:
         mine = df[df["kernel"].astype(str) == kernel]
-        local = mine[memory[mine.index].isin(["local", ""])]
+        local = mine[memory[mine.index] == "local"]
         if local.empty:
             continue
-        est, texts, intervals = {}, [], []
+        est, texts, intervals = {}, {}, {}
         for t, part in local.groupby("threads"):
-            e, value, interval = measured(part["best_mb_s"] / 1000, "GB/s")
-            est[int(t)] = e
-            texts.append(value if not texts else value.replace(" GB/s", ""))
-            texts[-1] += f" at {_threads_word(int(t))}"
-            intervals.append(f"{_threads_word(int(t))}: {interval}")
+            est[int(t)], texts[int(t)], intervals[int(t)] = measured(part["best_mb_s"] / 1000, "GB/s")
         lo, hi = min(est), max(est)
-        scaling = f" ({est[hi] / est[lo]:.2f}x)" if hi != lo else ""
-        same = {i.split(": ", 1)[1] for i in intervals}
-        rows.append([f"{kernel}, best bandwidth, local memory", ", ".join(texts) + scaling,
-                     same.pop() if len(same) == 1 and "no interval" in next(iter(same)) else "; ".join(intervals)])
+        peak = max(est, key=est.get)
+        shown = list(dict.fromkeys([lo, peak, hi]))     # the fewest threads, the best, the most
+        value = ", ".join(("peak " if t == peak and len(est) > 2 else "")
+                          + (texts[t] if i == 0 else texts[t].replace(" GB/s", "")) + f" at {_threads_word(t)}"
+                          + (f" ({est[t] / est[lo]:.2f}x)" if t == peak and t != lo else "")
+                          for i, t in enumerate(shown))
+        same = {intervals[t] for t in shown}
+        rows.append([f"{kernel}, best bandwidth, local memory", value,
+                     same.pop() if len(same) == 1 and "no interval" in next(iter(same))
+                     else "; ".join(f"{_threads_word(t)}: {intervals[t]}" for t in shown)])
         remote = mine[~mine.index.isin(local.index) & (mine["threads"] == hi)]
         for name, part in remote.groupby(memory[remote.index]):
             e, value, interval = measured(part["best_mb_s"] / 1000, "GB/s")
-            rows.append([f"{kernel}, {name} memory, {_threads_word(hi)}", value, interval])
-            rows.append([f"NUMA ratio, {kernel} bandwidth {name} / local", f"{e / est[hi]:.2f}x",
+            rows.append([f"{kernel}, best bandwidth, {name}, {_threads_word(hi)}", value, interval])
+            rows.append([f"NUMA ratio, {kernel} bandwidth {name} / local, {_threads_word(hi)}", f"{e / est[hi]:.2f}x",
                          "ratio of the estimates"])
     return rows
 

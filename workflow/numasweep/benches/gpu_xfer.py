@@ -556,6 +556,33 @@ def findings(gpu: pd.DataFrame | None, topology: Topology | None = None) -> list
     return aggregate(gpu) + host_node(gpu)
 
 
+def headline(gpu: pd.DataFrame, topology: Topology | None = None) -> list[list[str]]:
+    """Host-device plateaus per direction and host memory (pinned, pageable), in GiB/s as the
+    kernel measures them, for host memory local to the GPU (or the first policy measured) and
+    the fewest GPUs: the `gpu_transfers` findings' numbers, one row each."""
+    found = [f.numbers for f in gpu_transfers(gpu, topology) if f.numbers.get("plateau_gib_s") is not None]
+    if not found:
+        return []
+    policies = sorted({str(n.get("policy", "")) for n in found}, key=lambda p: p != "local")
+    ngpus = sorted({str(n.get("ngpus", "")) for n in found}, key=lambda n: (len(n), n))
+    gpus = sorted({str(n.get("gpu", "")) for n in found}, key=lambda n: (len(n), n))
+    rows = []
+    for n in found:
+        if (str(n.get("policy", "")), str(n.get("ngpus", "")), str(n.get("gpu", ""))) != (policies[0], ngpus[0], gpus[0]):
+            continue
+        value = n.get("plateau_gib_s")
+        if value is None or not np.isfinite(value):
+            continue
+        low, high, runs = n.get("low"), n.get("high"), int(n.get("runs") or 1)
+        interval = (f"{low:.1f} to {high:.1f} GiB/s ({runs} runs)" if runs > 1 and low is not None
+                    and np.isfinite(low) and np.isfinite(high) else "one run: no interval")
+        if n.get("plateau_holds") is False:
+            interval += "; no plateau: still changing at the largest size"
+        rows.append([f"host-device {n.get('direction')}, {n.get('pinned')} host memory, GPU {n.get('gpu')} "
+                     f"(GiB/s, 2^30 bytes/s)", f"{value:.1f} GiB/s", interval])
+    return rows
+
+
 BENCH = register(Bench(
     name="gpu_xfer",
     kernel="gpu_xfer",
@@ -586,4 +613,5 @@ BENCH = register(Bench(
                                  functools.partial(findings, table, topo)],
     draw=(plot_gpu,),
     raw_tables=gpu_raw_tables,
+    headline=headline,
 ))

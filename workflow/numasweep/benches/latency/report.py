@@ -209,10 +209,13 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
     if "mode" in df and (df["mode"] == "serial").any() and not ("ranks" in df and (df["ranks"] == 1).all()):
         df = df[df["mode"] == "serial"]
     page_col = "page_size" if "page_size" in df else None
-    memory = df["memory"].astype(str) if "memory" in df else pd.Series("local", index=df.index)
-    local = df[memory.isin(["local", ""])]
-    if local.empty:
-        local = df
+    memory = df["memory"] if "memory" in df else pd.Series("", index=df.index)
+    cpu_node = series.labels(df["cpu_node"]) if "cpu_node" in df else pd.Series("", index=df.index)
+    mem_nodes = series.labels(df["mem_nodes"]) if "mem_nodes" in df else pd.Series("", index=df.index)
+    is_local = (memory == "local") | ((mem_nodes == cpu_node) & (cpu_node != "")) | ((memory == "") & (mem_nodes == ""))
+    local = df[is_local]
+    ranks = int(df["ranks"].min()) if "ranks" in df else 1
+    alone = "" if ranks == 1 or ("mode" in df and (df["mode"] == "serial").all()) else f", {ranks} ranks at once"
 
     def at(part: pd.DataFrame, size: int) -> tuple[pd.DataFrame, str]:
         here = part[part["size_bytes"] == size]
@@ -237,21 +240,28 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         part, page = at(local, int(inside[-1]))
         _, value, interval = measured(_runs(part), "ns")
         where = size_words(int(inside[-1])) + (f", {page_words(page)}" if page else "")
-        rows.append([f"L{cache.level} latency ({size_words(cache.size_bytes)} {_scope(cache, topology)}), at {where}",
-                     value, interval])
-    largest = int(sizes[-1]) if sizes else None
-    if largest is None:
+        rows.append([f"L{cache.level} latency ({size_words(cache.size_bytes)} {_scope(cache, topology)}), "
+                     f"at {where}{alone}", value, interval])
+    largest = int(df["size_bytes"].max())
+    local_ns = {}
+    if sizes:
+        part, page = at(local, int(sizes[-1]))
+        for node, mine in (part.groupby(cpu_node[part.index]) if cpu_node[part.index].nunique() > 1 else [("", part)]):
+            local_ns[node], value, interval = measured(_runs(mine), "ns")
+            on = f", CPUs on node {node}" if node != "" else ""
+            rows.append([f"DRAM latency, local memory{on}, at {size_words(int(sizes[-1]))}"
+                         + (f", {page_words(page)}" if page else "") + alone, value, interval])
+    remote = df[~is_local & (df["size_bytes"] == largest)]
+    if remote.empty:
         return rows
-    part, page = at(local, largest)
-    local_ns, value, interval = measured(_runs(part), "ns")
-    where = size_words(largest) + (f", {page_words(page)}" if page else "")
-    rows.append([f"DRAM latency, local memory, at {where}", value, interval])
-    remote = df[~df.index.isin(local.index) & (df["size_bytes"] == df["size_bytes"].max())]
-    for name, part in (remote.groupby(memory[remote.index]) if not remote.empty else []):
-        part, page = at(part, int(part["size_bytes"].max()))
+    keys = pd.DataFrame({"cpu": cpu_node[remote.index], "mem": mem_nodes[remote.index]})
+    for (node, mem), part in remote.groupby([keys["cpu"], keys["mem"]]):
+        part, page = at(part, largest)
         ns, value, interval = measured(_runs(part), "ns")
-        rows.append([f"DRAM latency, {name} memory, at {size_words(int(part['size_bytes'].max()))}"
-                     + (f", {page_words(page)}" if page else ""), value, interval])
-        if local_ns == local_ns and ns == ns:
-            rows.append([f"NUMA ratio, latency {name} / local", f"{ns / local_ns:.2f}x", "ratio of the estimates"])
+        rows.append([f"DRAM latency, CPUs on node {node}, memory on node {mem}, at {size_words(largest)}"
+                     + (f", {page_words(page)}" if page else "") + alone, value, interval])
+        base = local_ns.get(node, local_ns.get("")) if local_ns else None
+        if base and ns == ns:
+            rows.append([f"NUMA ratio, latency node {node} to node {mem} / local", f"{ns / base:.2f}x",
+                         "ratio of the estimates"])
     return rows
