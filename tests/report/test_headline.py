@@ -73,3 +73,10 @@ def test_no_two_summary_lines_say_the_same_thing_about_identical_runs(summary) -
 def test_every_example_has_its_headline(repo, tmp_path, example, expect) -> None:
     text = report.render(repo / "examples" / example, {"findings": []}, None, tmp_path / "r.md").read_text()
     assert re.search(expect, text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])
+
+
+def test_the_summary_says_ranks_pages_and_caches_in_words(summary) -> None:
+    assert "L2 (1 MiB per core)" in summary and "(per core) (" not in summary
+    assert "4 KiB pages" in summary and "with 4k pages" not in summary
+    assert "2 ranks, 2 per domain" in summary and "1 per domain, 1 rank" not in summary
+    assert not re.search(r"\b1 threads\b", summary)

@@ -37,7 +37,7 @@ from numasweep.benches.latency import tables
 from numasweep.benches.latency.tables import NAME, SERIES, WITHIN
 from numasweep.core.registry import COMMON_SERIES
 from numasweep.core.topology import Topology
-from numasweep.core.units import approx_size, format_size
+from numasweep.core.units import approx_size, format_size, size_words
 from numasweep.findings import analysis, levels
 from numasweep.findings.analysis import Finding
 from numasweep.results import series
@@ -213,7 +213,7 @@ def latency_locality(latency: pd.DataFrame | None, topology: Topology | None = N
     for key, g in single.groupby(config + ["mem_nodes"]):
         values = dict(zip(config, key))
         mode, page, mem = values.get("mode", ""), values.get("page_size", ""), key[-1]
-        name = ", ".join(series.value_name(c, values[c]) for c in varying if str(values[c]) != "")
+        name = series.config_name(values, varying)
         sizes = [s for s, h in g.groupby("size_bytes") if h["cpu_node"].nunique() >= 2]
         if not sizes:
             continue
@@ -369,8 +369,8 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
         for t in curve.transitions:
             findings.append(Finding(
                 id="cache_threshold", bench="latency",
-                title=(f"Latency step {analysis.size_text(t.from_size_bytes)} to {analysis.size_text(t.to_size_bytes)}: "
-                       f"{t.label or 'unexplained'}" + title),
+                title=(f"Latency step {size_words(t.from_size_bytes)} to {size_words(t.to_size_bytes)}: "
+                       f"{levels.capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}" + title),
                 summary=_opening(text, t.describe()),
                 numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
                          "size_bytes": t.to_size_bytes, **analysis.interval_numbers("step_ratio", t.ratio),
