@@ -9,11 +9,16 @@ from numasweep.statistics import stats
 
 
 def fmt_number(value: object, digits: int = 2) -> str:
-    """A table cell: integers plain, measured floats with `digits` decimals, NaN blank."""
+    """A table cell: integers without decimals, measured floats with `digits` decimals, thousands
+    separated; NaN blank."""
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return ""
+    if isinstance(value, bool):
+        return str(value)
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return f"{value:,.{digits}f}"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
     return str(value)
 
 
