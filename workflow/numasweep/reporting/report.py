@@ -302,6 +302,16 @@ def _number(key: str, value: float) -> str:
     return f"{value:.2f}x" if key.endswith("ratio") else fmt_value(value, 2)
 
 
+def _series_words(names: list[str]) -> str:
+    """Series named by their titles' words, what they share said once: "4 KiB pages: concurrent,
+    1 rank; serial, 1 rank"."""
+    parts = [[p.strip() for p in n.split(",")] for n in names]
+    common = [p for p in parts[0] if all(p in q for q in parts[1:])]
+    rest = [", ".join(p for p in q if p not in common) for q in parts]
+    varied = "; ".join(r for r in rest if r)
+    return ", ".join(common) + (": " if common and varied else "") + varied
+
+
 def summary_lines(headlines: list[dict]) -> list[dict]:
     """The summary's lines: findings that say the same thing (same id, same claim in the title)
     about series that differ only in mode or rank count are one line, naming the series and the
@@ -325,7 +335,7 @@ def summary_lines(headlines: list[dict]) -> list[dict]:
             out.append({"title": first["title"], "summary": first["summary"], "merged": 1})
             continue
         stem = SERIES_IN_TITLE.match(first["title"])["stem"]
-        named = "; ".join(SERIES_IN_TITLE.match(f["title"])["series"] for f in members)
+        named = _series_words([SERIES_IN_TITLE.match(f["title"])["series"] for f in members])
         key = _main_number(first.get("numbers") or {})
         text = f"the same in {len(members)} series ({named})"
         if key:

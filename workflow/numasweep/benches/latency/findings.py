@@ -37,7 +37,7 @@ from numasweep.benches.latency import tables
 from numasweep.benches.latency.tables import NAME, SERIES, WITHIN
 from numasweep.core.registry import COMMON_SERIES
 from numasweep.core.topology import Topology
-from numasweep.core.units import approx_size, format_size, size_words
+from numasweep.core.units import approx_size, format_size, page_words, size_words
 from numasweep.findings import analysis, levels
 from numasweep.findings.analysis import Finding
 from numasweep.results import series
@@ -658,7 +658,7 @@ def _name(key: dict) -> str:
     for col in ("mode", "memory", "pages", "label", "system", "host"):
         value = str(key.get(col, "")).strip()
         if value:
-            parts.append(value)
+            parts.append(page_words(value) if col == "pages" else value)
     return ", ".join(p for p in parts if p and p != "domains ")
 
 
@@ -676,7 +676,7 @@ def rank_scaling(latency: pd.DataFrame | None, topology: Topology | None = None)
         top = g[g[RPD] == rpds[-1]]["latency_ns_median"].to_numpy(float)
         interval = stats.unit_mean_interval(np.log(top / base).reshape(-1, 1))
         name = _name(key)
-        size = format_size(int(key["size_bytes"]))
+        size = size_words(int(key["size_bytes"]))
         findings.append(Finding(
             id="rank_scaling", bench="latency",
             title=f"Rank scaling at {size} ({name})",
