@@ -46,7 +46,7 @@ import pandas as pd
 from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import Bench, RunQuality, register
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size, parse_cpulist
+from numasweep.core.units import count_words, format_size, parse_cpulist
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import PALETTE, count_axis, heatmap, new_figure, save
@@ -289,7 +289,7 @@ def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, fi
             continue
         fig, (ax,) = new_figure(width=6.5)
         heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "CPU node", "memory node")
-        ax.set_title(f"Bandwidth with {int(part['threads'].max())} threads, {variant}")
+        ax.set_title(f"Bandwidth with {count_words(part['threads'].max(), 'thread')}, {variant}")
         paths += save(fig, figdir, "bandwidth", "bandwidth_matrix", variant)
     return paths
 

@@ -22,7 +22,7 @@ import pandas as pd
 from numasweep.benches import bandwidth
 from numasweep.core.registry import Bench, register
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size
+from numasweep.core.units import count_words, format_size
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import heatmap, new_figure, save
@@ -121,7 +121,7 @@ def plot_copy_matrix(copy: pd.DataFrame, topology: Topology | None, figdir: Path
                 index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
             heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "source node", "destination node")
             ax.set_title(f"threads on node {node}")
-        fig.suptitle(f"Copy bandwidth, {int(rows['threads'].max())} threads, "
+        fig.suptitle(f"Copy bandwidth, {count_words(rows['threads'].max(), 'thread')}, "
                      f"{format_size(int(rows['bytes'].max()))}" + ("" if variant == "all" else f", {variant}"))
         paths += save(fig, figdir, "copy", "copy_matrix", variant)
     return paths
@@ -135,7 +135,7 @@ def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
             wide = part.pivot_table(index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
             rows = [[int(s)] + [float(v) for v in row] for s, row in wide.iterrows()]
             out.append({
-                "title": f"Copy bandwidth (GB/s), threads on node {node}, {threads} threads, "
+                "title": f"Copy bandwidth (GB/s), threads on node {node}, {count_words(threads, 'thread')}, "
                          f"{format_size(int(nbytes))}{other}",
                 "table": md_table(["source \\ destination"] + [str(c) for c in wide.columns], rows),
             })

@@ -152,3 +152,9 @@ def page_words(page: object) -> str:
 def size_words(nbytes: int) -> str:
     """`format_size` with a space before the unit, as prose writes it: 32 KiB, 1 MiB."""
     return re.sub(r"(\d)([KMG]?i?B)$", r"\1 \2", format_size(int(nbytes)))
+
+
+def count_words(n: object, word: str) -> str:
+    """A count with its noun: "1 thread", "2 threads", "1 GPU"."""
+    text = str(int(n)) if isinstance(n, (int, float)) or str(n).isdigit() else str(n)
+    return f"{text} {word}" + ("" if text == "1" else "s")
