@@ -38,8 +38,8 @@ def test_the_headline_table_comes_first(summary) -> None:
     (dram,) = [v for k, v in table.items() if k.startswith("DRAM latency, local memory")]
     assert dram[0].endswith(" ns") and float(dram[0][:-3]) == pytest.approx(model.DRAM_NS, rel=0.05)
     assert dram[1] == "one run: no interval"
-    levels = [k.split(" ")[0] for k in table if re.match(r"L\d latency", k)]
-    assert levels == ["L1", "L2", "L3"]
+    levels = [k.split(" ")[0] for k in table if re.match(r"L\d\w? \(.*\) latency", k)]
+    assert levels == ["L1d", "L2", "L3"]
 
 
 def test_bandwidth_at_one_and_two_threads_with_its_scaling(summary) -> None:
@@ -68,6 +68,7 @@ def test_no_two_summary_lines_say_the_same_thing_about_identical_runs(summary) -
     ("h100-vm", r"host-device read, pinned host memory, GPU 0 \(GiB/s, 2\^30 bytes/s\) \| [\d.]+ GiB/s \| [\d.]+ to [\d.]+ GiB/s \(3 runs\)"),
     ("ulisse", r"STREAM, best bandwidth, local memory \| [\d.]+ GB/s at 1 thread, peak [\d.]+ at \d+ threads \([\d.]+x\)"),
     ("ulisse", r"NUMA ratio, STREAM bandwidth threads on node 0, memory on node 1 / local"),
+    ("lumi-g", r"L3 \(32 MiB per L3 group, 8 cores\) latency, at 16 MiB \| [\d.]+ ns \| [\d.]+ to [\d.]+ ns \(\d+ runs\)"),
     ("lumi-g-remote", r"DRAM latency, CPUs on node 0, memory on node 3, at 512 MiB, 4 KiB pages \| [\d.]+ ns"),
 ])
 def test_every_example_has_its_headline(repo, tmp_path, example, expect) -> None:

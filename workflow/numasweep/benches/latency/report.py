@@ -187,11 +187,6 @@ def _runs(part: pd.DataFrame) -> list[float]:
         else list(part["latency_ns_median"])
 
 
-def _scope(cache, topology: Topology) -> str:
-    widest = max((len(i) for i in cache.instances), default=0)
-    return "per core" if widest <= max(1, topology.threads_per_core) else f"shared by {widest} CPUs"
-
-
 def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
     """Idle latency per level: the runs of the fewest ranks (alone where serial runs exist), memory
     local, at the largest size measured that is at most half of each cache level (and above the
@@ -230,9 +225,8 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
     rows: list[list[str]] = []
     sizes = sorted(local["size_bytes"].unique())
     below = 0
-    caches = sorted((c for c in (topology.caches if topology else []) if c.type.lower() != "instruction"),
-                    key=lambda c: c.level)
-    for cache in caches:
+    # the levels one core can use, named as the findings name them ("L2 (1 MiB per core)")
+    for cache in levels.usable_capacities(topology):
         inside = [s for s in sizes if below < s <= cache.size_bytes // 2]
         below = cache.size_bytes
         if not inside:
@@ -240,8 +234,8 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         part, page = at(local, int(inside[-1]))
         _, value, interval = measured(_runs(part), "ns")
         where = size_words(int(inside[-1])) + (f", {page_words(page)}" if page else "")
-        rows.append([f"L{cache.level} latency ({size_words(cache.size_bytes)} {_scope(cache, topology)}), "
-                     f"at {where}{alone}", value, interval])
+        rows.append([f"{levels.capacity_words(cache.label, cache.size_bytes)} latency, at {where}{alone}",
+                     value, interval])
     largest = int(df["size_bytes"].max())
     local_ns = {}
     if sizes:
