@@ -403,18 +403,18 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                      "caches": [{"cache": c.label, "cache_bytes": c.size_bytes} for c in untested.values()]}))
     for t in lv.tlb:
         text, title, base = analysis.where_text(t.series, study.varying, skip=("page_size",))
-        peak = f"{t.max_ratio.text('{:.2f}x')} at {analysis.size_text(t.max_size_bytes)}"
+        peak = f"{t.max_ratio.text('{:.2f}x')} at {size_words(t.max_size_bytes)}"
         if t.onset_bytes is not None:
-            summary = _opening(text, f"4 KiB pages are slower than {t.huge_page} pages beyond the noise and the "
-                                     f"{levels.TLB_FLOOR * 100:.0f}% floor from {analysis.size_text(t.onset_bytes)} on (onset "
+            summary = _opening(text, f"4 KiB pages are slower than {page_words(t.huge_page)} beyond the noise and the "
+                                     f"{levels.TLB_FLOOR * 100:.0f}% floor from {size_words(t.onset_bytes)} on (onset "
                                      f"{_size_iv(t.onset)}; the cost is half its largest at "
                                      f"{_size_iv(t.location_bytes)}); 4 KiB / {t.huge_page} latency peaks at {peak}: "
                                      "the TLB reach, not a cache")
         else:
-            summary = _opening(text, f"4 KiB and {t.huge_page} pages do not part beyond the noise and the "
+            summary = _opening(text, f"4 KiB pages and {page_words(t.huge_page)} do not part beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor at any size tested (largest ratio {peak})")
         findings.append(Finding(
-            id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {t.huge_page} pages" + title, summary=summary,
+            id="tlb_cost", bench="latency", title=f"TLB cost: 4 KiB pages against {page_words(t.huge_page)}" + title, summary=summary,
             numbers={**base, "page_size": "4k", "claim": t.onset_bytes is not None, "huge_page": t.huge_page,
                      "onset_size_bytes": t.onset_bytes, **analysis.interval_numbers("onset_bytes", t.onset),
                      **analysis.interval_numbers("location_bytes", t.location_bytes), **analysis.interval_numbers("max_ratio", t.max_ratio),
