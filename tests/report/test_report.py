@@ -163,7 +163,7 @@ def test_absent_data_leaves_sections_out(tmp_path: Path) -> None:
     assert "### Memory latency" in text and "## Raw results" in text
     for absent in ("## Memory bandwidth", "## Node-to-node copy", "## Host-device transfers",
                    "### Commands run", "![", "## Caches", "## Contention and concurrency",
-                   "## Placement verification", "## Summary", "concurrent"):
+                   "## Placement verification", "The findings that matter", "concurrent"):
         assert absent not in text, absent
     assert "\n\n\n" not in text
 

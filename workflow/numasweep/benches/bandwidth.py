@@ -46,11 +46,11 @@ import pandas as pd
 from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import Bench, RunQuality, register
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size, parse_cpulist
+from numasweep.core.units import count_words, format_size, parse_cpulist
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import PALETTE, count_axis, heatmap, new_figure, save
-from numasweep.reporting.markdown import md_table
+from numasweep.reporting.markdown import md_table, measured
 from numasweep.results import quality, series
 from numasweep.results.tables import as_label, as_text, node_lists, with_memory_node
 from numasweep.statistics import contrasts, fits, stats
@@ -207,9 +207,9 @@ def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
     for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
         part = part.copy()
         part["series"] = [bandwidth_series_label(r["cpu_nodes"], r) for _, r in part.iterrows()]
-        wide = part.pivot_table(index="threads", columns="series", values="best_mb_s", aggfunc="median")
+        wide = part.pivot_table(index="threads", columns="series", values="best_mb_s", aggfunc="median") / 1000
         rows = [[int(t)] + [float(v) for v in row] for t, row in wide.iterrows()]
-        out.append({"title": f"Best bandwidth (MB/s), {variant}",
+        out.append({"title": f"Best bandwidth (GB/s, 10^9 bytes/s), {variant}",
                     "table": md_table(["threads"] + list(wide.columns), rows)})
     counted = byte_counting(bandwidth)
     if counted:
@@ -279,7 +279,7 @@ def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, fi
             continue
         fig, (ax,) = new_figure(width=6.5)
         heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "CPU node", "memory node")
-        ax.set_title(f"Bandwidth with {int(part['threads'].max())} threads, {variant}")
+        ax.set_title(f"Bandwidth with {count_words(part['threads'].max(), 'thread')}, {variant}")
         paths += save(fig, figdir, "bandwidth", "bandwidth_matrix", variant)
     return paths
 
@@ -787,6 +787,69 @@ def _weight_findings(found: dict, meta: dict, metric: str) -> list[Finding]:
 # ---------------------------------------------------------------- copy
 
 
+# ---------------------------------------------------------------- headline
+
+STREAM_ORDER = ("copy", "scale", "add", "triad")
+
+
+def _threads_word(n: int) -> str:
+    return f"{n} thread" if n == 1 else f"{n} threads"
+
+
+def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
+    """Best bandwidth per kernel and thread count, local memory, with its scaling from the fewest
+    to the most threads; remote / local at the most threads where remote memory was measured. GB/s
+    are 10^9 bytes/s, as STREAM counts them (the kernel's MB/s / 1000); one run per repetition."""
+    df = bandwidth.copy()
+    if df.empty:
+        return []
+    for column in ("pattern", "stores", "memory", "kernel", "cpu_node"):     # text, "" where not recorded
+        if column in df:
+            df[column] = df[column].astype(object).where(df[column].notna(), "").map(series.label)
+    for column, first in (("pattern", "sequential"), ("stores", "regular")):
+        if column in df and (df[column].astype(str) == first).any():
+            df = df[df[column].astype(str) == first]
+    if "cpu_node" in df:
+        df = df[df["cpu_node"].astype(str) == sorted(df["cpu_node"].astype(str).unique())[0]]
+    memory = df["memory"] if "memory" in df else pd.Series("", index=df.index)
+    cpu = df["cpu_node"] if "cpu_node" in df else (df["cpu_nodes"].map(series.label) if "cpu_nodes" in df
+                                                   else pd.Series("", index=df.index))
+    mem = df["mem_nodes"].map(series.label) if "mem_nodes" in df else pd.Series("", index=df.index)
+    # local: said so, or memory on the threads' node; remote memory named by its node
+    memory = memory.where(~((mem == cpu) & (cpu != "")), "local").replace("", "local")
+    memory = memory.where(memory == "local", "threads on node " + cpu + ", memory on node " + mem)
+    df["kernel"] = df["kernel"].replace("", "STREAM")
+    kernels = sorted(df["kernel"].astype(str).unique(),
+                     key=lambda k: (STREAM_ORDER.index(k) if k in STREAM_ORDER else len(STREAM_ORDER), k))
+    rows: list[list[str]] = []
+    for kernel in kernels:
+        mine = df[df["kernel"].astype(str) == kernel]
+        local = mine[memory[mine.index] == "local"]
+        if local.empty:
+            continue
+        est, texts, intervals = {}, {}, {}
+        for t, part in local.groupby("threads"):
+            est[int(t)], texts[int(t)], intervals[int(t)] = measured(part["best_mb_s"] / 1000, "GB/s")
+        lo, hi = min(est), max(est)
+        peak = max(est, key=est.get)
+        shown = list(dict.fromkeys([lo, peak, hi]))     # the fewest threads, the best, the most
+        value = ", ".join(("peak " if t == peak and len(est) > 2 else "")
+                          + (texts[t] if i == 0 else texts[t].replace(" GB/s", "")) + f" at {_threads_word(t)}"
+                          + (f" ({est[t] / est[lo]:.2f}x)" if t == peak and t != lo else "")
+                          for i, t in enumerate(shown))
+        same = {intervals[t] for t in shown}
+        rows.append([f"{kernel}, best bandwidth, local memory", value,
+                     same.pop() if len(same) == 1 and "no interval" in next(iter(same))
+                     else "; ".join(f"{_threads_word(t)}: {intervals[t]}" for t in shown)])
+        remote = mine[~mine.index.isin(local.index) & (mine["threads"] == hi)]
+        for name, part in remote.groupby(memory[remote.index]):
+            e, value, interval = measured(part["best_mb_s"] / 1000, "GB/s")
+            rows.append([f"{kernel}, best bandwidth, {name}, {_threads_word(hi)}", value, interval])
+            rows.append([f"NUMA ratio, {kernel} bandwidth {name} / local, {_threads_word(hi)}", f"{e / est[hi]:.2f}x",
+                         "ratio of the estimates"])
+    return rows
+
+
 BENCH = register(Bench(
     name="bandwidth",
     kernel=KERNEL,
@@ -814,6 +877,7 @@ BENCH = register(Bench(
                                  functools.partial(bandwidth_locality, table, topo)],
     draw=(plot_bandwidth_vs_threads, plot_bandwidth_matrix),
     raw_tables=bandwidth_raw_tables,
+    headline=headline,
     quality=QUALITY,
     placement=(("page_fractions", "mem_nodes", "job_id"),),
 ))

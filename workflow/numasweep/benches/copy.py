@@ -22,11 +22,11 @@ import pandas as pd
 from numasweep.benches import bandwidth
 from numasweep.core.registry import Bench, register
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size
+from numasweep.core.units import count_words, format_size
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import heatmap, new_figure, save
-from numasweep.reporting.markdown import md_table
+from numasweep.reporting.markdown import md_table, measured
 from numasweep.results import series
 from numasweep.results.tables import as_text
 from numasweep.statistics import stats
@@ -121,7 +121,7 @@ def plot_copy_matrix(copy: pd.DataFrame, topology: Topology | None, figdir: Path
                 index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
             heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "source node", "destination node")
             ax.set_title(f"threads on node {node}")
-        fig.suptitle(f"Copy bandwidth, {int(rows['threads'].max())} threads, "
+        fig.suptitle(f"Copy bandwidth, {count_words(rows['threads'].max(), 'thread')}, "
                      f"{format_size(int(rows['bytes'].max()))}" + ("" if variant == "all" else f", {variant}"))
         paths += save(fig, figdir, "copy", "copy_matrix", variant)
     return paths
@@ -135,7 +135,7 @@ def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
             wide = part.pivot_table(index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
             rows = [[int(s)] + [float(v) for v in row] for s, row in wide.iterrows()]
             out.append({
-                "title": f"Copy bandwidth (GB/s), threads on node {node}, {threads} threads, "
+                "title": f"Copy bandwidth (GB/s), threads on node {node}, {count_words(threads, 'thread')}, "
                          f"{format_size(int(nbytes))}{other}",
                 "table": md_table(["source \\ destination"] + [str(c) for c in wide.columns], rows),
             })
@@ -214,6 +214,19 @@ def copy_matrix(copy: pd.DataFrame | None, topology: Topology | None = None) -> 
     return findings
 
 
+def headline(copy: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
+    """Best copy bandwidth per source and destination node and thread count (GB/s, 10^9 bytes/s)."""
+    rows = []
+    keys = [c for c in ("src_node", "dst_node", "threads") if c in copy]
+    for key, part in copy.groupby(keys):
+        named = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        threads = int(named.get("threads", 1))
+        _, value, interval = measured(part["best_gb_s"], "GB/s")
+        rows.append([f"copy, node {named.get('src_node')} to node {named.get('dst_node')}, "
+                     f"{threads} thread{'s' if threads != 1 else ''}", value, interval])
+    return rows
+
+
 BENCH = register(Bench(
     name="copy",
     kernel=KERNEL,
@@ -237,5 +250,6 @@ BENCH = register(Bench(
     analyse=lambda table, topo: [functools.partial(copy_matrix, table, topo)],
     draw=(plot_copy_matrix,),
     raw_tables=copy_raw_tables,
+    headline=headline,
     placement=(("src_page_fractions", "src_node", "job_id"), ("dst_page_fractions", "dst_node", "job_id")),
 ))

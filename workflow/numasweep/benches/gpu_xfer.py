@@ -33,7 +33,7 @@ import pandas as pd
 from numasweep.core.registry import COMMON_SERIES, Bench, register
 from numasweep.core.errors import NumasweepError
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size
+from numasweep.core.units import count_words, format_size
 from numasweep.findings import analysis
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
@@ -394,7 +394,7 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) ->
         short, mem = _gpu_memory(policy, nodes, weight)
         findings.append(Finding(
             id="gpu_pinned", bench="gpu_xfer",
-            title=f"Pinned vs pageable GPU {direction}s ({short}, {ngpus} GPU(s), GPU {gpu_id})",
+            title=f"Pinned vs pageable GPU {direction}s ({short}, {count_words(ngpus, 'GPU')}, GPU {gpu_id})",
             summary=(f"Pinned host memory gives {_gpu_interval_text(ratio, runs, '{:.2f}x')} the {direction} bandwidth "
                      f"of pageable memory, each at its plateau or peak ({pinned:.1f} vs {pageable:.1f} GiB/s, {mem})."),
             numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "pinned_gib_s": pinned,
@@ -414,7 +414,7 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) ->
         findings.append(Finding(
             id="gpu_weights", bench="gpu_xfer",
             title=(f"Best weights for GPU {direction}s over nodes {nodes} "
-                   f"({pinned or 'pinning unknown'}, {ngpus} GPU(s), GPU {gpu_id})"),
+                   f"({pinned or 'pinning unknown'}, {count_words(ngpus, 'GPU')}, GPU {gpu_id})"),
             summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest {direction} plateau "
                      f"({best['plateau_gib_s']:.1f} GiB/s), {_gpu_interval_text(ratio, runs, '{:.2f}x')} "
                      f"weights {worst['numa_weight']}."),
@@ -538,7 +538,7 @@ def host_node(gpu: pd.DataFrame | None) -> list[Finding]:
             own_gib = float(own.median().reindex(sizes).median())
             findings.append(Finding(
                 id="gpu_host_node", bench="gpu_xfer",
-                title=f"GPU {row['gpu']}'s host node, {direction}s ({row['ngpus']} GPU(s))",
+                title=f"GPU {row['gpu']}'s host node, {direction}s ({count_words(row['ngpus'], 'GPU')})",
                 summary=(f"GPU {row['gpu']} (on node {own_node}) moves {own_gib:.1f} GiB/s ({direction}s) with host "
                          f"memory on its own node, {r.text('{:.2f}x')} what it moves with memory on node {worst}"
                          + (f"; nodes {', '.join(sorted(n for n in ratios if n != worst))} lie between"
@@ -554,6 +554,33 @@ def host_node(gpu: pd.DataFrame | None) -> list[Finding]:
 
 def findings(gpu: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
     return aggregate(gpu) + host_node(gpu)
+
+
+def headline(gpu: pd.DataFrame, topology: Topology | None = None) -> list[list[str]]:
+    """Host-device plateaus per direction and host memory (pinned, pageable), in GiB/s as the
+    kernel measures them, for host memory local to the GPU (or the first policy measured) and
+    the fewest GPUs: the `gpu_transfers` findings' numbers, one row each."""
+    found = [f.numbers for f in gpu_transfers(gpu, topology) if f.numbers.get("plateau_gib_s") is not None]
+    if not found:
+        return []
+    policies = sorted({str(n.get("policy", "")) for n in found}, key=lambda p: p != "local")
+    ngpus = sorted({str(n.get("ngpus", "")) for n in found}, key=lambda n: (len(n), n))
+    gpus = sorted({str(n.get("gpu", "")) for n in found}, key=lambda n: (len(n), n))
+    rows = []
+    for n in found:
+        if (str(n.get("policy", "")), str(n.get("ngpus", "")), str(n.get("gpu", ""))) != (policies[0], ngpus[0], gpus[0]):
+            continue
+        value = n.get("plateau_gib_s")
+        if value is None or not np.isfinite(value):
+            continue
+        low, high, runs = n.get("low"), n.get("high"), int(n.get("runs") or 1)
+        interval = (f"{low:.1f} to {high:.1f} GiB/s ({runs} runs)" if runs > 1 and low is not None
+                    and np.isfinite(low) and np.isfinite(high) else "one run: no interval")
+        if n.get("plateau_holds") is False:
+            interval += "; no plateau: still changing at the largest size"
+        rows.append([f"host-device {n.get('direction')}, {n.get('pinned')} host memory, GPU {n.get('gpu')} "
+                     f"(GiB/s, 2^30 bytes/s)", f"{value:.1f} GiB/s", interval])
+    return rows
 
 
 BENCH = register(Bench(
@@ -586,4 +613,5 @@ BENCH = register(Bench(
                                  functools.partial(findings, table, topo)],
     draw=(plot_gpu,),
     raw_tables=gpu_raw_tables,
+    headline=headline,
 ))

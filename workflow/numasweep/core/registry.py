@@ -89,6 +89,10 @@ class Bench:
     # report(table, topology) -> {template key: value}: what it adds to the report beyond its own
     # section (keys the report template knows: mode_comparison, placement, unmeasured).
     report: Callable[..., dict] | None = None
+    # headline(table, topology) -> [[quantity, value, interval]]: the rows the summary's headline
+    # table opens with (what a user came for: idle latency per level, best bandwidth and its
+    # scaling, NUMA ratios), each value from the table with its interval or why there is none.
+    headline: Callable[..., list] | None = None
     # cross([table, table], [name, name], figure folder or None) -> (tables, PNG paths): two
     # systems side by side.
     cross: Callable[..., tuple] | None = None

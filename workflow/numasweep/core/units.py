@@ -172,3 +172,24 @@ def convert(value: float, unit: str, to: str) -> float:
     if table is not target_table:
         raise NumasweepError(f"unit '{unit}' does not measure what {to} does: use one of {', '.join(target_table)}")
     return value * table[name] / target_table[target]
+
+
+PAGE_WORDS = {"4k": "4 KiB pages", "thp": "transparent huge pages", "2m": "2 MiB pages", "1g": "1 GiB pages",
+              "64k": "64 KiB pages", "2mb": "2 MiB pages", "1gb": "1 GiB pages"}
+
+
+def page_words(page: object) -> str:
+    """A page size as a sentence says it: "4k" -> "4 KiB pages", "thp" -> "transparent huge pages"."""
+    text = str(page).strip().lower()
+    return PAGE_WORDS.get(text, f"{text} pages" if text else "")
+
+
+def size_words(nbytes: int) -> str:
+    """`format_size` with a space before the unit, as prose writes it: 32 KiB, 1 MiB."""
+    return re.sub(r"(\d)([KMG]?i?B)$", r"\1 \2", format_size(int(nbytes)))
+
+
+def count_words(n: object, word: str) -> str:
+    """A count with its noun: "1 thread", "2 threads", "1 GPU"."""
+    text = str(int(n)) if isinstance(n, (int, float)) or str(n).isdigit() else str(n)
+    return f"{text} {word}" + ("" if text == "1" else "s")

@@ -26,7 +26,7 @@ import pandas as pd
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_text
-from numasweep.core.units import format_size, parse_page_fractions
+from numasweep.core.units import format_size, page_words, parse_page_fractions
 from numasweep.findings import levels
 from numasweep.results import aggregate, series
 from numasweep.results.tables import nodes as _nodes
@@ -118,12 +118,13 @@ def where_text(key: dict, varying: list[str], skip: tuple[str, ...] = ()) -> tup
     mode, page = str(key.get("mode", "")), str(key.get("page_size", ""))
     locality = str(key.get("locality", "local"))
     parts = [f"in {mode} mode" if mode and "mode" not in skip else "",
-             f"with {page} pages" if page and "page_size" not in skip else "",
+             f"with {page_words(page)}" if page and "page_size" not in skip else "",
              f"memory {locality}" if locality not in ("local", "") else ""]
     others = [c for c in varying if c not in ("mode", "page_size", levels.GRID_PAGES, "locality") + skip and c in key]
-    name = ", ".join(series.value_name(c, key[c]) for c in others if str(key[c]) != "")
+    name = series.config_name(key, others)
     text = " ".join(p for p in parts + [f"({name})" if name else ""] if p)
-    title = ", ".join(x for x in (mode if "mode" not in skip else "", page if "page_size" not in skip else "",
+    title = ", ".join(x for x in (mode if "mode" not in skip else "",
+                                  page_words(page) if page and "page_size" not in skip else "",
                                   locality if locality not in ("local", "") else "", name) if x)
     numbers = {"mode": mode, "page_size": page, "locality": locality, "config": name}
     return text, f" ({title})" if title else "", numbers

@@ -49,7 +49,7 @@ from numasweep.statistics import stats
 from numasweep.statistics.contrasts import LATENCY
 from numasweep.statistics.stats import Interval, Series
 from numasweep.core.topology import Topology
-from numasweep.core.units import approx_size, format_size
+from numasweep.core.units import approx_size, format_size, size_words
 
 STEP_FLOOR = 0.10          # a size step that adds at least 10 % latency may belong to a transition
 TRANSITION_FLOOR = 0.20    # a transition raises latency by at least 20 % from plateau to plateau
@@ -88,14 +88,22 @@ class Transition:
     caveats: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
-        where = f"from {format_size(self.from_size_bytes)} to {format_size(self.to_size_bytes)}"
+        where = f"from {size_words(self.from_size_bytes)} to {size_words(self.to_size_bytes)}"
         loc = self.location_bytes
         at = f"half-way at {approx_size(loc.estimate)}"
         if np.isfinite(loc.low):
             at += f" ({approx_size(loc.low)} to {approx_size(loc.high)})"
-        cause = (f"the {self.label} ({format_size(self.capacity_bytes)})" if self.label
+        cause = (f"the {capacity_words(self.label, self.capacity_bytes)}" if self.label
                  else "nothing in the topology explains it" + "".join(f"; {c}" for c in self.caveats))
         return f"latency rises {self.ratio.text('{:.2f}x')} {where}, {at}: {cause}"
+
+
+def capacity_words(label: str, nbytes: int | None) -> str:
+    """A cache named with its size where it is: "L2 (per core)", 1 MiB -> "L2 (1 MiB per core)"."""
+    name, _, where = label.partition(" (")
+    if nbytes is None:
+        return label
+    return f"{name} ({size_words(nbytes)} {where}" if where else f"{name} ({size_words(nbytes)})"
 
 
 @dataclass

@@ -24,7 +24,7 @@ from numasweep.core import registry
 from numasweep.results import aggregate, digest, quality
 from numasweep.reporting import figures
 from numasweep.core.errors import NumasweepError
-from numasweep.reporting.markdown import md_table
+from numasweep.reporting.markdown import fmt_value, md_table
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, format_size
@@ -289,6 +289,76 @@ def is_headline(finding: dict) -> bool:
     return finding.get("id") != "cache_untested"
 
 
+SERIES_IN_TITLE = re.compile(r"^(?P<stem>.*\S) \((?P<series>[^()]*)\)$")
+
+
+def _main_number(numbers: dict) -> str | None:
+    """The number a finding states with its interval: the first with a `_low` and `_high`."""
+    return next((k for k, v in numbers.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and f"{k}_low" in numbers and f"{k}_high" in numbers), None)
+
+
+def _number(key: str, value: float) -> str:
+    return f"{value:.2f}x" if key.endswith("ratio") else fmt_value(value, 2)
+
+
+def _series_words(names: list[str]) -> str:
+    """Series named by their titles' words, what they share said once: "4 KiB pages: concurrent,
+    1 rank; serial, 1 rank"."""
+    parts = [[p.strip() for p in n.split(",")] for n in names]
+    common = [p for p in parts[0] if all(p in q for q in parts[1:])]
+    rest = [", ".join(p for p in q if p not in common) for q in parts]
+    varied = "; ".join(r for r in rest if r)
+    return ", ".join(common) + (": " if common and varied else "") + varied
+
+
+def summary_lines(headlines: list[dict]) -> list[dict]:
+    """The summary's lines: findings that say the same thing (same id, same claim in the title)
+    about series that differ only in mode or rank count are one line, naming the series and the
+    range of their number over them; any other finding is its own line, as it reads."""
+    groups: dict[tuple, list[dict]] = {}
+    for f in headlines:
+        numbers = f.get("numbers") or {}
+        match = SERIES_IN_TITLE.match(str(f.get("title", "")))
+        if match and ("mode" in numbers or "config" in numbers):
+            key = (f.get("id"), f.get("bench"), match["stem"], numbers.get("page_size"), numbers.get("locality"))
+        else:
+            key = (id(f),)
+        groups.setdefault(key, []).append(f)
+    out = []
+    for members in groups.values():
+        first = members[0]
+        if len(members) > 1 and not _main_number(first.get("numbers") or {}):   # no number to range over
+            out += [{"title": f["title"], "summary": f["summary"], "merged": 1} for f in members]
+            continue
+        if len(members) == 1:
+            out.append({"title": first["title"], "summary": first["summary"], "merged": 1})
+            continue
+        stem = SERIES_IN_TITLE.match(first["title"])["stem"]
+        named = _series_words([SERIES_IN_TITLE.match(f["title"])["series"] for f in members])
+        key = _main_number(first.get("numbers") or {})
+        text = f"the same in {len(members)} series ({named})"
+        if key:
+            values = [f["numbers"][key] for f in members]
+            lows = [f["numbers"][f"{key}_low"] for f in members if f["numbers"].get(f"{key}_low") is not None]
+            highs = [f["numbers"][f"{key}_high"] for f in members if f["numbers"].get(f"{key}_high") is not None]
+            low_v, high_v = _number(key, min(values)), _number(key, max(values))
+            text += f": {key.replace('_', ' ')} " + (f"{low_v} in each" if low_v == high_v else f"{low_v} to {high_v}")
+            if lows and highs:
+                text += f" (95% intervals within {_number(key, min(lows))} to {_number(key, max(highs))})"
+        out.append({"title": stem, "summary": text + ".", "merged": len(members)})
+    return out
+
+
+def headline_table(frames: dict[str, pd.DataFrame], topology: Topology | None) -> str | None:
+    """What a user came for, from every benchmark's `headline` rows, in the registry's order."""
+    rows = []
+    for bench in registry.all_benches().values():
+        if bench.headline is not None and bench.name in frames:
+            rows += bench.headline(frames[bench.name], topology)
+    return md_table(["measured", "value", "95% interval"], rows, right={1}) if rows else None
+
+
 def prepared_findings(findings: dict) -> list[dict]:
     out = []
     for f in findings.get("findings", []):
@@ -417,8 +487,9 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "mode_comparison": modes,
         "placement": placement,
         "findings": found,
-        "headlines": [f for f in found if f["headline"]][:SUMMARY_MAX],
-        "more_headlines": max(0, sum(f["headline"] for f in found) - SUMMARY_MAX),
+        "headline_table": headline_table(frames, topology),
+        "headlines": summary_lines([f for f in found if f["headline"]])[:SUMMARY_MAX],
+        "more_headlines": max(0, len(summary_lines([f for f in found if f["headline"]])) - SUMMARY_MAX),
         "anomalies": sum(1 for f in every if f.get("id") == "anomaly"),
         "cross_figures": [],
         "data_quality": notes,

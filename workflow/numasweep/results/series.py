@@ -54,6 +54,19 @@ def value_name(column: str, value: object) -> str:
     return text
 
 
+def config_name(values: dict, columns: list[str]) -> str:
+    """A series' configuration in words, its columns in `columns` order but the rank count first
+    and the ranks per domain after it, left out where one rank says it: "1 rank", "2 ranks, 2
+    per domain", "domains 0,1"."""
+    named = [c for c in columns if c in values and label(values[c]) != ""]
+    if "ranks" in named and "ranks_per_domain" in named:
+        named.remove("ranks_per_domain")
+        named.insert(named.index("ranks") + 1, "ranks_per_domain")
+        if label(values["ranks"]) == "1":
+            named.remove("ranks_per_domain")
+    return ", ".join(value_name(c, values[c]) for c in named)
+
+
 def series_columns(df: pd.DataFrame, bench: str) -> list[str]:
     """The series identity columns `df` has, in `Bench.identity` order."""
     return [c for c in registry.get(bench).identity if c in df.columns]

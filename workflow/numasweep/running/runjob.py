@@ -166,6 +166,9 @@ class Runner:
             raise NumasweepError(missing_program(argv)) from None
         except PermissionError:
             raise NumasweepError(f"{argv[0]}: not executable; run `make -C kernels` or chmod +x it") from None
+        if self.stopped_by:
+            # A stop signal that came while the group was being started found no group to end.
+            self.end_group(signal.SIGTERM)
         while True:
             try:
                 rc = self.proc.wait()

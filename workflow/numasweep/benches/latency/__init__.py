@@ -65,6 +65,7 @@ BENCH = register(Bench(
     raw_tables=report.latency_raw_tables,
     quality=quality.QUALITY,
     report=report.report_parts,
+    headline=report.headline,
     cross=report.cross,
     placement=(("page_fractions", "mem_nodes", "rank"),),
 ))

@@ -37,7 +37,7 @@ from numasweep.benches.latency import tables
 from numasweep.benches.latency.tables import NAME, SERIES, WITHIN
 from numasweep.core.registry import COMMON_SERIES
 from numasweep.core.topology import Topology
-from numasweep.core.units import approx_size, format_size
+from numasweep.core.units import approx_size, format_size, page_words, size_words
 from numasweep.findings import analysis, levels
 from numasweep.findings.analysis import Finding
 from numasweep.results import series
@@ -224,7 +224,7 @@ def latency_locality(latency: pd.DataFrame | None, topology: Topology | None = N
     for key, g in single.groupby(config + ["mem_nodes"]):
         values = dict(zip(config, key))
         mode, page, mem = values.get("mode", ""), values.get("page_size", ""), key[-1]
-        name = ", ".join(series.value_name(c, values[c]) for c in varying if str(values[c]) != "")
+        name = series.config_name(values, varying)
         sizes = [s for s, h in g.groupby("size_bytes") if h["cpu_node"].nunique() >= 2]
         if not sizes:
             continue
@@ -388,8 +388,8 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
         for t in curve.transitions:
             findings.append(Finding(
                 id="cache_threshold", bench="latency",
-                title=(f"Latency step {analysis.size_text(t.from_size_bytes)} to {analysis.size_text(t.to_size_bytes)}: "
-                       f"{t.label or 'unexplained'}" + title),
+                title=(f"Latency step {size_words(t.from_size_bytes)} to {size_words(t.to_size_bytes)}: "
+                       f"{levels.capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}" + title),
                 summary=_opening(text, t.describe()),
                 numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
                          "size_bytes": t.to_size_bytes, **analysis.interval_numbers("step_ratio", t.ratio),
@@ -422,19 +422,19 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                      "caches": [{"cache": c.label, "cache_bytes": c.size_bytes} for c in untested.values()]}))
     for t in lv.tlb:
         text, title, base = analysis.where_text(t.series, study.varying, skip=("page_size",))
-        peak = f"{t.max_ratio.text('{:.2f}x')} at {analysis.size_text(t.max_size_bytes)}"
+        peak = f"{t.max_ratio.text('{:.2f}x')} at {size_words(t.max_size_bytes)}"
         if t.onset_bytes is not None:
             top = (f"4 KiB / {t.huge_page} latency peaks at {peak}" if t.peak_significant else
                    f"the largest 4 KiB / {t.huge_page} ratio, {peak}, is not significant: no peak is claimed")
-            summary = _opening(text, f"4 KiB pages are slower than {t.huge_page} pages beyond the noise and the "
-                                     f"{levels.TLB_FLOOR * 100:.0f}% floor from {analysis.size_text(t.onset_bytes)} on (onset "
+            summary = _opening(text, f"4 KiB pages are slower than {page_words(t.huge_page)} beyond the noise and the "
+                                     f"{levels.TLB_FLOOR * 100:.0f}% floor from {size_words(t.onset_bytes)} on (onset "
                                      f"{_size_iv(t.onset)}; the cost is half its largest at "
                                      f"{_size_iv(t.location_bytes)}); {top}: the TLB reach, not a cache")
         else:
-            summary = _opening(text, f"4 KiB and {t.huge_page} pages do not part beyond the noise and the "
+            summary = _opening(text, f"4 KiB pages and {page_words(t.huge_page)} do not part beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor at any size tested (largest ratio {peak})")
         findings.append(Finding(
-            id="tlb_cost", bench="latency", title=f"TLB cost: 4k vs {t.huge_page} pages" + title, summary=summary,
+            id="tlb_cost", bench="latency", title=f"TLB cost: 4 KiB pages against {page_words(t.huge_page)}" + title, summary=summary,
             numbers={**base, "page_size": "4k", "claim": t.onset_bytes is not None, "huge_page": t.huge_page,
                      "onset_size_bytes": t.onset_bytes, **analysis.interval_numbers("onset_bytes", t.onset),
                      **analysis.interval_numbers("location_bytes", t.location_bytes), **analysis.interval_numbers("max_ratio", t.max_ratio),
@@ -679,7 +679,7 @@ def _name(key: dict) -> str:
     for col in ("mode", "memory", "pages", "label", "system", "host"):
         value = str(key.get(col, "")).strip()
         if value:
-            parts.append(value)
+            parts.append(page_words(value) if col == "pages" else value)
     return ", ".join(p for p in parts if p and p != "domains ")
 
 
@@ -697,7 +697,7 @@ def rank_scaling(latency: pd.DataFrame | None, topology: Topology | None = None)
         top = g[g[RPD] == rpds[-1]]["latency_ns_median"].to_numpy(float)
         interval = stats.unit_mean_interval(np.log(top / base).reshape(-1, 1))
         name = _name(key)
-        size = format_size(int(key["size_bytes"]))
+        size = size_words(int(key["size_bytes"]))
         findings.append(Finding(
             id="rank_scaling", bench="latency",
             title=f"Rank scaling at {size} ({name})",

@@ -11,10 +11,10 @@ from numasweep.benches.latency import figures as latency_figures
 from numasweep.benches.latency import tables
 from numasweep.benches.latency.tables import NAME
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size, parse_page_fractions
+from numasweep.core.units import format_size, page_words, parse_page_fractions, size_words
 from numasweep.findings import levels
 from numasweep.reporting import figures
-from numasweep.reporting.markdown import md_table
+from numasweep.reporting.markdown import md_table, measured
 from numasweep.results import digest, series
 from numasweep.results.tables import with_memory_node
 
@@ -178,3 +178,84 @@ def report_parts(latency: pd.DataFrame, topology: Topology | None) -> dict:
     """What the latency adds to the report beyond its own section (`Bench.report`)."""
     return {"mode_comparison": mode_comparison(latency), "placement": placement_tables(latency, topology),
             "unmeasured": unmeasured(latency)}
+
+
+def _runs(part: pd.DataFrame) -> list[float]:
+    """One latency per run (repetition and rank) of a size: the run's median."""
+    keys = [c for c in ("job_id", "repetition", "rank", "host") if c in part]
+    return list(part.groupby(keys, dropna=False)["latency_ns_median"].median()) if keys \
+        else list(part["latency_ns_median"])
+
+
+def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
+    """Idle latency per level: the runs of the fewest ranks (alone where serial runs exist), memory
+    local, at the largest size measured that is at most half of each cache level (and above the
+    level below), and at the largest size for DRAM; huge pages where measured at that size (no
+    page walks), else 4 KiB pages. Remote memory at the largest size, with its ratio to local."""
+    df = latency.copy()
+    if df.empty:
+        return []
+    for column in ("mode", "page_size", "memory"):     # text, "" where not recorded
+        if column in df:
+            df[column] = df[column].astype(object).where(df[column].notna(), "").astype(str)
+    if "ranks" in df:
+        df = df[df["ranks"] == df["ranks"].min()]
+    # alone: serial runs, or any mode where one rank runs (then concurrent is alone too)
+    if "mode" in df and (df["mode"] == "serial").any() and not ("ranks" in df and (df["ranks"] == 1).all()):
+        df = df[df["mode"] == "serial"]
+    page_col = "page_size" if "page_size" in df else None
+    memory = df["memory"] if "memory" in df else pd.Series("", index=df.index)
+    cpu_node = series.labels(df["cpu_node"]) if "cpu_node" in df else pd.Series("", index=df.index)
+    mem_nodes = series.labels(df["mem_nodes"]) if "mem_nodes" in df else pd.Series("", index=df.index)
+    is_local = (memory == "local") | ((mem_nodes == cpu_node) & (cpu_node != "")) | ((memory == "") & (mem_nodes == ""))
+    local = df[is_local]
+    ranks = int(df["ranks"].min()) if "ranks" in df else 1
+    alone = "" if ranks == 1 or ("mode" in df and (df["mode"] == "serial").all()) else f", {ranks} ranks at once"
+
+    def at(part: pd.DataFrame, size: int) -> tuple[pd.DataFrame, str]:
+        here = part[part["size_bytes"] == size]
+        if page_col is None or here.empty:
+            return here, ""
+        pages = sorted(here[page_col].astype(str).unique(), key=lambda p: p.lower() in levels.BASE_PAGES)
+        here = here[here[page_col].astype(str) == pages[0]]
+        if "mode" in here and here["mode"].nunique() > 1:     # one mode's runs, serial first
+            here = here[here["mode"] == sorted(here["mode"].astype(str).unique(), key=lambda m: m != "serial")[0]]
+        return here, pages[0]
+
+    rows: list[list[str]] = []
+    sizes = sorted(local["size_bytes"].unique())
+    below = 0
+    # the levels one core can use, named as the findings name them ("L2 (1 MiB per core)")
+    for cache in levels.usable_capacities(topology):
+        inside = [s for s in sizes if below < s <= cache.size_bytes // 2]
+        below = cache.size_bytes
+        if not inside:
+            continue
+        part, page = at(local, int(inside[-1]))
+        _, value, interval = measured(_runs(part), "ns")
+        where = size_words(int(inside[-1])) + (f", {page_words(page)}" if page else "")
+        rows.append([f"{levels.capacity_words(cache.label, cache.size_bytes)} latency, at {where}{alone}",
+                     value, interval])
+    largest = int(df["size_bytes"].max())
+    local_ns = {}
+    if sizes:
+        part, page = at(local, int(sizes[-1]))
+        for node, mine in (part.groupby(cpu_node[part.index]) if cpu_node[part.index].nunique() > 1 else [("", part)]):
+            local_ns[node], value, interval = measured(_runs(mine), "ns")
+            on = f", CPUs on node {node}" if node != "" else ""
+            rows.append([f"DRAM latency, local memory{on}, at {size_words(int(sizes[-1]))}"
+                         + (f", {page_words(page)}" if page else "") + alone, value, interval])
+    remote = df[~is_local & (df["size_bytes"] == largest)]
+    if remote.empty:
+        return rows
+    keys = pd.DataFrame({"cpu": cpu_node[remote.index], "mem": mem_nodes[remote.index]})
+    for (node, mem), part in remote.groupby([keys["cpu"], keys["mem"]]):
+        part, page = at(part, largest)
+        ns, value, interval = measured(_runs(part), "ns")
+        rows.append([f"DRAM latency, CPUs on node {node}, memory on node {mem}, at {size_words(largest)}"
+                     + (f", {page_words(page)}" if page else "") + alone, value, interval])
+        base = local_ns.get(node, local_ns.get("")) if local_ns else None
+        if base and ns == ns:
+            rows.append([f"NUMA ratio, latency node {node} to node {mem} / local", f"{ns / base:.2f}x",
+                         "ratio of the estimates"])
+    return rows

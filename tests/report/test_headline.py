@@ -1,0 +1,83 @@
+"""The summary opens with the headline: a table of what a user came for (latency per level and
+DRAM, best bandwidth per kernel at each thread count with its scaling), taken from the tables,
+then the findings, where findings alike but for their mode or rank count are said once.
+
+On the default sweep of the model workstation (helpers.synthetic): DRAM at 80 ns with huge pages,
+12 GB/s a thread (THREAD_MB_S)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from numasweep.findings import analysis
+from numasweep.reporting import report
+
+from helpers import synthetic as model
+
+
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory) -> str:
+    results = model.write_default_sweep(tmp_path_factory.mktemp("desk") / "results" / "desk")
+    findings = analysis.analyse(results)
+    text = report.render(results, findings, None, results.parent / "experimentation.md").read_text()
+    return text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0]
+
+
+def rows(summary: str) -> dict[str, list[str]]:
+    return {cells[0]: cells[1:] for line in summary.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+
+
+def test_the_headline_table_comes_first(summary) -> None:
+    body = [line for line in summary.splitlines() if line.strip()]
+    first = next(i for i, line in enumerate(body) if line.startswith("|"))
+    assert not any(line.startswith("- ") for line in body[:first])   # no finding before the table
+    table = rows(summary)
+    (dram,) = [v for k, v in table.items() if k.startswith("DRAM latency, local memory")]
+    assert dram[0].endswith(" ns") and float(dram[0][:-3]) == pytest.approx(model.DRAM_NS, rel=0.05)
+    assert dram[1] == "one run: no interval"
+    levels = [k.split(" ")[0] for k in table if re.match(r"L\d\w? \(.*\) latency", k)]
+    assert levels == ["L1d", "L2", "L3"]
+
+
+def test_bandwidth_at_one_and_two_threads_with_its_scaling(summary) -> None:
+    (triad,) = [v for k, v in rows(summary).items() if k.startswith("triad, best bandwidth")]
+    match = re.fullmatch(r"([\d.]+) GB/s at 1 thread, ([\d.]+) at 2 threads \(([\d.]+)x\)", triad[0])
+    assert match, triad
+    one, two, ratio = map(float, match.groups())
+    assert one == pytest.approx(model.THREAD_MB_S / 1000, rel=0.05)
+    assert two == pytest.approx(2 * model.THREAD_MB_S / 1000, rel=0.05)
+    assert ratio == pytest.approx(two / one, abs=0.02)
+
+
+def test_no_two_summary_lines_say_the_same_thing_about_identical_runs(summary) -> None:
+    bullets = [line for line in summary.splitlines() if line.startswith("- **")]
+    assert bullets
+    # a claim's title without the series it was made on: said once
+    claims = [re.sub(r" \([^()]*\)\*\*:.*", "", b) for b in bullets]
+    claims = [re.sub(r"\*\*:.*", "", c) for c in claims]
+    stated = [c for c in claims if not c.startswith("- **Rank scaling")]   # concurrent 1.30x, serial 1.00x: two claims
+    assert len(stated) == len(set(stated)), bullets
+    merged = [b for b in bullets if "the same in" in b and "concurrent" in b and "serial" in b]
+    assert merged and all(re.search(r"step ratio [\d.]+x( to [\d.]+x| in each)", b) for b in merged)
+
+
+@pytest.mark.parametrize("example, expect", [
+    ("h100-vm", r"host-device read, pinned host memory, GPU 0 \(GiB/s, 2\^30 bytes/s\) \| [\d.]+ GiB/s \| [\d.]+ to [\d.]+ GiB/s \(3 runs\)"),
+    ("ulisse", r"STREAM, best bandwidth, local memory \| [\d.]+ GB/s at 1 thread, peak [\d.]+ at \d+ threads \([\d.]+x\)"),
+    ("ulisse", r"NUMA ratio, STREAM bandwidth threads on node 0, memory on node 1 / local"),
+    ("lumi-g", r"L3 \(32 MiB per L3 group, 8 cores\) latency, at 16 MiB \| [\d.]+ ns \| [\d.]+ to [\d.]+ ns \(\d+ runs\)"),
+    ("lumi-g-remote", r"DRAM latency, CPUs on node 0, memory on node 3, at 512 MiB, 4 KiB pages \| [\d.]+ ns"),
+])
+def test_every_example_has_its_headline(repo, tmp_path, example, expect) -> None:
+    text = report.render(repo / "examples" / example, {"findings": []}, None, tmp_path / "r.md").read_text()
+    assert re.search(expect, text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])
+
+
+def test_the_summary_says_ranks_pages_and_caches_in_words(summary) -> None:
+    assert "L2 (1 MiB per core)" in summary and "(per core) (" not in summary
+    assert "4 KiB pages" in summary and "with 4k pages" not in summary
+    assert "2 ranks, 2 per domain" in summary and "1 per domain, 1 rank" not in summary
+    assert not re.search(r"\b1 threads\b", summary)
