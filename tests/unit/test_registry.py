@@ -59,3 +59,17 @@ def test_a_schema_section_per_benchmark():
     schema = (PKG.parent / "schemas" / "config.schema.yaml").read_text()
     for name in BENCHES:
         assert re.search(rf"^  {name}:", schema, re.M), f"config.schema.yaml has no section {name}"
+
+
+def test_importing_one_benchmark_first_still_gives_all_in_report_order():
+    """A fresh interpreter that imports one benchmark's module before asking the registry still
+    gets every benchmark, in `numasweep.benches.MODULES` order."""
+    import subprocess
+    import sys
+
+    code = ("from numasweep.benches import c2c\nfrom numasweep.core import registry\n"
+            "print(','.join(registry.names()))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(PKG.parent), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().split(",") == list(BENCHES)

@@ -6,7 +6,8 @@ fills in a `Bench` and registers it. The floors below (planning, running, result
 findings, reporting) never import those modules and never name a benchmark: they ask this
 registry for the record of a name, or walk all of them, and call the record's fields. The
 benchmarks are loaded the way a plugin host loads its plugins, the first time the registry is
-asked, so an import of any lower module never pulls in the floors above it.
+asked (the modules `numasweep.benches.MODULES` names, in that order), so an import of any lower
+module never pulls in the floors above it.
 
 A benchmark's `name` is its Snakemake rule, its results folder (`results/<system>/<name>/`) and
 its aggregated table (`<name>.csv`); `kernel` is the binary under build/bin that measures it
@@ -119,10 +120,20 @@ def register(bench: Bench) -> Bench:
     return bench
 
 
+_LOADED: list[bool] = []
+
+
 def all_benches() -> dict[str, Bench]:
-    """Every benchmark, in the order the report presents them."""
-    if not _REGISTRY:
-        importlib.import_module("numasweep.benches")  # each module registers itself
+    """Every benchmark, in the order the report presents them (`numasweep.benches.MODULES`,
+    whichever of them was imported first)."""
+    if not _LOADED:
+        _LOADED.append(True)
+        names = [importlib.import_module(f"numasweep.benches.{module}").BENCH.name  # each registers itself
+                 for module in importlib.import_module("numasweep.benches").MODULES]
+        ordered = {name: _REGISTRY[name] for name in names}
+        ordered.update(_REGISTRY)
+        _REGISTRY.clear()
+        _REGISTRY.update(ordered)
     return _REGISTRY
 
 
