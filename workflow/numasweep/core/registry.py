@@ -103,7 +103,6 @@ class Bench:
     # Page placement the findings verify: (page-fractions column, requested-nodes column, what a
     # row stands for: "rank" or "job_id").
     placement: tuple[tuple[str, str, str], ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def identity(self) -> tuple[str, ...]:
@@ -120,14 +119,15 @@ def register(bench: Bench) -> Bench:
     return bench
 
 
-_LOADED: list[bool] = []
+_LOADED = False
 
 
 def all_benches() -> dict[str, Bench]:
     """Every benchmark, in the order the report presents them (`numasweep.benches.MODULES`,
     whichever of them was imported first)."""
+    global _LOADED
     if not _LOADED:
-        _LOADED.append(True)
+        _LOADED = True
         names = [importlib.import_module(f"numasweep.benches.{module}").BENCH.name  # each registers itself
                  for module in importlib.import_module("numasweep.benches").MODULES]
         ordered = {name: _REGISTRY[name] for name in names}
