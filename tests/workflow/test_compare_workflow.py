@@ -20,10 +20,10 @@ from helpers.workflow import snakemake
 pytestmark = pytest.mark.workflow
 
 
-def later_run(repo_copy: Path, name: str, regress: bool) -> Path:
-    folder = repo_copy / "runs" / name
-    shutil.copytree(repo_copy / "examples" / "lumi-g", folder)
-    table = pd.read_csv(folder / "latency.csv")
+def later_run(repo_copy: Path, regress: bool) -> Path:
+    """The campaign's results folder (runs/lumi-g) as a later run of it leaves it."""
+    folder = repo_copy / "runs" / "lumi-g"
+    table = pd.read_csv(repo_copy / "examples" / "lumi-g" / "latency.csv")
     factor = pd.Series(1.02, index=table.index)
     if regress:
         factor[(table["rank"] == 3) & (table["size_bytes"] >= 64 * 2**20)] = 1.02 * 1.30
@@ -41,7 +41,9 @@ def report(repo_copy: Path, folder: Path) -> str:
 
 def test_report_compares_with_the_stored_run_and_flags_a_planted_regression(repo_copy: Path) -> None:
     (repo_copy / "results").mkdir()
-    record = subprocess.run([sys.executable, "-m", "numasweep", "store", "record", "--results", "examples/lumi-g",
+    # the first run of the campaign: its results folder as the seed left it, recorded in the store
+    shutil.copytree(repo_copy / "examples" / "lumi-g", repo_copy / "runs" / "lumi-g")
+    record = subprocess.run([sys.executable, "-m", "numasweep", "store", "record", "--results", "runs/lumi-g",
                              "--store", "results/store.sqlite"], cwd=repo_copy, capture_output=True, text=True)
     assert record.returncode == 0 and "recorded run" in record.stdout, record.stderr
     (repo_copy / "compare.yaml").write_text(yaml.safe_dump({
@@ -50,12 +52,12 @@ def test_report_compares_with_the_stored_run_and_flags_a_planted_regression(repo
                         "where": {"size_bytes": "1G", "rank": 0, "mode": "concurrent"},
                         "reference": [130.0, -0.5, 0.5, "ns"]}],
     }))
-    within = report(repo_copy, later_run(repo_copy, "within", regress=False))
+    within = report(repo_copy, later_run(repo_copy, regress=False))
     assert "## Comparison with earlier results" in within and "### Against run " in within
     assert "| latency | mode=concurrent, mem_nodes=1, rank=3, cpu=25," in within and "FAIL" not in within and "### Regressions" not in within
     assert "1 of 1 reference values pass" in within
 
-    regressed = report(repo_copy, later_run(repo_copy, "regressed", regress=True))
+    regressed = report(repo_copy, later_run(repo_copy, regress=True))
     failing = [line for line in regressed.splitlines() if line.startswith("| latency |") and "FAIL" in line]
     assert failing and all("rank=3, cpu=25," in line for line in failing), failing
     assert "- **Regression: latency" in regressed and "rank=3, cpu=25" in regressed.split("### Regressions")[1]

@@ -157,6 +157,10 @@ else:
     SKIPPED = PLAN.skipped
 
 REPORT_DIR = f"report/{SYSTEM}"
+# The campaign a run is stored under (numasweep store --campaign): the config's `system`, else the
+# results folder's name, as `store record` takes it by default; a cached folder's report name
+# (example-<folder>) is not part of it.
+CAMPAIGN = CONFIG["system"] or Path(RESULTS_DIR).name
 # The report ranks the nodes of a fleet campaign, and compares with references or an earlier run
 # of the results store when the config asks for it.
 FLEET = bool(FLEET_NODES or CONFIG["fleet"]["partition"])

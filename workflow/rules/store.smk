@@ -21,7 +21,7 @@ if not FROM_CACHE:
         params:
             results=results_folder,
             store=STORE,
-            campaign=SYSTEM,
+            campaign=CAMPAIGN,
         shell:
             "python -m numasweep store record --results {params.results:q}"
             " --store {params.store:q} --campaign {params.campaign:q} -o {output:q} > {log:q} 2>&1"
@@ -49,7 +49,7 @@ rule compare:
     params:
         results=results_folder,
         store=STORE,
-        campaign=SYSTEM,
+        campaign=CAMPAIGN,
         settings=json.dumps(
             {"references": CONFIG["references"], "compare": CONFIG["compare"]}
         ),
