@@ -206,7 +206,9 @@ class HostLock:
                     f"job {self.job_id}: this machine is measuring for another job, "
                     f"{describe(self.holder())} (host lock {self.path}); gave up after {wait_s:g} s "
                     f"({ENV_WAIT}); rerun when it has ended")
-            if not said:
+            # The holder writes its name just after it takes the lock: a job that finds the lock
+            # in those moments says so once the name is there (or after a second without one).
+            if not said and (self.holder() or waited >= 1.0):
                 print(f"numasweep: job {self.job_id} waits for the machine: {describe(self.holder())} "
                       f"is measuring (host lock {self.path}); waiting up to {wait_s:g} s",
                       file=sys.stderr, flush=True)
