@@ -207,14 +207,18 @@ class Rounds:
         return statistics.median(a) / statistics.median(b), min(per_round), max(per_round)
 
 
-def interleave(rounds: int, tools: list[tuple[str, Callable[[], None]]], record: Rounds) -> None:
-    """Every tool once per round, the order rotated each round."""
+def interleave(rounds: int, tools: list[tuple[str, Callable[[], None]]], record: Rounds,
+               after_round: Callable[[int], None] | None = None) -> None:
+    """Every tool once per round, the order rotated each round. `after_round(r)` (when given) runs
+    after each round but the last, so that a run stopped early still leaves its tables so far."""
     for r in range(rounds):
         order = tools[r % len(tools):] + tools[:r % len(tools)]
         for _, measure in order:
             measure()
         record.loads.append(load())
         print(f"  round {r + 1}/{rounds} done, load average {record.loads[-1]:.2f}", flush=True)
+        if after_round and r + 1 < rounds:
+            after_round(r + 1)
 
 
 def verdict(ratio: float) -> str:
@@ -326,62 +330,75 @@ def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], st
                         failed[test] = str(exc)
                 tools.append((f"likwid {test}", likwid))
         print(f"-- {threads} thread{'s' if threads > 1 else ''}")
-        interleave(rounds, tools, record)
-        print("our code shapes, as each round's calibration chose them: " + "; ".join(
-            f"{row} {'/'.join(sorted(set(record.shapes[row])))}" for row in OUR_ROWS if row in record.shapes))
-        print(f"{'ours':<14} {'stat':<4} {'reference':<30} {'ours MB/s':>10} {'ref MB/s':>10} {'ratio':>7} "
-              f"{'[min-max]':>15}  target")
-        # STREAM's copy loop runs as one memcpy per thread's part of the arrays: it streams with
-        # non-temporal stores only from glibc's threshold on, and is compared with our copy of
-        # the same stores (unknown threshold: with the non-temporal copy, as on most machines
-        # at 4x the last-level cache)
-        part = array_bytes // threads
-        streamed = threshold is None or part >= threshold
-        if "STREAM gcc" in streams:
-            print(f"STREAM gcc copy: memcpy of {format_size(part)} per thread, "
-                  f"{'at or over' if streamed else 'under'} {source}: "
-                  f"{'non-temporal' if streamed else 'regular'} stores, compared with our copy "
-                  f"{'nt' if streamed else 'regular'}")
-        for row, tool, figure in BANDWIDTH_PAIRS:
-            if (tool, figure) == ("STREAM gcc", "Copy") and not streamed:
-                row = "copy regular"
-            if tool == "likwid":
-                group = [f for f in flavours.get(figure, []) if record.has(f, tool) and f not in failed]
-                figure = max(group, key=lambda f: record.median(f, tool)) if group else figure
-                ref_name = f"likwid best {figure}"
-            else:
-                ref_name = f"{tool} {figure}"
-            if not record.has(figure, tool):
-                why = ("no --stream-src given" if tool != "likwid" else "likwid-bench not installed"
-                       if not shutil.which("likwid-bench") else "left out by --likwid")
-                print(f"{row:<14} {'':<4} {ref_name:<30} {'':>10} {'NOT RUN':>10}  ({why})")
-                continue
-            stat = "ours" if tool.startswith("STREAM") else "ours avg"
-            ratio, low, high = record.ratio((row, stat), (figure, tool))
-            print(f"{row:<14} {stat[5:] or 'best':<4} {ref_name:<30} {record.median(row, stat):>10.0f} "
-                  f"{record.median(figure, tool):>10.0f} {ratio:>7.3f} [{low:.3f}-{high:.3f}]  {verdict(ratio)}")
-            verdicts.append(f"bandwidth {row} {threads}T ({'/'.join(sorted(set(record.shapes[row])))}) vs "
-                            f"{ref_name}: {ratio:.3f} [{low:.3f}-{high:.3f}] {verdict(ratio)} "
-                            f"(load {min(record.loads):.2f}-{max(record.loads):.2f})")
-        # Every flavour and shape, for the record: which code shape gives this machine's best.
-        print(f"{'':<14} {'every flavour: median MB/s over the rounds [min-max]; ours: average over the repetitions'}")
-        for group, names in flavours.items():
-            cells = [f"{f} {record.median(f, 'likwid'):.0f} [{min(record.values[(f, 'likwid')]):.0f}-"
-                     f"{max(record.values[(f, 'likwid')]):.0f}]" for f in names if record.has(f, "likwid")]
-            cells += [f"{f} FAILED ({(re.findall(r'exited -?[0-9]+', failed[f]) or [failed[f][:60]])[0]})"
-                      for f in names if f in failed]
-            print(f"  likwid {group:<11} " + ", ".join(cells))
-        # Every round's figures and load, for a closer look (e.g. at the quietest round).
-        (workdir / f"bw-rounds-{threads}.json").write_text(json.dumps(
-            {"loads": record.loads, "shapes": record.shapes,
-             "values": {f"{row} | {tool}": v for (row, tool), v in record.values.items()}}, indent=1))
-        if shapes:
-            for base in OUR_ROWS:
-                cells = [f"{row[len(base) + 1:]} {record.median(row, 'ours avg'):.0f} "
-                         f"[{min(record.values[(row, 'ours avg')]):.0f}-{max(record.values[(row, 'ours avg')]):.0f}]"
-                         for row in sorted({r for r, t in record.values if t == "ours avg" and r.startswith(base + " ")
-                                            and r.count(" ") == base.count(" ") + 1})]
-                print(f"  ours {base:<13} " + ", ".join(cells))
+
+        def tables() -> list[str]:
+            """The comparison tables over the rounds so far, and their target lines."""
+            found = []
+            print("our code shapes, as each round's calibration chose them: " + "; ".join(
+                f"{row} {'/'.join(sorted(set(record.shapes[row])))}" for row in OUR_ROWS if row in record.shapes))
+            print(f"{'ours':<14} {'stat':<4} {'reference':<30} {'ours MB/s':>10} {'ref MB/s':>10} {'ratio':>7} "
+                  f"{'[min-max]':>15}  target")
+            # STREAM's copy loop runs as one memcpy per thread's part of the arrays: it streams with
+            # non-temporal stores only from glibc's threshold on, and is compared with our copy of
+            # the same stores (unknown threshold: with the non-temporal copy, as on most machines
+            # at 4x the last-level cache)
+            part = array_bytes // threads
+            streamed = threshold is None or part >= threshold
+            if "STREAM gcc" in streams:
+                print(f"STREAM gcc copy: memcpy of {format_size(part)} per thread, "
+                      f"{'at or over' if streamed else 'under'} {source}: "
+                      f"{'non-temporal' if streamed else 'regular'} stores, compared with our copy "
+                      f"{'nt' if streamed else 'regular'}")
+            for row, tool, figure in BANDWIDTH_PAIRS:
+                if (tool, figure) == ("STREAM gcc", "Copy") and not streamed:
+                    row = "copy regular"
+                if tool == "likwid":
+                    group = [f for f in flavours.get(figure, []) if record.has(f, tool) and f not in failed]
+                    figure = max(group, key=lambda f: record.median(f, tool)) if group else figure
+                    ref_name = f"likwid best {figure}"
+                else:
+                    ref_name = f"{tool} {figure}"
+                if not record.has(figure, tool):
+                    why = ("no --stream-src given" if tool != "likwid" else "likwid-bench not installed"
+                           if not shutil.which("likwid-bench") else "left out by --likwid")
+                    print(f"{row:<14} {'':<4} {ref_name:<30} {'':>10} {'NOT RUN':>10}  ({why})")
+                    continue
+                stat = "ours" if tool.startswith("STREAM") else "ours avg"
+                ratio, low, high = record.ratio((row, stat), (figure, tool))
+                print(f"{row:<14} {stat[5:] or 'best':<4} {ref_name:<30} {record.median(row, stat):>10.0f} "
+                      f"{record.median(figure, tool):>10.0f} {ratio:>7.3f} [{low:.3f}-{high:.3f}]  {verdict(ratio)}")
+                found.append(f"bandwidth {row} {threads}T ({'/'.join(sorted(set(record.shapes[row])))}) vs "
+                         f"{ref_name}: {ratio:.3f} [{low:.3f}-{high:.3f}] {verdict(ratio)} "
+                         f"(load {min(record.loads):.2f}-{max(record.loads):.2f})")
+            # Every flavour and shape, for the record: which code shape gives this machine's best.
+            print(f"{'':<14} {'every flavour: median MB/s over the rounds [min-max]; ours: average over the repetitions'}")
+            for group, names in flavours.items():
+                cells = [f"{f} {record.median(f, 'likwid'):.0f} [{min(record.values[(f, 'likwid')]):.0f}-"
+                         f"{max(record.values[(f, 'likwid')]):.0f}]" for f in names if record.has(f, "likwid")]
+                cells += [f"{f} FAILED ({(re.findall(r'exited -?[0-9]+', failed[f]) or [failed[f][:60]])[0]})"
+                          for f in names if f in failed]
+                print(f"  likwid {group:<11} " + ", ".join(cells))
+            # Every round's figures and load, for a closer look (e.g. at the quietest round).
+            (workdir / f"bw-rounds-{threads}.json").write_text(json.dumps(
+                {"loads": record.loads, "shapes": record.shapes,
+                 "values": {f"{row} | {tool}": v for (row, tool), v in record.values.items()}}, indent=1))
+            if shapes:
+                for base in OUR_ROWS:
+                    cells = [f"{row[len(base) + 1:]} {record.median(row, 'ours avg'):.0f} "
+                             f"[{min(record.values[(row, 'ours avg')]):.0f}-{max(record.values[(row, 'ours avg')]):.0f}]"
+                             for row in sorted({r for r, t in record.values if t == "ours avg" and r.startswith(base + " ")
+                                                and r.count(" ") == base.count(" ") + 1})]
+                    print(f"  ours {base:<13} " + ", ".join(cells))
+            sys.stdout.flush()
+            return found
+
+        def so_far(done: int) -> None:
+            print(f"-- {threads} thread{'s' if threads > 1 else ''}, the first {done} of {rounds} rounds "
+                  "(kept in case the run is stopped before the last)", flush=True)
+            tables()
+
+        interleave(rounds, tools, record, after_round=so_far)
+        verdicts += tables()
     return verdicts
 
 
