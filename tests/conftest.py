@@ -13,6 +13,8 @@ REPO = Path(__file__).resolve().parent.parent
 # Tests carrying one of these marks take minutes together: the fast tier, `pytest -m "not slow"`,
 # leaves them out with the rest of the slow tests (marked `slow` where they are).
 SLOW_MARKS = ("numa_vm", "slurm", "workflow")
+# The session's SLURM cluster (`slurm_clusters`): tests/slurm and the documented commands share it.
+pytest_plugins = ["helpers.slurmtest"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmtest import CLUSTER_SH, Cluster, read_rows, run
+from helpers.slurmtest import CLUSTER_SH, Cluster, read_rows, run
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from numasweep.core.units import parse_cpulist
-from slurmtest import (
-    HERE,
+from helpers.slurmtest import (
     Cluster,
     SnakemakeRun,
     detect_topology,
@@ -30,6 +29,8 @@ from slurmtest import (
     seed_topology,
     snakemake,
 )
+
+HERE = Path(__file__).resolve().parent
 
 # Above two snakemake runs' own limits, so that their `timeout -k` always fires first.
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.timeout(720)]

@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from slurmtest import (
+from helpers.slurmtest import (
     BANDWIDTH_COLUMNS,
     CLUSTER_SH,
-    HERE,
     LATENCY_COLUMNS,
     Cluster,
     SnakemakeRun,
@@ -36,6 +35,8 @@ from slurmtest import (
     seed_topology,
     snakemake,
 )
+
+HERE = Path(__file__).resolve().parent
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.timeout(420)]
 

@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from slurmtest import (
+from helpers.slurmtest import (
     BANDWIDTH_COLUMNS,
-    HERE,
     LATENCY_COLUMNS,
     REPO,
     Cluster,
@@ -22,8 +21,9 @@ from slurmtest import (
     slurm_env,
     snakemake,
 )
-
 from helpers.workflow import snakemake as run_snakemake
+
+HERE = Path(__file__).resolve().parent
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.timeout(420)]
 

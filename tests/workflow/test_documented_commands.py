@@ -20,8 +20,10 @@ checkout's .venv linked in where it has one. How a command runs (`how`, the firs
   `cluster.sh down`, which the test also runs should the block fail). It starts, as tests/slurm
   does, from the checkout's built kernels: on a fresh build two `make` runs at once (the SLURM
   profile runs local jobs side by side) race on kernels/Makefile's build/buildinfo.stamp.new.
+  A cluster the session's SLURM tests left up (`slurm_clusters`) is brought down first.
   Fleet mode over a partition (`fleet={"partition": NAME}`, which asks `sinfo` for its nodes)
-  runs as a dry run, where sinfo lists that partition;
+  runs as a dry run on the session's one-node test cluster, NAME read as its partition (the
+  documents name a site's partitions, `standard` or `standard-g`);
 - a `snakemake` command that would build and measure more than the placeholder configs below, or
   submit to SLURM, runs as a dry run (`-n` added);
 - anything else runs as written: `snakemake report --config results=...`, the placeholder
@@ -44,6 +46,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers.slurmtest import ONE_NODE, STATE, Clusters
 from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -208,12 +211,15 @@ def command_env(copy: Path) -> dict[str, str]:
     return env
 
 
-def run_block(block: Block, copy: Path) -> list[Outcome]:
-    """Run a block's commands in order in `copy`; stop at the first that fails."""
+def run_block(block: Block, copy: Path, partition: str | None = None) -> list[Outcome]:
+    """Run a block's commands in order in `copy`; stop at the first that fails. With `partition`,
+    a fleet-mode command screens that partition instead of the one it names."""
     env = command_env(copy)
     outcomes = []
     for command in block.commands:
         mode = how(command.text)
+        if partition and (named := fleet_partition(command.text)):
+            command = Command(command.line, command.text.replace(f'"partition": "{named}"', f'"partition": "{partition}"'))
         if mode == "dry" and starts_cluster(block):
             mode = "slurm"  # the block's own test cluster takes the jobs
         if mode == "self":
@@ -252,19 +258,20 @@ def sinfo(*args: str) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def why_not_here(block: Block) -> str | None:
-    """Why a SLURM block cannot run on this machine now, or None."""
-    if starts_cluster(block):
-        if os.geteuid() != 0 or shutil.which("slurmctld") is None:
-            return "starts the test cluster: needs root and Debian's SLURM packages (scripts/numasweep.sh test)"
-        if sinfo() is not None:
-            return "starts the test cluster, but a cluster is already up"
-        return None
-    for command in block.commands:
-        partition = fleet_partition(command.text)
-        if partition and not (sinfo("-N", "-p", partition) or "").strip():
-            return f"screens the nodes of partition '{partition}': no cluster here lists it"
+def why_not_here(block: Block, clusters: Clusters) -> str | None:
+    """Why a SLURM block cannot run on this machine now, or None. Not under CI, which runs as
+    root on a machine with no cluster but the session's."""
+    if os.geteuid() != 0:
+        return "runs the test SLURM cluster: needs root (scripts/numasweep.sh test installs its packages)"
+    if clusters.running is None and not STATE.exists() and sinfo() is not None:
+        return "a SLURM cluster the tests did not start is up on this machine: its nodes are not ours to use"
     return None
+
+
+def cluster_partition(clusters: Clusters) -> str:
+    """The partition of the session's one-node cluster (started if none is up)."""
+    clusters.use(ONE_NODE)
+    return (sinfo("-o", "%P") or "").split()[0].rstrip("*")
 
 
 def documented_blocks() -> list:
@@ -293,14 +300,21 @@ def test_the_documents_have_shell_blocks() -> None:
 
 @pytest.mark.parametrize("block", BLOCKS)
 def test_documented_commands_work_as_written(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    if block_kind(block) == "slurm" and (reason := why_not_here(block)):
-        pytest.skip(reason)
+    partition = None
+    if block_kind(block) == "slurm":
+        clusters = request.getfixturevalue("slurm_clusters")
+        if reason := why_not_here(block, clusters):
+            pytest.skip(reason)
+        if starts_cluster(block):
+            clusters.stop()  # the block starts its own
+        elif any(fleet_partition(c.text) for c in block.commands):
+            partition = cluster_partition(clusters)
     copy = fresh_copy(tmp_path / "repo")
     if starts_cluster(block):
         built = request.getfixturevalue("kernels_bin").parent  # build/, with its times
         shutil.copytree(built, copy / "build", symlinks=True)
     try:
-        outcomes = run_block(block, copy)
+        outcomes = run_block(block, copy, partition)
     finally:
         if starts_cluster(block):
             subprocess.run(["bash", "tests/slurm/cluster.sh", "down"], cwd=copy, capture_output=True, timeout=300)

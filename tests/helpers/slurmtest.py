@@ -4,23 +4,25 @@ squeue, and readers for the kernels' CSVs and provenance records."""
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from helpers.kernels import contract_columns
 from helpers.workflow import copy_repo
 from helpers.workflow import snakemake as run_snakemake
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-CLUSTER_SH = HERE / "cluster.sh"
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_SH = REPO / "tests" / "slurm" / "cluster.sh"
 STATE = Path(os.environ.get("NUMASWEEP_SLURM_STATE", "/run/numasweep-slurm"))
 # cluster.sh lists the daemons it starts, "NAME PIDFILE" a line (slurmd@node1: node1's slurmd).
 DAEMONS_FILE = STATE / "daemons"
@@ -247,3 +249,62 @@ def launch_option(record: dict, name: str) -> str:
         if arg.startswith(f"{name}="):
             return arg.split("=", 1)[1]
     raise AssertionError(f"no {name}= on the launch line: {record['command']}")
+
+
+# ------------------------------------------------------------------ the session's clusters
+
+# Two test sessions on one machine would fight over one slurm.conf and one set of ports.
+LOCK = Path("/run/lock/numasweep-slurm.lock")
+
+
+class Clusters:
+    """At most one cluster at a time: they share /etc/slurm and the ports."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.running: Cluster | None = None
+        self.before = processes(comm=DAEMON_PROGRAMS)
+
+    def use(self, layout: Layout) -> Cluster:
+        if self.running is not None and self.running.layout == layout:
+            return self.running
+        self.stop()
+        # Installing the packages on a fresh machine takes most of this limit.
+        up = run(["bash", str(CLUSTER_SH), "up", *layout.up_args], timeout=900)
+        assert up.returncode == 0, (
+            f"the SLURM cluster ({layout.name}) did not start (cluster.sh up exited {up.returncode}):\n"
+            f"{up.stdout[-4000:]}\n{up.stderr[-6000:]}"
+        )
+        nodes = tuple(run(["sinfo", "-h", "-N", "-o", "%N"]).stdout.split())
+        cpus = int(run(["sinfo", "-h", "-N", "-o", "%c"]).stdout.split()[0])
+        self.running = Cluster(nodes=nodes, cpus=cpus, workdir=self.workdir, layout=layout)
+        return self.running
+
+    def stop(self) -> None:
+        if self.running is None and not STATE.exists():
+            return
+        pids = daemon_pids()
+        down = run(["bash", str(CLUSTER_SH), "down"], timeout=180)
+        self.running = None
+        left = {f"{d} (PID {p})" for d, p in pids.items() if pid_alive(p)}
+        strays = processes(comm=DAEMON_PROGRAMS) - self.before
+        in_workdir = processes(cwd_under=self.workdir)
+        assert down.returncode == 0, f"cluster.sh down failed:\n{down.stdout}\n{down.stderr}"
+        assert not left, f"daemons still running after cluster.sh down: {sorted(left)}"
+        assert not strays, f"SLURM, munge or MariaDB processes left running:\n{describe(strays)}"
+        assert not in_workdir, f"processes left in {self.workdir}:\n{describe(in_workdir)}"
+        assert not our_namespaces(), f"network namespaces left: {our_namespaces()}"
+        assert not STATE.exists(), f"cluster.sh down left {STATE} behind"
+
+
+@pytest.fixture(scope="session")
+def slurm_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
+    """The one cluster of the session (none at first), brought down at its end."""
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        clusters = Clusters(tmp_path_factory.mktemp("slurm-runs"))
+        try:
+            yield clusters
+        finally:
+            clusters.stop()
