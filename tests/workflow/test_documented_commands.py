@@ -18,8 +18,8 @@ checkout's .venv linked in where it has one. How a command runs (`how`, the firs
   the test cluster itself (`bash tests/slurm/cluster.sh up`, docs/slurm.md) runs as written, as
   root, where no cluster is up yet, its `snakemake` commands included (it ends with
   `cluster.sh down`, which the test also runs should the block fail). It starts, as tests/slurm
-  does, from the checkout's built kernels: on a fresh build two `make` runs at once (the SLURM
-  profile runs local jobs side by side) race on kernels/Makefile's build/buildinfo.stamp.new.
+  does, from the checkout's built kernels (the SLURM profile's local jobs would otherwise build
+  the same objects side by side, each a minute on this machine).
   A cluster the session's SLURM tests left up (`slurm_clusters`) is brought down first.
   Fleet mode over a partition (`fleet={"partition": NAME}`, which asks `sinfo` for its nodes)
   runs as a dry run on the session's one-node test cluster, NAME read as its partition (the
