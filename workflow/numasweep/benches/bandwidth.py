@@ -787,6 +787,74 @@ def _weight_findings(found: dict, meta: dict, metric: str) -> list[Finding]:
 # ---------------------------------------------------------------- copy
 
 
+# ---------------------------------------------------------------- the physical limit
+
+def best_run(bandwidth: pd.DataFrame | None) -> tuple[Interval, Any, int] | None:
+    """The highest bandwidth of the campaign, GB/s (10^9 bytes/s): the geometric mean over
+    repetitions of the series and thread count whose mean is highest, with its 95% t interval
+    over the repetitions; its series key and thread count. None without rows."""
+    runs, keys, _ = _runs(bandwidth)
+    if runs.empty:
+        return None
+    best = None
+    for (key, threads), part in _groups(runs, keys):
+        logs = np.log(part["mb_s"].to_numpy(dtype=float) / 1000)
+        logs = logs[np.isfinite(logs)]
+        if not len(logs):
+            continue
+        iv = stats.unit_mean_interval(logs.reshape(-1, 1))
+        if best is None or iv.estimate > best[0].estimate:
+            best = (iv, key, threads)
+    return best
+
+
+def _groups(runs: pd.DataFrame, keys: list[str]):
+    for values, part in runs.groupby([*keys, "threads"], sort=False, dropna=False):
+        yield (dict(zip(keys, values[:-1])), int(values[-1])), part
+
+
+def bandwidth_peak(bandwidth: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
+    """The best measured bandwidth as a fraction of the machine's theoretical peak (core/peak.py:
+    dmidecode's DIMMs or the arch file's `memory_peak`), or why the peak is unknown. Where the best
+    used the memory of some of several memory nodes, also against those nodes' even share of the
+    channels (an assumption: NPS and interleave settings can split them otherwise)."""
+    found = best_run(bandwidth)
+    if found is None or topology is None:
+        return []
+    best, key, threads = found
+    where = f"{key['kernel'] + ', ' if key.get('kernel') else ''}{_threads_word(threads)}, " \
+            f"threads on node {key['cpu_nodes']}, memory on node {key['mem_nodes']}"
+    best_text = best.text("{:.1f} GB/s")
+    peak = topology.memory_peak
+    if peak is None:
+        why = topology.memory_peak_unknown or "not recorded in this topology.json"
+        return [Finding(
+            id="bandwidth_peak", bench="bandwidth", title="Theoretical memory bandwidth: unknown",
+            summary=(f"{why[0].upper() + why[1:]}. Give `memory_peak` (channels, mt_s) in an arch file "
+                     f"(config/arch/README.md) to read the best measured, {best_text} ({where}), as a fraction of it."),
+            numbers={"claim": False, "peak_gb_s": None, "unknown": why, **interval_numbers("best_gb_s", best),
+                     "threads": threads, **{k: key.get(k) for k in ("kernel", "cpu_nodes", "mem_nodes")}},
+        )]
+    fraction = Interval(best.estimate / peak.gb_s, best.low / peak.gb_s, best.high / peak.gb_s, best.level,
+                        best.method)
+    text = (f"The best measured bandwidth ({where}), {best_text}, is {fraction.text('{:.2f}x')} of the machine's "
+            f"theoretical peak of {peak.gb_s:.1f} GB/s ({peak.how()}).")
+    numbers = {"claim": bool(np.isfinite(best.low)), "peak_gb_s": peak.gb_s, **interval_numbers("best_gb_s", best),
+               **interval_numbers("fraction", fraction), "threads": threads,
+               **{k: key.get(k) for k in ("kernel", "cpu_nodes", "mem_nodes")}}
+    with_memory = [n.id for n in topology.nodes if n.memory_bytes > 0]
+    used = [n for n in parse_cpulist(str(key.get("mem_nodes", ""))) if n in with_memory] \
+        if str(key.get("mem_nodes", "")).strip() else []
+    if used and len(with_memory) > 1 and len(used) < len(with_memory):
+        share = peak.gb_s * len(used) / len(with_memory)
+        of_share = Interval(best.estimate / share, best.low / share, best.high / share, best.level, best.method)
+        text += (f" Its memory is {len(used)} of the {len(with_memory)} memory nodes: {of_share.text('{:.2f}x')} "
+                 f"of their {share:.1f} GB/s share if the channels are split evenly.")
+        numbers["share_gb_s"] = share
+    return [Finding(id="bandwidth_peak", bench="bandwidth", title="Best bandwidth against the theoretical peak",
+                    summary=text, numbers=numbers)]
+
+
 # ---------------------------------------------------------------- headline
 
 STREAM_ORDER = ("copy", "scale", "add", "triad")
@@ -847,6 +915,12 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
             rows.append([f"{kernel}, best bandwidth, {name}, {_threads_word(hi)}", value, interval])
             rows.append([f"NUMA ratio, {kernel} bandwidth {name} / local, {_threads_word(hi)}", f"{e / est[hi]:.2f}x",
                          "ratio of the estimates"])
+    for f in bandwidth_peak(bandwidth, topology):
+        n = f.numbers
+        rows.append(["theoretical memory bandwidth, all channels", "unknown", n["unknown"]]
+                    if n["peak_gb_s"] is None else
+                    ["theoretical memory bandwidth, all channels", f"{n['peak_gb_s']:.1f} GB/s",
+                     f"the best measured, {n['best_gb_s']:.1f} GB/s, is {n['fraction']:.2f}x of it"])
     return rows
 
 
@@ -869,11 +943,13 @@ BENCH = register(Bench(
     series=SERIES,
     within=WITHIN,
     metrics={"best_mb_s": True},
-    subjects={"Bandwidth": (("bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering", "bandwidth_weights"),
+    subjects={"Bandwidth": (("bandwidth_peak", "bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering",
+                             "bandwidth_weights"),
                             ("bandwidth_vs_threads", "bandwidth_matrix"))},
     expand=expand,
     check=check,
-    analyse=lambda table, topo: [functools.partial(bandwidth_saturation, table, topo),
+    analyse=lambda table, topo: [functools.partial(bandwidth_peak, table, topo),
+                                 functools.partial(bandwidth_saturation, table, topo),
                                  functools.partial(bandwidth_locality, table, topo)],
     draw=(plot_bandwidth_vs_threads, plot_bandwidth_matrix),
     raw_tables=bandwidth_raw_tables,

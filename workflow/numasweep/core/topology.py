@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from numasweep.core import peak as memory_peak
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text, load_yaml, pattern_problem
 from numasweep.core.units import format_cpulist, parse_cpulist, parse_size
@@ -74,6 +75,9 @@ class Topology:
     smt_siblings: list[list[int]] = field(default_factory=list)
     reserved_cpus: list[int] = field(default_factory=list)
     gpus: list[Gpu] = field(default_factory=list)
+    # The theoretical memory bandwidth (core/peak.py), or None with the reason it is unknown.
+    memory_peak: memory_peak.MemoryPeak | None = None
+    memory_peak_unknown: str = ""
 
     # -- serialisation -------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -113,6 +117,8 @@ class Topology:
                 gpus=[Gpu(int(g["id"]), str(g["name"]), None if g.get("pci") is None else str(g["pci"]),
                           None if g.get("node") is None else int(g["node"]),
                           str(g.get("vendor", "nvidia"))) for g in d.get("gpus", [])],
+                memory_peak=memory_peak.MemoryPeak.from_dict(d.get("memory_peak")),
+                memory_peak_unknown=str(d.get("memory_peak_unknown", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise NumasweepError(
@@ -134,9 +140,12 @@ class Topology:
 
     def digest(self) -> str:
         """sha256 of the canonical JSON; `source` is left out: it says where the description
-        came from, not what the machine is, so an arch file and its detection agree."""
+        came from, not what the machine is, so an arch file and its detection agree. So is the
+        memory peak, which detection reads from the DIMMs and an arch file may not state."""
         d = self.to_dict()
         d.pop("source")
+        for key in ("memory_peak", "memory_peak_unknown"):  # what the DIMMs could move, not the layout
+            d.pop(key)
         canon = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
 
@@ -434,6 +443,8 @@ def arch_to_topology(data: dict, path: str) -> Topology:
         smt_siblings=siblings,
         reserved_cpus=_cpus(data.get("reserved_cpus", ""), f"{path}: reserved_cpus"),
         gpus=gpus,
+        memory_peak=memory_peak.from_arch(data.get("memory_peak"), path),
+        memory_peak_unknown="" if data.get("memory_peak") else f"the arch file {path} gives no memory_peak",
     )
     # Distances are written in the file's node order; keep them aligned when _finish sorts nodes.
     order = sorted(range(n_nodes), key=lambda i: nodes[i].id)
@@ -592,6 +603,8 @@ def detect(sysfs_root: str | os.PathLike = "/sys", proc_root: str | os.PathLike 
     live = sys_root.resolve() == Path("/sys") and shutil.which("nvidia-smi")
     gpus = _gpus_nvidia_smi(sys_root) if live else []
     gpus = gpus or _gpus_sysfs(sys_root, proc)
+    peak, unknown = (memory_peak.detect() if sys_root.resolve() == Path("/sys")
+                     else (None, f"{sys_root} is a captured tree: the firmware's DIMM list (dmidecode) is not in it"))
     topo = Topology(
         system=name or (socket.gethostname().split(".")[0] if sys_root.resolve() == Path("/sys") else sys_root.parent.name),
         source=where,
@@ -604,6 +617,8 @@ def detect(sysfs_root: str | os.PathLike = "/sys", proc_root: str | os.PathLike 
         smt_siblings=sib_list,
         reserved_cpus=list(reserved or []),
         gpus=gpus,
+        memory_peak=peak,
+        memory_peak_unknown=unknown,
     )
     return _finish(topo, where)
 
