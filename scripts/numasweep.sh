@@ -15,9 +15,10 @@ if [ "$(id -u)" -ne 0 ]; then
     SUDO="sudo"
 fi
 
-# What the sweep needs (compilers, numactl/libnuma, Open MPI, hwloc).
+# What the sweep needs (compilers, numactl/libnuma, Open MPI, hwloc; dmidecode for the DIMMs'
+# speed and channels, the theoretical memory bandwidth the report measures against).
 APT_RUN=(build-essential numactl libnuma-dev openmpi-bin libopenmpi-dev hwloc libhwloc-dev
-         python3-venv git)
+         dmidecode python3-venv git)
 # What the tests add: likwid for the kernel benchmark, shellcheck, SLURM and munge for the
 # real clusters, slurmdbd and MariaDB for their accounting, QEMU and cpio/busybox for the NUMA
 # guest, chromium for the HTML report screenshot, hipcc and the HIP runtime headers to build
