@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from numasweep.core.errors import NumasweepError
+from numasweep.core.errors import DISK_FULL_ERRNOS, NumasweepError, disk_full
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +32,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], bin
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
+        if exc.errno in DISK_FULL_ERRNOS:
+            raise disk_full(path.parent, f"{path} was not written") from None
         raise NumasweepError(f"{path}: cannot write there ({exc.strerror}); give a path in a folder you can write") from None
     # mkstemp makes the file private (0600); results are shared like any file the user writes.
     umask = os.umask(0)
@@ -41,9 +43,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], bin
         with os.fdopen(fd, "wb" if binary else "w") as fh:
             write(fh)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
+            raise disk_full(path.parent, f"{path} was not written (a file it would replace is kept)") from None
         raise
 
 
@@ -129,6 +133,8 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
     path = Path(path)
     if not path.exists():
         raise NumasweepError(f"{path}: no such result file; rerun the job that writes it")
+    if path.is_dir():
+        raise NumasweepError(f"{path}: is a folder, not a result file; give the files in it ({path}/*.csv)")
     unread = set(skip) - set(required) - set(keep)
     try:
         usecols = (lambda c: c not in unread) if unread else None
