@@ -51,6 +51,21 @@ def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], bin
         raise
 
 
+def check_writable(folder: str | os.PathLike, what: str) -> None:
+    """A folder a run will write in (or, not made yet, the folder it goes in) must be writable:
+    a read-only file system or a folder the user may not write is one NumasweepError."""
+    place = Path(folder).absolute()
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if os.access(place, os.W_OK):
+        return
+    if os.statvfs(place).f_flag & os.ST_RDONLY:
+        raise NumasweepError(f"{folder}: {what} is on a read-only file system ({place}); remount it read-write "
+                             "or run from a writable copy of the checkout")
+    raise NumasweepError(f"{folder}: {what} cannot be written ({place} is not writable for this user); "
+                         f"fix its permissions (chmod u+w {place}) or run from a writable copy of the checkout")
+
+
 def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
     """A YAML file's content; a syntax error is one NumasweepError naming the file, line and column."""
     import yaml
