@@ -152,6 +152,8 @@ else:
         else {}
     )
     SKIPPED = PLAN.skipped
+    for _line in batch.reopen_incomplete(RESULTS_DIR, list(BATCHES.values())):
+        print(f"numasweep: warning: {_line}", file=sys.stderr)
 
 REPORT_DIR = f"report/{SYSTEM}"
 # Every folder this run writes must be writable: said here, before Snakemake fails to create one.
