@@ -137,8 +137,27 @@ PLAN_TIME.update({
     "srun_mpi not a plugin name": ({"launcher": "srun", "srun_mpi": "pmix; rm -rf ~"},
                                    "srun_mpi: 'pmix; rm -rf ~'", "not an MPI plugin name"),
 })
+# Values of the right type that a bound refuses: the line says what is wrong with the value.
+PLAN_TIME.update({
+    "sizes an empty string": ({"latency": {"sweeps": [{"domains": [[0]], "sizes": ""}]}},
+                              "latency.sweeps[0].sizes: '' is empty", "non-empty string"),
+    "loaded_latency negative delay": ({"loaded_latency": {"sweeps": [{"delays": [-1]}]}},
+                                      "loaded_latency.sweeps[0].delays[0]: -1 is too small",
+                                      "'idle' or integer from 0 to 100000000"),
+    "c2c pairs zero": ({"c2c": {"sweeps": [{"pairs": 0}]}}, "c2c.sweeps[0].pairs: 0 is too small", "integer >= 1"),
+    "c2c CPU not in the topology": ({"c2c": {"sweeps": [{"cpus": [0, 999]}]}},
+                                    "c2c.sweeps[0].cpus: CPU(s) 999 are not in the topology", "pick CPUs it has"),
+})
 for _name, (_config, *_says) in PLAN_TIME.items():
     case("config", _name, _grid(_config), *_says)
+
+
+def _arch_folder(tmp: Path) -> list[str]:
+    (tmp / "bad.yaml").write_text(yaml.safe_dump({"arch": str(tmp)}))
+    return PY + ["grid", "--config", str(tmp / "bad.yaml")]
+
+
+case("config", "arch names a folder", _arch_folder, "bad.yaml: arch:", "is a folder", "give an arch YAML file")
 # Warnings: the plan runs (exit 0) and one line says what was merged or ignored.
 PLAN_WARNINGS = {
     "duplicate grid points": ({"latency": {"sweeps": [{"domains": [[0]], "sizes": "64K"},
@@ -179,6 +198,17 @@ def _few_cores(tmp: Path) -> list[str]:
 
 case("config", "more GPUs than host cores to drive them", _few_cores,
      "gpu_xfer.sweeps[0].ngpus", "4 GPUs need 4 host cores", "cpu_node 0 has 2 free")
+
+
+def _forced_gpus(tmp: Path) -> list[str]:
+    """gpu_xfer forced (a dry run) on a machine without GPUs: the host cores are still counted."""
+    (tmp / "arch.yaml").write_text("system: small\nnodes:\n  - {id: 0, cpus: \"0-1\", memory: 8G}\ndistances: [[10]]\n")
+    (tmp / "bad.yaml").write_text(yaml.safe_dump({"gpu_xfer": {"force": True, "sweeps": [{"ngpus": [8]}]}}))
+    return PY + ["grid", "--config", str(tmp / "bad.yaml"), "--arch", str(tmp / "arch.yaml")]
+
+
+case("config", "forced gpu_xfer with more GPUs than host cores", _forced_gpus,
+     "gpu_xfer.sweeps[0].ngpus", "8 GPUs need 8 host cores", "cpu_node 0 has 2 free")
 
 SLURM_CONF = "ClusterName=x\nSlurmctldHost=localhost\nNodeName=localhost CPUs=1\nPartitionName=p Nodes=localhost\n"
 
@@ -285,6 +315,11 @@ for _writer, _make in _WRITERS.items():
              (lambda m, o: lambda tmp: m(tmp, o(tmp)))(_make, _out), _says)
 case("numasweep CLI", "aggregate of a missing file",
      lambda tmp: PY + ["aggregate", "-o", str(tmp / "latency.csv"), str(tmp / "none.csv")], "none.csv")
+case("numasweep CLI", "aggregate of a folder",
+     lambda tmp: PY + ["aggregate", "--bench", "latency", "-o", str(tmp / "o.csv"), str(tmp)],
+     "is a folder, not a result file", "/*.csv")
+case("numasweep CLI", "aggregate of a folder into a folder",
+     lambda tmp: PY + ["aggregate", "--bench", "latency", "-o", str(tmp), str(tmp)], "is a folder")
 case("numasweep CLI", "analyse of a missing folder",
      lambda tmp: PY + ["analyse", "--results", str(tmp / "nowhere"), "-o", str(tmp / "f.json")], "nowhere")
 case("numasweep CLI", "run-job with grid not JSON",
@@ -381,6 +416,47 @@ case("numasweep CLI", "reference of a rate for a latency", _reference("GB/s"),
      "references[0].reference[3]", "use one of ns, us, ms", "latency_ns_median is in ns")
 
 
+
+
+def _reference_where(tmp: Path) -> list[str]:
+    (tmp / "refs.yaml").write_text(yaml.safe_dump(
+        {"references": [{"bench": "latency", "where": {"size_bytes": "16Q"}, "reference": [90, -0.5, 0.5, "ns"]}]}))
+    return PY + ["compare", "--results", str(REPO / "examples" / "lumi-g"), "--config", str(tmp / "refs.yaml"),
+                 "-o", str(tmp / "comparison.md")]
+
+
+case("numasweep CLI", "reference where with a bad size", _reference_where,
+     "references[0].where.size_bytes", "'16Q' is not a size")
+
+# A real full disk: a small tmpfs mounted for the case (root only; skipped otherwise).
+MOUNTED: list[Path] = []
+
+
+def _tmpfs(path: Path, size: str) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                                           capture_output=True).returncode:
+        pytest.skip("a full disk is a small tmpfs, which only root can mount")
+    MOUNTED.append(path)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _unmount():
+    yield
+    while MOUNTED:
+        subprocess.run(["umount", str(MOUNTED.pop())], check=True)
+
+
+def _store_full(tmp: Path) -> list[str]:
+    disk = _tmpfs(tmp / "disk", "64k")
+    return PY + ["store", "record", "--results", str(REPO / "examples" / "lumi-g"), "--store", str(disk / "store.db")]
+
+
+case("numasweep CLI", "results store on a full disk", _store_full, "disk full at", "store.db was not changed",
+     "df -h")
+
+
 # ------------------------------------------------------------------ faults mid-run (run-job)
 def _runjob(script: str, *extra: str, seed: bool = True) -> Callable[[Path], list[str]]:
     def argv(tmp: Path) -> list[str]:
@@ -416,6 +492,19 @@ FAULTS = {
 }
 for _name, (_script, _says, _rc) in FAULTS.items():
     case("faults mid-run", _name, _runjob(_script), *((_says,) if _says else ()), rc=_rc, keep=_archive)
+
+
+def _disk_fills(tmp: Path) -> list[str]:
+    """The results folder's disk fills while the kernel runs (it writes its table, then the disk
+    is full): publishing fails at the archive copy."""
+    _tmpfs(tmp / "bench", "256k")
+    return _runjob('f="${0#--csv=}"; printf "size,value\\n1,3.5\\n" > "$f"; cat /dev/zero > "${f%/*}/filler" '
+                   '2>/dev/null; exit 0')(tmp)
+
+
+case("faults mid-run", "results disk fills before publishing", _disk_fills, "disk full at", "was not published",
+     "earlier results are kept", "df -h",
+     keep=lambda tmp: _archive(tmp) + [tmp / "bench" / "j1.csv", tmp / "bench" / "j1.json"])
 case("faults mid-run", "launcher missing", lambda tmp: _runjob("true")(tmp)[:7] + [
     f"mpirun-absent --csv={tmp}/bench/j1.csv.partial"] + _runjob("true", seed=False)(tmp)[8:],
      "mpirun-absent", keep=_archive)

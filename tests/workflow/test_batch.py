@@ -227,6 +227,29 @@ def test_point_failing_mid_batch_keeps_the_others_and_rerun_measures_only_it(rep
                                     "lat-sequential-d0-r1-local-serial-rep0"}
 
 
+@pytest.mark.workflow
+def test_deleting_a_point_of_a_finished_batch_measures_it_again(repo: Path, tmp_path: Path) -> None:
+    """A point's CSV deleted after its batch finished: the rerun says so in one line, runs the
+    batch again, measures only that point and aggregates it again."""
+    work = copy_repo(repo, tmp_path / "numasweep")
+    config = _config(tmp_path, "batched.yaml", 3)
+    proc = _sweep(work, config)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    latency = _system(work) / "latency"
+    gone = latency / "lat-sequential-d0-r1-local-serial-rep0.csv"
+    kept = latency / "lat-sequential-d0-r1-local-concurrent-rep0.csv"
+    before = _sha(kept)
+    gone.unlink()
+    proc = _sweep(work, config)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "numasweep: warning: batch b1: 1 point(s) lost their result (lat-sequential-d0-r1-local-serial-rep0)" \
+        in proc.stderr, proc.stderr[-4000:]
+    assert gone.exists() and _sha(kept) == before
+    log = (latency / "batches" / "b1.log").read_text().splitlines()
+    assert [line.split(": ")[1].split(" ")[0] for line in log] == ["kept", "measured", "kept"]
+    assert gone.stem in set(pd.read_csv(_system(work) / "latency.csv")["job_id"])
+
+
 # ------------------------------------------------------------------ run-batch itself
 
 

@@ -239,6 +239,43 @@ def test_config_error_stops_before_any_job(repo_copy: Path, case: str) -> None:
 
 
 @pytest.mark.workflow
+def test_a_read_only_results_folder_is_refused_at_plan_time(repo_copy: Path) -> None:
+    """results/ on a read-only file system (a tmpfs mounted read-only, as root): one line before
+    any job, not Snakemake's traceback when it first creates an output folder."""
+    results = repo_copy / "results"
+    results.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(results)],
+                                           capture_output=True).returncode:
+        pytest.skip("a read-only file system is a tmpfs mounted read-only, which only root can mount")
+    try:
+        proc = snakemake(repo_copy, "-n", "--config", "system=probe")
+    finally:
+        subprocess.run(["umount", str(results)], check=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "results/probe: the results folder is on a read-only file system" in out, out[-3000:]
+    assert "remount it read-write" in out and "Traceback" not in out, out[-3000:]
+
+
+@pytest.mark.workflow
+def test_a_failed_report_step_shows_its_own_line_on_the_console(repo_copy: Path) -> None:
+    """A report step's error is in its log; the console shows that line too (the onerror handler),
+    not only Snakemake's "check log file(s)"."""
+    broken = repo_copy / "examples" / "broken"
+    shutil.copytree(repo_copy / "examples" / "lumi-g", broken)
+    lines = (broken / "latency.csv").read_text().splitlines()
+    cols = lines[0].split(",")
+    cells = lines[2].split(",")
+    cells[cols.index("latency_ns_median")] = "fast"
+    lines[2] = ",".join(cells)
+    (broken / "latency.csv").write_text("\n".join(lines) + "\n")
+    proc = snakemake(repo_copy, "report", "--cores", "1", "--config", "results=examples/broken")
+    assert proc.returncode != 0
+    shown = [line for line in proc.stderr.splitlines() if line.startswith("numasweep: logs/example-broken/")]
+    assert shown and "line 3" in shown[0] and "correct that cell" in shown[0], proc.stderr[-3000:]
+
+
+@pytest.mark.workflow
 def test_a_target_that_names_no_job_says_so_without_a_traceback(repo_copy: Path) -> None:
     """A mistyped job id as a target: Snakemake's missing-input report carries our sentence with
     the fix, and no traceback of the workflow's input functions."""

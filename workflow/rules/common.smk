@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -20,8 +21,8 @@ sys.path.insert(0, PACKAGE_DIR)
 
 from numasweep.planning import batch, fleet, grid, launch  # noqa: E402
 from numasweep.core import registry  # noqa: E402
-from numasweep.core import topology  # noqa: E402
 from numasweep.core.errors import NumasweepError  # noqa: E402
+from numasweep.core.io import check_writable  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
 # The config is validated once, here, against workflow/schemas/config.schema.yaml:
@@ -121,11 +122,7 @@ else:
     # The topology is needed while the DAG is built, so that `snakemake -n -p` prints the
     # real launch lines; the topology rule writes the same thing for the record.
     try:
-        TOPOLOGY = (
-            topology.detect()
-            if CONFIG["arch"] == "auto"
-            else topology.load(CONFIG["arch"])
-        )
+        TOPOLOGY = grid.config_topology(CONFIG["arch"])
         PLAN = grid.expand(config, TOPOLOGY, "config")
         # Fleet mode: every job once per node, each pinned to its node (slurm_extra below).
         FLEET_NODES = fleet.nodes(CONFIG["fleet"])
@@ -155,8 +152,19 @@ else:
         else {}
     )
     SKIPPED = PLAN.skipped
+    for _line in batch.reopen_incomplete(RESULTS_DIR, list(BATCHES.values())):
+        print(f"numasweep: warning: {_line}", file=sys.stderr)
 
 REPORT_DIR = f"report/{SYSTEM}"
+# Every folder this run writes must be writable: said here, before Snakemake fails to create one.
+WRITTEN = {REPORT_DIR: "the report folder", f"logs/{SYSTEM}": "the log folder"}
+if not FROM_CACHE:
+    WRITTEN[RESULTS_DIR] = "the results folder"
+try:
+    for _folder, _what in WRITTEN.items():
+        check_writable(_folder, _what)
+except NumasweepError as exc:
+    raise WorkflowError(str(exc)) from None
 # The campaign a run is stored under (numasweep store --campaign): the config's `system`, else the
 # results folder's name, as `store record` takes it by default; a cached folder's report name
 # (example-<folder>) is not part of it.
@@ -227,6 +235,29 @@ def aggregate_inputs(wildcards):
         return {"manifests": batch_manifests(wildcards.bench)}
     csvs = job_csvs(wildcards.bench)
     return {"csv": csvs, "provenance": [c[: -len(".csv")] + ".json" for c in csvs]}
+
+
+def failed_job_lines(snakemake_logs):
+    """Print the last non-empty line of each failed job's log (its one-line error), the logs
+    found in Snakemake's own log where it says "check log file(s)"."""
+    named = []
+    if not isinstance(snakemake_logs, (list, tuple)):
+        snakemake_logs = [snakemake_logs]
+    for path in snakemake_logs:
+        try:
+            text = Path(str(path)).read_text(errors="replace")
+        except OSError:
+            continue
+        for match in re.finditer(r"log: (.+?) \(check log file", text):
+            named += [p for p in match.group(1).split(", ") if p not in named]
+    for job_log in named:
+        try:
+            lines = Path(job_log).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        last = next((line.strip() for line in reversed(lines) if line.strip()), None)
+        if last:
+            print(f"numasweep: {job_log}: {last}", file=sys.stderr)
 
 
 def job_results():

@@ -55,8 +55,8 @@ def c2c_cpus(topo: Any, choice: str, where: str) -> list[int]:
         raise NumasweepError(f"{where}: {exc}") from None
     missing = sorted(set(cpus) - set(topo.all_cpus()))
     if missing:
-        raise NumasweepError(f"{where}: CPU(s) {format_cpulist(missing)} are not in the topology '{topo.system}'; "
-                             "pick CPUs it has")
+        raise NumasweepError(f"{where}: CPU(s) {format_cpulist(missing)} are not in the topology '{topo.system}' "
+                             f"(CPUs {format_cpulist(sorted(topo.all_cpus()))}); pick CPUs it has")
     return cpus
 
 
@@ -65,15 +65,17 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
     for i, sw in enumerate(sweeps):
         where = f"c2c.sweeps[{i}]"
         grid.check_nodes(topo, sw["line_nodes"], f"{where}.line_nodes")
-        cpus = c2c_cpus(topo, str(sw["cpus"]), f"{where}.cpus")
+        # a YAML list of CPUs is the CPU list written with commas
+        choice = ",".join(map(str, sw["cpus"])) if isinstance(sw["cpus"], list) else str(sw["cpus"])
+        cpus = c2c_cpus(topo, choice, f"{where}.cpus")
         if len(cpus) < 2:
             raise NumasweepError(f"{where}.cpus: {len(cpus)} CPU gives no pair; give at least two CPUs")
         for line_node, rep in itertools.product(sw["line_nodes"], range(sw["repetitions"])):
             yield grid.Job(
                 bench="c2c",
-                id=f"{grid.id_prefix('c2c', sw['label'])}-{sw['cpus']}-line{line_node}-rep{rep}".replace(",", "."),
+                id=f"{grid.id_prefix('c2c', sw['label'])}-{choice}-line{line_node}-rep{rep}".replace(",", "."),
                 kernel=KERNEL,
-                grid={"label": sw["label"] or "", "memory": f"node:{line_node}", "cpu_set": str(sw["cpus"]),
+                grid={"label": sw["label"] or "", "memory": f"node:{line_node}", "cpu_set": choice,
                       "repetition": rep},
                 kernel_args=tuple([f"--cpus={format_cpulist(cpus)}", f"--pairs={sw['pairs']}",
                                    f"--round-trips={sw['round_trips']}", "--policy=bind", f"--mem-nodes={line_node}"]

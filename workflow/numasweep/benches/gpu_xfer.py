@@ -155,12 +155,13 @@ def check(topo: Any, section: dict) -> list[str]:
         for size in checks.size_list(sw["sizes"]):
             for spec in sw["memory"]:
                 checks.fit(topo, f"{where}.sizes", size, spec, [gpu_cpu_node(topo, sw)])
-    if section.get("force") or not topo.gpus:
-        return []  # a dry run on purpose, or skipped (`unavailable` says why)
+    force = bool(section.get("force"))
+    if not force and not topo.gpus:
+        return []  # skipped (`unavailable` says why)
     have = len(topo.gpus)
     for where, sw in checks.sweeps(section, "gpu_xfer"):
         wanted = max(sw["ngpus"])
-        if wanted > have:
+        if wanted > have and not force:  # force: a dry run on purpose, GPUs not checked
             raise NumasweepError(
                 f"{where}.ngpus: {wanted} GPUs asked, but the topology '{topo.system}' has {have} GPU"
                 f"{'s' if have != 1 else ''}; use ngpus up to {have} (or gpu_xfer.force: true for a dry run)"

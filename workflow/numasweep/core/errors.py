@@ -6,3 +6,18 @@ class NumasweepError(Exception):
 
     The command line prints it as one line without a traceback.
     """
+
+
+class DiskFullError(NumasweepError):
+    """A write that found its disk (or the user's quota) full: the message names the folder."""
+
+
+# The errnos of a full disk or quota (ENOSPC, EDQUOT).
+DISK_FULL_ERRNOS = (28, 122)
+
+
+def disk_full(folder: object, what: str, instead: str = "") -> DiskFullError:
+    """The one line for a full disk: where, what was not written (and what is kept), the fix
+    (and `instead`, another one)."""
+    return DiskFullError(f"disk full at {folder}: {what}; free space there (`df -h {folder}`) and run it again"
+                         + (f", or {instead}" if instead else ""))

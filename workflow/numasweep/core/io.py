@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from numasweep.core.errors import NumasweepError
+from numasweep.core.errors import DISK_FULL_ERRNOS, NumasweepError, disk_full
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +32,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], bin
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
+        if exc.errno in DISK_FULL_ERRNOS:
+            raise disk_full(path.parent, f"{path} was not written") from None
         raise NumasweepError(f"{path}: cannot write there ({exc.strerror}); give a path in a folder you can write") from None
     # mkstemp makes the file private (0600); results are shared like any file the user writes.
     umask = os.umask(0)
@@ -41,10 +43,27 @@ def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], bin
         with os.fdopen(fd, "wb" if binary else "w") as fh:
             write(fh)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
+            raise disk_full(path.parent, f"{path} was not written (a file it would replace is kept)") from None
         raise
+
+
+def check_writable(folder: str | os.PathLike, what: str) -> None:
+    """A folder a run will write in (or, not made yet, the folder it goes in) must be writable:
+    a read-only file system or a folder the user may not write is one NumasweepError."""
+    place = Path(folder).absolute()
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if os.access(place, os.W_OK):
+        return
+    if os.statvfs(place).f_flag & os.ST_RDONLY:
+        raise NumasweepError(f"{folder}: {what} is on a read-only file system ({place}); remount it read-write "
+                             "or run from a writable copy of the checkout")
+    raise NumasweepError(f"{folder}: {what} cannot be written ({place} is not writable for this user); "
+                         f"fix its permissions (chmod u+w {place}) or run from a writable copy of the checkout")
 
 
 def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
@@ -129,6 +148,8 @@ def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = ()
     path = Path(path)
     if not path.exists():
         raise NumasweepError(f"{path}: no such result file; rerun the job that writes it")
+    if path.is_dir():
+        raise NumasweepError(f"{path}: is a folder, not a result file; give the files in it ({path}/*.csv)")
     unread = set(skip) - set(required) - set(keep)
     try:
         usecols = (lambda c: c not in unread) if unread else None

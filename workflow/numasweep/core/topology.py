@@ -466,6 +466,9 @@ def load_arch(path: str | os.PathLike) -> Topology:
 def load(path: str | os.PathLike) -> Topology:
     """An arch YAML file or a topology.json, by content."""
     p = Path(path)
+    if p.is_dir():
+        raise NumasweepError(f"{p}: is a folder; give an arch YAML file (e.g. config/arch/<system>.yaml) "
+                             "or a topology.json")
     if not p.is_file():
         raise NumasweepError(f"{p}: no such file; give an arch YAML (config/arch/) or a topology.json")
     text = p.read_text()

@@ -115,3 +115,22 @@ def point_csvs(manifests: list[str | Path], check: bool = True) -> list[Path]:
                                      "only the points it lacks")
             csvs.append(csv)
     return csvs
+
+
+def reopen_incomplete(results: str | Path, batches: list[Batch]) -> list[str]:
+    """Delete the manifest of every published batch one of whose points lost its CSV or provenance
+    (deleted by hand, to measure it again), so that the batch job runs again and measures only the
+    points it lacks; one line for each batch reopened."""
+    said = []
+    for b in batches:
+        manifest = manifest_path(results, b.bench, b.id)
+        if not manifest.exists():
+            continue
+        folder = manifest.parent.parent
+        gone = [job.id for job in b.jobs
+                if not (folder / f"{job.id}.csv").exists() or not (folder / f"{job.id}.json").exists()]
+        if gone:
+            manifest.unlink()
+            said.append(f"batch {b.id}: {len(gone)} point(s) lost their result ({gone[0]}"
+                        f"{', ...' if len(gone) > 1 else ''}); the batch runs again and measures only those")
+    return said

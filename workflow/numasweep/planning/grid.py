@@ -136,6 +136,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"{where}: {error.message}; add it"
     if error.validator == "minItems" and error.instance == []:
         return f"{where}: empty list; give at least one value"
+    if error.validator == "oneOf" and _refused_value(error):
+        return f"{where}: {error.instance!r} {_refused_value(error)}; expected {_expected(error.schema)}"
     if error.validator in ("type", "oneOf"):
         return f"{where}: wrong type ({error.instance!r}); expected {_expected(error.schema)}"
     if error.validator in ("pattern", "maxLength") and pattern_problem(error):
@@ -145,11 +147,36 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{where}: {error.message}"
 
 
+def _refused_value(error: jsonschema.ValidationError) -> str | None:
+    """For a value of a type one of the oneOf choices takes but whose bounds refuse it (a negative
+    delay, 0 pairs, an empty string), what is wrong with it; None for a value of no such type."""
+    for sub in error.context or ():
+        # an item of a list that is refused: named by its place in the list
+        item = f"holds {sub.instance!r} at {key_path(sub.relative_path)}, which " if sub.relative_path else ""
+        if sub.validator in ("minimum", "exclusiveMinimum"):
+            return f"{item}is too small"
+        if sub.validator in ("maximum", "exclusiveMaximum"):
+            return f"{item}is too large"
+        if sub.validator == "minLength" and sub.instance == "":
+            return f"{item}is empty"
+        if sub.validator == "oneOf" and sub.relative_path and _refused_value(sub):
+            return f"{item}{_refused_value(sub)}".replace(f"which {sub.instance!r} ", "which ")
+    return None
+
+
 def _expected(schema: dict) -> str:
-    """What a schema accepts, in words: 'integer', 'string or null', "'all' or array"."""
+    """What a schema accepts, in words: 'integer', 'string or null', "'all' or array",
+    'integer from 0 to 100', 'integer >= 1', 'non-empty string'."""
     if "type" in schema:
         t = schema["type"]
-        return " or ".join(t) if isinstance(t, list) else t
+        words = " or ".join(t) if isinstance(t, list) else t
+        if "minimum" in schema and "maximum" in schema:
+            return f"{words} from {schema['minimum']} to {schema['maximum']}"
+        if "minimum" in schema:
+            return f"{words} >= {schema['minimum']}"
+        if schema.get("minLength") == 1:
+            return f"non-empty {words}"
+        return words
     if "oneOf" in schema:
         return " or ".join(_expected(s) for s in schema["oneOf"])
     if "enum" in schema:
@@ -190,6 +217,17 @@ def validate_config(config: dict, source: str = "config") -> dict:
             raise NumasweepError(f"{source}: fleet.nodes[{i}]: '{node}' is listed twice (also fleet.nodes"
                                  f"[{nodes.index(node)}]); list each node once")
     return config
+
+
+def config_topology(arch: str, source: str = "config") -> Any:
+    """The topology the config's `arch` names (`auto`: this machine's); a bad file is named
+    under its key."""
+    if arch == "auto":
+        return topology.detect()
+    try:
+        return topology.load(arch)
+    except NumasweepError as exc:
+        raise NumasweepError(f"{source}: arch: {exc}") from None
 
 
 def load_config_file(path: str | Path) -> dict:
@@ -331,8 +369,10 @@ def main(argv: list[str]) -> int:
     for line in overridden(args.config, config):
         print(f"numasweep: warning: {line}", file=sys.stderr)
     checked = validate_config(config, ",".join(args.config))
-    arch = "auto" if args.detect else (args.arch or checked["arch"])
-    topo = topology.detect() if arch == "auto" else topology.load(arch)
+    if args.detect or args.arch == "auto":
+        topo = topology.detect()
+    else:
+        topo = topology.load(args.arch) if args.arch else config_topology(checked["arch"], ",".join(args.config))
     plan = expand(config, topo, ",".join(args.config))
     if args.count:
         jobs = batch_counts(plan, checked, checked["system"] or topo.system)

@@ -97,7 +97,13 @@ def _matches(table: pd.DataFrame, where: dict, source: str) -> pd.Series:
             raise NumasweepError(f"{source}.where: no column '{col}' in the results; use an identity "
                                  f"column ({', '.join(c for c in table.columns if not c.startswith('_'))})")
         if col in series.NUMERIC:
-            value = parse_size(want) if isinstance(want, str) and col.endswith(("bytes", "bytes)")) else int(want)
+            try:
+                value = parse_size(want) if isinstance(want, str) and col.endswith(("bytes", "bytes)")) else int(want)
+            except NumasweepError as exc:
+                raise NumasweepError(f"{source}.where.{col}: {exc}") from None
+            except ValueError:
+                raise NumasweepError(f"{source}.where.{col}: {want!r} is not a whole number; give the "
+                                     f"{col} of the points it holds for") from None
             keep &= table[col] == value
         else:
             keep &= table[col].astype(str) == str(want)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep.core.errors import NumasweepError
+from numasweep.core.errors import NumasweepError, disk_full
 from numasweep.results.aggregate import load_results, load_topology
 from numasweep.core.io import atomic_write_text
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
@@ -156,13 +156,22 @@ def connect(path: str | Path) -> sqlite3.Connection:
         db.executescript(SCHEMA)
         if version < SCHEMA_VERSION:
             _migrate(db)
-    except sqlite3.OperationalError as exc:
-        raise NumasweepError(f"{path}: cannot use the results store ({exc}); free space or fix the "
-                             "folder's permissions, or set store.path to another file") from None
     except sqlite3.DatabaseError as exc:
-        raise NumasweepError(f"{path}: not a numasweep results store ({exc}); move it away or set "
-                             "store.path to another file") from None
+        raise unusable(path, exc) from None
     return db
+
+
+def unusable(path: Path, exc: sqlite3.DatabaseError) -> NumasweepError:
+    """The one line for a store SQLite refused: a full disk, a folder it cannot use, or a file
+    that is no store."""
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc):
+        return disk_full(path.parent, f"the results store {path} was not changed (the runs recorded in it are "
+                                      "kept)", "set store.path to a file on another disk")
+    if isinstance(exc, sqlite3.OperationalError):
+        return NumasweepError(f"{path}: cannot use the results store ({exc}); fix the folder's permissions, "
+                              "or set store.path to another file")
+    return NumasweepError(f"{path}: not a numasweep results store ({exc}); move it away or set "
+                          "store.path to another file")
 
 
 def _migrate(db: sqlite3.Connection) -> None:
@@ -218,6 +227,8 @@ def record(results_dir: str | Path, store: str | Path, campaign: str | None = No
                              json.dumps(j["provenance"], sort_keys=True)) for j in jobs])
             db.executemany("INSERT INTO tables VALUES (?, ?, ?)",
                            [(key, bench, df.to_csv(index=False)) for bench, df in frames.items()])
+    except sqlite3.DatabaseError as exc:
+        raise unusable(Path(store), exc) from None
     finally:
         db.close()
     return run, True

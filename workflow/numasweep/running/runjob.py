@@ -22,7 +22,9 @@ What it guarantees (the rule's whole shell is this one command):
   and the table has a header and rows is it archived and renamed to `<id>.csv`.
 - Archive by copy: CSV, provenance record and log are copied (read-only) to
   `archive/<id>.<finish time>.{csv,json,log}` before the result is published, so no later edit,
-  failed rerun or deletion reaches an archived result.
+  failed rerun or deletion reaches an archived result. A disk that fills while publishing leaves
+  nothing of the run published (its archive copies are removed, the earlier result stays) and is
+  one line naming the folder.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-from numasweep.core.errors import NumasweepError
+from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
 from numasweep.core.io import atomic_write_text
 from numasweep.core import topology
 from numasweep.planning.batch import write_manifest
@@ -326,11 +328,21 @@ def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str, end: s
     archive.mkdir(parents=True, exist_ok=True)
     stamp = end.replace("-", "").replace(":", "").replace(".", "")
     base = archive / f"{a.job_id}.{stamp}"
-    _archive_copy(partial, Path(f"{base}.csv"))
-    atomic_write_text(f"{base}.json", text)
-    os.chmod(f"{base}.json", 0o444)
-    _archive_copy(a.log, Path(f"{base}.log"))
-    atomic_write_text(a.provenance, text)
+    try:
+        _archive_copy(partial, Path(f"{base}.csv"))
+        atomic_write_text(f"{base}.json", text)
+        os.chmod(f"{base}.json", 0o444)
+        _archive_copy(a.log, Path(f"{base}.log"))
+        atomic_write_text(a.provenance, text)
+    except (OSError, NumasweepError) as exc:
+        # Nothing of this run is published: its archive copies go; the result it would replace,
+        # and the archive of earlier runs, stay as they were.
+        for copy in archive.glob(f"*{a.job_id}.{stamp}.*"):
+            copy.unlink(missing_ok=True)
+        if isinstance(exc, DiskFullError) or getattr(exc, "errno", None) in DISK_FULL_ERRNOS:
+            raise disk_full(a.csv.parent, f"job {a.job_id}'s new result was not published (its table stays in "
+                                          f"{partial} until the job runs again; earlier results are kept)") from None
+        raise
     os.replace(partial, a.csv)
 
 
