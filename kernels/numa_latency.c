@@ -396,6 +396,23 @@ static void csv_row(ns_text *csv, const result *r, int ranks, const options *o)
                    r->cycle_build_s, r->on_cpu_pct, r->retaken);
 }
 
+/* One line per finished size, so that `tail -f` on a job's log shows how far the sweep is. */
+static void progress_line(const result *size_results, int ranks, size_t i, size_t nsizes, double started)
+{
+    double lo = size_results[0].median_ns, hi = lo;
+    for (int rk = 1; rk < ranks; rk++) {
+        lo = size_results[rk].median_ns < lo ? size_results[rk].median_ns : lo;
+        hi = size_results[rk].median_ns > hi ? size_results[rk].median_ns : hi;
+    }
+    char s[32];
+    ns_format_size(size_results[0].size_bytes, s, sizeof s);
+    if (ranks == 1)
+        printf("  size %zu of %zu done: %s, %.2f ns (%.1f s so far)\n", i + 1, nsizes, s, lo, ns_seconds() - started);
+    else
+        printf("  size %zu of %zu done: %s, %.2f to %.2f ns over %d ranks (%.1f s so far)\n", i + 1, nsizes, s, lo, hi,
+               ranks, ns_seconds() - started);
+}
+
 static void print_table(const options *o, const result *all, int ranks)
 {
     /* all[size_index * ranks + rank] */
@@ -510,6 +527,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
+    double started = ns_seconds();
     result *all = rank == 0 ? calloc(o.nsizes * (size_t)ranks, sizeof *all) : NULL;
     if (rank == 0 && !all)
         ns_die("out of memory");
@@ -537,6 +555,8 @@ int main(int argc, char **argv)
                 csv_row(&csv, &all[i * (size_t)ranks + (size_t)rk], ranks, &o);
             if (o.common.csv)
                 ns_csv_write(o.common.csv, &csv); /* after every size: nothing measured is lost */
+            if (!o.common.quiet)
+                progress_line(&all[i * (size_t)ranks], ranks, i, o.nsizes, started);
         }
     }
     if (rank == 0 && !o.common.quiet)

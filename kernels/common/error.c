@@ -10,7 +10,13 @@ static const char *program = "numasweep";
 static int quiet_errors;
 static void (*exit_hook)(void);
 
-void ns_set_program(const char *name) { program = name; }
+/* Also makes stdout line-buffered: a job's log is a file, where stdio would otherwise hold every
+ * progress line until the program ends, and `tail -f` on the log would show nothing. */
+void ns_set_program(const char *name)
+{
+    program = name;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
 const char *ns_program(void) { return program; }
 void ns_set_quiet_errors(int quiet) { quiet_errors = quiet; }
 void ns_set_exit_hook(void (*hook)(void)) { exit_hook = hook; }

@@ -9,7 +9,8 @@ extern "C" {
 /* Exit status of every bad invocation or refused run. */
 #define NS_EXIT_USAGE 2
 
-/* Name printed before every message (the kernel's name, e.g. "numa_latency"). */
+/* Name printed before every message (the kernel's name, e.g. "numa_latency"); call it first in
+ * main: it also makes stdout line-buffered, so a job log shows each progress line as it comes. */
 void ns_set_program(const char *name);
 const char *ns_program(void);
 

@@ -39,6 +39,27 @@ def test_csv_follows_contract_and_cache_is_faster_than_memory(kernels_bin, tmp_p
         assert r["mode"] == "concurrent" and r["ranks"] == "1" and r["page_size"] == "4k"
 
 
+def test_a_log_file_shows_each_finished_size_while_the_run_goes_on(kernels_bin, tmp_path):
+    """One progress line per size, written when the size is done (stdout line-buffered even
+    into a file, as a job's log is): the first line is there while the later sizes still run."""
+    log = tmp_path / "job.log"
+    sizes = ["16K", "1G", "1G", "1G"]
+    with open(log, "w") as out:
+        proc = subprocess.Popen([kernels_bin / "numa_latency", f"--size={','.join(sizes)}", "--samples=5",
+                                 "--min-time=0.5"], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while "size 1 of 4 done: 16K" not in log.read_text() and time.monotonic() < deadline:
+                assert proc.poll() is None, f"the run ended before its first size showed in the log:\n{log.read_text()}"
+                time.sleep(0.05)
+            still_running = proc.poll() is None
+        finally:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    assert "size 1 of 4 done: 16K" in text and still_running, text
+
+
 def test_set_up_times_and_sample_length_are_recorded(kernels_bin, tmp_path):
     csv_path = tmp_path / "latency.csv"
     run_ok([kernels_bin / "numa_latency", "--size=64K,4M", *FAST, f"--csv={csv_path}"])
