@@ -22,6 +22,9 @@ window.addEventListener("load", async () => {
                 const listed = document.body.innerText;
                 for (const path of paths) {
                     const entry = results[path];
+                    if (!String(entry.mime_type).startsWith("image/")) {
+                        continue; // the Analysis page (text/html): checked on its own
+                    }
                     app.setView({ content: "img", contentPath: entry.data_uri, resultPath: path });
                     let img = null;
                     for (let i = 0; i < 100 && !img; i++) {

@@ -24,7 +24,7 @@ CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
-REPORT_JOBS = {"analyse", "figures", "report_md", "report"}
+REPORT_JOBS = {"analyse", "figures", "report_md", "report_html", "report"}
 
 
 def cached_workdir(repo: Path, tmp_path: Path) -> Path:
@@ -125,3 +125,54 @@ def test_html_report_shows_every_figure_in_chromium(repo: Path, tmp_path: Path) 
         assert c["width"] >= 600 and c["height"] >= 400, c
     categories = {c["category"] for c in checks}
     assert categories == {"Memory latency", "Memory bandwidth", "Node-to-node copy", "Host-device transfers"}
+    # the analysis page is an item of its own category
+    page = (workdir / "report.html").read_text()
+    assert re.search(r'"report/twin/experimentation.html": \{[^{}]*"mime_type": "text/html"', page)
+    assert '"Analysis"' in page
+
+
+PAGE_CHECK = """<script>
+window.addEventListener("load", () => {
+    const out = document.createElement("pre");
+    out.id = "page-check";
+    const summary = [...document.querySelectorAll("h2")].find((h) => h.textContent.trim() === "Summary");
+    let table = summary ? summary.nextElementSibling : null;
+    while (table && table.tagName !== "TABLE" && table.tagName !== "H2") { table = table.nextElementSibling; }
+    out.textContent = JSON.stringify({
+        summary: Boolean(summary),
+        summary_rows: table && table.tagName === "TABLE" ? table.querySelectorAll("tbody tr").length : 0,
+        images: [...document.images].map((img) => ({ src: img.getAttribute("src"), width: img.naturalWidth })),
+    });
+    document.body.appendChild(out);
+});
+</script>"""
+
+
+def test_html_page_shows_the_summary_and_the_figures_in_chromium(repo: Path, tmp_path: Path) -> None:
+    """experimentation.html, as a browser shows it: the summary table first, every figure decoded."""
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is not installed: apt-get install chromium"
+    results = write_results(tmp_path / "results" / "twin")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    snakemake(workdir, "-s", str(HERE / "Snakefile"), "-d", str(workdir), "--config", f"results={results}", "-c2",
+              "report", check=True)
+    out = workdir / "report" / "twin"
+    page = (out / "experimentation.html").read_text()
+    assert page.count("<img") == len(re.findall(r"!\[[^\]]*\]\(", (out / "experimentation.md").read_text())) >= 8
+    checked = out / "checked.html"          # beside the page: its figure paths are relative
+    cut = page.rfind("</body>")
+    checked.write_text(page[:cut] + PAGE_CHECK + page[cut:])
+    common = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000"]
+    proc = subprocess.run([*common, "--dump-dom", checked.as_uri()], capture_output=True, text=True, timeout=180)
+    found = re.findall(r'<pre id="page-check">(.*?)</pre>', proc.stdout, re.S)
+    assert found, f"the check script left no verdict:\n{proc.stderr[-2000:]}"
+    verdict = json.loads(found[-1].replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    assert verdict["summary"] and verdict["summary_rows"] >= 3, verdict
+    assert verdict["images"] and all(i["width"] >= 600 for i in verdict["images"]), verdict["images"]
+    shot = tmp_path / "page.png"
+    subprocess.run([*common, "--window-size=1280,1600", f"--screenshot={shot}", checked.as_uri()],
+                   capture_output=True, text=True, timeout=180)
+    width, height = struct.unpack(">II", shot.read_bytes()[16:24])
+    assert (width, height) == (1280, 1600) and shot.stat().st_size > 20000
+    shutil.copy(shot, tmp_path.parent / "experimentation-page.png")  # for a look after the run

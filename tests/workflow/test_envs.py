@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "workflow" / "rules"
 ENVS = REPO / "workflow" / "envs"
 # conda-forge's names of the packages requirements.txt names as pip does.
-PIP_NAMES = {"matplotlib-base": "matplotlib", "pyyaml": "PyYAML", "jinja2": "Jinja2"}
+PIP_NAMES = {"matplotlib-base": "matplotlib", "pyyaml": "PyYAML", "jinja2": "Jinja2", "markdown": "Markdown"}
 
 
 def conda_directives() -> dict[str, list[str]]:
@@ -53,6 +53,6 @@ def test_report_environment_pins_the_versions_of_requirements_txt() -> None:
                     if "==" in line and not line.startswith("#"))
     pinned = dict(dep.split("=", 1) for dep in yaml.safe_load((ENVS / "report.yaml").read_text())["dependencies"])
     pinned.pop("python")
-    assert set(pinned) == {"pandas", "numpy", "scipy", "matplotlib-base", "jinja2", "pyyaml", "jsonschema"}
+    assert set(pinned) == {"pandas", "numpy", "scipy", "matplotlib-base", "jinja2", "markdown", "pyyaml", "jsonschema"}
     for name, version in pinned.items():
         assert required[PIP_NAMES.get(name, name)] == version, name

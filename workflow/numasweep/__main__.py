@@ -23,6 +23,7 @@ COMMANDS = {
     "analyse": ("numasweep.findings.analysis", "compute findings.json from aggregated results"),
     "figures": ("numasweep.reporting.figures", "draw the figures from aggregated results"),
     "report": ("numasweep.reporting.report", "render the Markdown report"),
+    "html": ("numasweep.reporting.html", "render the Markdown report as one HTML page beside it"),
     "store": ("numasweep.results.store", "record a finished run in the results store; list the runs"),
     "compare": ("numasweep.reporting.compare", "compare results with references or an earlier run of the store"),
     "fleet": ("numasweep.reporting.fleet_report", "rank the nodes of a fleet campaign and flag those out of line"),

@@ -15,6 +15,7 @@ localrules:
     analyse,
     figures,
     report_md,
+    report_html,
     report,
 
 
@@ -91,6 +92,25 @@ rule report_md:
         " --figures {params.figures:q} {params.sections} -o {output:q} > {log:q} 2>&1"
 
 
+# The same report as one HTML page, and the first item of Snakemake's HTML report.
+rule report_html:
+    input:
+        f"{REPORT_DIR}/experimentation.md",
+    output:
+        report(
+            f"{REPORT_DIR}/experimentation.html",
+            caption="../report/analysis.rst",
+            category="Analysis",
+        ),
+    log:
+        f"logs/{SYSTEM}/report/report_html.log",
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "python -m numasweep html -i {input:q} -o {output:q} > {log:q} 2>&1"
+
+
 rule report:
     input:
         f"{REPORT_DIR}/experimentation.md",
+        f"{REPORT_DIR}/experimentation.html",
