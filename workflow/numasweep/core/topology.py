@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from numasweep.core import firmware as firmware_view
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text, load_yaml, pattern_problem
 from numasweep.core.units import format_cpulist, parse_cpulist, parse_size
@@ -74,10 +75,15 @@ class Topology:
     smt_siblings: list[list[int]] = field(default_factory=list)
     reserved_cpus: list[int] = field(default_factory=list)
     gpus: list[Gpu] = field(default_factory=list)
+    # HMAT, memory tiers and weighted-interleave weights as sysfs says (numasweep.core.firmware);
+    # empty for an arch file, which describes the hardware only.
+    firmware: firmware_view.Firmware = field(default_factory=firmware_view.Firmware)
 
     # -- serialisation -------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["firmware"] = self.firmware.to_dict()
+        return d
 
     def to_json(self) -> str:
         """topology.json: one key per line, long CPU lists kept on one line so it stays readable."""
@@ -113,6 +119,7 @@ class Topology:
                 gpus=[Gpu(int(g["id"]), str(g["name"]), None if g.get("pci") is None else str(g["pci"]),
                           None if g.get("node") is None else int(g["node"]),
                           str(g.get("vendor", "nvidia"))) for g in d.get("gpus", [])],
+                firmware=firmware_view.Firmware.from_dict(d.get("firmware")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise NumasweepError(
@@ -134,9 +141,12 @@ class Topology:
 
     def digest(self) -> str:
         """sha256 of the canonical JSON; `source` is left out: it says where the description
-        came from, not what the machine is, so an arch file and its detection agree."""
+        came from, not what the machine is, so an arch file and its detection agree. So is
+        `firmware`: an arch file has none, and its weights are a setting that changes between
+        jobs (each job's provenance records them)."""
         d = self.to_dict()
         d.pop("source")
+        d.pop("firmware")
         canon = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
 
@@ -604,6 +614,7 @@ def detect(sysfs_root: str | os.PathLike = "/sys", proc_root: str | os.PathLike 
         smt_siblings=sib_list,
         reserved_cpus=list(reserved or []),
         gpus=gpus,
+        firmware=firmware_view.read(sys_root),
     )
     return _finish(topo, where)
 
@@ -631,4 +642,6 @@ def main(argv: list[str]) -> int:
     print(f"{args.output}: {topo.system}, {len(topo.nodes)} node(s), {len(topo.all_cpus())} CPUs, "
           f"{len(topo.l3_groups)} L3 group(s), {len(topo.gpus)} GPU(s)"
           + (f", under {topo.hypervisor}" if topo.hypervisor else ""))
+    for line in topo.firmware.summary():
+        print(f"  {line}")
     return 0
