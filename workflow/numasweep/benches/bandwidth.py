@@ -284,6 +284,21 @@ def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, fi
     return paths
 
 
+def bandwidth_matrix(bandwidth: pd.DataFrame) -> pd.DataFrame | None:
+    """MB/s by (CPU node, memory node): threads on one node at the most threads that node was
+    measured with, the best of the STREAM kernels (what the memory can deliver to that node),
+    median over the series that share a cell; None without a single-node cell."""
+    table = bandwidth_table(bandwidth).dropna(subset=["memory_node"])
+    table = table[table["cpu_nodes"].astype(str).str.fullmatch(r"\d+")]
+    if table.empty:
+        return None
+    table = table.assign(cpu_node=table["cpu_nodes"].astype(int), memory_node=table["memory_node"].astype(int))
+    table = table[table["threads"] == table.groupby("cpu_node")["threads"].transform("max")]
+    best = table.groupby([c for c in ("cpu_node", "memory_node", "label", "memory", "pattern", "page_size")
+                          if c in table])["best_mb_s"].max().reset_index()
+    return best.pivot_table(index="cpu_node", columns="memory_node", values="best_mb_s", aggfunc="median")
+
+
 # ---------------------------------------------------------------- data quality
 
 TIMER_TICKS_LIMIT = 20            # numa_bandwidth warns when its best repetition took fewer ticks
@@ -876,6 +891,8 @@ BENCH = register(Bench(
     analyse=lambda table, topo: [functools.partial(bandwidth_saturation, table, topo),
                                  functools.partial(bandwidth_locality, table, topo)],
     draw=(plot_bandwidth_vs_threads, plot_bandwidth_matrix),
+    matrix=bandwidth_matrix,
+    matrix_of="bandwidth_mb_s",
     raw_tables=bandwidth_raw_tables,
     headline=headline,
     quality=QUALITY,

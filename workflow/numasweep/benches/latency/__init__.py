@@ -57,6 +57,8 @@ BENCH = register(Bench(
         "Rank scaling": (("rank_scaling", "placement_scaling"), ("rank_scaling",)),
         "Data quality": (("anomaly", "not_latency"), ()),
     },
+    matrix=figures.measured_matrix,
+    matrix_of="latency_ns",
     expand=plan.expand,
     check=plan.check,
     analyse=_analyse,

@@ -109,6 +109,20 @@ def latency_matrix(part: pd.DataFrame) -> pd.DataFrame | None:
     return matrix if matrix.size > 1 else None
 
 
+def measured_matrix(latency: pd.DataFrame) -> pd.DataFrame | None:
+    """ns per load by (CPU node, memory node) at the largest size of the first configuration
+    (latency_configs' order), a serial one first where there is one (a rank alone: the idle
+    latency firmware tables state), the matrix the firmware comparison and the hwloc export read."""
+    configs = [part for _, part in tables.latency_configs(tables.latency_table(latency))]
+    configs.sort(key=lambda part: "mode" not in part or not (part["mode"] == "serial").all())
+    matrix = latency_matrix(configs[0]) if configs else None
+    if matrix is None:
+        return None
+    matrix.index = matrix.index.astype(int)
+    matrix.columns = matrix.columns.astype(int)
+    return matrix
+
+
 def plot_latency_matrix(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
     for variant, part in tables.latency_configs(tables.latency_table(latency)):
