@@ -115,8 +115,6 @@ def test_topology_command_says_what_was_not_provided(tmp_path):
     assert "  HMAT: not provided" in proc.stdout.splitlines()
 
 
-def test_weight_writes_turn_auto_off_first():
-    lines = firmware.weight_writes({2: 1, 0: 3})
-    assert lines[0].startswith("[ -e /sys/kernel/mm/mempolicy/weighted_interleave/auto ]")
-    assert lines[1:] == ["echo 3 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node0",
+def test_weight_writes_in_node_order():
+    assert firmware.weight_writes({2: 1, 0: 3}) == ["echo 3 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node0",
                          "echo 1 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node2"]

@@ -47,6 +47,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import Bench, RunQuality, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, parse_cpulist
+from numasweep.findings import weights
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import PALETTE, count_axis, heatmap, new_figure, save
@@ -297,6 +298,11 @@ def bandwidth_matrix(bandwidth: pd.DataFrame) -> pd.DataFrame | None:
     best = table.groupby([c for c in ("cpu_node", "memory_node", "label", "memory", "pattern", "page_size")
                           if c in table])["best_mb_s"].max().reset_index()
     return best.pivot_table(index="cpu_node", columns="memory_node", values="best_mb_s", aggfunc="median")
+
+
+def recommended_weights(bandwidth: pd.DataFrame, topology: Topology | None = None) -> list[Finding]:
+    """Weighted-interleave weights from the bandwidth matrix (numasweep.findings.weights)."""
+    return weights.weights_findings(bandwidth_matrix(bandwidth), topology, "bandwidth")
 
 
 # ---------------------------------------------------------------- data quality
@@ -884,12 +890,14 @@ BENCH = register(Bench(
     series=SERIES,
     within=WITHIN,
     metrics={"best_mb_s": True},
-    subjects={"Bandwidth": (("bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering", "bandwidth_weights"),
+    subjects={"Bandwidth": (("bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering", "bandwidth_weights",
+                                          "recommended_weights"),
                             ("bandwidth_vs_threads", "bandwidth_matrix"))},
     expand=expand,
     check=check,
     analyse=lambda table, topo: [functools.partial(bandwidth_saturation, table, topo),
-                                 functools.partial(bandwidth_locality, table, topo)],
+                                 functools.partial(bandwidth_locality, table, topo),
+                                 functools.partial(recommended_weights, table, topo)],
     draw=(plot_bandwidth_vs_threads, plot_bandwidth_matrix),
     matrix=bandwidth_matrix,
     matrix_of="bandwidth_mb_s",

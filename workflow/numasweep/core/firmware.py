@@ -163,8 +163,6 @@ def read(sys_root: str | Path = "/sys") -> Firmware:
 
 
 def weight_writes(weights: dict[int, int]) -> list[str]:
-    """The shell lines that set `weights` by hand (root), turning the automatic mode off first
-    where the kernel has one, since writing a node's weight switches it off anyway."""
-    lines = [f"[ -e /sys/{WEIGHTS_DIR}/auto ] && echo false | sudo tee /sys/{WEIGHTS_DIR}/auto"]
-    lines += [f"echo {w} | sudo tee /sys/{WEIGHTS_DIR}/node{n}" for n, w in sorted(weights.items())]
-    return lines
+    """The shell lines that set `weights` by hand (root); writing a node's weight also turns the
+    kernel's automatic mode off, where it has one (`echo true | sudo tee .../auto` turns it back)."""
+    return [f"echo {w} | sudo tee /sys/{WEIGHTS_DIR}/node{n}" for n, w in sorted(weights.items())]
