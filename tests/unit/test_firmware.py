@@ -116,5 +116,6 @@ def test_topology_command_says_what_was_not_provided(tmp_path):
 
 
 def test_weight_writes_in_node_order():
-    assert firmware.weight_writes({2: 1, 0: 3}) == ["echo 3 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node0",
-                         "echo 1 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node2"]
+    assert firmware.weight_writes({2: 1, 0: 3}) == [
+        "echo 3 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node0",
+        "echo 1 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node2"]
