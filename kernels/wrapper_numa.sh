@@ -24,7 +24,8 @@ usage: wrapper_numa.sh [OPTIONS] -- KERNEL [ARGS...]
                       interleave (--interleave), weighted (the kernel's own --policy=weighted
                       --mem-nodes --weights, since numactl may lack --weighted-interleave),
                       local (--localalloc: each thread's pages on its own node)
-  --weights=LIST      weighted only: one weight (1..255) per node of --numa
+  --weights=LIST      weighted only: one weight (1..255) per node of --numa; without it, the
+                      weights the kernel has now (sysfs weighted_interleave, set by hand or auto)
   --cpus=LIST         entry i = local rank i's CPU (numactl --physcpubind); one value applies to all
   --cpuset=LIST       one CPU set (cpulist, e.g. 0-3,8) for every rank: a multi-threaded process
   --quiet             no [Rank i] lines (--verbose, the default, is accepted as the seed wrote it)
@@ -170,18 +171,22 @@ elif [ -n "$numa" ]; then
             message="Interleaving over NUMA domains $nodes_csv"
             ;;
         weighted)
-            [ -n "$weights" ] || die "--policy=weighted needs --weights=LIST, one weight per node of --numa"
-            read -r -a wlist <<<"$(echo "$weights" | tr ',' ' ')"
-            read -r -a nlist <<<"$nodes"
-            [ "${#wlist[@]}" -eq "${#nlist[@]}" ] ||
-                die "--weights=$weights has ${#wlist[@]} weight(s) for ${#nlist[@]} node(s) in --numa=$numa; give one per node"
-            for w in "${wlist[@]}"; do
-                if ! [[ $w =~ ^[0-9]+$ ]] || [ "$w" -lt 1 ] || [ "$w" -gt 255 ]; then
-                    die "--weights=$weights: weight '$w' is not in 1..255"
-                fi
-            done
-            kernel_args+=("--policy=weighted" "--mem-nodes=$nodes_csv" "--weights=$weights")
-            message="Weighted interleave over NUMA domains $nodes_csv with weights $weights"
+            if [ -z "$weights" ]; then
+                kernel_args+=("--policy=weighted" "--mem-nodes=$nodes_csv")
+                message="Weighted interleave over NUMA domains $nodes_csv with the kernel's current weights"
+            else
+                read -r -a wlist <<<"$(echo "$weights" | tr ',' ' ')"
+                read -r -a nlist <<<"$nodes"
+                [ "${#wlist[@]}" -eq "${#nlist[@]}" ] ||
+                    die "--weights=$weights has ${#wlist[@]} weight(s) for ${#nlist[@]} node(s) in --numa=$numa; give one per node"
+                for w in "${wlist[@]}"; do
+                    if ! [[ $w =~ ^[0-9]+$ ]] || [ "$w" -lt 1 ] || [ "$w" -gt 255 ]; then
+                        die "--weights=$weights: weight '$w' is not in 1..255"
+                    fi
+                done
+                kernel_args+=("--policy=weighted" "--mem-nodes=$nodes_csv" "--weights=$weights")
+                message="Weighted interleave over NUMA domains $nodes_csv with weights $weights"
+            fi
             ;;
     esac
 elif [ "$policy" = local ]; then

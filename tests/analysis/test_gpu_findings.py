@@ -65,3 +65,23 @@ def test_no_host_node_effect_claimed_where_none_was_planted() -> None:
 def test_one_repetition_says_it_has_no_interval() -> None:
     found = gpu_xfer.host_node(_table(reps=1))
     assert found and all("no interval" in f.summary for f in found)
+
+
+def test_host_node_by_gpu_matrix_with_the_own_node_marked(tmp_path) -> None:
+    """Two GPUs alone (GPU 0 on node 0, GPU 1 on node 1), host memory on nodes 0 and 1: the planted
+    plateaus come back per cell with their intervals, each GPU's own node said."""
+    rng = np.random.default_rng(11)
+    planted = {(0, 0): 24.0, (1, 0): 16.0, (0, 1): 15.0, (1, 1): 23.0}  # (host node, GPU) -> GiB/s
+    rows = [r for (node, g), bw in planted.items() for r in _rows(rng, 1, g, g, node, bw, 4)]
+    rows += _rows(rng, 2, 0, 0, 0, 12.0, 4)  # two GPUs at once: not a cell of the matrix
+    cells = gpu_xfer.node_cells(pd.DataFrame(rows))["read"]
+    assert set(cells) == set(planted)
+    for cell, bw in planted.items():
+        level, own, runs = cells[cell]
+        # the plateau's sizes reach 95 % of the largest: its level lies a little under the asymptote
+        assert 0.97 * bw < level.low < level.estimate < level.high < 1.01 * bw and own == cell[1] and runs == 4
+    (found,) = [f for f in gpu_xfer.node_matrix(pd.DataFrame(rows)) if f.numbers["direction"] == "read"]
+    assert found.id == "gpu_node_matrix" and "GPU 1 (on node 1): node 0 14.9" in found.summary
+    assert "node 1 (own) 23.0 (95% interval 22.7 to 23.2, 4 runs)" in found.summary
+    paths = gpu_xfer.plot_node_matrix(pd.DataFrame(rows), None, tmp_path)
+    assert [p.suffix for p in paths] and all(p.exists() for p in paths)

@@ -114,3 +114,18 @@ def test_planner_refuses_cpus_on_memory_only_node(guest: GuestRun) -> None:
     assert step.rc == 2, f"exit {step.rc}:\n{step.log}"
     error = [line for line in step.log.splitlines() if line.startswith("numasweep: error:")]
     assert len(error) == 1 and "3" in error[0], step.log
+
+
+def test_detection_reads_the_guests_hmat_and_memory_tiers(guest: GuestRun) -> None:
+    """run.sh gives every CPU node 100 ns / 20 GB/s to its own memory and 300 ns / 5 GB/s to
+    node 3; Linux exports, per target, the numbers of its best initiators (docs/firmware.md)."""
+    guest.step("topology").check()
+    firmware = json.loads((guest.out / "topology.json").read_text())["firmware"]
+    access = {(a["initiator"], a["target"]): a for a in firmware["access"] if a["access_class"] == 0}
+    assert (0, 0) in access and any(t == 3 for _, t in access), firmware
+    far = next(a for (_, t), a in access.items() if t == 3)
+    assert far["read_latency_ns"] > access[(0, 0)]["read_latency_ns"], firmware
+    assert far["read_bandwidth_mb_s"] < access[(0, 0)]["read_bandwidth_mb_s"], firmware
+    tiers = {n: t["id"] for t in firmware["tiers"] for n in t["nodes"]}
+    assert tiers[3] > tiers[0], firmware["tiers"]  # node 3 in a slower (higher-numbered) tier
+    assert firmware["weights"], "this 6.12 guest kernel has weighted interleave: its weights are read"

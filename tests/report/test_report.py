@@ -77,7 +77,8 @@ def test_full_report_has_every_section(full_report) -> None:
     # the analysis by subject, in a fixed order, then the raw tables; no heading per finding
     sections = [line[3:] for line in text.splitlines() if line.startswith("## ")]
     assert sections == ["Summary", "Test configuration", "Caches", "TLB", "DRAM and NUMA locality",
-                        "Contention and concurrency", "Bandwidth", "Data quality", "Raw results"], sections
+                        "Contention and concurrency", "Bandwidth", "Measured against the firmware", "Data quality",
+                        "Raw results"], sections
     assert not [line for line in text.splitlines() if line.startswith("#### ")]
     assert "No latency curve was measured with both small and huge pages" in text
     # the memory-only node is marked in the configuration

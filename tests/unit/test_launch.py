@@ -38,6 +38,8 @@ def test_srun_options_and_policies():
     argv = srun_argv(ranks, ["k"], wrapper="w.sh", nomultithread=False, mpi=None)
     assert argv == ["srun", "--nodes=1", "--ntasks=2", "--cpu-bind=map_cpu:0,1", "w.sh", "--numa=0,3",
                     "--policy=weighted", "--weights=1,2", "--", "k"]
+    argv = srun_argv(plan(CXL, "sequential", [0], 2, "weighted:0,3"), ["k"], wrapper="w.sh")
+    assert argv[-4:] == ["--numa=0,3", "--policy=weighted", "--", "k"]  # the kernel's current weights
     argv = srun_argv(plan(LUMI, "sequential", [2], 2, "preferred:1"), ["k"])
     assert argv[-5:] == ["kernels/wrapper_numa.sh", "--numa=1,1", "--policy=preferred", "--", "k"]
     argv = srun_argv(plan(LUMI, "sequential", [2], 2, "interleave:0,1,2,3"), ["k"])

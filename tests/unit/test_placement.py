@@ -83,6 +83,7 @@ def test_plan_command_prints_launch_line_and_table():
     ("preferred:1", MemorySpec("preferred", (1,))),
     ("interleave:0,1", MemorySpec("interleave", (0, 1))),
     ("weighted:0,3@1,2", MemorySpec("weighted", (0, 3), (1, 2))),
+    ("weighted:0,3", MemorySpec("weighted", (0, 3))),  # the kernel's current weights
 ])
 def test_memory_specs_parse_and_print_back(spec, expected):
     assert parse_memory(spec) == expected

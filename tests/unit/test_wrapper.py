@@ -125,10 +125,16 @@ def test_seed_form_defaults_to_numa_latency():
     assert f"numactl --membind=0 {REPO}/build/bin/numa_latency --size=2048" in proc.stderr
 
 
+def test_weighted_without_weights_keeps_the_kernels_current_ones():
+    proc = run("--numa=0", "--policy=weighted", "--dry-run", "--", "--size=2048")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{REPO}/build/bin/numa_latency --policy=weighted --mem-nodes=0 --size=2048" in proc.stderr
+    assert "--weights" not in proc.stderr and "the kernel's current weights" in proc.stderr
+
+
 @pytest.mark.parametrize("args,message", [
     (["--numa=0,0", "--", "true"], "local rank 3 has no entry in --numa=0,0"),
     (["--cpus=0,99", "--", "true"], "CPU 99 does not exist"),
-    (["--numa=0", "--policy=weighted", "--", "true"], "needs --weights"),
     (["--numa=0", "--policy=weighted", "--weights=1,2", "--", "true"], "2 weight(s) for 1 node(s)"),
     (["--numa=0", "--policy=weighted", "--weights=256", "--", "true"], "weight '256' is not in 1..255"),
     (["--numa=0", "--weights=1", "--", "true"], "--weights is for --policy=weighted only"),

@@ -26,6 +26,7 @@ COMMANDS = {
     "html": ("numasweep.reporting.html", "render the Markdown report as one HTML page beside it"),
     "store": ("numasweep.results.store", "record a finished run in the results store; list the runs"),
     "compare": ("numasweep.reporting.compare", "compare results with references or an earlier run of the store"),
+    "hwloc-export": ("numasweep.reporting.hwloc_export", "write the measured latency and bandwidth as hwloc memory attributes"),
     "fleet": ("numasweep.reporting.fleet_report", "rank the nodes of a fleet campaign and flag those out of line"),
 }
 

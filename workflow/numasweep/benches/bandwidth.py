@@ -47,11 +47,12 @@ from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import Bench, RunQuality, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, parse_cpulist
+from numasweep.findings import firmware, weights
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import PALETTE, count_axis, heatmap, new_figure, save
 from numasweep.reporting.markdown import md_table, measured
-from numasweep.results import quality, series
+from numasweep.results import matrices, quality, series
 from numasweep.results.tables import as_label, as_text, node_lists, with_memory_node
 from numasweep.statistics import contrasts, fits, stats
 from numasweep.statistics.stats import Interval, Series
@@ -282,6 +283,32 @@ def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, fi
         ax.set_title(f"Bandwidth with {count_words(part['threads'].max(), 'thread')}, {variant}")
         paths += save(fig, figdir, "bandwidth", "bandwidth_matrix", variant)
     return paths
+
+
+def bandwidth_samples(bandwidth: pd.DataFrame) -> pd.DataFrame:
+    """MB/s by (CPU node, memory node), one row per job: threads on one node at the most threads
+    that node was measured with, the best of the job's STREAM kernels (what the memory can
+    deliver to that node)."""
+    table = with_memory_node(bandwidth).dropna(subset=["memory_node"])
+    table = table[table["cpu_nodes"].astype(str).str.fullmatch(r"\d+")]
+    if table.empty:
+        return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])
+    table = table.assign(cpu_node=table["cpu_nodes"].astype(str).astype(int),
+                         memory_node=table["memory_node"].astype(int),
+                         job=table["job_id"] if "job_id" in table else range(len(table)))
+    table = table[table["threads"] == table.groupby("cpu_node")["threads"].transform("max")]
+    best = table.groupby(["cpu_node", "memory_node", "job"], observed=True)["best_mb_s"].max()
+    return best.rename("value").reset_index()[["cpu_node", "memory_node", "value"]]
+
+
+def against_firmware(bandwidth: pd.DataFrame, topology: Topology | None = None) -> list[Finding]:
+    """The bandwidth matrix beside HMAT (numasweep.findings.firmware)."""
+    return firmware.firmware_findings(bandwidth_samples(bandwidth), topology, "bandwidth_mb_s", "bandwidth")
+
+
+def recommended_weights(bandwidth: pd.DataFrame, topology: Topology | None = None) -> list[Finding]:
+    """Weighted-interleave weights from the bandwidth matrix (numasweep.findings.weights)."""
+    return weights.weights_findings(matrices.matrix(bandwidth_samples(bandwidth)), topology, "bandwidth")
 
 
 # ---------------------------------------------------------------- data quality
@@ -944,14 +971,18 @@ BENCH = register(Bench(
     within=WITHIN,
     metrics={"best_mb_s": True},
     subjects={"Bandwidth": (("bandwidth_peak", "bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering",
-                             "bandwidth_weights"),
+                             "bandwidth_weights", "recommended_weights"),
                             ("bandwidth_vs_threads", "bandwidth_matrix"))},
     expand=expand,
     check=check,
     analyse=lambda table, topo: [functools.partial(bandwidth_peak, table, topo),
                                  functools.partial(bandwidth_saturation, table, topo),
-                                 functools.partial(bandwidth_locality, table, topo)],
+                                 functools.partial(bandwidth_locality, table, topo),
+                                 functools.partial(recommended_weights, table, topo),
+                                 functools.partial(against_firmware, table, topo)],
     draw=(plot_bandwidth_vs_threads, plot_bandwidth_matrix),
+    matrix=bandwidth_samples,
+    matrix_of="bandwidth_mb_s",
     raw_tables=bandwidth_raw_tables,
     headline=headline,
     quality=QUALITY,

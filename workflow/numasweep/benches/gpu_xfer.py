@@ -29,6 +29,7 @@ from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Rectangle
 
 from numasweep.core.registry import COMMON_SERIES, Bench, register
 from numasweep.core.errors import NumasweepError
@@ -37,7 +38,7 @@ from numasweep.core.units import count_words, format_size
 from numasweep.findings import analysis
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import LINESTYLES, PALETTE, new_figure, save, size_axis
+from numasweep.reporting.figures import LINESTYLES, PALETTE, heatmap, new_figure, save, size_axis
 from numasweep.reporting.markdown import md_table
 from numasweep.results import series
 from numasweep.results import series as ser
@@ -553,8 +554,79 @@ def host_node(gpu: pd.DataFrame | None) -> list[Finding]:
     return findings
 
 
+def node_cells(gpu: pd.DataFrame | None) -> dict[str, dict[tuple[int, int], tuple[Interval, int, int]]]:
+    """Direction -> (host node, GPU) -> (plateau with its interval over runs, the GPU's own node
+    (-1: not known), the number of runs): host memory on one node, pinned runs where there are any, each GPU alone
+    (the fewest GPUs at once measured), the plateau sizes of each cell's own median curve."""
+    if gpu is None or gpu.empty or SIZE not in gpu or "gpu" not in gpu:
+        return {}
+    df = _prepare(gpu)
+    df = df[~df["numa_nodes"].str.contains(",") & (df["numa_nodes"] != "")]
+    if "pinned" in df and (df["pinned"] == "1").any():
+        df = df[df["pinned"] == "1"]
+    if df.empty:
+        return {}
+    df = df[pd.to_numeric(df["ngpus"]) == pd.to_numeric(df["ngpus"]).min()]
+    out: dict[str, dict[tuple[int, int], tuple[Interval, int, int]]] = {}
+    for direction, column in DIRECTIONS.items():
+        if column not in df or df[column].isna().all():
+            continue
+        values = df.assign(**{column: pd.to_numeric(df[column], errors="coerce")})
+        for (node, gpu_id, own), g in values.groupby(["numa_nodes", "gpu", "gpu_node"]):
+            sizes = plateau_sizes(g.groupby(SIZE)[column].median())
+            if sizes:
+                level, runs = _gpu_level(g, column, sizes)
+                out.setdefault(direction, {})[(int(node), int(gpu_id))] = (level, int(own or -1), len(runs))
+    return {d: cells for d, cells in out.items() if len(cells) > 1}
+
+
+def node_matrix(gpu: pd.DataFrame | None) -> list[Finding]:
+    """The host node x GPU matrix of plateaus per direction, each GPU's own node marked."""
+    found = []
+    for direction, cells in node_cells(gpu).items():
+        gpus = sorted({g for _, g in cells})
+        parts = []
+        for g in gpus:
+            own = next(o for (_, gg), (_, o, _) in cells.items() if gg == g)
+            where = f"on node {own}" if own >= 0 else "node not known"
+            row = ", ".join(f"node {n}{' (own)' if n == own else ''} "
+                            + _gpu_interval_text(level, count_words(runs, "run"), "{:.1f}")
+                            for (n, gg), (level, _, runs) in sorted(cells.items()) if gg == g)
+            parts.append(f"GPU {g} ({where}): {row}")
+        found.append(Finding(
+            id="gpu_node_matrix", bench="gpu_xfer",
+            title=f"Host memory node by GPU, {direction}s",
+            summary=f"Plateau bandwidth in GiB/s by host memory node, {direction}s, each GPU alone: "
+                    + "; ".join(parts) + ".",
+            numbers={"direction": direction, "claim": False},
+            evidence=[{"numa_node": n, "gpu": g, "own_node": own, **analysis.interval_numbers("gib_s", level)}
+                      for (n, g), (level, own, _) in sorted(cells.items())],
+        ))
+    return found
+
+
+def plot_node_matrix(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
+    """One panel per direction: plateau by host node (rows) and GPU (columns), own node boxed."""
+    cells = node_cells(gpu)
+    if not cells:
+        return []
+    fig, axes = new_figure(ncols=len(cells), width=max(6.5, 4.5 * len(cells)))
+    for ax, (direction, by_cell) in zip(axes, cells.items()):
+        own = {g: o for (_, g), (_, o, _) in by_cell.items()}
+        matrix = pd.Series({cell: level.estimate for cell, (level, _, _) in by_cell.items()}).unstack()
+        matrix.columns = [f"GPU {g}" + (f" (node {own[g]})" if own[g] >= 0 else "") for g in matrix.columns]
+        heatmap(ax, matrix, "plateau (GiB/s)", ".1f", "host memory node", "GPU")
+        for j, g in enumerate(sorted(own)):
+            if own[g] in matrix.index:
+                i = list(matrix.index).index(own[g])
+                ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, linewidth=2.5, edgecolor="crimson"))
+        ax.set_title(direction)
+    fig.suptitle("Host-device plateau by host memory node and GPU (each GPU's own node boxed)")
+    return save(fig, figdir, "gpu_xfer", "gpu_node_matrix", "pinned")
+
+
 def findings(gpu: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
-    return aggregate(gpu) + host_node(gpu)
+    return aggregate(gpu) + host_node(gpu) + node_matrix(gpu)
 
 
 def headline(gpu: pd.DataFrame, topology: Topology | None = None) -> list[list[str]]:
@@ -602,17 +674,19 @@ BENCH = register(Bench(
          "policy and weights, host to device left, device to host right."),
         ("gpu_latency", "Host-device transfer time against transfer size for each host memory policy "
          "and weights, host to device left, device to host right."),
+        ("gpu_node_matrix", "Host-device plateau bandwidth by host memory node (rows) and GPU (columns), "
+         "one panel per direction, each GPU alone, the GPU's own node boxed."),
     ),
     metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
     not_checked="gpu_xfer records no within-run spread, timer or first-touch columns to check",
-    subjects={"Bandwidth": (("gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node"),
-                            ("gpu_bandwidth", "gpu_latency"))},
+    subjects={"Bandwidth": (("gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node",
+                             "gpu_node_matrix"), ("gpu_bandwidth", "gpu_latency", "gpu_node_matrix"))},
     expand=expand,
     check=check,
     unavailable=unavailable,
     analyse=lambda table, topo: [functools.partial(gpu_transfers, table, topo),
                                  functools.partial(findings, table, topo)],
-    draw=(plot_gpu,),
+    draw=(plot_gpu, plot_node_matrix),
     raw_tables=gpu_raw_tables,
     headline=headline,
 ))

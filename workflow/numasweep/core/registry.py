@@ -100,6 +100,12 @@ class Bench:
     # Where the report says its findings and shows its figures: subject title -> (finding ids,
     # figure kinds), in reading order (`numasweep.reporting.report.subjects`).
     subjects: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    # matrix(table) -> DataFrame of cpu_node, memory_node (ints) and value, one row per unit
+    # measured (a rank, a job): the node-to-node samples of the quantity `matrix_of` names
+    # ("latency_ns" or "bandwidth_mb_s"), which `results.matrices` turns into the matrix the
+    # firmware comparison, the recommended weights and the hwloc export read.
+    matrix: Callable[..., Any] | None = None
+    matrix_of: str = ""
     # Page placement the findings verify: (page-fractions column, requested-nodes column, what a
     # row stands for: "rank" or "job_id").
     placement: tuple[tuple[str, str, str], ...] = ()

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from numasweep.core import peak as memory_peak
+from numasweep.core import firmware as firmware_view
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text, load_yaml, pattern_problem
 from numasweep.core.units import format_cpulist, parse_cpulist, parse_size
@@ -78,10 +79,15 @@ class Topology:
     # The theoretical memory bandwidth (core/peak.py), or None with the reason it is unknown.
     memory_peak: memory_peak.MemoryPeak | None = None
     memory_peak_unknown: str = ""
+    # HMAT, memory tiers and weighted-interleave weights as sysfs says (numasweep.core.firmware);
+    # empty for an arch file, which describes the hardware only.
+    firmware: firmware_view.Firmware = field(default_factory=firmware_view.Firmware)
 
     # -- serialisation -------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["firmware"] = self.firmware.to_dict()
+        return d
 
     def to_json(self) -> str:
         """topology.json: one key per line, long CPU lists kept on one line so it stays readable."""
@@ -119,6 +125,7 @@ class Topology:
                           str(g.get("vendor", "nvidia"))) for g in d.get("gpus", [])],
                 memory_peak=memory_peak.MemoryPeak.from_dict(d.get("memory_peak")),
                 memory_peak_unknown=str(d.get("memory_peak_unknown", "")),
+                firmware=firmware_view.Firmware.from_dict(d.get("firmware")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise NumasweepError(
@@ -140,11 +147,13 @@ class Topology:
 
     def digest(self) -> str:
         """sha256 of the canonical JSON; `source` is left out: it says where the description
-        came from, not what the machine is, so an arch file and its detection agree. So is the
-        memory peak, which detection reads from the DIMMs and an arch file may not state."""
+        came from, not what the machine is, so an arch file and its detection agree. So are the
+        memory peak, which detection reads from the DIMMs and an arch file may not state, and
+        `firmware`: an arch file has none, and its weights are a setting that changes between
+        jobs (each job's provenance records them)."""
         d = self.to_dict()
         d.pop("source")
-        for key in ("memory_peak", "memory_peak_unknown"):  # what the DIMMs could move, not the layout
+        for key in ("memory_peak", "memory_peak_unknown", "firmware"):
             d.pop(key)
         canon = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
@@ -622,6 +631,7 @@ def detect(sysfs_root: str | os.PathLike = "/sys", proc_root: str | os.PathLike 
         gpus=gpus,
         memory_peak=peak,
         memory_peak_unknown=unknown,
+        firmware=firmware_view.read(sys_root),
     )
     return _finish(topo, where)
 
@@ -649,4 +659,6 @@ def main(argv: list[str]) -> int:
     print(f"{args.output}: {topo.system}, {len(topo.nodes)} node(s), {len(topo.all_cpus())} CPUs, "
           f"{len(topo.l3_groups)} L3 group(s), {len(topo.gpus)} GPU(s)"
           + (f", under {topo.hypervisor}" if topo.hypervisor else ""))
+    for line in topo.firmware.summary():
+        print(f"  {line}")
     return 0

@@ -61,7 +61,7 @@ def wrapper_memory_args(placements: list[RankPlacement]) -> list[str]:
         raise NumasweepError(f"ranks of one launch {policy} over different node sets; give all ranks the same set")
     nodes, weights = sets.pop()
     args = [f"--numa={_csv(list(nodes))}", f"--policy={policy}"]
-    if policy == "weighted":
+    if policy == "weighted" and weights:  # none: the kernel's current weights
         args.append(f"--weights={_csv(list(weights))}")
     return args
 
@@ -110,8 +110,8 @@ def direct_argv(cpus: list[int], memory: str | MemorySpec | RankPlacement, kerne
     mem_args = [f"--policy={policy}"]
     if nodes and policy != "local":
         mem_args.insert(0, f"--numa={_csv(list(nodes))}")
-    if policy == "weighted":
-        mem_args.append(f"--weights={_csv(list(weights or ()))}")
+    if policy == "weighted" and weights:  # none: the kernel's current weights
+        mem_args.append(f"--weights={_csv(list(weights))}")
     env = {
         "OMP_NUM_THREADS": str(threads),
         "OMP_PLACES": ",".join(f"{{{c}}}" for c in cpus[:threads]),

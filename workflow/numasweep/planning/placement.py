@@ -7,7 +7,8 @@ CCDs before doubling up. Domains are NUMA node ids. Free cores are cores none of
 hardware threads is reserved; a rank gets the core's first hardware thread.
 
 Memory specs (docs/INTERFACES.md): `local`, `node:N`, `nodes:0,0,1,1` (one per rank),
-`preferred:N`, `interleave:0,1`, `weighted:0,3@1,2` (nodes @ weights, 1..255).
+`preferred:N`, `interleave:0,1`, `weighted:0,3@1,2` (nodes @ weights, 1..255), `weighted:0,3` (the
+weights the kernel has now: set by hand or, from Linux 6.16, from the firmware's bandwidth).
 """
 
 from __future__ import annotations
@@ -21,20 +22,20 @@ from numasweep.core.units import format_cpulist
 
 STRATEGIES = ("sequential", "interleaved")
 POLICIES = ("bind", "preferred", "interleave", "weighted")
-SPEC_HELP = "local, node:N, nodes:0,0,1,1, preferred:N, interleave:0,1 or weighted:0,3@1,2"
+SPEC_HELP = "local, node:N, nodes:0,0,1,1, preferred:N, interleave:0,1, weighted:0,3@1,2 or weighted:0,3"
 
 
 @dataclass(frozen=True)
 class MemorySpec:
     kind: str                      # local | node | nodes | preferred | interleave | weighted
     nodes: tuple[int, ...] = ()
-    weights: tuple[int, ...] | None = None
+    weights: tuple[int, ...] | None = None  # weighted without weights: the kernel's current ones
 
     def __str__(self) -> str:
         if self.kind == "local":
             return "local"
         nodes = ",".join(str(n) for n in self.nodes)
-        if self.kind == "weighted":
+        if self.kind == "weighted" and self.weights:
             return f"weighted:{nodes}@{','.join(str(w) for w in self.weights or ())}"
         return f"{self.kind}:{nodes}"
 
@@ -66,9 +67,11 @@ def parse_memory(spec: str) -> MemorySpec:
         raise NumasweepError(f"memory spec '{spec}' is not one of {SPEC_HELP}")
     if kind == "weighted":
         nodes_s, at, weights_s = rest.partition("@")
-        if not at:
-            raise NumasweepError(f"memory spec '{spec}': weighted needs nodes@weights, e.g. weighted:0,3@1,2")
         nodes = _int_list(nodes_s, spec, "nodes")
+        if len(set(nodes)) != len(nodes):
+            raise NumasweepError(f"memory spec '{spec}': a node is listed twice")
+        if not at:
+            return MemorySpec(kind, nodes, None)
         weights = _int_list(weights_s, spec, "weights")
         if len(weights) != len(nodes):
             raise NumasweepError(
@@ -77,8 +80,6 @@ def parse_memory(spec: str) -> MemorySpec:
         for w in weights:
             if not 1 <= w <= 255:
                 raise NumasweepError(f"memory spec '{spec}': weight {w} is outside 1..255")
-        if len(set(nodes)) != len(nodes):
-            raise NumasweepError(f"memory spec '{spec}': a node is listed twice")
         return MemorySpec(kind, nodes, weights)
     nodes = _int_list(rest, spec, "node" if kind in ("node", "preferred") else "nodes")
     if kind in ("node", "preferred") and len(nodes) != 1:
@@ -180,7 +181,7 @@ def memory_for(topo: Topology, mem: MemorySpec, cpus: list[int]) -> list[tuple[s
         return [("preferred", [mem.nodes[0]], None)] * n
     if mem.kind == "interleave":
         return [("interleave", list(mem.nodes), None)] * n
-    return [("weighted", list(mem.nodes), list(mem.weights or ()))] * n
+    return [("weighted", list(mem.nodes), list(mem.weights) if mem.weights else None)] * n
 
 
 def plan(topo: Topology, strategy: str, domains: list[int], ranks_per_domain: int,

@@ -78,6 +78,11 @@ SUBJECT_LEADS = (
     Subject("Bandwidth",
             "Memory bandwidth: how it grows with threads and where it saturates, what remote and "
             "interleaved memory give, node-to-node copies, and host-device transfers.", ()),
+    Subject("Measured against the firmware",
+            "The measured latency and bandwidth of each memory node relative to the local one, beside "
+            "what the firmware claims for the same pair (HMAT, SLIT distances), with the memory-only "
+            "nodes said against local memory; docs/firmware.md.",
+            ("firmware_comparison", "firmware_not_provided", "memory_tier")),
     Subject("Data quality",
             "What may distort the numbers above, from the columns the kernels and the workflow recorded: "
             "machine states, the spread within each run, where the pages landed, runs off their curve "

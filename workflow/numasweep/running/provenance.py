@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from numasweep.core import system_state, topology
+from numasweep.core import firmware, system_state, topology
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 
@@ -94,11 +94,12 @@ def record(
     end: str | None = None,
     csv_name: Path | None = None,
     host_lock_wait_s: float | None = None,
+    sys_root: Path = Path("/sys"),
 ) -> dict[str, Any]:
     """The record of one finished job; `csv` is the table as written (it may still carry its
     temporary name), `csv_name` the name it is published under (default: `csv`);
     `host_lock_wait_s` the seconds the job waited for the machine before `start` (run-job's host
-    lock; None when not run through it)."""
+    lock; None when not run through it); `sys_root` the sysfs the firmware's view is read from."""
     csv_name = csv_name or csv
     if not csv.exists():
         raise NumasweepError(
@@ -130,6 +131,9 @@ def record(
         "python": sys.version.split()[0],
         # What the machine was set to while it measured (numasweep.core.system_state).
         "system": system_state.collect().as_record(),
+        # HMAT, memory tiers and the weighted-interleave weights and mode while it measured: the
+        # weights are a setting, so each job records its own (numasweep.core.firmware).
+        "firmware": firmware.read(sys_root).to_dict(),
     }
 
 

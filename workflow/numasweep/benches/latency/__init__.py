@@ -15,11 +15,17 @@ import functools
 from numasweep.benches.latency import figures, findings, plan, quality, report
 from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
 from numasweep.core.registry import Bench, register
+from numasweep.findings import firmware
+
+
+def _against_firmware(table, topo) -> list:
+    return firmware.firmware_findings(figures.node_samples(table), topo, "latency_ns", NAME)
 
 
 def _analyse(table, topo) -> list:
     return findings.latency_parts(table, topo) + [functools.partial(findings.latency_locality, table, topo),
-                                                  functools.partial(findings.rank_scaling, table, topo)]
+                                                  functools.partial(findings.rank_scaling, table, topo),
+                                                  functools.partial(_against_firmware, table, topo)]
 
 
 BENCH = register(Bench(
@@ -57,6 +63,8 @@ BENCH = register(Bench(
         "Rank scaling": (("rank_scaling", "placement_scaling"), ("rank_scaling",)),
         "Data quality": (("anomaly", "not_latency"), ()),
     },
+    matrix=figures.node_samples,
+    matrix_of="latency_ns",
     expand=plan.expand,
     check=plan.check,
     analyse=_analyse,

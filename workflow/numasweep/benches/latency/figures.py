@@ -109,6 +109,20 @@ def latency_matrix(part: pd.DataFrame) -> pd.DataFrame | None:
     return matrix if matrix.size > 1 else None
 
 
+def node_samples(latency: pd.DataFrame) -> pd.DataFrame:
+    """ns per load by (CPU node, memory node), one row per rank, at the largest size of the first
+    configuration (latency_configs' order), a serial one first where there is one (a rank alone:
+    the idle latency firmware tables state)."""
+    configs = [part for _, part in tables.latency_configs(tables.latency_table(latency))]
+    configs.sort(key=lambda part: "mode" not in part or not (part["mode"] == "serial").all())
+    if not configs:
+        return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])
+    part = configs[0]
+    rows = with_memory_node(part[part["size_bytes"] == part["size_bytes"].max()]).dropna(subset=["memory_node"])
+    return pd.DataFrame({"cpu_node": rows["cpu_node"].astype(int), "memory_node": rows["memory_node"].astype(int),
+                         "value": rows["latency_ns_median"].astype(float)})
+
+
 def plot_latency_matrix(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
     for variant, part in tables.latency_configs(tables.latency_table(latency)):

@@ -1,0 +1,57 @@
+"""Weighted-interleave weights recommended from a measured bandwidth matrix whose truth is
+planted, and the finding that states them with the lines that set and use them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numasweep.core import firmware
+from numasweep.core.topology import load_arch
+from numasweep.findings import weights
+from numasweep.findings.analysis import analyse
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("bandwidth,expected", [
+    ({0: 100.0, 1: 100.0}, {0: 1, 1: 1}),            # equal nodes: plain interleave
+    ({0: 100.0, 3: 45.0}, {0: 2, 3: 1}),             # CXL at 0.45x: 8 and 3.6 -> 8, 4 -> 2, 1
+    ({0: 25615.4, 1: 20190.8}, {0: 4, 1: 3}),         # 8 and 6.3 -> 8, 6 -> 4, 3
+    ({0: 100.0, 1: 50.0, 2: 25.0}, {0: 4, 1: 2, 2: 1}),
+    ({0: 100.0, 1: 1.0}, {0: 8, 1: 1}),              # capped: never below 1, never above 8
+])
+def test_weights_follow_bandwidth_reduced_and_capped(bandwidth, expected):
+    assert weights.recommend(bandwidth) == expected
+
+
+def test_one_recommendation_per_cpu_node_with_two_memory_nodes():
+    matrix = pd.DataFrame([[20000.0, 9000.0], [10000.0, None]], index=[0, 1], columns=[0, 3])
+    recs = weights.recommendations(matrix)
+    assert [r.cpu_node for r in recs] == [0]  # node 1 measured one memory node only
+    rec = recs[0]
+    assert rec.weights == {0: 2, 3: 1}
+    assert rec.memory_spec() == "weighted:0,3@2,1"
+    assert rec.numactl("./app") == "numactl --cpunodebind=0 --weighted-interleave=0,3 ./app"
+    assert rec.sysfs_writes() == ["echo 2 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node0",
+                                  "echo 1 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node3"]
+
+
+def test_finding_states_the_kernels_current_weights_beside_them():
+    topo = load_arch(REPO / "config" / "arch" / "cxl-example.yaml")
+    matrix = pd.DataFrame([[20000.0, 9000.0]], index=[0], columns=[0, 3])
+    (bare,) = weights.weights_findings(matrix, topo, "bandwidth")
+    assert "current weights: not provided" in bare.summary
+    topo.firmware = firmware.Firmware(weights={0: 1, 1: 1, 3: 1}, weights_auto=True)
+    (found,) = weights.weights_findings(matrix, topo, "bandwidth")
+    assert found.id == "recommended_weights" and found.numbers["weights"] == {"0": 2, "3": 1}
+    assert found.numbers["current_weights"] == {"0": 1, "3": 1}
+    assert "node 0: 1, node 3: 1 (auto" in found.summary
+    assert "`numactl --cpunodebind=0 --weighted-interleave=0,3 PROGRAM`" in found.summary
+
+
+def test_cached_ulisse_bandwidth_gets_its_weights():
+    found = [f for f in analyse(REPO / "examples" / "ulisse")["findings"] if f["id"] == "recommended_weights"]
+    assert [f["numbers"]["memory_spec"] for f in found] == ["weighted:0,1@4,3"]

@@ -1,0 +1,80 @@
+"""The measured matrices written as hwloc memory attributes, read back by the real lstopo
+(Debian's hwloc): what a runtime pointed at the file will see."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numasweep.core.errors import NumasweepError
+from numasweep.reporting import hwloc_export
+from numasweep.results import aggregate, matrices
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def lstopo(*args: str) -> str:
+    assert shutil.which("lstopo"), "lstopo is not installed (apt-get install hwloc)"
+    proc = subprocess.run(["lstopo", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def memattrs(path: Path) -> dict[str, dict[tuple[int, str], int]]:
+    """lstopo --memattrs as {attribute: {(target NUMANode logical index, initiator cpuset): value}}."""
+    out: dict[str, dict[tuple[int, str], int]] = {}
+    name = ""
+    for line in lstopo("--input", str(path), "--memattrs").splitlines():
+        if m := re.match(r"Memory attribute #\d+ name `(\w+)'", line):
+            name = m.group(1)
+        elif m := re.match(r"\s+NUMANode L#(\d+) = (\d+) from cpuset (0x[0-9a-f,x]+)", line):
+            out.setdefault(name, {})[(int(m.group(1)), m.group(3))] = int(m.group(2))
+    return out
+
+
+def test_measured_latency_of_a_four_node_machine_is_what_lstopo_prints(tmp_path):
+    """examples/lumi-g-remote: ranks on each node, memory on node 3; the base is hwloc's own
+    synthetic four-node machine (one package, one NUMA node and two PUs each), as
+    `lstopo --of xml` writes."""
+    base = tmp_path / "base.xml"
+    base.write_text(lstopo("--input", "pack:4 [numa] core:2 pu:1", "--of", "xml", "-"))
+    out = tmp_path / "measured.xml"
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "hwloc-export", str(REPO / "examples" / "lumi-g-remote"),
+                           "--base", str(base), "-o", str(out)], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert f"lstopo --input {out} --memattrs" in proc.stdout
+    measured = matrices.measured(aggregate.load_results(REPO / "examples" / "lumi-g-remote"))["latency_ns"]
+    want = {(mem, f"0x{3 << 2 * cpu:08x}"): round(v) for (cpu, mem), v in matrices.cells(measured).items()}
+    assert len(want) == 4 and {mem for _, mem in matrices.cells(measured)} == {3}
+    assert memattrs(out)["Latency"] == want
+    assert "Bandwidth" not in memattrs(out)  # lumi-g measured no bandwidth: hwloc's stays empty
+
+
+def test_this_machine_with_both_attributes(tmp_path):
+    base = hwloc_export.machine_xml()
+    latency = pd.DataFrame([[93.4]], index=[0], columns=[0])
+    bandwidth = pd.DataFrame([[20971.52]], index=[0], columns=[0])  # MB/s: 20000 MiB/s
+    out = tmp_path / "measured.xml"
+    out.write_text(hwloc_export.export(base, {"latency_ns": latency, "bandwidth_mb_s": bandwidth}))
+    got = memattrs(out)
+    assert list(got["Latency"].values()) == [93]
+    assert list(got["Bandwidth"].values()) == [20000]
+    # Exported twice: the attributes are replaced, not doubled.
+    again = tmp_path / "again.xml"
+    again.write_text(hwloc_export.export(out.read_text(), {"latency_ns": latency * 2}))
+    assert list(memattrs(again)["Latency"].values()) == [187]
+    assert again.read_text().count('<memattr name="Latency"') == 1
+
+
+def test_a_node_the_base_lacks_is_refused(tmp_path):
+    base = lstopo("--input", "pack:1 [numa] core:2 pu:1", "--of", "xml", "-")
+    with pytest.raises(NumasweepError, match=r"no NUMA node 2 \(the memory node"):
+        hwloc_export.export(base, {"latency_ns": pd.DataFrame([[90.0, 200.0]], index=[0], columns=[0, 2])})
+    with pytest.raises(NumasweepError, match="no measured latency or bandwidth"):
+        hwloc_export.export(base, {})

@@ -1,0 +1,121 @@
+"""The firmware's view (HMAT, memory tiers, weighted-interleave weights) read from a sysfs tree
+written in the kernel's layout (Documentation/admin-guide/mm/numaperf.rst,
+Documentation/ABI/testing/sysfs-kernel-mm-mempolicy-weighted-interleave)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from numasweep.core import firmware
+from numasweep.core.topology import Topology, detect
+
+REPO = Path(__file__).resolve().parents[2]
+TREES = REPO / "tests" / "fixtures" / "sysfs"
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+
+
+def hmat_tree(root: Path, auto: str | None = "true") -> Path:
+    """Two CPU nodes and a memory-only node 3 behind node 0, as a CXL expander shows up (the
+    nodes of tests/fixtures' cxl-example): node 3 has access0 numbers for initiator 0 only,
+    node 1 has none (its firmware left it out)."""
+    node = "devices/system/node"
+    files = {
+        f"{node}/node0/access0/initiators/read_latency": "80",
+        f"{node}/node0/access0/initiators/write_latency": "90",
+        f"{node}/node0/access0/initiators/read_bandwidth": "100000",
+        f"{node}/node0/access0/initiators/write_bandwidth": "80000",
+        f"{node}/node0/access1/initiators/read_latency": "80",
+        f"{node}/node0/access1/initiators/read_bandwidth": "100000",
+        f"{node}/node3/access0/initiators/read_latency": "250",
+        f"{node}/node3/access0/initiators/write_latency": "260",
+        f"{node}/node3/access0/initiators/read_bandwidth": "30000",
+        f"{node}/node3/access0/initiators/write_bandwidth": "0",
+        "devices/virtual/memory_tiering/memory_tier4/nodelist": "0-1",
+        "devices/virtual/memory_tiering/memory_tier22/nodelist": "3",
+        f"{firmware.WEIGHTS_DIR}/node0": "3",
+        f"{firmware.WEIGHTS_DIR}/node1": "3",
+        f"{firmware.WEIGHTS_DIR}/node3": "1",
+    }
+    if auto is not None:
+        files[f"{firmware.WEIGHTS_DIR}/auto"] = auto
+    _write(root, files)
+    # The initiators are links to the initiator nodes, as in sysfs.
+    for ini in ("node0", "node1"):
+        (root / node / ini).mkdir(parents=True, exist_ok=True)
+    for target, initiators in (("node0", ("node0", "node1")), ("node3", ("node0",))):
+        for klass in ("access0", "access1") if target == "node0" else ("access0",):
+            for ini in initiators:
+                (root / node / target / klass / "initiators" / ini).symlink_to(root / node / ini)
+    return root
+
+
+def test_hmat_tiers_and_weights_are_read(tmp_path):
+    fw = firmware.read(hmat_tree(tmp_path))
+    a0 = fw.pairs(0)
+    assert sorted(a0) == [(0, 0), (0, 3), (1, 0)]
+    assert a0[(0, 3)] == firmware.Access(0, 0, 3, 250, 260, 30000, None)  # 0 MB/s: not given
+    assert a0[(1, 0)].read_bandwidth_mb_s == 100000
+    a1 = fw.pairs(1)
+    assert sorted(a1) == [(0, 0), (1, 0)] and a1[(0, 0)].write_latency_ns is None
+    assert [(t.id, t.nodes) for t in fw.tiers] == [(4, [0, 1]), (22, [3])]
+    assert fw.tier_of(3) == 22 and fw.tier_of(5) is None
+    assert fw.weights == {0: 3, 1: 3, 3: 1} and fw.weights_auto is True
+    assert fw.weights_mode().startswith("auto")
+    assert fw.summary()[0] == "HMAT: 3 initiator/target pair(s) in access0, 2 initiator/target pair(s) in access1"
+
+
+def test_manual_mode_and_a_kernel_without_the_switch(tmp_path):
+    assert firmware.read(hmat_tree(tmp_path / "a", auto="false")).weights_mode() == "manual"
+    assert "no automatic mode" in firmware.read(hmat_tree(tmp_path / "b", auto=None)).weights_mode()
+
+
+def test_absent_files_are_not_provided_never_an_error(tmp_path):
+    fw = firmware.read(tmp_path / "empty")
+    assert fw == firmware.Firmware()
+    assert fw.summary() == [
+        "HMAT: not provided",
+        "memory tiers: not provided",
+        "weighted-interleave weights: not provided (mode: not provided)",
+    ]
+
+
+def test_detection_carries_the_view_into_topology_json(tmp_path):
+    import shutil
+
+    shutil.copytree(TREES / "cxl-example", tmp_path / "cxl-example", symlinks=True)
+    sys_root = tmp_path / "cxl-example" / "sys"
+    hmat_tree(sys_root)
+    topo = detect(sys_root, tmp_path / "cxl-example" / "proc")
+    assert sorted(topo.firmware.pairs(0))[:1] == [(0, 0)]
+    again = Topology.from_json(topo.to_json())
+    assert again == topo and again.firmware.weights == {0: 3, 1: 3, 3: 1}
+    # The digest is the machine's, not its settings': the same with and without the view.
+    assert topo.digest() == detect(TREES / "cxl-example" / "sys", TREES / "cxl-example" / "proc").digest()
+    # A topology.json written before the view existed still loads, with nothing provided.
+    old = json.loads(topo.to_json())
+    del old["firmware"]
+    assert Topology.from_dict(old).firmware == firmware.Firmware()
+
+
+def test_topology_command_says_what_was_not_provided(tmp_path):
+    out = tmp_path / "t.json"
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "topology", "--detect", "--sysfs",
+                           str(TREES / "ulisse" / "sys"), "-o", str(out)],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "  HMAT: not provided" in proc.stdout.splitlines()
+
+
+def test_weight_writes_in_node_order():
+    assert firmware.weight_writes({2: 1, 0: 3}) == [
+        "echo 3 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node0",
+        "echo 1 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node2"]

@@ -1,0 +1,177 @@
+"""The measured node-to-node matrix set beside what the firmware claims.
+
+Absolute firmware numbers and measured ones need not share a definition (HMAT's latency may be
+the memory's, ours is a load's, through the caches' miss path; HMAT's bandwidth is a link's,
+ours a STREAM kernel's), so what is compared is each memory node relative to the CPU node's
+local one: measured ratio `value(c, m) / value(c, c)` with its Welch t interval over the units
+measured (ranks or jobs, `statistics.stats.welch`), against the firmware's ratio for the same
+pair: HMAT's read latency or read bandwidth (access class 1, CPU initiators, where given, else
+class 0), and for latency the SLIT distance over 10.
+
+A pair disagrees when measured over claimed lies beyond FLOOR (10 %) either way with the
+excess tested one-sided against the pair's noise, Benjamini-Hochberg over every pair of one
+analysis (`stats.excess_pvalue`). The node ordering agrees when no two memory nodes that the
+measurement tells apart (their own Welch interval excludes 1) are ranked the other way by the
+firmware. Memory-only nodes (CXL-like) are said in words against the CPU node's local memory.
+Where the firmware gives nothing to compare, one finding says so in one line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from numasweep.core.firmware import NOT_PROVIDED
+from numasweep.core.topology import Topology
+from numasweep.findings.analysis import Finding, interval_numbers
+from numasweep.statistics import stats
+from numasweep.statistics.stats import Interval
+
+FLOOR = 0.10
+# quantity -> the HMAT field of the same quantity; the quantity's first word names it in the text.
+QUANTITIES = {"latency_ns": "read_latency_ns", "bandwidth_mb_s": "read_bandwidth_mb_s"}
+
+
+def _word(quantity: str) -> str:
+    return quantity.split("_")[0]
+
+
+@dataclass
+class Pair:
+    source: str  # "HMAT access1", "HMAT access0", "SLIT"
+    cpu: int
+    mem: int
+    local: int  # the node whose local cell (local, local) the ratio is to
+    claimed: float  # the firmware's ratio to the local cell
+    measured: Interval  # measured ratio to the local cell
+    se: float
+    dof: float
+    disagrees: bool = False
+
+    def words(self) -> str:
+        verdict = "disagrees" if self.disagrees else "agrees"
+        return (f"CPUs of node {self.cpu} to memory of node {self.mem}: {self.source} says {self.claimed:.2f}x, "
+                f"measured {self.measured.text('{:.2f}x')}, {verdict}")
+
+
+def _claim(topo: Topology, source: str, hmat_field: str, cpu: int, mem: int) -> float | None:
+    if source == "SLIT":
+        return topo.distance(cpu, mem)
+    found = topo.firmware.pairs(int(source[-1])).get((cpu, mem))
+    return getattr(found, hmat_field) if found else None
+
+
+def _pairs(samples: pd.DataFrame, topo: Topology, quantity: str) -> list[Pair]:
+    """Each measured remote cell against a local one: the CPU node's own, else the memory node's
+    (a column measured from every CPU node towards one memory node)."""
+    hmat_field = QUANTITIES[quantity]
+    cells = {(int(c), int(m)): g["value"].to_numpy(float) for (c, m), g in samples.groupby(["cpu_node", "memory_node"])}
+    sources = ["HMAT access1", "HMAT access0"] + (["SLIT"] if quantity == "latency_ns" and topo.distances else [])
+    pairs = []
+    for (cpu, mem), values in sorted(cells.items()):
+        local = cpu if (cpu, cpu) in cells else mem if (mem, mem) in cells else None
+        if cpu == mem or local is None:
+            continue
+        hmat_done = False
+        for source in sources:
+            if hmat_done and source.startswith("HMAT"):
+                continue
+            there, here = _claim(topo, source, hmat_field, cpu, mem), _claim(topo, source, hmat_field, local, local)
+            if not (there and here):
+                continue
+            hmat_done = hmat_done or source.startswith("HMAT")
+            ratio, se, dof = stats.welch(values, cells[(local, local)], "Welch t interval over units on the log ratio")
+            pairs.append(Pair(source, cpu, mem, local, there / here, ratio, se, dof))
+    return pairs
+
+
+def _ordering(samples: pd.DataFrame, cpu: int, claimed: dict[int, float]) -> list[str]:
+    """Pairs of memory nodes the measurement tells apart but the firmware ranks the other way."""
+    rows = samples[samples["cpu_node"] == cpu]
+    by_mem = {int(m): g["value"].to_numpy(float) for m, g in rows.groupby("memory_node")}
+    wrong = []
+    nodes = sorted(n for n in claimed if n in by_mem)
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1:]:
+            ratio = stats.welch(by_mem[a], by_mem[b])[0]
+            if not (np.isfinite(ratio.low) and (ratio.low > 1 or ratio.high < 1)) or claimed[a] == claimed[b]:
+                continue
+            if (ratio.estimate > 1) != (claimed[a] > claimed[b]):
+                wrong.append(f"the firmware puts node {a} {'above' if claimed[a] > claimed[b] else 'below'} "
+                             f"node {b}, measured {ratio.text('{:.2f}x')} of it")
+    return wrong
+
+
+def firmware_findings(samples: pd.DataFrame, topo: Topology | None, quantity: str, bench: str) -> list[Finding]:
+    """The measured matrix beside HMAT and SLIT, one finding per source and CPU node; one line
+    when the firmware gives nothing to set it beside."""
+    if topo is None or not len(samples):
+        return []
+    word = _word(quantity)
+    pairs = _pairs(samples, topo, quantity)
+    p = [stats.excess_pvalue(math.log(x.measured.estimate / x.claimed), x.se, x.dof, FLOOR) for x in pairs]
+    for pair, rejected in zip(pairs, stats.benjamini_hochberg(p)):
+        pair.disagrees = bool(rejected)
+    found = []
+    groups: dict[tuple[str, int], list[Pair]] = {}
+    for pair in pairs:
+        groups.setdefault((pair.source, pair.local), []).append(pair)
+    for (source, local), group in groups.items():
+        row = [x for x in group if x.cpu == local]
+        claimed = {x.mem: x.claimed for x in row} | {local: 1.0}
+        wrong = _ordering(samples, local, claimed) if len(row) > 1 else []
+        off = [x for x in group if x.disagrees]
+        verdict = (f"{len(off)} of {len(group)} pair(s) disagree beyond {FLOOR:.0%}" if off
+                   else f"every pair agrees within {FLOOR:.0%} or the noise")
+        order = ("" if len(row) < 2 else "; the node ordering agrees" if not wrong
+                 else "; the node ordering disagrees: " + "; ".join(wrong))
+        found.append(Finding(
+            id="firmware_comparison", bench=bench,
+            title=f"Measured {word} against {source}, relative to node {local}'s local {word}",
+            summary=(f"{word[0].upper() + word[1:]} relative to node {local}'s local {word}: "
+                     + "; ".join(x.words() for x in group) + f". {verdict[0].upper() + verdict[1:]}{order}."
+                     + (" The firmware's numbers do not describe what this machine delivers there."
+                        if off or wrong else "")),
+            numbers={"source": source, "local_node": local, "quantity": quantity, "floor": FLOOR,
+                     "claim": bool(off or wrong), "disagreements": len(off), "pairs": len(group),
+                     "ordering_agrees": None if len(row) < 2 else not wrong},
+            evidence=[{"cpu_node": x.cpu, "memory_node": x.mem, "claimed_ratio": round(x.claimed, 4),
+                       "disagrees": x.disagrees, **interval_numbers("measured_ratio", x.measured)} for x in group],
+        ))
+    hmat = any(x.source.startswith("HMAT") for x in pairs)
+    if not hmat:
+        have = "" if topo.firmware.access else f"HMAT: {NOT_PROVIDED}"
+        why = have or f"HMAT gives no {word} for the CPU nodes measured against their local memory"
+        found.append(Finding(
+            id="firmware_not_provided", bench=bench, title=f"Firmware {word} not provided",
+            summary=f"Measured {word} against the firmware: {why}, so the measurement stands alone"
+                    + (" beside the SLIT distances." if any(x.source == "SLIT" for x in pairs) else "."),
+            numbers={"quantity": quantity, "claim": False},
+        ))
+    return found + tier_findings(samples, topo, quantity, bench)
+
+
+def tier_findings(samples: pd.DataFrame, topo: Topology, quantity: str, bench: str) -> list[Finding]:
+    """Each memory-only node against the local memory of the CPU nodes that measured it, in words."""
+    word = _word(quantity)
+    found = []
+    for node in topo.memory_only_nodes():
+        for cpu, rows in samples[samples["memory_node"] == node].groupby("cpu_node"):
+            local = samples[(samples["cpu_node"] == cpu) & (samples["memory_node"] == cpu)]["value"]
+            if local.empty:
+                continue
+            ratio = stats.welch(rows["value"].to_numpy(float), local.to_numpy(float))[0]
+            tier = topo.firmware.tier_of(node)
+            tier_text = f"memory tier {tier}" if tier is not None else f"memory tier {NOT_PROVIDED}"
+            found.append(Finding(
+                id="memory_tier", bench=bench,
+                title=f"Memory-only node {node} from node {cpu}'s CPUs ({word})",
+                summary=(f"Far memory, node {node} ({tier_text}, no CPUs): {ratio.text('{:.2f}x')} the local "
+                         f"{word} of node {cpu}'s CPUs."),
+                numbers={"memory_node": node, "cpu_node": int(cpu), "tier": tier, "quantity": quantity,
+                         "claim": False, **interval_numbers("ratio", ratio)},
+            ))
+    return found

@@ -1,0 +1,99 @@
+"""Weighted-interleave weights recommended from the measured bandwidth.
+
+Weighted interleave puts `w_n` pages on node n for every `sum(w)` pages. A stream over such a
+buffer finishes when its slowest share does: node n's share takes `w_n / bw_n`, so the whole
+runs at the combined bandwidth of the nodes only when every share takes as long, that is when
+`w_n` is proportional to `bw_n`, the bandwidth node n delivers to the CPUs that run the program.
+
+The rule, on the measured bandwidth matrix (`numasweep.results.matrices`), per CPU node with two
+or more memory nodes measured: `w_n = round(CAP * bw_n / max bw)`, at least 1 and at most CAP,
+then divided by their greatest common divisor. CAP = 8 keeps the weights small (a cycle of at
+most 8 pages per node, as the kernel's own automatic weights stay small) while resolving
+bandwidth ratios to within 1/16 of the fastest node's. The kernel keeps one weight per node for
+the whole machine, so where CPU nodes' recommendations differ, each is stated for its node.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from numasweep.core import firmware
+from numasweep.core.topology import Topology
+from numasweep.findings.analysis import Finding
+from numasweep.results import matrices
+
+CAP = 8
+
+
+def recommend(bandwidth: dict[int, float], cap: int = CAP) -> dict[int, int]:
+    """node -> weight for the nodes' bandwidth as one CPU node sees it (the module's rule)."""
+    top = max(bandwidth.values())
+    raw = {n: max(1, min(cap, round(cap * bw / top))) for n, bw in sorted(bandwidth.items())}
+    divisor = math.gcd(*raw.values())
+    return {n: w // divisor for n, w in raw.items()}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    cpu_node: int
+    bandwidth_mb_s: dict[int, float]
+    weights: dict[int, int]
+
+    def nodes(self) -> str:
+        return ",".join(str(n) for n in self.weights)
+
+    def memory_spec(self) -> str:
+        """The numasweep memory spec that measures these weights."""
+        return f"weighted:{self.nodes()}@{','.join(str(w) for w in self.weights.values())}"
+
+    def numactl(self, program: str = "PROGRAM") -> str:
+        """How a program runs under them once they are set (numactl 2.0.19 or later)."""
+        return f"numactl --cpunodebind={self.cpu_node} --weighted-interleave={self.nodes()} {program}"
+
+    def sysfs_writes(self) -> list[str]:
+        return firmware.weight_writes(self.weights)
+
+
+def recommendations(bandwidth: pd.DataFrame | None) -> list[Recommendation]:
+    """One per CPU node of the bandwidth matrix (MB/s) with two or more memory nodes measured."""
+    if bandwidth is None:
+        return []
+    by_cpu: dict[int, dict[int, float]] = {}
+    for (cpu, mem), value in matrices.cells(bandwidth).items():
+        by_cpu.setdefault(cpu, {})[mem] = value
+    return [Recommendation(cpu, seen, recommend(seen)) for cpu, seen in sorted(by_cpu.items()) if len(seen) > 1]
+
+
+def _listed(weights: dict[int, int]) -> str:
+    return ", ".join(f"node {n}: {w}" for n, w in weights.items())
+
+
+def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, bench: str) -> list[Finding]:
+    """The recommended weights per CPU node, with the lines that set and use them, beside the
+    kernel's current weights where the topology recorded them."""
+    fw = topology.firmware if topology else firmware.Firmware()
+    found = []
+    for rec in recommendations(bandwidth):
+        seen = ", ".join(f"node {n} {bw / 1000:.1f} GB/s" for n, bw in sorted(rec.bandwidth_mb_s.items()))
+        current = {n: fw.weights[n] for n in rec.weights if n in fw.weights}
+        now = (f"The kernel's weights when the topology was read: {_listed(current)} ({fw.weights_mode()})."
+               if len(current) == len(rec.weights) else "The kernel's current weights: not provided.")
+        found.append(Finding(
+            id="recommended_weights", bench=bench,
+            title=f"Weighted-interleave weights for node {rec.cpu_node}'s CPUs",
+            summary=(f"Measured from node {rec.cpu_node}'s CPUs: {seen}. Recommended weights, each node's share "
+                     f"of pages in proportion to its bandwidth (at most {CAP}, reduced; docs/firmware.md): "
+                     f"{_listed(rec.weights)}. Set them with `{'; '.join(rec.sysfs_writes())}` and run "
+                     f"`{rec.numactl()}` (numactl 2.0.19 or later); measure them against others with the "
+                     f"memory spec `{rec.memory_spec()}` (config/campaigns/weights.yaml). {now}"),
+            numbers={"cpu_node": rec.cpu_node, "weights": {str(n): w for n, w in rec.weights.items()},
+                     "current_weights": {str(n): w for n, w in current.items()} or None,
+                     "weights_mode": fw.weights_mode(), "memory_spec": rec.memory_spec(),
+                     "numactl": rec.numactl(), "sysfs_writes": rec.sysfs_writes(), "cap": CAP, "claim": False},
+            evidence=[{"memory_node": n, "bandwidth_mb_s": round(bw, 1), "weight": rec.weights[n]}
+                      for n, bw in sorted(rec.bandwidth_mb_s.items())],
+        ))
+    return found

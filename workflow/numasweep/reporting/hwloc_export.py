@@ -1,0 +1,108 @@
+"""The measured latency and bandwidth matrices as hwloc memory attributes.
+
+hwloc fills its `Latency` and `Bandwidth` memory attributes from the firmware (HMAT, CDAT) only;
+a runtime that picks memory by them (hwloc_memattr_get_best_target, MPI and OpenMP runtimes,
+`hwloc-bind --best-memattr`) then trusts the firmware's numbers. This writes the numbers
+numasweep measured into an hwloc XML topology instead, so that such a runtime, pointed at the
+file (HWLOC_XMLFILE=FILE, or hwloc_topology_set_xml), uses the measurement.
+
+The file is an hwloc XML topology of the machine measured (`lstopo --of xml`, taken on that
+machine, or run here) with the `Latency` and `Bandwidth` attributes replaced by one
+`memattr_value` per cell of the measured matrices: target the memory node's NUMANode object
+(by its gp_index), initiator the CPU node's cpuset; the element and attribute names are those
+hwloc's own XML export writes (hwloc/topology-xml.c). Units are hwloc's: Latency in
+nanoseconds, Bandwidth in MiB/s (the bandwidth kernel counts MB/s, 10^6 bytes). Check the file
+with `lstopo --input FILE --memattrs`.
+
+`python -m numasweep hwloc-export RESULTS [--base XML] -o OUT.xml`
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pandas as pd
+
+from numasweep.core.errors import NumasweepError
+from numasweep.core.io import atomic_write_text
+from numasweep.results import aggregate, matrices
+
+# quantity -> (hwloc attribute, its flags, factor from our unit to hwloc's). Flags as hwloc
+# defines them: HIGHER_FIRST 1, LOWER_FIRST 2, NEED_INITIATOR 4.
+ATTRIBUTES = {
+    "latency_ns": ("Latency", 2 | 4, 1.0),
+    "bandwidth_mb_s": ("Bandwidth", 1 | 4, 1e6 / 2**20),
+}
+HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE topology SYSTEM "hwloc2.dtd">\n'
+# Children of <topology> that hwloc writes after its memory attributes.
+AFTER_MEMATTRS = ("cpukind", "info", "memtier", "pci_locality")
+
+
+def machine_xml() -> str:
+    """`lstopo --of xml` of this machine."""
+    if not shutil.which("lstopo"):
+        raise NumasweepError("lstopo not found: install hwloc (apt-get install hwloc), or pass --base "
+                             "with the XML `lstopo --of xml` wrote on the machine measured")
+    proc = subprocess.run(["lstopo", "--of", "xml", "-"], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise NumasweepError(f"lstopo --of xml failed: {(proc.stderr or proc.stdout).strip()[:200]}")
+    return proc.stdout
+
+
+def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML") -> str:
+    """`base` (an hwloc XML topology) with the measured matrices as its Latency and Bandwidth
+    attributes; a node the base lacks is refused, naming it."""
+    try:
+        root = ET.fromstring(base)
+    except ET.ParseError as exc:
+        raise NumasweepError(f"{where}: not XML ({exc}); give what `lstopo --of xml` writes") from None
+    numa = {int(o.get("os_index", -1)): o for o in root.iter("object") if o.get("type") == "NUMANode"}
+    if root.tag != "topology" or not numa:
+        raise NumasweepError(f"{where}: not an hwloc topology with NUMA nodes; give what `lstopo --of xml` writes")
+    children = list(root)
+    at = next((i for i, c in enumerate(children) if c.tag in AFTER_MEMATTRS), len(children))
+    added = []
+    for quantity, (name, flags, factor) in ATTRIBUTES.items():
+        matrix = measured.get(quantity)
+        if matrix is None:
+            continue
+        for old in [c for c in root if c.tag == "memattr" and c.get("name") == name]:
+            root.remove(old)
+        attr = ET.Element("memattr", name=name, flags=str(flags))
+        for (cpu, mem), value in sorted(matrices.cells(matrix).items()):
+            for node, role in ((cpu, "CPU"), (mem, "memory")):
+                if node not in numa:
+                    raise NumasweepError(
+                        f"{where}: no NUMA node {node} (the {role} node of a measured {quantity} cell); "
+                        f"give --base the XML of the machine measured (nodes here: {sorted(numa)})")
+            ET.SubElement(attr, "memattr_value", target_obj_type="NUMANode",
+                          target_obj_gp_index=numa[mem].get("gp_index", ""),
+                          value=str(max(1, round(value * factor))),
+                          initiator_cpuset=numa[cpu].get("cpuset", ""))
+        added.append(attr)
+    if not added:
+        raise NumasweepError("no measured latency or bandwidth matrix to export: the results need the "
+                             "latency or bandwidth benchmark with threads or ranks on single nodes")
+    # No XML comment to say where the numbers come from: hwloc's parsers stop at one.
+    root[at:at] = added
+    ET.indent(root, space="  ")
+    return HEADER + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m numasweep hwloc-export", description=__doc__.splitlines()[0])
+    ap.add_argument("results", help="results folder with the aggregated tables (results/<system>)")
+    ap.add_argument("--base", help="hwloc XML of the machine measured (default: `lstopo --of xml` here)")
+    ap.add_argument("-o", "--output", required=True, help="hwloc XML to write")
+    args = ap.parse_args(argv)
+    measured = matrices.measured(aggregate.load_results(args.results))
+    base = Path(args.base).read_text() if args.base else machine_xml()
+    atomic_write_text(args.output, export(base, measured, args.base or "lstopo --of xml"))
+    names = ", ".join(ATTRIBUTES[q][0] for q in ATTRIBUTES if q in measured)
+    print(f"{args.output}: measured {names} as hwloc memory attributes; "
+          f"check with `lstopo --input {args.output} --memattrs`, use with HWLOC_XMLFILE={args.output}")
+    return 0
