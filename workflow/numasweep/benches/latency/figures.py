@@ -119,6 +119,8 @@ def node_samples(latency: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])
     part = configs[0]
     rows = with_memory_node(part[part["size_bytes"] == part["size_bytes"].max()]).dropna(subset=["memory_node"])
+    if "cpu_node" not in rows:       # a table that records no CPU node (a legacy or hand-made one)
+        return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])
     return pd.DataFrame({"cpu_node": rows["cpu_node"].astype(int), "memory_node": rows["memory_node"].astype(int),
                          "value": rows["latency_ns_median"].astype(float)})
 
