@@ -96,6 +96,40 @@ def test_a_rise_no_cache_explains_is_said_once_with_its_caveat() -> None:
     assert any("TLB" in c for c in f.numbers["caveats"])          # page size unknown: TLB reach?
 
 
+# The serial, 1-rank, 4 KiB-page curve of a VM the issue tracker quotes (ns at 512 KiB .. 8 MiB),
+# between an L1 plateau and a memory plateau: an L2 exit, then a larger rise that ends far below
+# the L3 the topology reports.
+VM_CURVE = {16 << 10: 1.2, 32 << 10: 1.25, 64 << 10: 3.6, 128 << 10: 4.4, 256 << 10: 4.8, 512 << 10: 4.95,
+            MIB: 11.0, 2 * MIB: 13.8, 4 * MIB: 108.0, 8 * MIB: 140.0, 16 * MIB: 150.0, 32 * MIB: 155.0,
+            64 * MIB: 160.0, 128 * MIB: 163.0, 256 * MIB: 165.0}
+
+
+def vm_frame(curve: dict, seed: int = 1, spread: float = 0.02) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for rep in range(3):
+        for size, ns in curve.items():
+            lat = ns * float(np.exp(rng.normal(0, 0.01)))
+            rows.append({"rank": 0, "ranks": 1, "mode": "serial", "cpu": 0, "cpu_node": 0, "l3_group": 0,
+                         "mem_nodes": 0, "page_size": "4k", "repetition": rep, "size_bytes": size,
+                         "latency_ns_median": lat, "latency_ns_min": lat * (1 - spread),
+                         "latency_ns_max": lat * (1 + spread), "samples": 9})
+    return pd.DataFrame(rows)
+
+
+def test_two_rises_in_one_window_are_two_findings_each_attributed_by_where_it_happens() -> None:
+    steps = [f.numbers for f in latency(vm_frame(VM_CURVE)) if f.id == "cache_threshold"]
+    by_range = {(n["from_size_bytes"], n["size_bytes"]): n for n in steps}
+    l2 = by_range[(512 << 10, 2 * MIB)]
+    assert l2["cache_bytes"] == MIB and 2.5 < l2["step_ratio"] < 3.0
+    dram = by_range[(2 * MIB, 8 * MIB)]
+    # the L3 (16 MiB per group) lies in its window, but the rise is half-way near 3 MiB: not the L3's
+    assert dram["kind"] == "unexplained" and dram["cache_bytes"] is None and dram["step_ratio"] > 8
+    assert any("explains the rise from 512 KiB to 2 MiB" in c for c in dram["caveats"])
+    assert any("L3" in c and "half-way" in c for c in dram["caveats"])
+    assert any("TLB" in c for c in dram["caveats"])
+
+
 @pytest.mark.parametrize("noise,cpus", [(0.0, (0, 4, 8, 12)), (0.05, (0, 4, 8, 12)), (0.05, (0,))])
 def test_flat_curve_claims_nothing(noise: float, cpus) -> None:
     df = latency_frame(lambda s, c: 80.0, cpus=cpus, noise=noise, seed=3)

@@ -9,17 +9,27 @@ one call). Consecutive rising steps form one transition, kept when its whole ris
 Its *location* is the size at which latency is half-way (in ns) between the plateau before and
 the plateau after, interpolated on log size; its interval is a bootstrap over replicates.
 
-Attribution: a capacity C explains a transition from size A (last size before the rise) to B
-(first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS tested size steps and at
-least one doubling (on a grid of half steps, a rise a doubling late is two steps late): a latency
-that starts rising a step before C (associativity, prefetch) or a step after it (replacement keeps
-part of the set) is still C's. A run of rising steps that holds two capacities at least two
-doublings apart (an L1 and an L2 rise with no plateau tested between) is split at its flattest
-step between them, so each gets its transition. Capacities are what one core can use
+Two rises in one run: a run of rising steps that holds two capacities at least two doublings apart
+(an L1 and an L2 rise with no plateau tested between) is split at its flattest step between them;
+a run whose steps rise, flatten and rise again is split where they flatten: a step rising less
+than half as much as the steepest step before it and the steepest after it, both beyond the noise
+(one cache's miss rate 1 - (C/S)^p rises steepest first, then ever less, so a steeper step after a
+flatter one is a second cause). That step, the tail of the first rise, stays with the first.
+
+Attribution, by where the rise happens: a capacity C explains a transition from size A (last size
+before the rise) to B (first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS
+tested size steps and at least one doubling, and when the sizes at which a random chase is
+half-way out of a cache of exactly C ([C, 2C]: C x 2^(1/p) for a miss rate 1 - (C/S)^p, p >= 1)
+lie within t of the transition's location interval: a latency that starts rising a step before C
+(associativity, prefetch) or a step after it (replacement keeps part of the set) is still C's, a
+rise half-way far from C is not, whatever C's window holds. Capacities are what one core can use
 (`usable_capacities`): each data cache level's instance that holds the core, so the L3 of its
 own L3 group (CCX/CCD), never the sum over a node's groups. Each capacity explains at most one
 transition and each transition gets at most one capacity (nearest in log size to the location
-over sqrt 2, where a random pointer chase is half-way for a cache exactly that size).
+over sqrt 2, where a random pointer chase is half-way for a cache exactly that size). A
+transition no capacity explains is unexplained, with its numbers, why each cache of its window is
+not its cause, and the causes that look like it (the TLB reach with 4 KiB pages, a virtual
+machine's share of a last-level cache that shows no rise of its own).
 
 TLB: where a 4 KiB-page curve and a huge-page curve are otherwise the same series, the caches are
 read from the huge-page curve and the TLB from the 4k / huge ratio at the sizes both measured:
@@ -250,10 +260,13 @@ def _window(from_bytes: float, to_bytes: float, step: float) -> tuple[float, flo
     return from_bytes / tol, to_bytes * tol
 
 
-def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, capacities: Sequence[Capacity],
+def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, se: np.ndarray, capacities: Sequence[Capacity],
            step: float) -> list[list[int]]:
-    """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) that holds two capacities
-    at least two doublings apart, at its flattest step between them; recursively."""
+    """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) in two where it holds two
+    rises, recursively: at its flattest step between two capacities at least two doublings apart
+    (that step dropped), or else at a step that rises less than half as much as the steepest
+    step on either side of it, beyond the noise (`_two_rises`; that step, the tail of the rise
+    before it, kept with the first part)."""
     lo, hi = _window(sizes[run[0]], sizes[run[-1] + 1], step)
     # the smaller may sit up to the tolerance below the run, the larger must be inside it
     inside = sorted(c.size_bytes for c in capacities if lo <= c.size_bytes <= sizes[run[-1] + 1])
@@ -265,17 +278,59 @@ def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, capacities: Sequenc
             continue
         cut = min(between, key=lambda j: y[j + 1] - y[j])
         left, right = [j for j in run if j < cut], [j for j in run if j > cut]
-        return [part for side in (left, right) if side for part in _split(side, sizes, y, capacities, step)]
-    return [run]
+        return [part for side in (left, right) if side for part in _split(side, sizes, y, se, capacities, step)]
+    cut = _two_rises(run, y, se)
+    if cut is None:
+        return [run]
+    left, right = [j for j in run if j <= cut], [j for j in run if j > cut]
+    return [part for side in (left, right) for part in _split(side, sizes, y, se, capacities, step)]
+
+
+def _two_rises(run: list[int], y: np.ndarray, se: np.ndarray) -> int | None:
+    """The step of a run at which one rise ends and the next begins, or None: the flattest inner
+    step whose rise is less than half the steepest step before it and the steepest after it, each
+    beyond the noise (a one-sided 97.5 % z test on the difference of the two log steps). One
+    cache's miss curve rises steepest first and then ever less (1 - (C/S)^p), so a step that
+    rises again after a flatter one is a second cause."""
+    d = {j: float(y[j + 1] - y[j]) for j in run}
+    z = 1.96
+    best = None
+    for c in run[1:-1]:
+        left = max((j for j in run if j < c), key=d.get)
+        right = max((j for j in run if j > c), key=d.get)
+        ok = True
+        for j in (left, right):
+            # the difference of two steps of a curve: their sizes' errors, the shared one twice
+            sizes_of = [j, j + 1, c, c + 1]
+            var = sum(float(se[i]) ** 2 * (2 if sizes_of.count(i) == 2 else 1) ** 2
+                      for i in set(sizes_of) if np.isfinite(se[i]))
+            ok &= d[c] < d[j] / 2 and d[j] - d[c] > z * math.sqrt(var)
+        if ok and (best is None or d[c] < d[best]):
+            best = c
+    return best
+
+
+def _explains(t: Transition, c: Capacity, step: float) -> bool:
+    """Whether capacity c can be the cause of transition t: its size lies in the transition's
+    window, and the sizes at which a random chase is half-way out of a cache of exactly that size
+    ([C, 2C]: C x 2^(1/p) for a miss rate 1 - (C/S)^p, p >= 1) reach the transition's location
+    interval widened by one size step (at least a doubling) either side."""
+    lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
+    if not lo <= c.size_bytes <= hi:
+        return False
+    loc = t.location_bytes
+    low, high = (loc.low, loc.high) if np.isfinite(loc.low) and np.isfinite(loc.high) else (loc.estimate,) * 2
+    tol = 2 ** max(1.0, TOLERANCE_STEPS * step)
+    return low / tol <= 2 * c.size_bytes and c.size_bytes <= high * tol
 
 
 def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float) -> None:
-    """One capacity per transition, one transition per capacity, nearest first."""
+    """One capacity per transition, one transition per capacity, nearest first, each pair one
+    that `_explains` allows; a transition left without one stays unexplained."""
     pairs = []
     for i, t in enumerate(transitions):
-        lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
         for j, c in enumerate(capacities):
-            if lo <= c.size_bytes <= hi:
+            if _explains(t, c, step):
                 dist = abs(math.log2(t.location_bytes.estimate / math.sqrt(2)) - math.log2(c.size_bytes))
                 pairs.append((dist, i, j))
     used_t, used_c = set(), set()
@@ -286,6 +341,31 @@ def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], st
         used_c.add(j)
         transitions[i].kind, transitions[i].label = "cache", capacities[j].label
         transitions[i].capacity_bytes = capacities[j].size_bytes
+
+
+def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: Sequence[Capacity],
+                 step: float) -> list[str]:
+    """Why each cache whose size lies in an unexplained transition's window is not its cause."""
+    out = []
+    lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
+    for c in capacities:
+        if not lo <= c.size_bytes <= hi:
+            continue
+        name = f"the {capacity_words(c.label, c.size_bytes)}"
+        other = next((o for o in transitions if o.capacity_bytes == c.size_bytes), None)
+        if other is not None:
+            out.append(f"{name} explains the rise from {size_words(other.from_size_bytes)} to "
+                       f"{size_words(other.to_size_bytes)}")
+        elif not _explains(t, c, step):
+            out.append(f"{name} is in its size window, but a rise out of it would be half-way near "
+                       f"{size_words(c.size_bytes)} to {size_words(2 * c.size_bytes)}, more than a size step "
+                       "from where this one is")
+    above = [c for c in capacities if c.size_bytes > hi and all(o.capacity_bytes != c.size_bytes for o in transitions)]
+    if above:
+        c = min(above, key=lambda c: c.size_bytes)
+        out.append(f"it ends well below the {capacity_words(c.label, c.size_bytes)}, which shows no rise of its own: "
+                   "a last-level cache only partly available to this core (a virtual machine's share) looks like this")
+    return out
 
 
 def _caveats(topology: Topology | None, series: dict, page_col: str, paired: bool) -> list[str]:
@@ -354,7 +434,8 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
         _attribute(transitions, capacities, step)
         for t in transitions:
             if t.kind == "unexplained":
-                t.caveats = _caveats(topology, s.key, page_col, paired=False)
+                t.caveats = _passed_over(t, transitions, capacities, step) + _caveats(topology, s.key, page_col,
+                                                                                       paired=False)
         lo, hi = s.sizes.min(), s.sizes.max()
         used = {t.capacity_bytes for t in transitions}
         curves.append(CurveLevels(
@@ -377,7 +458,7 @@ def _segment(s: Series, rising: dict[int, float], capacities: Sequence[Capacity]
             runs[-1].append(j)
         else:
             runs.append([j])
-    kept = [run for r in runs for run in _split(r, s.sizes, y, capacities, step)
+    kept = [run for r in runs for run in _split(r, s.sizes, y, se, capacities, step)
             if not float(y[run[-1] + 1] - y[run[0]]) < math.log1p(TRANSITION_FLOOR)]
     # the bootstrap takes its medians only at the sizes the transitions span, on one set of draws
     columns = sorted({j for run in kept for j in range(run[0], run[-1] + 2)})
