@@ -104,16 +104,19 @@ VM_CURVE = {16 << 10: 1.2, 32 << 10: 1.25, 64 << 10: 3.6, 128 << 10: 4.4, 256 <<
             64 * MIB: 160.0, 128 * MIB: 163.0, 256 * MIB: 165.0}
 
 
-def vm_frame(curve: dict, seed: int = 1, spread: float = 0.02) -> pd.DataFrame:
+def vm_frame(curve: dict, seed: int = 1, spread: float = 0.02, mode: str = "serial",
+             spreads: dict | None = None) -> pd.DataFrame:
+    """Three runs of one rank; `spreads`: a size's own within-run spread (max - min over median)."""
     rng = np.random.default_rng(seed)
     rows = []
     for rep in range(3):
         for size, ns in curve.items():
             lat = ns * float(np.exp(rng.normal(0, 0.01)))
-            rows.append({"rank": 0, "ranks": 1, "mode": "serial", "cpu": 0, "cpu_node": 0, "l3_group": 0,
+            half = (spreads or {}).get(size, 2 * spread) / 2
+            rows.append({"rank": 0, "ranks": 1, "mode": mode, "cpu": 0, "cpu_node": 0, "l3_group": 0,
                          "mem_nodes": 0, "page_size": "4k", "repetition": rep, "size_bytes": size,
-                         "latency_ns_median": lat, "latency_ns_min": lat * (1 - spread),
-                         "latency_ns_max": lat * (1 + spread), "samples": 9})
+                         "latency_ns_median": lat, "latency_ns_min": lat * (1 - half),
+                         "latency_ns_max": lat * (1 + half), "samples": 9})
     return pd.DataFrame(rows)
 
 
@@ -129,6 +132,20 @@ def test_two_rises_in_one_window_are_two_findings_each_attributed_by_where_it_ha
     assert any("L3" in c and "half-way" in c for c in dram["caveats"])
     assert any("TLB" in c for c in dram["caveats"])
 
+
+
+def test_an_unstable_size_places_no_transition() -> None:
+    # 32 KiB, its runs' samples spread 65 %, reads as L1 in one mode and as L2 in the other: the
+    # step starts at 16 KiB in both, ends at the same size, and names the size it left out
+    curves = {"serial": {**VM_CURVE, 32 << 10: 1.3}, "concurrent": {**VM_CURVE, 32 << 10: 3.5}}
+    frame = pd.concat([vm_frame(c, mode=m, seed=i, spreads={32 << 10: 0.65}) for i, (m, c) in enumerate(curves.items())])
+    steps = [f for f in latency(frame) if f.id == "cache_threshold" and f.numbers["size_bytes"] <= 128 << 10]
+    assert len(steps) == 2 and len({f.numbers["size_bytes"] for f in steps}) == 1
+    for f in steps:
+        n = f.numbers
+        assert n["from_size_bytes"] == 16 << 10 and n["size_bytes"] >= 64 << 10, n
+        assert [u["size_bytes"] for u in n["unstable_sizes"]] == [32 << 10]
+        assert "32 KiB left out" in f.summary and "65%" in f.summary
 
 @pytest.mark.parametrize("noise,cpus", [(0.0, (0, 4, 8, 12)), (0.05, (0, 4, 8, 12)), (0.05, (0,))])
 def test_flat_curve_claims_nothing(noise: float, cpus) -> None:

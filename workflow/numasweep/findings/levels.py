@@ -40,6 +40,10 @@ the floor, interval above 1), else none is claimed. The 4 KiB curve is then segm
 below the huge-page curve's smallest size (where huge pages were not measured, as in the default
 sweep); above it, its rises are the same caches plus that TLB.
 
+Unstable sizes: a size whose runs' own samples disagree (UNSTABLE_SPREAD) is left out of the curve
+that is segmented, so the step of its neighbours spans it and no transition is placed by it; the
+curve lists it (`unstable`) for the findings to name.
+
 Plausibility gate: a curve whose latency at sizes at least FAR_BEYOND x the largest usable cache
 stays under PREFETCH_MAX_NS never left L1/L2 latency: no DRAM load-to-use latency of a server part
 is that low, so the kernel measured streaming through prefetchers, not latency, and the curve is
@@ -73,6 +77,12 @@ NO_TOPOLOGY_FAR_BYTES = 2 ** 31   # without a topology, "far beyond any LLC" is 
 BASE_PAGES = {"4k", "4kib", "4096"}
 GRID_PAGES = "pages"       # the sweep's `pages` in an aggregated table: the page size again
 LOCATION_DRAWS = 300
+# A size whose runs' samples spread (median over runs of (max - min) / median, the kernel's
+# spread_pct) beyond 30 % and beyond 3x
+# the curve's typical spread is unstable: its samples disagree (a chase caught between two levels,
+# a page placement redrawn), so its median may sit anywhere between them and places nothing.
+UNSTABLE_SPREAD = 0.30
+UNSTABLE_FACTOR = 3.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,7 @@ class CurveLevels:
     transitions: list[Transition]
     unseen: list[Capacity]           # in the tested range but no transition found for it
     untested: list[Capacity]         # outside the tested range
+    unstable: list[tuple[int, float]] = field(default_factory=list)   # (size, spread) left out of segmenting
 
 
 @dataclass
@@ -409,9 +420,13 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     curves_in: list[tuple[Series, str | None]] = [
         (below.get(id(s), s) if reason is None else s, reason)
         for s, reason in zip(all_series, refusals(all_series, topology))]
+    spreads = _run_spreads(table, series_keys)
+    unstable = {id(s): _unstable(s, spreads, series_keys) for s, reason in curves_in if reason is None}
+    stable = {id(s): _without_sizes(s, [size for size, _ in unstable[id(s)]]) for s, reason in curves_in
+              if reason is None}
     # one BH family: every step of every measured curve that is segmented
     tested = [(s, j, st) for s, reason in curves_in if reason is None and id(s) not in paired_base
-              for j, st in enumerate(_steps(s))]
+              for j, st in enumerate(_steps(stable[id(s)]))]
     steps = np.array([st for _, _, st in tested], float).reshape(-1, 3)       # (log ratio, se, dof) each
     pvals = [float(p) for p in stats.rise_pvalue(steps[:, 0], steps[:, 1], steps[:, 2], STEP_FLOOR)]
     rejected = stats.benjamini_hochberg(pvals, q)
@@ -430,7 +445,7 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
         if id(s) in paired_base:
             continue
         step = float(np.median(np.diff(np.log2(s.sizes)))) if len(s.sizes) > 1 else 1.0
-        transitions = _segment(s, rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
+        transitions = _segment(stable[id(s)], rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
         _attribute(transitions, capacities, step)
         for t in transitions:
             if t.kind == "unexplained":
@@ -442,9 +457,48 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
             **base, measured=True, gate_reason=None, transitions=transitions,
             unseen=[c for c in capacities if 2 * lo <= c.size_bytes <= hi / 2 and c.size_bytes not in used],
             untested=[c for c in capacities if (c.size_bytes < 2 * lo or c.size_bytes > hi / 2)
-                      and c.size_bytes not in used]))
+                      and c.size_bytes not in used],
+            unstable=unstable[id(s)]))
     tlb = tlb_partings(pairs, page_col, q)
     return Levels(curves, tlb, capacities)
+
+
+def _run_spreads(table: pd.DataFrame, series_keys: Sequence[str]) -> dict[tuple, pd.Series]:
+    """Per series (its keys' values as text), the median over its runs of (max - min) / median at
+    each size: how far one run's own samples disagree. Empty without the min and max columns."""
+    if LATENCY.low not in table or LATENCY.high not in table:
+        return {}
+    keys = [k for k in series_keys if k in table]
+    low = pd.to_numeric(table[LATENCY.low], errors="coerce")
+    high = pd.to_numeric(table[LATENCY.high], errors="coerce")
+    frame = pd.DataFrame({k: stats.key_column(table[k]).astype(str) for k in keys})
+    frame[LATENCY.axis] = table[LATENCY.axis].to_numpy()
+    frame["_spread"] = ((high - low) / pd.to_numeric(table[LATENCY.value], errors="coerce")).to_numpy()
+    out = {}
+    for key, part in frame.groupby(keys, sort=False) if keys else [((), frame)]:
+        key = key if isinstance(key, tuple) else (key,)
+        out[tuple(key)] = part.groupby(LATENCY.axis)["_spread"].median()
+    return out
+
+
+def _unstable(s: Series, spreads: dict[tuple, pd.Series], series_keys: Sequence[str]) -> list[tuple[int, float]]:
+    """(size, spread) of each unstable size of a curve (see UNSTABLE_SPREAD)."""
+    per_size = spreads.get(tuple(str(s.key[k]) for k in series_keys if k in s.key))
+    if per_size is None:
+        return []
+    values = per_size.reindex(s.sizes).to_numpy(float)
+    if not np.isfinite(values).any():
+        return []
+    limit = max(UNSTABLE_SPREAD, UNSTABLE_FACTOR * float(np.nanmedian(values)))
+    return [(int(size), float(v)) for size, v in zip(s.sizes, values) if np.isfinite(v) and v > limit]
+
+
+def _without_sizes(s: Series, sizes: Sequence[int]) -> Series:
+    """The curve without the given sizes (unstable ones), when at least two sizes remain."""
+    keep = ~np.isin(s.sizes, np.asarray(sizes, dtype=np.int64))
+    if keep.all() or keep.sum() < 2:
+        return s
+    return Series(s.key, s.sizes[keep], s.logs[:, keep], s.run_se[:, keep], s.replicates)
 
 
 def _segment(s: Series, rising: dict[int, float], capacities: Sequence[Capacity], step: float,

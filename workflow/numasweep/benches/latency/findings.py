@@ -386,17 +386,22 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                 evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)]))
             continue
         for t in curve.transitions:
+            unstable = [(size, spread) for size, spread in curve.unstable
+                        if t.from_size_bytes <= size <= t.to_size_bytes]
+            left_out = "".join(f"; {size_words(size)} left out: its runs' own samples spread {spread * 100:.0f}%, "
+                               "too unstable to place it" for size, spread in unstable)
             findings.append(Finding(
                 id="cache_threshold", bench="latency",
                 title=(f"Latency step {size_words(t.from_size_bytes)} to {size_words(t.to_size_bytes)}: "
                        f"{levels.capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}" + title),
-                summary=_opening(text, t.describe()),
+                summary=_opening(text, t.describe() + left_out),
                 numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
                          "size_bytes": t.to_size_bytes, **analysis.interval_numbers("step_ratio", t.ratio),
                          **analysis.interval_numbers("location_bytes", t.location_bytes), "latency_before_ns": t.latency_before_ns,
                          "latency_after_ns": t.latency_after_ns, "matched_cache": t.label,
                          "cache_bytes": t.capacity_bytes, "caveats": t.caveats, "p_value": t.p_value,
-                         "noise_rule": curve.noise_rule},
+                         "noise_rule": curve.noise_rule,
+                         "unstable_sizes": [{"size_bytes": size, "spread": spread} for size, spread in unstable]},
                 evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)
                           if t.from_size_bytes <= s <= t.to_size_bytes]))
         if curve.unseen:
