@@ -105,15 +105,16 @@ VM_CURVE = {16 << 10: 1.2, 32 << 10: 1.25, 64 << 10: 3.6, 128 << 10: 4.4, 256 <<
 
 
 def vm_frame(curve: dict, seed: int = 1, spread: float = 0.02, mode: str = "serial",
-             spreads: dict | None = None) -> pd.DataFrame:
-    """Three runs of one rank; `spreads`: a size's own within-run spread (max - min over median)."""
+             spreads: dict | None = None, ranks: int = 1) -> pd.DataFrame:
+    """Three runs of rank 0 of `ranks`; `spreads`: a size's own within-run spread (max - min over
+    median)."""
     rng = np.random.default_rng(seed)
     rows = []
     for rep in range(3):
         for size, ns in curve.items():
             lat = ns * float(np.exp(rng.normal(0, 0.01)))
             half = (spreads or {}).get(size, 2 * spread) / 2
-            rows.append({"rank": 0, "ranks": 1, "mode": mode, "cpu": 0, "cpu_node": 0, "l3_group": 0,
+            rows.append({"rank": 0, "ranks": ranks, "mode": mode, "cpu": 0, "cpu_node": 0, "l3_group": 0,
                          "mem_nodes": 0, "page_size": "4k", "repetition": rep, "size_bytes": size,
                          "latency_ns_median": lat, "latency_ns_min": lat * (1 - half),
                          "latency_ns_max": lat * (1 + half), "samples": 9})
@@ -135,10 +136,12 @@ def test_two_rises_in_one_window_are_two_findings_each_attributed_by_where_it_ha
 
 
 def test_an_unstable_size_places_no_transition() -> None:
-    # 32 KiB, its runs' samples spread 65 %, reads as L1 in one mode and as L2 in the other: the
-    # step starts at 16 KiB in both, ends at the same size, and names the size it left out
+    # 32 KiB, its runs' samples spread 65 %, reads as L1 in one mode and as L2 in the other (a
+    # rank of two): the step starts at 16 KiB in both, ends at the same size, and names the size
+    # it left out
     curves = {"serial": {**VM_CURVE, 32 << 10: 1.3}, "concurrent": {**VM_CURVE, 32 << 10: 3.5}}
-    frame = pd.concat([vm_frame(c, mode=m, seed=i, spreads={32 << 10: 0.65}) for i, (m, c) in enumerate(curves.items())])
+    frame = pd.concat([vm_frame(c, mode=m, seed=i, spreads={32 << 10: 0.65}, ranks=2)
+                       for i, (m, c) in enumerate(curves.items())])
     steps = [f for f in latency(frame) if f.id == "cache_threshold" and f.numbers["size_bytes"] <= 128 << 10]
     assert len(steps) == 2 and len({f.numbers["size_bytes"] for f in steps}) == 1
     for f in steps:
@@ -146,6 +149,16 @@ def test_an_unstable_size_places_no_transition() -> None:
         assert n["from_size_bytes"] == 16 << 10 and n["size_bytes"] >= 64 << 10, n
         assert [u["size_bytes"] for u in n["unstable_sizes"]] == [32 << 10]
         assert "32 KiB left out" in f.summary and "65%" in f.summary
+
+
+def test_one_rank_in_both_modes_is_one_experiment_told_once() -> None:
+    frame = pd.concat([vm_frame(VM_CURVE, mode=m, seed=i) for i, m in enumerate(("concurrent", "serial"))])
+    found = latency(frame)
+    steps = [f.numbers for f in found if f.id == "cache_threshold"]
+    assert {n["mode"] for n in steps} == {"concurrent and serial"}
+    assert [(n["from_size_bytes"], n["size_bytes"]) for n in steps].count((512 << 10, 2 * MIB)) == 1
+    (same,) = [f.numbers for f in found if f.id == "mode_divergence"]  # the two runs agree
+    assert not same["claim"]
 
 @pytest.mark.parametrize("noise,cpus", [(0.0, (0, 4, 8, 12)), (0.05, (0, 4, 8, 12)), (0.05, (0,))])
 def test_flat_curve_claims_nothing(noise: float, cpus) -> None:

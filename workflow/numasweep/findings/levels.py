@@ -371,8 +371,10 @@ def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: S
             out.append(f"{name} is in its size window, but a rise out of it would be half-way near "
                        f"{size_words(c.size_bytes)} to {size_words(2 * c.size_bytes)}, more than a size step "
                        "from where this one is")
+    # the curve's last rise ending below a cache with no rise of its own: memory came first
+    last = all(o.from_size_bytes < t.to_size_bytes for o in transitions)
     above = [c for c in capacities if c.size_bytes > hi and all(o.capacity_bytes != c.size_bytes for o in transitions)]
-    if above:
+    if above and last:
         c = min(above, key=lambda c: c.size_bytes)
         out.append(f"it ends well below the {capacity_words(c.label, c.size_bytes)}, which shows no rise of its own: "
                    "a last-level cache only partly available to this core (a virtual machine's share) looks like this")

@@ -25,6 +25,7 @@ ranks of a run: each rank's latency is the median over repetitions.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -353,6 +354,30 @@ def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | 
     return _Latency(df, topo, keys, varying)
 
 
+POOLED_MODE = "concurrent and serial"
+
+
+def _pool_one_rank(df: pd.DataFrame) -> pd.DataFrame:
+    """One rank alone measures the same in concurrent and serial mode: where a table holds both,
+    the two runs are one experiment, whose levels are read once, off both. Their rows get the
+    mode POOLED_MODE, the serial run's repetitions numbered after the concurrent run's, so that
+    each run stays a replicate of the pooled curve (a disagreement between them widens its
+    intervals; the mode contrast, on the table as measured, says by how much they differ)."""
+    if "ranks" not in df:
+        return df
+    mode = df["mode"].astype(str)
+    one = (df["ranks"] == 1).to_numpy() & mode.isin(["concurrent", "serial"]).to_numpy()
+    if set(mode[one]) != {"concurrent", "serial"}:
+        return df
+    df = df.copy(deep=False)
+    rep = pd.to_numeric(df[series.REPETITION], errors="coerce").fillna(0).astype("int64") \
+        if series.REPETITION in df else pd.Series(0, index=df.index, dtype="int64")
+    serial = one & (mode == "serial").to_numpy()
+    df[series.REPETITION] = rep.where(~serial, rep + int(rep[one].max()) + 1)
+    df["mode"] = series.text_codes(mode.where(~one, POOLED_MODE))
+    return df
+
+
 def _size_iv(interval: Interval) -> str:
     if not np.isfinite(interval.low):
         return f"{approx_size(interval.estimate)} (no interval)"
@@ -611,9 +636,13 @@ def latency_parts(latency: pd.DataFrame | None, topology: Topology | None = None
     study = _prepare(latency, topology)
     if study is None or study.table["size_bytes"].nunique() < 2:
         return []
-    curves = levels.latency_series(study.table, study.keys, REPLICATES, where="latency.csv")
-    parts: list[Callable[[], list[Finding]]] = [functools.partial(_levels_part, study, curves)]
-    table = _without(study.table, [s.key for s, reason in zip(curves, levels.refusals(curves, study.topology))
+    pooled = _pool_one_rank(study.table)
+    curves = levels.latency_series(pooled, study.keys, REPLICATES, where="latency.csv")
+    parts: list[Callable[[], list[Finding]]] = [
+        functools.partial(_levels_part, dataclasses.replace(study, table=pooled), curves)]
+    measured = curves if pooled is study.table else levels.latency_series(study.table, study.keys, REPLICATES,
+                                                                          where="latency.csv")
+    table = _without(study.table, [s.key for s, reason in zip(measured, levels.refusals(measured, study.topology))
                                    if reason is not None])
     if table.empty:
         return parts
