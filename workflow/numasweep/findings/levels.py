@@ -12,7 +12,7 @@ the plateau after, interpolated on log size; its interval is a bootstrap over re
 Two rises in one run: a run of rising steps that holds two capacities at least two doublings apart
 (an L1 and an L2 rise with no plateau tested between) is split at its flattest step between them;
 a run whose steps rise, flatten and rise again is split where they flatten: a step rising less
-than half as much as the steepest step before it and the steepest after it, both beyond the noise
+than 3/4 as much as (FLATTER) the steepest step before it and the steepest after it, both beyond the noise
 (one cache's miss rate 1 - (C/S)^p rises steepest first, then ever less, so a steeper step after a
 flatter one is a second cause). That step, the tail of the first rise, stays with the first.
 
@@ -20,9 +20,10 @@ Attribution, by where the rise happens: a capacity C explains a transition from 
 before the rise) to B (first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS
 tested size steps and at least one doubling, and when the sizes at which a random chase is
 half-way out of a cache of exactly C ([C, 2C]: C x 2^(1/p) for a miss rate 1 - (C/S)^p, p >= 1)
-lie within t of the transition's location interval: a latency that starts rising a step before C
-(associativity, prefetch) or a step after it (replacement keeps part of the set) is still C's, a
-rise half-way far from C is not, whatever C's window holds. Capacities are what one core can use
+reach the transition's location interval, up to t beyond its lower end (a rise a step late): a
+latency that starts rising a step before C (associativity, prefetch) or a step after it
+(replacement keeps part of the set) is still C's, a rise half-way far from C is not, whatever C's
+window holds. Capacities are what one core can use
 (`usable_capacities`): each data cache level's instance that holds the core, so the L3 of its
 own L3 group (CCX/CCD), never the sum over a node's groups. Each capacity explains at most one
 transition and each transition gets at most one capacity (nearest in log size to the location
@@ -69,6 +70,7 @@ STEP_FLOOR = 0.10          # a size step that adds at least 10 % latency may bel
 TRANSITION_FLOOR = 0.20    # a transition raises latency by at least 20 % from plateau to plateau
 TLB_FLOOR = 0.10           # 4 KiB pages at least 10 % slower than huge pages
 TOLERANCE_STEPS = 1.0
+FLATTER = 0.75             # a step between two rises rises less than 3/4 of the steepest on either side
 FAR_BEYOND = 8
 # An L2 hit costs at most ~5 ns and DRAM at least ~60 ns on the server parts we know (AMD, Intel
 # and Arm optimisation guides); 10 ns far beyond the LLC is neither.
@@ -275,7 +277,7 @@ def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, se: np.ndarray, cap
            step: float) -> list[list[int]]:
     """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) in two where it holds two
     rises, recursively: at its flattest step between two capacities at least two doublings apart
-    (that step dropped), or else at a step that rises less than half as much as the steepest
+    (that step dropped), or else at a step that rises less than 3/4 as much as the steepest
     step on either side of it, beyond the noise (`_two_rises`; that step, the tail of the rise
     before it, kept with the first part)."""
     lo, hi = _window(sizes[run[0]], sizes[run[-1] + 1], step)
@@ -299,7 +301,7 @@ def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, se: np.ndarray, cap
 
 def _two_rises(run: list[int], y: np.ndarray, se: np.ndarray) -> int | None:
     """The step of a run at which one rise ends and the next begins, or None: the flattest inner
-    step whose rise is less than half the steepest step before it and the steepest after it, each
+    step whose rise is less than FLATTER x the steepest step before it and the steepest after it, each
     beyond the noise (a one-sided 97.5 % z test on the difference of the two log steps). One
     cache's miss curve rises steepest first and then ever less (1 - (C/S)^p), so a step that
     rises again after a flatter one is a second cause."""
@@ -315,7 +317,7 @@ def _two_rises(run: list[int], y: np.ndarray, se: np.ndarray) -> int | None:
             sizes_of = [j, j + 1, c, c + 1]
             var = sum(float(se[i]) ** 2 * (2 if sizes_of.count(i) == 2 else 1) ** 2
                       for i in set(sizes_of) if np.isfinite(se[i]))
-            ok &= d[c] < d[j] / 2 and d[j] - d[c] > z * math.sqrt(var)
+            ok &= d[c] < FLATTER * d[j] and d[j] - d[c] > z * math.sqrt(var)
         if ok and (best is None or d[c] < d[best]):
             best = c
     return best
@@ -325,14 +327,16 @@ def _explains(t: Transition, c: Capacity, step: float) -> bool:
     """Whether capacity c can be the cause of transition t: its size lies in the transition's
     window, and the sizes at which a random chase is half-way out of a cache of exactly that size
     ([C, 2C]: C x 2^(1/p) for a miss rate 1 - (C/S)^p, p >= 1) reach the transition's location
-    interval widened by one size step (at least a doubling) either side."""
+    interval: its upper end at least C (a rise starting a step early, 2^-0.3 C, is still half-way
+    past C), its lower end, for a rise a size step late, at most 2C one size step (at least a
+    doubling) on."""
     lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
     if not lo <= c.size_bytes <= hi:
         return False
     loc = t.location_bytes
     low, high = (loc.low, loc.high) if np.isfinite(loc.low) and np.isfinite(loc.high) else (loc.estimate,) * 2
     tol = 2 ** max(1.0, TOLERANCE_STEPS * step)
-    return low / tol <= 2 * c.size_bytes and c.size_bytes <= high * tol
+    return low / tol <= 2 * c.size_bytes <= 2 * high
 
 
 def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float) -> None:
