@@ -99,6 +99,7 @@ def subjects() -> tuple[Subject, ...]:
 
 OTHER = Subject("Other findings", "Findings of no subject above.", ())
 SUMMARY_MAX = 8   # the summary names the few findings that matter
+UNEXPLAINED_HEADLINE = 2.0   # an unexplained rise whose interval lies at or above 2x is in the summary
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,13 +278,15 @@ def subject_of(finding_id: str) -> Subject:
 
 def is_headline(finding: dict) -> bool:
     """Whether the summary names a finding: not one that claims nothing (a symmetry, a level
-    without a transition), unmatched steps, single-point anomalies or the list of untested
-    caches, which stay in their sections."""
+    without a transition), unmatched steps that less than double latency (a TLB-like 1.3x),
+    single-point anomalies or the list of untested caches, which stay in their sections. An
+    unmatched step that at least doubles latency (beyond the noise) is what a reader must see,
+    next to the caches' steps it is not."""
     numbers = finding.get("numbers") or {}
     if numbers.get("claim") is False:
         return False
     if finding.get("id") == "cache_threshold":
-        return bool(numbers.get("matched_cache"))
+        return bool(numbers.get("matched_cache")) or (numbers.get("step_ratio_low") or 0) >= UNEXPLAINED_HEADLINE
     if finding.get("id") == "anomaly":
         return numbers.get("kind") == "inversion"
     return finding.get("id") != "cache_untested"
