@@ -323,29 +323,31 @@ def _two_rises(run: list[int], y: np.ndarray, se: np.ndarray) -> int | None:
     return best
 
 
-def _explains(t: Transition, c: Capacity, step: float) -> bool:
+def _explains(t: Transition, c: Capacity, step: float, share: int = 1) -> bool:
     """Whether capacity c can be the cause of transition t: its size lies in the transition's
     window, and the sizes at which a random chase is half-way out of a cache of exactly that size
     ([C, 2C]: C x 2^(1/p) for a miss rate 1 - (C/S)^p, p >= 1) reach the transition's location
     interval: its upper end at least C (a rise starting a step early, 2^-0.3 C, is still half-way
     past C), its lower end, for a rise a size step late, at most 2C one size step (at least a
-    doubling) on."""
+    doubling) on. `share`: the ranks of a concurrent run, which may split a shared cache between
+    them, so that one rank's rise out of it comes as early as C / share."""
     lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
     if not lo <= c.size_bytes <= hi:
         return False
     loc = t.location_bytes
     low, high = (loc.low, loc.high) if np.isfinite(loc.low) and np.isfinite(loc.high) else (loc.estimate,) * 2
     tol = 2 ** max(1.0, TOLERANCE_STEPS * step)
-    return low / tol <= 2 * c.size_bytes <= 2 * high
+    part = c.size_bytes / (share if c.shared_by > 1 else 1)
+    return low / tol <= 2 * c.size_bytes and part <= high
 
 
-def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float) -> None:
+def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float, share: int = 1) -> None:
     """One capacity per transition, one transition per capacity, nearest first, each pair one
     that `_explains` allows; a transition left without one stays unexplained."""
     pairs = []
     for i, t in enumerate(transitions):
         for j, c in enumerate(capacities):
-            if _explains(t, c, step):
+            if _explains(t, c, step, share):
                 dist = abs(math.log2(t.location_bytes.estimate / math.sqrt(2)) - math.log2(c.size_bytes))
                 pairs.append((dist, i, j))
     used_t, used_c = set(), set()
@@ -359,7 +361,7 @@ def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], st
 
 
 def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: Sequence[Capacity],
-                 step: float) -> list[str]:
+                 step: float, share: int = 1) -> list[str]:
     """Why each cache whose size lies in an unexplained transition's window is not its cause."""
     out = []
     lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
@@ -371,7 +373,7 @@ def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: S
         if other is not None:
             out.append(f"{name} explains the rise from {size_words(other.from_size_bytes)} to "
                        f"{size_words(other.to_size_bytes)}")
-        elif not _explains(t, c, step):
+        elif not _explains(t, c, step, share):
             out.append(f"{name} is in its size window, but a rise out of it would be half-way near "
                        f"{size_words(c.size_bytes)} to {size_words(2 * c.size_bytes)}, more than a size step "
                        "from where this one is")
@@ -452,10 +454,11 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
             continue
         step = float(np.median(np.diff(np.log2(s.sizes)))) if len(s.sizes) > 1 else 1.0
         transitions = _segment(stable[id(s)], rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
-        _attribute(transitions, capacities, step)
+        share = _sharing(s.key)
+        _attribute(transitions, capacities, step, share)
         for t in transitions:
             if t.kind == "unexplained":
-                t.caveats = _passed_over(t, transitions, capacities, step) + _caveats(topology, s.key, page_col,
+                t.caveats = _passed_over(t, transitions, capacities, step, share) + _caveats(topology, s.key, page_col,
                                                                                        paired=False)
         lo, hi = s.sizes.min(), s.sizes.max()
         used = {t.capacity_bytes for t in transitions}
@@ -467,6 +470,17 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
             unstable=unstable[id(s)]))
     tlb = tlb_partings(pairs, page_col, q)
     return Levels(curves, tlb, capacities)
+
+
+def _sharing(key: dict) -> int:
+    """The ranks that may share one cache instance in a series: its rank count in concurrent
+    mode, else 1 (serial ranks run alone)."""
+    if str(key.get("mode", "")) != "concurrent":
+        return 1
+    try:
+        return max(1, int(str(key.get("ranks", 1)).split()[0]))
+    except ValueError:
+        return 1
 
 
 def _run_spreads(table: pd.DataFrame, series_keys: Sequence[str]) -> dict[tuple, pd.Series]:

@@ -317,14 +317,17 @@ def _series_words(names: list[str]) -> str:
 
 def summary_lines(headlines: list[dict]) -> list[dict]:
     """The summary's lines: findings that say the same thing (same id, same claim in the title)
-    about series that differ only in mode or rank count are one line, naming the series and the
-    range of their number over them; any other finding is its own line, as it reads."""
+    about series that differ only in mode or rank count (or, for a cache's step, page size) are
+    one line, naming the series and the range of their number over them; any other finding is
+    its own line, as it reads."""
     groups: dict[tuple, list[dict]] = {}
     for f in headlines:
         numbers = f.get("numbers") or {}
         match = SERIES_IN_TITLE.match(str(f.get("title", "")))
         if match and ("mode" in numbers or "config" in numbers):
-            key = (f.get("id"), f.get("bench"), match["stem"], numbers.get("page_size"), numbers.get("locality"))
+            # one cache's step over the same sizes is one story whatever the page size
+            pages = None if f.get("id") == "cache_threshold" and numbers.get("matched_cache") else numbers.get("page_size")
+            key = (f.get("id"), f.get("bench"), match["stem"], pages, numbers.get("locality"))
         else:
             key = (id(f),)
         groups.setdefault(key, []).append(f)
