@@ -122,7 +122,10 @@ def vm_frame(curve: dict, seed: int = 1, spread: float = 0.02, mode: str = "seri
 
 
 def test_two_rises_in_one_window_are_two_findings_each_attributed_by_where_it_happens() -> None:
-    steps = [f.numbers for f in latency(vm_frame(VM_CURVE)) if f.id == "cache_threshold"]
+    found = latency(vm_frame(VM_CURVE))
+    steps = [f.numbers for f in found if f.id == "cache_threshold"]
+    (unseen,) = [f for f in found if f.id == "cache_unseen"]
+    assert "already risen to 140 ns by 8 MiB (the unexplained rise from 2 MiB)" in unseen.summary
     by_range = {(n["from_size_bytes"], n["size_bytes"]): n for n in steps}
     l2 = by_range[(512 << 10, 2 * MIB)]
     assert l2["cache_bytes"] == MIB and 2.5 < l2["step_ratio"] < 3.0

@@ -431,10 +431,16 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                           if t.from_size_bytes <= s <= t.to_size_bytes]))
         if curve.unseen:
             names = ", ".join(f"{c.label} ({analysis.size_text(c.size_bytes)})" for c in curve.unseen)
+            # an unexplained rise ending below them: memory latency came before these caches filled
+            early = [t for t in curve.transitions if t.kind == "unexplained"
+                     and all(t.to_size_bytes < c.size_bytes for c in curve.unseen)]
+            before = (f"; latency had already risen to {early[-1].latency_after_ns:.0f} ns by "
+                      f"{size_words(early[-1].to_size_bytes)} (the unexplained rise from "
+                      f"{size_words(early[-1].from_size_bytes)})" if early else "")
             findings.append(Finding(
                 id="cache_unseen", bench="latency", title="Cache levels without a visible transition" + title,
                 summary=_opening(text, f"the tested sizes span {names} but latency shows no transition beyond the "
-                                       f"noise for {'it' if len(curve.unseen) == 1 else 'them'}"),
+                                       f"noise for {'it' if len(curve.unseen) == 1 else 'them'}{before}"),
                 numbers={**base, "claim": False, "caches": [{"cache": c.label, "cache_bytes": c.size_bytes}
                                                             for c in curve.unseen]}))
     seen = {t.capacity_bytes for curve in lv.curves for t in curve.transitions}
