@@ -494,11 +494,12 @@ def _run_spreads(table: pd.DataFrame, series_keys: Sequence[str]) -> dict[tuple,
     frame = pd.DataFrame({k: stats.key_column(table[k]).astype(str) for k in keys})
     frame[LATENCY.axis] = table[LATENCY.axis].to_numpy()
     frame["_spread"] = ((high - low) / pd.to_numeric(table[LATENCY.value], errors="coerce")).to_numpy()
-    out = {}
-    for key, part in frame.groupby(keys, sort=False) if keys else [((), frame)]:
-        key = key if isinstance(key, tuple) else (key,)
-        out[tuple(key)] = part.groupby(LATENCY.axis)["_spread"].median()
-    return out
+    if not keys:
+        return {(): frame.groupby(LATENCY.axis)["_spread"].median()}
+    median = frame.groupby(keys + [LATENCY.axis], sort=False)["_spread"].median()
+    levels_of_key = list(range(len(keys)))
+    return {(key if isinstance(key, tuple) else (key,)): part.droplevel(levels_of_key)
+            for key, part in median.groupby(level=levels_of_key, sort=False)}
 
 
 def _unstable(s: Series, spreads: dict[tuple, pd.Series], series_keys: Sequence[str]) -> list[tuple[int, float]]:
