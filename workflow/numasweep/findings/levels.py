@@ -12,8 +12,8 @@ the plateau after, interpolated on log size; its interval is a bootstrap over re
 Two rises in one run: a run of rising steps that holds two capacities at least two doublings apart
 (an L1 and an L2 rise with no plateau tested between) is split at its flattest step between them;
 a run whose steps rise, flatten and rise again is split where they flatten: a step rising less
-than 3/4 as much as (FLATTER) the steepest step before it and the steepest after it, both beyond the noise
-(one cache's miss rate 1 - (C/S)^p rises steepest first, then ever less, so a steeper step after a
+than FLATTER x the steepest step before it and the steepest after it, both beyond the noise (one
+cache's miss rate 1 - (C/S)^p rises steepest first, then ever less, so a steeper step after a
 flatter one is a second cause). That step, the tail of the first rise, stays with the first.
 
 Attribution, by where the rise happens: a capacity C explains a transition from size A (last size
@@ -80,9 +80,9 @@ BASE_PAGES = {"4k", "4kib", "4096"}
 GRID_PAGES = "pages"       # the sweep's `pages` in an aggregated table: the page size again
 LOCATION_DRAWS = 300
 # A size whose runs' samples spread (median over runs of (max - min) / median, the kernel's
-# spread_pct) beyond 30 % and beyond 3x
-# the curve's typical spread is unstable: its samples disagree (a chase caught between two levels,
-# a page placement redrawn), so its median may sit anywhere between them and places nothing.
+# spread_pct) beyond 30 % and beyond 3x the curve's typical spread is unstable: its samples
+# disagree (a chase caught between two levels, a page placement redrawn), so its median may sit
+# anywhere between them and places nothing.
 UNSTABLE_SPREAD = 0.30
 UNSTABLE_FACTOR = 3.0
 
@@ -301,8 +301,8 @@ def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, se: np.ndarray, cap
 
 def _two_rises(run: list[int], y: np.ndarray, se: np.ndarray) -> int | None:
     """The step of a run at which one rise ends and the next begins, or None: the flattest inner
-    step whose rise is less than FLATTER x the steepest step before it and the steepest after it, each
-    beyond the noise (a one-sided 97.5 % z test on the difference of the two log steps). One
+    step whose rise is less than FLATTER x the steepest step before it and the steepest after it,
+    each difference of the two log steps beyond 1.96 standard errors (one-sided, 2.5 %). One
     cache's miss curve rises steepest first and then ever less (1 - (C/S)^p), so a step that
     rises again after a flatter one is a second cause."""
     d = {j: float(y[j + 1] - y[j]) for j in run}
