@@ -149,6 +149,95 @@ def entry_coverage(p: Planted, found: list[dict]) -> list[tuple[str, bool]]:
     return out
 
 
+# ---------------------------------------------------------------- the shapes the default draw does not make
+
+MiB = 1 << 20
+
+
+def _cache_curves(p: Planted, lv) -> list:
+    """The curves whose caches are read: the huge-page curves where 4 KiB curves pair with them."""
+    return [c for c in lv.curves if c.measured and not (c.series.get("page_size") == "4k" and lv.tlb)]
+
+
+def shape_vm_share(rng: np.random.Generator) -> list[tuple[str, bool]]:
+    """Two rises inside one cache window: the core gets 4 or 8 x its L2 of the last level (a
+    virtual machine's share) while the topology reports the whole L3. Per curve: the L2 found and
+    attributed, the rise to memory said (unexplained, its range reaching the share), the L3 never
+    named."""
+    f = truth.FAMILIES[rng.integers(len(truth.FAMILIES))]
+    share = int(rng.choice([4, 8])) * f.l2
+    p = truth.plant(rng, f, llc_bytes=share)
+    lv, _, _ = analyse(p)
+    out = []
+    for curve in _cache_curves(p, lv):
+        if not p.testable(f.l2) or not p.testable(share):
+            continue
+        out.append(("L2 found and attributed", any(t.capacity_bytes == f.l2 for t in curve.transitions)))
+        out.append(("rise to memory said unexplained", any(
+            t.kind == "unexplained" and t.from_size_bytes <= 4 * share and t.to_size_bytes >= share
+            for t in curve.transitions)))
+        out.append(("the reported L3 not named", all(t.capacity_bytes != f.l3 for t in curve.transitions)))
+    return out
+
+
+def shape_tlb_between(rng: np.random.Generator) -> list[tuple[str, bool]]:
+    """A 4 KiB TLB reach of 6, 8 or 12 MiB (between the L2 and the L3) on sizes 1.5 or 2 x apart:
+    the onset found, its interval of non-zero width and within one size step of the reach."""
+    f = truth.FAMILIES[rng.integers(len(truth.FAMILIES))]
+    ratio = float(rng.choice([1.5, 2.0]))
+    reach = int(rng.choice([6, 8, 12])) * MiB
+    p = truth.plant(rng, f, grid_ratio=ratio, tlb_reach=reach)
+    lv, _, _ = analyse(p)
+    out = []
+    for t in lv.tlb:
+        out.append(("TLB onset found", t.onset_bytes is not None))
+        if t.onset_bytes is not None and t.onset is not None:
+            out.append(("onset interval of non-zero width", t.onset.high > t.onset.low))
+            out.append(("onset interval within a size step of the reach",
+                        t.onset.low / ratio <= reach <= t.onset.high * ratio))
+    return out
+
+
+def shape_unstable(rng: np.random.Generator) -> list[tuple[str, bool]]:
+    """The first size past the L1 or the L2 with samples from both sides of its rise: the level
+    still found and attributed, the size named unstable and never an end of a transition."""
+    f = truth.FAMILIES[rng.integers(len(truth.FAMILIES))]
+    level = str(rng.choice(["L1", "L2"]))
+    p = truth.plant(rng, f, unstable=level)
+    cap = f.l1d if level == "L1" else f.l2
+    lv, _, _ = analyse(p)
+    out = []
+    for curve in _cache_curves(p, lv):
+        if not p.testable(cap):
+            continue
+        out.append((f"{level} found and attributed", any(t.capacity_bytes == cap for t in curve.transitions)))
+        out.append(("unstable size named", p.unstable_bytes in [size for size, _ in curve.unstable]))
+        out.append(("unstable size places no transition", all(
+            p.unstable_bytes not in (t.from_size_bytes, t.to_size_bytes) for t in curve.transitions)))
+    return out
+
+
+SHAPES = {"two rises in one window (VM share of the L3)": shape_vm_share,
+          "TLB reach between L2 and L3 (1.5x, 2x grids)": shape_tlb_between,
+          "single unstable size": shape_unstable}
+
+
+def measure_shapes(datasets: int, seed: int) -> dict:
+    """Per shape, per criterion: how many curves (or TLB pairs) meet it, over `datasets` each."""
+    import collections
+
+    rng = np.random.default_rng(seed + 1)      # apart from the main draw, which stays as it was
+    out = {}
+    for name, make in SHAPES.items():
+        tally = collections.defaultdict(lambda: [0, 0])
+        for _ in range(datasets):
+            for what, ok in make(rng):
+                tally[what][0] += ok
+                tally[what][1] += 1
+        out[name] = {k: f"{v[0]}/{v[1]}" for k, v in tally.items()}
+    return out
+
+
 def measure(datasets: int, noise_only: int, seed: int, through_entry: bool = False) -> dict:
     """The known-truth figures over random families, sizes and noise (see truth.plant), from the
     modules or, with through_entry, from the findings of analysis.analyse."""
@@ -190,6 +279,7 @@ def measure(datasets: int, noise_only: int, seed: int, through_entry: bool = Fal
                         **{f"noise {k}": f"{np.mean(v):.3f} of {len(v)}" for k, v in sorted(by_noise.items())},
                         **{k: f"{np.mean(v):.3f} of {len(v)}" for k, v in sorted(by_kind.items())}},
         "noise_only": f"{noise_only - quiet}/{noise_only} datasets with any finding",
+        "shapes": measure_shapes(datasets, seed),
     }
 
 

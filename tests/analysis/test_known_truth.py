@@ -177,3 +177,19 @@ def test_planted_numa_distance_is_found_at_dram_sizes_only_and_covered():
         elif p.remote_factor < 1.05:
             assert not c.differs
     assert far >= 1
+
+
+@pytest.mark.parametrize("shape", list(kt.SHAPES))
+def test_the_shapes_the_default_draw_does_not_make_come_out_right(shape):
+    """Two rises in one window (a VM's share of the L3), a TLB reach between the L2 and the L3 on
+    1.5x and 2x grids, a single unstable size: every criterion of the shape on at least 60 % of
+    its curves over six datasets, and most on all (known_truth.py --datasets N prints them per
+    criterion). An L2 exit starting a step late and a share of 4x the L2 starting early overlap
+    into one rise, which is then said unexplained rather than named after the L2."""
+    rng = np.random.default_rng(400)
+    results = [r for _ in range(6) for r in kt.SHAPES[shape](rng)]
+    assert results
+    for what in {w for w, _ in results}:
+        hits = [ok for w, ok in results if w == what]
+        assert np.mean(hits) >= 0.6, (what, hits)
+    assert np.mean([ok for _, ok in results]) >= 0.85

@@ -278,6 +278,7 @@ class Planted:
     distance: int           # firmware distance between the two nodes
     remote_factor: float    # remote / local DRAM latency
     curves: dict = field(default_factory=dict)   # (mode, page, l3_position) -> noiseless latency per size
+    unstable_bytes: int | None = None             # the size whose samples mix two levels (plant's `unstable`)
 
     def testable(self, capacity: int) -> bool:
         """A capacity the sweep can show: two sizes below it and four above."""
@@ -309,10 +310,19 @@ def miss(sizes: np.ndarray, capacity: float, shift: float, p: float) -> np.ndarr
 def plant(rng: np.random.Generator, family: Family | None = None, noise: float | None = None,
           flat: bool = False, pages: tuple = ("4k", "2m"), modes: tuple = ("serial", "concurrent"),
           max_bytes: int | None = None, shift: float | None = None, exact_grid: bool = False,
-          topology: Topology | None = None, remote: bool = False) -> Planted:
+          topology: Topology | None = None, remote: bool = False, llc_bytes: int | None = None,
+          grid_ratio: float | None = None, tlb_reach: int | None = None, unstable: str | None = None) -> Planted:
     """One dataset. flat=True: a noise-only dataset (one latency everywhere: nothing to find).
     shift: the same onset shift for every level; exact_grid: whole powers of two, so the tested
-    sizes include the exact cache sizes; topology: what the analysis is told (default: the truth)."""
+    sizes include the exact cache sizes; topology: what the analysis is told (default: the truth).
+    The shapes the default draw does not make:
+    - llc_bytes: the last-level capacity the core really gets (a virtual machine's share), while
+      the topology reports the family's whole L3: memory latency starts well below it, and close
+      after the L2, two rises inside one cache window;
+    - grid_ratio: sizes a fixed ratio apart (1.5, 2) from a power of two;
+    - tlb_reach: the 4 KiB TLB reach in bytes (between the L2 and the L3: 6 to 12 MiB);
+    - unstable: "L1" or "L2": the first size past that level gets samples from both sides of its
+      rise, each run its own mix, so its runs' samples spread wide and its median jumps."""
     f = family or FAMILIES[rng.integers(len(FAMILIES))]
     distance = int(rng.choice([12, 16, 21, 32]))
     numa_exponent = float(rng.uniform(0.5, 0.9))
@@ -321,14 +331,17 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
     start = 2 ** int(rng.integers(10, 14))
     end = max_bytes or 2 ** int(rng.integers(29, 33))
     offset = 1.5 if rng.random() < 0.3 and not exact_grid else 1.0
-    exps = np.arange(math.log2(start), math.log2(end) + 1e-9, 0.5 if half else 1.0)
+    exps = np.arange(math.log2(start), math.log2(end) + 1e-9,
+                     math.log2(grid_ratio) if grid_ratio else (0.5 if half else 1.0))
     sizes = np.unique(np.round(2 ** exps * offset / 64) * 64).astype(np.int64)
     noise = float(noise if noise is not None else rng.choice([0.01, 0.03, 0.06]))
     caps = {"L1": f.l1d, "L2": f.l2, "L3": f.l3}
     shifts = {k: (float(rng.uniform(-0.3, 1.0)) if shift is None else shift, float(rng.uniform(1.0, 2.0)))
               for k in ("L1", "L2", "L3", "TLB")}
     lat = f.latency_ns
-    reach = f.tlb_entries * 4096
+    reach = tlb_reach or f.tlb_entries * 4096
+    if llc_bytes:
+        caps["L3"] = llc_bytes
     walk = float(rng.uniform(20, 40))
     contention = float(rng.uniform(0.25, 0.6)) if f.l3_per_node > 1 and "concurrent" in modes else 0.0
     level = float(rng.uniform(20, 150))
@@ -348,6 +361,11 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
             y = y + walk * miss(sizes, reach, *shifts["TLB"])
         return y
 
+    mixed = None
+    if unstable:
+        i = ("L1", "L2").index(unstable)
+        u = int(np.searchsorted(sizes, caps[unstable], side="right"))
+        mixed = (u, float(lat[i]), float(lat[i + 1]))
     reps = int(rng.choice([3, 4, 5]))
     rows, curves = [], {}
     nodes = topo.node_ids()
@@ -365,20 +383,27 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
                         curves[(mode, page, position) + ((locality,) if locality == "remote" else ())] = truth
                         memory = node if locality == "local" else nodes[(nodes.index(node) + 1) % len(nodes)]
                         for rep in range(reps):
-                            rows += _run(rng, truth, sizes, noise, {
+                            rows += _run(rng, truth, sizes, noise, mixed=mixed, columns={
                                 "rank": rank, "ranks": 2 * len(nodes), "mode": mode, "cpu": cpu, "cpu_node": node,
                                 "l3_group": topo.l3_group_of(cpu), "policy": "bind", "mem_nodes": str(memory),
                                 "locality": locality, "page_size": page, "repetition": rep, "l3_position": position})
                     rank += 1
     return Planted(f, topo, pd.DataFrame(rows), sizes, shifts, reach, walk, contention, noise, distance,
-                   (distance / 10) ** numa_exponent, curves)
+                   (distance / 10) ** numa_exponent, curves, int(sizes[mixed[0]]) if mixed else None)
 
 
-def _run(rng: np.random.Generator, truth: np.ndarray, sizes: np.ndarray, noise: float, columns: dict) -> list[dict]:
-    """One run: a log-normal run offset, n samples per size around it, kept as the kernel keeps them."""
+def _run(rng: np.random.Generator, truth: np.ndarray, sizes: np.ndarray, noise: float, columns: dict,
+         mixed: tuple[int, float, float] | None = None) -> list[dict]:
+    """One run: a log-normal run offset, n samples per size around it, kept as the kernel keeps them.
+    mixed = (size index, low, high): that size's samples are low or high, high with a chance
+    drawn per run (0.2 to 0.8)."""
     offset_log = rng.normal(0, noise / 2)
     n = int(rng.integers(5, 22))
     samples = truth[:, None] * np.exp(offset_log + rng.normal(0, noise, (len(sizes), n)))
+    if mixed:
+        u, low, high = mixed
+        pick = rng.random(n) < rng.uniform(0.2, 0.8)
+        samples[u] = np.where(pick, high, low) * np.exp(offset_log + rng.normal(0, noise, n))
     return [{**columns, "size_bytes": int(size), "latency_ns_median": float(np.median(s)),
              "latency_ns_min": float(s.min()), "latency_ns_max": float(s.max()), "samples": n}
             for size, s in zip(sizes, samples)]

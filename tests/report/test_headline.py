@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
+from numasweep.benches.latency import report as lat_report
 from numasweep.findings import analysis
 from numasweep.reporting import report
 
@@ -81,3 +83,16 @@ def test_the_summary_says_ranks_pages_and_caches_in_words(summary) -> None:
     assert "4 KiB pages" in summary and "with 4k pages" not in summary
     assert "2 ranks, 2 per domain" in summary and "1 per domain, 1 rank" not in summary
     assert not re.search(r"\b1 threads\b", summary)
+
+
+def test_a_level_already_at_memory_latency_is_said_so() -> None:
+    """A VM's curve reaches memory latency at 4 MiB, far below the 32 MiB L3 the topology reports:
+    the L3's row (taken at 16 MiB) says it measured memory, not an L3 hit."""
+    curve = {16 << 10: 1.2, 512 << 10: 4.95, 4 << 20: 108.0, 16 << 20: 150.0, 256 << 20: 165.0}
+    table = pd.DataFrame([{"rank": 0, "ranks": 1, "mode": "concurrent", "page_size": "4k", "memory": "local",
+                           "cpu_node": 0, "mem_nodes": "0", "repetition": rep, "size_bytes": size,
+                           "latency_ns_median": ns * (1 + 0.01 * rep)} for rep in range(3) for size, ns in curve.items()])
+    table_rows = {r[0]: r[1:] for r in lat_report.headline(table, model.workstation())}
+    (l3,) = [k for k in table_rows if k.startswith("L3")]
+    assert "already memory latency" in l3 and "no plateau of its own" in l3
+    assert not any("already memory" in k for k in table_rows if k.startswith(("L1d", "L2")))

@@ -358,3 +358,11 @@ def test_a_fleets_launch_lines_are_one_loop_over_the_nodes_that_bash_runs() -> N
                          capture_output=True, text=True, check=True)
     assert run.stdout.splitlines() == lines
     assert report._node_list(["a1", "b2"]) == "a1 b2" and report._node_list(["n1", "n3"]) == "n1 n3"
+
+
+def test_the_summary_names_an_unexplained_rise_that_at_least_doubles_latency() -> None:
+    def step(low: float, cache: str | None) -> dict:
+        return {"id": "cache_threshold", "numbers": {"claim": True, "matched_cache": cache, "step_ratio_low": low}}
+    assert report.is_headline(step(1.2, "L2 (per core)"))
+    assert report.is_headline(step(9.9, None))                 # the rise to memory far below a VM's L3
+    assert not report.is_headline(step(1.2, None))             # a TLB-like rise stays in its section

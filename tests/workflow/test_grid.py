@@ -165,7 +165,8 @@ def test_default_sweep_measures_thp_at_the_large_sizes_unless_thp_is_off(tmp_pat
     topo = topology.detect(tree / "sys", tree / "proc")
     plan = grid.expand(grid.load_config_file(grid.DEFAULT_CONFIG), topo)
     huge = [j for j in plan.by_bench("latency") if j.grid["pages"] == "thp"]
-    assert len(huge) == thp_jobs and len(plan.by_bench("latency")) == 4 + thp_jobs
+    assert len(huge) == thp_jobs and len(plan.by_bench("latency")) == 3 + thp_jobs
+    assert not [j for j in plan.by_bench("latency") if j.tasks == 1 and "--serial" in j.kernel_args]
     for job in huge:
         assert "--size=4M-256M" in job.kernel_args and "--pages=thp" in job.kernel_args
         assert job.id == "lat-sequential-d0-r1-local-concurrent-thp-rep0"

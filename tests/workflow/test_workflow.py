@@ -35,10 +35,11 @@ CAMPAIGNS = {
     "config/campaigns/ulisse.yaml": {"bandwidth": 60},
     # numa-gpu-xfer-bench.md: 2 GPU counts x 4 node sets + 2 GPU counts x 4 weight vectors.
     "config/campaigns/gpu-cxl.yaml": {"gpu_xfer": 16},
-    # The default sweep on this machine: 2 rank counts x 2 modes with 4 KiB pages and one rank
-    # with transparent huge pages (left out where THP is off); 2 thread counts; the one node
-    # pair (0, 0); no GPU, so gpu_xfer is skipped.
-    "config/config.yaml": {"latency": 4 + (system_state.thp_enabled() != "never"), "bandwidth": 2, "copy": 1},
+    # The default sweep on this machine: one rank (concurrent only: serial is the same run with
+    # one rank) and two ranks in both modes with 4 KiB pages, and one rank with transparent huge
+    # pages (left out where THP is off); 2 thread counts; the one node pair (0, 0); no GPU, so
+    # gpu_xfer is skipped.
+    "config/config.yaml": {"latency": 3 + (system_state.thp_enabled() != "never"), "bandwidth": 2, "copy": 1},
 }
 
 

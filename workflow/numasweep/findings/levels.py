@@ -9,17 +9,28 @@ one call). Consecutive rising steps form one transition, kept when its whole ris
 Its *location* is the size at which latency is half-way (in ns) between the plateau before and
 the plateau after, interpolated on log size; its interval is a bootstrap over replicates.
 
-Attribution: a capacity C explains a transition from size A (last size before the rise) to B
-(first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS tested size steps and at
-least one doubling (on a grid of half steps, a rise a doubling late is two steps late): a latency
-that starts rising a step before C (associativity, prefetch) or a step after it (replacement keeps
-part of the set) is still C's. A run of rising steps that holds two capacities at least two
-doublings apart (an L1 and an L2 rise with no plateau tested between) is split at its flattest
-step between them, so each gets its transition. Capacities are what one core can use
+Two rises in one run: a run of rising steps that holds two capacities at least two doublings apart
+(an L1 and an L2 rise with no plateau tested between) is split at its flattest step between them;
+a run whose steps rise, flatten and rise again is split where they flatten: a step rising less
+than FLATTER x the steepest step before it and the steepest after it, both beyond the noise (one
+cache's miss rate 1 - (C/S)^p rises steepest first, then ever less, so a steeper step after a
+flatter one is a second cause). That step, the tail of the first rise, stays with the first.
+
+Attribution, by where the rise happens: a capacity C explains a transition from size A (last size
+before the rise) to B (first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS
+tested size steps and at least one doubling, and when the sizes at which a random chase is
+half-way out of a cache of exactly C ([C, 2C]: C x 2^(1/p) for a miss rate 1 - (C/S)^p, p >= 1)
+reach the transition's location interval, up to t beyond its lower end (a rise a step late): a
+latency that starts rising a step before C (associativity, prefetch) or a step after it
+(replacement keeps part of the set) is still C's, a rise half-way far from C is not, whatever C's
+window holds. Capacities are what one core can use
 (`usable_capacities`): each data cache level's instance that holds the core, so the L3 of its
 own L3 group (CCX/CCD), never the sum over a node's groups. Each capacity explains at most one
 transition and each transition gets at most one capacity (nearest in log size to the location
-over sqrt 2, where a random pointer chase is half-way for a cache exactly that size).
+over sqrt 2, where a random pointer chase is half-way for a cache exactly that size). A
+transition no capacity explains is unexplained, with its numbers, why each cache of its window is
+not its cause, and the causes that look like it (the TLB reach with 4 KiB pages, a virtual
+machine's share of a last-level cache that shows no rise of its own).
 
 TLB: where a 4 KiB-page curve and a huge-page curve are otherwise the same series, the caches are
 read from the huge-page curve and the TLB from the 4k / huge ratio at the sizes both measured:
@@ -29,6 +40,10 @@ the ratio is half its maximum; the peak is the largest ratio at a size that is s
 the floor, interval above 1), else none is claimed. The 4 KiB curve is then segmented only
 below the huge-page curve's smallest size (where huge pages were not measured, as in the default
 sweep); above it, its rises are the same caches plus that TLB.
+
+Unstable sizes: a size whose runs' own samples disagree (UNSTABLE_SPREAD) is left out of the curve
+that is segmented, so the step of its neighbours spans it and no transition is placed by it; the
+curve lists it (`unstable`) for the findings to name.
 
 Plausibility gate: a curve whose latency at sizes at least FAR_BEYOND x the largest usable cache
 stays under PREFETCH_MAX_NS never left L1/L2 latency: no DRAM load-to-use latency of a server part
@@ -55,6 +70,7 @@ STEP_FLOOR = 0.10          # a size step that adds at least 10 % latency may bel
 TRANSITION_FLOOR = 0.20    # a transition raises latency by at least 20 % from plateau to plateau
 TLB_FLOOR = 0.10           # 4 KiB pages at least 10 % slower than huge pages
 TOLERANCE_STEPS = 1.0
+FLATTER = 0.75             # a step between two rises rises less than 3/4 of the steepest on either side
 FAR_BEYOND = 8
 # An L2 hit costs at most ~5 ns and DRAM at least ~60 ns on the server parts we know (AMD, Intel
 # and Arm optimisation guides); 10 ns far beyond the LLC is neither.
@@ -63,6 +79,12 @@ NO_TOPOLOGY_FAR_BYTES = 2 ** 31   # without a topology, "far beyond any LLC" is 
 BASE_PAGES = {"4k", "4kib", "4096"}
 GRID_PAGES = "pages"       # the sweep's `pages` in an aggregated table: the page size again
 LOCATION_DRAWS = 300
+# A size whose runs' samples spread (median over runs of (max - min) / median, the kernel's
+# spread_pct) beyond 30 % and beyond 3x the curve's typical spread is unstable: its samples
+# disagree (a chase caught between two levels, a page placement redrawn), so its median may sit
+# anywhere between them and places nothing.
+UNSTABLE_SPREAD = 0.30
+UNSTABLE_FACTOR = 3.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +139,7 @@ class CurveLevels:
     transitions: list[Transition]
     unseen: list[Capacity]           # in the tested range but no transition found for it
     untested: list[Capacity]         # outside the tested range
+    unstable: list[tuple[int, float]] = field(default_factory=list)   # (size, spread) left out of segmenting
 
 
 @dataclass
@@ -250,10 +273,13 @@ def _window(from_bytes: float, to_bytes: float, step: float) -> tuple[float, flo
     return from_bytes / tol, to_bytes * tol
 
 
-def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, capacities: Sequence[Capacity],
+def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, se: np.ndarray, capacities: Sequence[Capacity],
            step: float) -> list[list[int]]:
-    """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) that holds two capacities
-    at least two doublings apart, at its flattest step between them; recursively."""
+    """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) in two where it holds two
+    rises, recursively: at its flattest step between two capacities at least two doublings apart
+    (that step dropped), or else at a step that rises less than 3/4 as much as the steepest
+    step on either side of it, beyond the noise (`_two_rises`; that step, the tail of the rise
+    before it, kept with the first part)."""
     lo, hi = _window(sizes[run[0]], sizes[run[-1] + 1], step)
     # the smaller may sit up to the tolerance below the run, the larger must be inside it
     inside = sorted(c.size_bytes for c in capacities if lo <= c.size_bytes <= sizes[run[-1] + 1])
@@ -265,17 +291,63 @@ def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, capacities: Sequenc
             continue
         cut = min(between, key=lambda j: y[j + 1] - y[j])
         left, right = [j for j in run if j < cut], [j for j in run if j > cut]
-        return [part for side in (left, right) if side for part in _split(side, sizes, y, capacities, step)]
-    return [run]
+        return [part for side in (left, right) if side for part in _split(side, sizes, y, se, capacities, step)]
+    cut = _two_rises(run, y, se)
+    if cut is None:
+        return [run]
+    left, right = [j for j in run if j <= cut], [j for j in run if j > cut]
+    return [part for side in (left, right) for part in _split(side, sizes, y, se, capacities, step)]
 
 
-def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float) -> None:
-    """One capacity per transition, one transition per capacity, nearest first."""
+def _two_rises(run: list[int], y: np.ndarray, se: np.ndarray) -> int | None:
+    """The step of a run at which one rise ends and the next begins, or None: the flattest inner
+    step whose rise is less than FLATTER x the steepest step before it and the steepest after it,
+    each difference of the two log steps beyond 1.96 standard errors (one-sided, 2.5 %). One
+    cache's miss curve rises steepest first and then ever less (1 - (C/S)^p), so a step that
+    rises again after a flatter one is a second cause."""
+    d = {j: float(y[j + 1] - y[j]) for j in run}
+    z = 1.96
+    best = None
+    for c in run[1:-1]:
+        left = max((j for j in run if j < c), key=d.get)
+        right = max((j for j in run if j > c), key=d.get)
+        ok = True
+        for j in (left, right):
+            # the difference of two steps of a curve: their sizes' errors, the shared one twice
+            sizes_of = [j, j + 1, c, c + 1]
+            var = sum(float(se[i]) ** 2 * (2 if sizes_of.count(i) == 2 else 1) ** 2
+                      for i in set(sizes_of) if np.isfinite(se[i]))
+            ok &= d[c] < FLATTER * d[j] and d[j] - d[c] > z * math.sqrt(var)
+        if ok and (best is None or d[c] < d[best]):
+            best = c
+    return best
+
+
+def _explains(t: Transition, c: Capacity, step: float, share: int = 1) -> bool:
+    """Whether capacity c can be the cause of transition t: its size lies in the transition's
+    window, and the sizes at which a random chase is half-way out of a cache of exactly that size
+    ([C, 2C]: C x 2^(1/p) for a miss rate 1 - (C/S)^p, p >= 1) reach the transition's location
+    interval: its upper end at least C (a rise starting a step early, 2^-0.3 C, is still half-way
+    past C), its lower end, for a rise a size step late, at most 2C one size step (at least a
+    doubling) on. `share`: the ranks of a concurrent run, which may split a shared cache between
+    them, so that one rank's rise out of it comes as early as C / share."""
+    lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
+    if not lo <= c.size_bytes <= hi:
+        return False
+    loc = t.location_bytes
+    low, high = (loc.low, loc.high) if np.isfinite(loc.low) and np.isfinite(loc.high) else (loc.estimate,) * 2
+    tol = 2 ** max(1.0, TOLERANCE_STEPS * step)
+    part = c.size_bytes / (share if c.shared_by > 1 else 1)
+    return low / tol <= 2 * c.size_bytes and part <= high
+
+
+def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float, share: int = 1) -> None:
+    """One capacity per transition, one transition per capacity, nearest first, each pair one
+    that `_explains` allows; a transition left without one stays unexplained."""
     pairs = []
     for i, t in enumerate(transitions):
-        lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
         for j, c in enumerate(capacities):
-            if lo <= c.size_bytes <= hi:
+            if _explains(t, c, step, share):
                 dist = abs(math.log2(t.location_bytes.estimate / math.sqrt(2)) - math.log2(c.size_bytes))
                 pairs.append((dist, i, j))
     used_t, used_c = set(), set()
@@ -286,6 +358,33 @@ def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], st
         used_c.add(j)
         transitions[i].kind, transitions[i].label = "cache", capacities[j].label
         transitions[i].capacity_bytes = capacities[j].size_bytes
+
+
+def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: Sequence[Capacity],
+                 step: float, share: int = 1) -> list[str]:
+    """Why each cache whose size lies in an unexplained transition's window is not its cause."""
+    out = []
+    lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
+    for c in capacities:
+        if not lo <= c.size_bytes <= hi:
+            continue
+        name = f"the {capacity_words(c.label, c.size_bytes)}"
+        other = next((o for o in transitions if o.capacity_bytes == c.size_bytes), None)
+        if other is not None:
+            out.append(f"{name} explains the rise from {size_words(other.from_size_bytes)} to "
+                       f"{size_words(other.to_size_bytes)}")
+        elif not _explains(t, c, step, share):
+            out.append(f"{name} is in its size window, but a rise out of it would be half-way near "
+                       f"{size_words(c.size_bytes)} to {size_words(2 * c.size_bytes)}, more than a size step "
+                       "from where this one is")
+    # the curve's last rise ending below a cache with no rise of its own: memory came first
+    last = all(o.from_size_bytes < t.to_size_bytes for o in transitions)
+    above = [c for c in capacities if c.size_bytes > hi and all(o.capacity_bytes != c.size_bytes for o in transitions)]
+    if above and last:
+        c = min(above, key=lambda c: c.size_bytes)
+        out.append(f"it ends well below the {capacity_words(c.label, c.size_bytes)}, which shows no rise of its own: "
+                   "a last-level cache only partly available to this core (a virtual machine's share) looks like this")
+    return out
 
 
 def _caveats(topology: Topology | None, series: dict, page_col: str, paired: bool) -> list[str]:
@@ -329,9 +428,13 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     curves_in: list[tuple[Series, str | None]] = [
         (below.get(id(s), s) if reason is None else s, reason)
         for s, reason in zip(all_series, refusals(all_series, topology))]
+    spreads = _run_spreads(table, series_keys)
+    unstable = {id(s): _unstable(s, spreads, series_keys) for s, reason in curves_in if reason is None}
+    stable = {id(s): _without_sizes(s, [size for size, _ in unstable[id(s)]]) for s, reason in curves_in
+              if reason is None}
     # one BH family: every step of every measured curve that is segmented
     tested = [(s, j, st) for s, reason in curves_in if reason is None and id(s) not in paired_base
-              for j, st in enumerate(_steps(s))]
+              for j, st in enumerate(_steps(stable[id(s)]))]
     steps = np.array([st for _, _, st in tested], float).reshape(-1, 3)       # (log ratio, se, dof) each
     pvals = [float(p) for p in stats.rise_pvalue(steps[:, 0], steps[:, 1], steps[:, 2], STEP_FLOOR)]
     rejected = stats.benjamini_hochberg(pvals, q)
@@ -350,20 +453,73 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
         if id(s) in paired_base:
             continue
         step = float(np.median(np.diff(np.log2(s.sizes)))) if len(s.sizes) > 1 else 1.0
-        transitions = _segment(s, rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
-        _attribute(transitions, capacities, step)
+        transitions = _segment(stable[id(s)], rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
+        share = _sharing(s.key)
+        _attribute(transitions, capacities, step, share)
         for t in transitions:
             if t.kind == "unexplained":
-                t.caveats = _caveats(topology, s.key, page_col, paired=False)
+                t.caveats = _passed_over(t, transitions, capacities, step, share) + _caveats(topology, s.key, page_col,
+                                                                                       paired=False)
         lo, hi = s.sizes.min(), s.sizes.max()
         used = {t.capacity_bytes for t in transitions}
         curves.append(CurveLevels(
             **base, measured=True, gate_reason=None, transitions=transitions,
             unseen=[c for c in capacities if 2 * lo <= c.size_bytes <= hi / 2 and c.size_bytes not in used],
             untested=[c for c in capacities if (c.size_bytes < 2 * lo or c.size_bytes > hi / 2)
-                      and c.size_bytes not in used]))
+                      and c.size_bytes not in used],
+            unstable=unstable[id(s)]))
     tlb = tlb_partings(pairs, page_col, q)
     return Levels(curves, tlb, capacities)
+
+
+def _sharing(key: dict) -> int:
+    """The ranks that may share one cache instance in a series: its rank count in concurrent
+    mode, else 1 (serial ranks run alone)."""
+    if str(key.get("mode", "")) != "concurrent":
+        return 1
+    try:
+        return max(1, int(str(key.get("ranks", 1)).split()[0]))
+    except ValueError:
+        return 1
+
+
+def _run_spreads(table: pd.DataFrame, series_keys: Sequence[str]) -> dict[tuple, pd.Series]:
+    """Per series (its keys' values as text), the median over its runs of (max - min) / median at
+    each size: how far one run's own samples disagree. Empty without the min and max columns."""
+    if LATENCY.low not in table or LATENCY.high not in table:
+        return {}
+    keys = [k for k in series_keys if k in table]
+    low = pd.to_numeric(table[LATENCY.low], errors="coerce")
+    high = pd.to_numeric(table[LATENCY.high], errors="coerce")
+    frame = pd.DataFrame({k: stats.key_column(table[k]).astype(str) for k in keys})
+    frame[LATENCY.axis] = table[LATENCY.axis].to_numpy()
+    frame["_spread"] = ((high - low) / pd.to_numeric(table[LATENCY.value], errors="coerce")).to_numpy()
+    if not keys:
+        return {(): frame.groupby(LATENCY.axis)["_spread"].median()}
+    median = frame.groupby(keys + [LATENCY.axis], sort=False)["_spread"].median()
+    levels_of_key = list(range(len(keys)))
+    return {(key if isinstance(key, tuple) else (key,)): part.droplevel(levels_of_key)
+            for key, part in median.groupby(level=levels_of_key, sort=False)}
+
+
+def _unstable(s: Series, spreads: dict[tuple, pd.Series], series_keys: Sequence[str]) -> list[tuple[int, float]]:
+    """(size, spread) of each unstable size of a curve (see UNSTABLE_SPREAD)."""
+    per_size = spreads.get(tuple(str(s.key[k]) for k in series_keys if k in s.key))
+    if per_size is None:
+        return []
+    values = per_size.reindex(s.sizes).to_numpy(float)
+    if not np.isfinite(values).any():
+        return []
+    limit = max(UNSTABLE_SPREAD, UNSTABLE_FACTOR * float(np.nanmedian(values)))
+    return [(int(size), float(v)) for size, v in zip(s.sizes, values) if np.isfinite(v) and v > limit]
+
+
+def _without_sizes(s: Series, sizes: Sequence[int]) -> Series:
+    """The curve without the given sizes (unstable ones), when at least two sizes remain."""
+    keep = ~np.isin(s.sizes, np.asarray(sizes, dtype=np.int64))
+    if keep.all() or keep.sum() < 2:
+        return s
+    return Series(s.key, s.sizes[keep], s.logs[:, keep], s.run_se[:, keep], s.replicates)
 
 
 def _segment(s: Series, rising: dict[int, float], capacities: Sequence[Capacity], step: float,
@@ -377,7 +533,7 @@ def _segment(s: Series, rising: dict[int, float], capacities: Sequence[Capacity]
             runs[-1].append(j)
         else:
             runs.append([j])
-    kept = [run for r in runs for run in _split(r, s.sizes, y, capacities, step)
+    kept = [run for r in runs for run in _split(r, s.sizes, y, se, capacities, step)
             if not float(y[run[-1] + 1] - y[run[0]]) < math.log1p(TRANSITION_FLOOR)]
     # the bootstrap takes its medians only at the sizes the transitions span, on one set of draws
     columns = sorted({j for run in kept for j in range(run[0], run[-1] + 2)})

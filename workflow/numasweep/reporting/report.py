@@ -104,6 +104,7 @@ def subjects() -> tuple[Subject, ...]:
 
 OTHER = Subject("Other findings", "Findings of no subject above.", ())
 SUMMARY_MAX = 8   # the summary names the few findings that matter
+UNEXPLAINED_HEADLINE = 2.0   # an unexplained rise whose interval lies at or above 2x is in the summary
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,13 +283,15 @@ def subject_of(finding_id: str) -> Subject:
 
 def is_headline(finding: dict) -> bool:
     """Whether the summary names a finding: not one that claims nothing (a symmetry, a level
-    without a transition), unmatched steps, single-point anomalies or the list of untested
-    caches, which stay in their sections."""
+    without a transition), unmatched steps that less than double latency (a TLB-like 1.3x),
+    single-point anomalies or the list of untested caches, which stay in their sections. An
+    unmatched step that at least doubles latency (beyond the noise) is what a reader must see,
+    next to the caches' steps it is not."""
     numbers = finding.get("numbers") or {}
     if numbers.get("claim") is False:
         return False
     if finding.get("id") == "cache_threshold":
-        return bool(numbers.get("matched_cache"))
+        return bool(numbers.get("matched_cache")) or (numbers.get("step_ratio_low") or 0) >= UNEXPLAINED_HEADLINE
     if finding.get("id") == "anomaly":
         return numbers.get("kind") == "inversion"
     return finding.get("id") != "cache_untested"
@@ -319,14 +322,17 @@ def _series_words(names: list[str]) -> str:
 
 def summary_lines(headlines: list[dict]) -> list[dict]:
     """The summary's lines: findings that say the same thing (same id, same claim in the title)
-    about series that differ only in mode or rank count are one line, naming the series and the
-    range of their number over them; any other finding is its own line, as it reads."""
+    about series that differ only in mode or rank count (or, for a cache's step, page size) are
+    one line, naming the series and the range of their number over them; any other finding is
+    its own line, as it reads."""
     groups: dict[tuple, list[dict]] = {}
     for f in headlines:
         numbers = f.get("numbers") or {}
         match = SERIES_IN_TITLE.match(str(f.get("title", "")))
         if match and ("mode" in numbers or "config" in numbers):
-            key = (f.get("id"), f.get("bench"), match["stem"], numbers.get("page_size"), numbers.get("locality"))
+            # one cache's step over the same sizes is one story whatever the page size
+            pages = None if f.get("id") == "cache_threshold" and numbers.get("matched_cache") else numbers.get("page_size")
+            key = (f.get("id"), f.get("bench"), match["stem"], pages, numbers.get("locality"))
         else:
             key = (id(f),)
         groups.setdefault(key, []).append(f)

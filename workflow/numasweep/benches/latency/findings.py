@@ -25,6 +25,7 @@ ranks of a run: each rank's latency is the median over repetitions.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -353,6 +354,30 @@ def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | 
     return _Latency(df, topo, keys, varying)
 
 
+POOLED_MODE = "concurrent and serial"
+
+
+def _pool_one_rank(df: pd.DataFrame) -> pd.DataFrame:
+    """One rank alone measures the same in concurrent and serial mode: where a table holds both,
+    the two runs are one experiment, whose levels are read once, off both. Their rows get the
+    mode POOLED_MODE, the serial run's repetitions numbered after the concurrent run's, so that
+    each run stays a replicate of the pooled curve (a disagreement between them widens its
+    intervals; the mode contrast, on the table as measured, says by how much they differ)."""
+    if "ranks" not in df:
+        return df
+    mode = df["mode"].astype(str)
+    one = (df["ranks"] == 1).to_numpy() & mode.isin(["concurrent", "serial"]).to_numpy()
+    if set(mode[one]) != {"concurrent", "serial"}:
+        return df
+    df = df.copy(deep=False)
+    rep = pd.to_numeric(df[series.REPETITION], errors="coerce").fillna(0).astype("int64") \
+        if series.REPETITION in df else pd.Series(0, index=df.index, dtype="int64")
+    serial = one & (mode == "serial").to_numpy()
+    df[series.REPETITION] = rep.where(~serial, rep + int(rep[one].max()) + 1)
+    df["mode"] = series.text_codes(mode.where(~one, POOLED_MODE))
+    return df
+
+
 def _size_iv(interval: Interval) -> str:
     if not np.isfinite(interval.low):
         return f"{approx_size(interval.estimate)} (no interval)"
@@ -386,25 +411,36 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                 evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)]))
             continue
         for t in curve.transitions:
+            unstable = [(size, spread) for size, spread in curve.unstable
+                        if t.from_size_bytes <= size <= t.to_size_bytes]
+            left_out = "".join(f"; {size_words(size)} left out: its runs' own samples spread {spread * 100:.0f}%, "
+                               "too unstable to place it" for size, spread in unstable)
             findings.append(Finding(
                 id="cache_threshold", bench="latency",
                 title=(f"Latency step {size_words(t.from_size_bytes)} to {size_words(t.to_size_bytes)}: "
                        f"{levels.capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}" + title),
-                summary=_opening(text, t.describe()),
+                summary=_opening(text, t.describe() + left_out),
                 numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
                          "size_bytes": t.to_size_bytes, **analysis.interval_numbers("step_ratio", t.ratio),
                          **analysis.interval_numbers("location_bytes", t.location_bytes), "latency_before_ns": t.latency_before_ns,
                          "latency_after_ns": t.latency_after_ns, "matched_cache": t.label,
                          "cache_bytes": t.capacity_bytes, "caveats": t.caveats, "p_value": t.p_value,
-                         "noise_rule": curve.noise_rule},
+                         "noise_rule": curve.noise_rule,
+                         "unstable_sizes": [{"size_bytes": size, "spread": spread} for size, spread in unstable]},
                 evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)
                           if t.from_size_bytes <= s <= t.to_size_bytes]))
         if curve.unseen:
             names = ", ".join(f"{c.label} ({analysis.size_text(c.size_bytes)})" for c in curve.unseen)
+            # an unexplained rise ending below them: memory latency came before these caches filled
+            early = [t for t in curve.transitions if t.kind == "unexplained"
+                     and all(t.to_size_bytes < c.size_bytes for c in curve.unseen)]
+            before = (f"; latency had already risen to {early[-1].latency_after_ns:.0f} ns by "
+                      f"{size_words(early[-1].to_size_bytes)} (the unexplained rise from "
+                      f"{size_words(early[-1].from_size_bytes)})" if early else "")
             findings.append(Finding(
                 id="cache_unseen", bench="latency", title="Cache levels without a visible transition" + title,
                 summary=_opening(text, f"the tested sizes span {names} but latency shows no transition beyond the "
-                                       f"noise for {'it' if len(curve.unseen) == 1 else 'them'}"),
+                                       f"noise for {'it' if len(curve.unseen) == 1 else 'them'}{before}"),
                 numbers={**base, "claim": False, "caches": [{"cache": c.label, "cache_bytes": c.size_bytes}
                                                             for c in curve.unseen]}))
     seen = {t.capacity_bytes for curve in lv.curves for t in curve.transitions}
@@ -606,9 +642,13 @@ def latency_parts(latency: pd.DataFrame | None, topology: Topology | None = None
     study = _prepare(latency, topology)
     if study is None or study.table["size_bytes"].nunique() < 2:
         return []
-    curves = levels.latency_series(study.table, study.keys, REPLICATES, where="latency.csv")
-    parts: list[Callable[[], list[Finding]]] = [functools.partial(_levels_part, study, curves)]
-    table = _without(study.table, [s.key for s, reason in zip(curves, levels.refusals(curves, study.topology))
+    pooled = _pool_one_rank(study.table)
+    curves = levels.latency_series(pooled, study.keys, REPLICATES, where="latency.csv")
+    parts: list[Callable[[], list[Finding]]] = [
+        functools.partial(_levels_part, dataclasses.replace(study, table=pooled), curves)]
+    measured = curves if pooled is study.table else levels.latency_series(study.table, study.keys, REPLICATES,
+                                                                          where="latency.csv")
+    table = _without(study.table, [s.key for s, reason in zip(measured, levels.refusals(measured, study.topology))
                                    if reason is not None])
     if table.empty:
         return parts

@@ -3,6 +3,8 @@ rank's buffer by node, concurrent against serial per configuration, and two syst
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import pandas as pd
@@ -187,6 +189,9 @@ def _runs(part: pd.DataFrame) -> list[float]:
         else list(part["latency_ns_median"])
 
 
+MEMORY_CLASS = 0.5   # a level's latency at half of DRAM's or more is memory's, not a cache hit's
+
+
 def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
     """Idle latency per level: the runs of the fewest ranks (alone where serial runs exist), memory
     local, at the largest size measured that is at most half of each cache level (and above the
@@ -225,6 +230,7 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
     rows: list[list[str]] = []
     sizes = sorted(local["size_bytes"].unique())
     below = 0
+    cache_rows: list[tuple[float, list[str]]] = []
     # the levels one core can use, named as the findings name them ("L2 (1 MiB per core)")
     for cache in levels.usable_capacities(topology):
         inside = [s for s in sizes if below < s <= cache.size_bytes // 2]
@@ -232,19 +238,28 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         if not inside:
             continue
         part, page = at(local, int(inside[-1]))
-        _, value, interval = measured(_runs(part), "ns")
+        ns, value, interval = measured(_runs(part), "ns")
         where = size_words(int(inside[-1])) + (f", {page_words(page)}" if page else "")
-        rows.append([f"{levels.capacity_words(cache.label, cache.size_bytes)} latency, at {where}{alone}",
-                     value, interval])
+        cache_rows.append((ns, [f"{levels.capacity_words(cache.label, cache.size_bytes)} latency, at {where}{alone}",
+                                value, interval]))
     largest = int(df["size_bytes"].max())
     local_ns = {}
+    dram_rows = []
     if sizes:
         part, page = at(local, int(sizes[-1]))
         for node, mine in (part.groupby(cpu_node[part.index]) if cpu_node[part.index].nunique() > 1 else [("", part)]):
             local_ns[node], value, interval = measured(_runs(mine), "ns")
             on = f", CPUs on node {node}" if node != "" else ""
-            rows.append([f"DRAM latency, local memory{on}, at {size_words(int(sizes[-1]))}"
-                         + (f", {page_words(page)}" if page else "") + alone, value, interval])
+            dram_rows.append([f"DRAM latency, local memory{on}, at {size_words(int(sizes[-1]))}"
+                              + (f", {page_words(page)}" if page else "") + alone, value, interval])
+    dram = min(local_ns.values(), default=math.nan)
+    for ns, row in cache_rows:
+        # no cache's hit costs half a load from memory: a level that does is memory already (a
+        # VM given part of the host's L3, or a cache the topology reports but the core cannot fill)
+        if ns == ns and dram == dram and ns >= MEMORY_CLASS * dram:
+            row[0] += f": already memory latency ({ns / dram:.0%} of DRAM's), no plateau of its own"
+        rows.append(row)
+    rows += dram_rows
     remote = df[~is_local & (df["size_bytes"] == largest)]
     if remote.empty:
         return rows
