@@ -357,3 +357,25 @@ def test_a_fleets_launch_lines_are_one_loop_over_the_nodes_that_bash_runs() -> N
                          capture_output=True, text=True, check=True)
     assert run.stdout.splitlines() == lines
     assert report._node_list(["a1", "b2"]) == "a1 b2" and report._node_list(["n1", "n3"]) == "n1 n3"
+
+
+def test_evidence_tables_keep_the_rows_a_finding_stands_on() -> None:
+    """A finding's table shows every row of the LUMI-G shape (15 sizes, the effect at 1-16 GiB);
+    a longer one keeps each row that differs and names the rows it leaves out; columns read as
+    words with their unit, bandwidth in GB/s, numbers right-aligned, flags as yes/no."""
+    sizes = [MiB << i for i in range(15)]
+    lumi = [{"size_bytes": s, "ratio": 1.49 if s >= 1024 * MiB else 1.0, "ratio_low": 0.9, "ratio_high": 1.1,
+             "units": 4, "differs": s >= 1024 * MiB} for s in sizes]
+    text = report.evidence_table(lumi)
+    assert "4GiB" in text and "16GiB" in text and "not shown" not in text
+    long = [{**row, "size_bytes": 1024 << i, "differs": i in (30, 31)} for i, row in enumerate(lumi * 4)]
+    text = report.evidence_table(long)
+    shown = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ") and "iB" in line]
+    assert format_size(1024 << 30) in shown and format_size(1024 << 31) in shown
+    assert len(shown) < len(long) and f"all {len(long)} rows are in findings.json" in text
+    assert "none of them differs" in text
+    header, align = text.splitlines()[:2]
+    assert header == "| size | ratio | ratio, 95% low | ratio, 95% high | units | differs |"
+    assert align == "| :--- | ---: | ---: | ---: | ---: | :--- |"
+    bw = report.evidence_table([{"threads": 1, "local_mb_s": 13950.0, "repetitions": 1}])
+    assert bw.splitlines()[0] == "| threads | local GB/s | repetitions |" and "| 1 | 13.95 | 1 |" in bw

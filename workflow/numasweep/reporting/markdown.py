@@ -22,9 +22,21 @@ def fmt_number(value: object, digits: int = 2) -> str:
     return str(value)
 
 
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def numeric_columns(rows: list[list[object]]) -> set[int]:
+    """The columns whose every filled cell is a number (and that have one)."""
+    width = max((len(r) for r in rows), default=0)
+    filled = [[r[i] for r in rows if i < len(r) and fmt_number(r[i]) != ""] for i in range(width)]
+    return {i for i, cells in enumerate(filled) if cells and all(is_number(v) for v in cells)}
+
+
 def md_table(header: list[str], rows: list[list[object]], right: set[int] | None = None) -> str:
-    """A GitHub-flavoured Markdown table; columns in `right` are right-aligned (numbers)."""
-    right = right if right is not None else set(range(1, len(header)))
+    """A GitHub-flavoured Markdown table; columns in `right` are right-aligned, by default the
+    columns of numbers."""
+    right = right if right is not None else numeric_columns(rows)
     align = ["---:" if i in right else ":---" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(fmt_number(v) for v in row) + " |" for row in rows]
