@@ -515,9 +515,9 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
         t0 = int(s.sizes[0])
         noise_rule = s.noise()[3]
         t0_text = count_words(t0, "thread")
-        at = (f"{int(point.estimate)} threads ({point.level * 100:.0f}% interval {point.low:.0f} to "
+        at = (f"{count_words(int(point.estimate), 'thread')} ({point.level * 100:.0f}% interval {point.low:.0f} to "
               f"{point.high:.0f}; {point.method})" if np.isfinite(point.low)
-              else f"{int(point.estimate)} threads ({point.method})" if col is not None else "")
+              else f"{count_words(int(point.estimate), 'thread')} ({point.method})" if col is not None else "")
         if claim and col is not None:
             text = f"rises {rise.text('{:.2f}x')} from {t0_text} to a plateau of {gb(plateau).text('{:.1f}')} GB/s, reached at {at}"
         elif claim:

@@ -34,7 +34,7 @@ from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 from numasweep.reporting.markdown import md_table
-from numasweep.core.units import convert, format_size, metric_unit, parse_size
+from numasweep.core.units import convert, count_words, format_size, metric_unit, parse_size
 
 # Identity columns that do not make two runs' points different measurements.
 NOT_COMPARED = ("system", "host")
@@ -188,7 +188,7 @@ def _at(row: dict) -> str:
     if row["worst_at"] is None:
         return ""
     if row["axis"] == "threads":
-        return f"{row['worst_at']} threads"
+        return count_words(row['worst_at'], 'thread')
     return format_size(row["worst_at"])
 
 
