@@ -182,9 +182,12 @@ def text_again(df: pd.DataFrame, dtype: Any = object) -> None:
             df[col] = df[col].astype(dtype)
 
 
-def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = ()) -> pd.DataFrame:
+def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = (),
+                spread: bool = False) -> pd.DataFrame:
     """One row per point (series and axis value): the median of `values` over repetitions, and
-    the first value of each column in `first` (e.g. page placement) that the table has."""
+    the first value of each column in `first` (e.g. page placement) that the table has;
+    `spread`: also each value's lowest and highest over the repetitions (`<value>_lo`, `_hi`),
+    for a figure's band."""
     keys = point_columns(df, bench)
     values = [v for v in values if v in df.columns]
     # only the columns it groups and takes: the others of a large table are not normalised
@@ -193,6 +196,9 @@ def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[st
     grouped = df.groupby([k for k in keys if k not in same], sort=True, dropna=False)
     out = with_constants(grouped[values].median().reset_index(), df, same, keys + values)
     text_again(out)
+    if spread:          # the same groups in the same order as the medians
+        for v in values:
+            out[f"{v}_lo"], out[f"{v}_hi"] = grouped[v].min().to_numpy(), grouped[v].max().to_numpy()
     for col in first:
         if col in df.columns and col not in keys:
             out[col] = grouped[col].first().to_numpy()
