@@ -537,6 +537,16 @@ int main(int argc, char **argv)
                 csv_row(&csv, &all[i * (size_t)ranks + (size_t)rk], ranks, &o);
             if (o.common.csv)
                 ns_csv_write(o.common.csv, &csv); /* after every size: nothing measured is lost */
+            if (!o.common.quiet) { /* one line per size: `tail -f` on a job's log shows how far it is */
+                char size[32];
+                double slowest = 0;
+                for (int rk = 0; rk < ranks; rk++)
+                    if (all[i * (size_t)ranks + (size_t)rk].median_ns > slowest)
+                        slowest = all[i * (size_t)ranks + (size_t)rk].median_ns;
+                ns_format_size(o.sizes[i], size, sizeof size);
+                printf("size %s done (%zu of %zu): slowest rank %.1f ns per load\n", size, i + 1, o.nsizes, slowest);
+                fflush(stdout);
+            }
         }
     }
     if (rank == 0 && !o.common.quiet)
