@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -22,7 +24,13 @@ def fmt_number(value: object, digits: int = 2) -> str:
     return str(value)
 
 
+NUMBER_TEXT = re.compile(r"-?[0-9][0-9,]*(\.[0-9]+)?")
+
+
 def is_number(value: object) -> bool:
+    """A number, or a number already written as text ("2", "1,024")."""
+    if isinstance(value, str):
+        return bool(NUMBER_TEXT.fullmatch(value.strip()))
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
