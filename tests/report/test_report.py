@@ -379,3 +379,19 @@ def test_evidence_tables_keep_the_rows_a_finding_stands_on() -> None:
     assert align == "| :--- | ---: | ---: | ---: | ---: | :--- |"
     bw = report.evidence_table([{"threads": 1, "local_mb_s": 13950.0, "repetitions": 1}])
     assert bw.splitlines()[0] == "| threads | local GB/s | repetitions |" and "| 1 | 13.95 | 1 |" in bw
+
+
+def test_the_html_page_is_the_markdown_report_with_its_figures_embedded(tmp_path: Path) -> None:
+    """experimentation.html says what experimentation.md says: the summary and its headline table,
+    the tables with their alignment, every figure (embedded, one file), and no Markdown left raw."""
+    results = Path(__file__).resolve().parents[2] / "examples" / "lumi-g"
+    figures.draw_all(results, tmp_path / "figures")
+    md, page = tmp_path / "experimentation.md", tmp_path / "experimentation.html"
+    assert main(["report", "--results", str(results), "--figures", str(tmp_path / "figures"),
+                 "-o", str(md), "--html", str(page)]) == 0
+    text, html = md.read_text(), page.read_text()
+    assert "<h2>Summary</h2>" in html and "<th style=\"text-align:right\">value</th>" in html
+    assert html.count("data:image/png;base64,") == text.count("![") > 0
+    assert html.count("<table>") == len(re.findall(r"^\| :?-", text, flags=re.M))
+    body = html.split("<body>", 1)[1]
+    assert "**" not in body and "| ---" not in body and "![" not in body

@@ -70,6 +70,7 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
     assert findings["findings"]
     text = (out / "experimentation.md").read_text()
     assert "## Summary" in text
+    assert "<h2>Summary</h2>" in (out / "experimentation.html").read_text()
     for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text):
         assert (out / link).is_file(), link
     assert sorted(p.name for p in (out / "figures" / "latency").glob("*.png")) == [

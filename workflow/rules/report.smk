@@ -76,7 +76,13 @@ rule report_md:
         figures=rules.figures.output,
         sections=REPORT_SECTIONS,
     output:
-        f"{REPORT_DIR}/experimentation.md",
+        md=f"{REPORT_DIR}/experimentation.md",
+        # The same report as one page, figures embedded; in `snakemake --report` as its own entry.
+        html=report(
+            f"{REPORT_DIR}/experimentation.html",
+            caption="../report/experimentation.rst",
+            category="Report",
+        ),
     log:
         f"logs/{SYSTEM}/report/report_md.log",
     conda:
@@ -88,9 +94,11 @@ rule report_md:
         sections=" ".join(f"--section {shlex.quote(s)}" for s in REPORT_SECTIONS),
     shell:
         "python -m numasweep report --results {params.results:q} --findings {input.findings:q}"
-        " --figures {params.figures:q} {params.sections} -o {output:q} > {log:q} 2>&1"
+        " --figures {params.figures:q} {params.sections} -o {output.md:q} --html {output.html:q}"
+        " > {log:q} 2>&1"
 
 
 rule report:
     input:
         f"{REPORT_DIR}/experimentation.md",
+        f"{REPORT_DIR}/experimentation.html",

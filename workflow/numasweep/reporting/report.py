@@ -22,7 +22,7 @@ import pandas as pd
 
 from numasweep.core import registry
 from numasweep.results import aggregate, digest, quality
-from numasweep.reporting import figures
+from numasweep.reporting import figures, html
 from numasweep.core.errors import NumasweepError
 from numasweep.reporting.markdown import fmt_number, fmt_value, md_table
 from numasweep.core.io import UNREAD, atomic_write_text
@@ -640,6 +640,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--section", action="append", default=[],
                         help="a Markdown section to include (fleet.md, comparison.md), in the report's folder")
     parser.add_argument("-o", "--output", required=True, help="Markdown file to write")
+    parser.add_argument("--html", help="also the same report as one HTML page (figures embedded), to this file")
     args = parser.parse_args(argv)
     if len(args.results) > 2:
         raise NumasweepError("report: give --results once (one system) or twice (two systems side by side)")
@@ -652,4 +653,6 @@ def main(argv: list[str]) -> int:
     else:
         path = render_cross(results, findings, Path(args.figures) if args.figures else None, Path(args.output))
     print(path)
+    if args.html:
+        print(html.write(path, args.html))
     return 0
