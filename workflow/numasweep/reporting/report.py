@@ -241,21 +241,29 @@ def load_findings(path: str | os.PathLike | None, results_dir: Path) -> dict:
 EVIDENCE_ROWS = 40
 
 
+# the words a column name abbreviates, as the rest of the report spells them
+EVIDENCE_WORDS = {"cpu": "CPU", "mem": "memory", "gpu": "GPU", "l3": "L3"}
+
+
+def _words(text: str) -> str:
+    return " ".join(EVIDENCE_WORDS.get(w, w) for w in text.replace("_", " ").split())
+
+
 def evidence_header(column: str) -> str:
     """A findings.json column in words with its unit: "latency_ns" -> "latency (ns)", "local_mb_s"
     -> "local GB/s" (converted, as every bandwidth of the report), "ratio_low" -> "ratio, 95% low"."""
     if column.endswith("size_bytes"):
-        return column[: -len("size_bytes")].replace("_", " ") + "size"
+        return (_words(column[: -len("size_bytes")]) + " size").strip()
     for suffix, unit in (("mb_s", "GB/s"), ("gib_s", "GiB/s"), ("gb_s", "GB/s")):
         if column == suffix or column.endswith("_" + suffix):
-            return (column[: -len(suffix)].replace("_", " ") + unit).strip()
+            return (_words(column[: -len(suffix)]) + " " + unit).strip()
     for suffix, words in (("_low", ", 95% low"), ("_high", ", 95% high")):
         if column.endswith(suffix):
             return evidence_header(column[: -len(suffix)]) + words
     if "_ns" in column:
         stem, _, rest = column.partition("_ns")
-        return f"{stem.replace('_', ' ')} (ns)" + (", " + rest.strip("_").replace("_", " ") if rest else "")
-    return column.replace("_", " ")
+        return f"{_words(stem)} (ns)" + (", " + _words(rest) if rest else "")
+    return _words(column)
 
 
 def evidence_cell(column: str, value: object) -> object:
