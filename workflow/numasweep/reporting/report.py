@@ -242,7 +242,7 @@ EVIDENCE_ROWS = 40
 
 
 # the words a column name abbreviates, as the rest of the report spells them
-EVIDENCE_WORDS = {"cpu": "CPU", "mem": "memory", "gpu": "GPU", "l3": "L3"}
+EVIDENCE_WORDS = {"cpu": "CPU", "mem": "memory", "gpu": "GPU", "l3": "L3", "src": "source", "dst": "destination"}
 
 
 def _words(text: str) -> str:
