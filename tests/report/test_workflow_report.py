@@ -120,6 +120,10 @@ def test_html_report_shows_every_figure_in_chromium(repo: Path, tmp_path: Path) 
     pngs = sorted((workdir / "report" / "twin" / "figures").rglob("*.png"))
     assert len(pngs) >= 8
     checks = figure_check(workdir / "report.html", tmp_path)
+    # the report itself, as one page, under its own category; every other entry a figure
+    pages = [c for c in checks if not c["path"].endswith(".png")]
+    assert [(Path(c["path"]).name, c["category"]) for c in pages] == [("experimentation.html", "Report")], pages
+    checks = [c for c in checks if c not in pages]
     assert sorted(Path(c["path"]).name for c in checks) == sorted(p.name for p in pngs)
     for c in checks:
         assert c["found"] and c["listed"], c

@@ -426,12 +426,3 @@ onstart:
     for _sig in (signal.SIGINT, signal.SIGTERM):
         _PREVIOUS_HANDLERS[_sig] = signal.getsignal(_sig)
         signal.signal(_sig, _end_running_jobs)
-
-
-class FigureCaptions(dict):
-    """Figure kind -> caption, read by figure.rst; Snakemake's HTML report lists a rule's params
-    beside each figure, where this reads as one phrase instead of every caption at once.
-    """
-
-    def __str__(self) -> str:
-        return "one caption per figure kind (figure.rst)"

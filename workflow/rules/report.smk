@@ -3,7 +3,7 @@
 # re-renders a report from cached results alone.
 #
 # Needs from common.smk: numasweep.core.registry as `registry` (each figure's category,
-# variant label and caption come from its benchmark's entry), FigureCaptions, RESULTS_DIR, SYSTEM, BENCHES
+# variant label and caption come from its benchmark's entry), RESULTS_DIR, SYSTEM, BENCHES
 # (benches whose <RESULTS_DIR>/<bench>.csv exist or will be produced), REPORT_DIR,
 # and REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none).
 # With --sdm conda the rules run in workflow/envs/report.yaml.
@@ -63,7 +63,7 @@ rule figures:
         # The parent of the per-benchmark folders the rule outputs.
         figures=lambda wildcards, output: os.path.dirname(output.folders[0]),
         # read by figure.rst: one caption sentence per figure kind
-        captions=FigureCaptions(registry.captions()),
+        captions=registry.captions(),
     shell:
         "python -m numasweep figures --results {params.results:q} -o {params.figures:q} > {log:q} 2>&1"
 
