@@ -845,10 +845,12 @@ int main(int argc, char **argv)
                            1e-6 * moved / avg, 1e-6 * moved / worst, o.ntimes, valid ? "pass" : "fail", fractions, host,
                            store_names[st], kernel_words[k] * (int)sizeof(double), first_touch, best / resolution,
                            variant_names[v]);
-            if (!o.common.quiet)
+            if (!o.common.quiet) { /* flushed: a log redirected to a file shows each row as it ends */
                 printf("%-8s %-7s %-13s %-11s %8ld %12.1f %10d %12.6f %12.6f %12.6f %s\n", kernel_names[k],
                        store_names[st], variant_names[v], pattern_names[p], stride, 1e-6 * moved / best,
                        kernel_words[k] * (int)sizeof(double), avg, best, worst, valid ? "pass" : "FAIL");
+                fflush(stdout);
+            }
           }
         }
         if (o.common.csv)

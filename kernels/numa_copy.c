@@ -271,10 +271,12 @@ int main(int argc, char **argv)
                        r->valid ? "pass" : "fail", r->src_fractions, r->dst_fractions, host);
         if (o.common.csv)
             ns_csv_write(o.common.csv, &csv); /* after every cell: nothing measured is lost */
-        if (!o.common.quiet)
+        if (!o.common.quiet) { /* flushed: a log redirected to a file shows each cell as it ends */
             printf("%4d %4d %4d %10.3f %10.3f %10.3f %s  (src pages %s, dst pages %s)\n", src, dst, r->cpu_node,
                    gb / r->best, gb / r->avg, gb / r->worst, r->valid ? "pass" : "FAIL", r->src_fractions,
                    r->dst_fractions);
+            fflush(stdout);
+        }
     }
     free(r);
     ns_text_free(&csv);

@@ -218,6 +218,16 @@ def test_two_bound_ranks_give_rows_with_distinct_cpus(kernels_bin, tmp_path):
     assert len(table) == 2 and all(len(line.split("|")) == 8 + 3 + 1 for line in table), proc.stdout
 
 
+def test_each_finished_size_prints_one_progress_line_unless_quiet(kernels_bin, tmp_path):
+    """A long job's log shows how far it is: one line per size as it finishes; --quiet prints none."""
+    out = run_ok([kernels_bin / "numa_latency", "--size=16K,64K,1M", *FAST]).stdout
+    progress = [re.match(r"^  size (\d) of 3 done: (\S+), [0-9.]+ ns \([0-9.]+ s so far\)$", line)
+                for line in out.splitlines() if "done:" in line]
+    assert [(m[1], m[2]) for m in progress if m] == [("1", "16K"), ("2", "64K"), ("3", "1M")], out
+    quiet = run_ok([kernels_bin / "numa_latency", "--size=16K,64K", *FAST, "--quiet"]).stdout
+    assert "done:" not in quiet, quiet
+
+
 def test_serial_mode_measures_each_rank(kernels_bin, tmp_path):
     csv_path = tmp_path / "latency.csv"
     run_ok(_mpirun(kernels_bin, "--size=1-2", *FAST, "--serial", "--quiet", f"--csv={csv_path}"))

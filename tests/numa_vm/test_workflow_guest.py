@@ -69,11 +69,11 @@ def test_report_shows_every_rank_on_its_requested_node(report: str) -> None:
     for title, rows in [t for t in tables if t[1] and "requested" in t[1][0]]:
         for row in rows:
             rank = int(row["rank"]) if row.get("rank") else 0
-            asked = requested_node(row["job_id"], rank, title)
-            fractions = page_fractions(row["page_fractions"])
+            asked = requested_node(row["job id"], rank, title)
+            fractions = page_fractions(row["page fractions"])
             assert row["requested"] == str(asked) and fractions[asked] == 1.0, (
-                f"{row['job_id']} rank {rank}: asked for node {asked}, report says {row}")
-            checked.append((row["job_id"], rank))
+                f"{row['job id']} rank {rank}: asked for node {asked}, report says {row}")
+            checked.append((row["job id"], rank))
     jobs = {job for job, _ in checked}
     # 2 latency jobs x 3 ranks, 4 bandwidth jobs, 2 copy jobs x (source, destination)
     assert len(jobs) == 8 and len(checked) == 14, f"placement verified for {sorted(checked)}"

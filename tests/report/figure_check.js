@@ -23,7 +23,7 @@ window.addEventListener("load", async () => {
                 for (const path of paths) {
                     const entry = results[path];
                     if (!String(entry.mime_type).startsWith("image/")) {
-                        continue; // the Analysis page (text/html): checked on its own
+                        continue; // the report's own page (text/html): checked on its own
                     }
                     app.setView({ content: "img", contentPath: entry.data_uri, resultPath: path });
                     let img = null;

@@ -8,6 +8,9 @@ model workstation (whose bandwidth runs carry each thread count's own CPU list):
 - axes that count (threads, ranks per domain) tick at whole numbers;
 - latency against size or ranks is drawn on a log y axis;
 - a heat map's colours span at least +-10 % around its median (a small spread looks small);
+- where the results hold a spread (repeated runs, a kernel's fastest and slowest sample), every
+  line of the figures drawn along size or threads has its band;
+- every direction a GPU run measured (both at once included) has its panel;
 - the titles of one benchmark's figures are unique.
 
 The figures are recorded where they would be saved (`save`, patched in every module that
@@ -20,15 +23,29 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+from matplotlib.collections import PolyCollection
 
 from helpers import synthetic as model
+from numasweep.benches.gpu_xfer import GPU_DIRECTIONS
 from numasweep.reporting import figures
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if (p / "topology.json").exists())
 COUNTS = ("threads", "ranks per domain", "ranks", "GPUs")
 
+
+# Per benchmark: whether its results hold a spread, and the figures that draw it as a band.
+def _column_filled(*columns: str):
+    return lambda df: set(columns) <= set(df.columns) and df[columns[0]].notna().any()
+
+
+SPREAD = {"gpu_xfer": (lambda df: "repetition" in df and df["repetition"].nunique() > 1,
+                       ("gpu_bandwidth", "gpu_latency")),
+          "latency": (_column_filled("latency_ns_min", "latency_ns_max"), ("latency_vs_size",)),
+          "bandwidth": (_column_filled("min_mb_s"), ("bandwidth_vs_threads",))}
+RESULTS: dict[str, Path] = {}     # each case's results folder, as the fixture wrote it
 
 CASES = {**{f"example-{p.name}": (lambda tmp, p=p: p) for p in EXAMPLES},
          "synthetic": lambda tmp: model.write_results(tmp / "results" / "twin"),
@@ -40,6 +57,7 @@ def drawn(request, tmp_path_factory) -> list[tuple[str, str, str, object]]:
     """(bench, kind, variant, Figure) for every figure the case's results support."""
     tmp = tmp_path_factory.mktemp(request.param)
     results = CASES[request.param](tmp)
+    RESULTS[request.param] = Path(results)
     got: list = []
     original = figures.save
 
@@ -143,3 +161,30 @@ def test_titles_are_unique_per_benchmark(drawn) -> None:
         assert title, f"{bench}/{kind}--{variant}: no title"
         assert (bench, title) not in seen, f"{bench}: {kind}--{variant} and {seen[bench, title]} share {title!r}"
         seen[bench, title] = f"{kind}--{variant}"
+
+
+def test_lines_with_a_spread_have_their_band(drawn, request) -> None:
+    """Three runs of a GPU transfer, a latency run's sample range, STREAM's slowest iteration:
+    each line of the figures drawn from them carries its band (a filled area per line)."""
+    results = RESULTS[request.node.callspec.params["drawn"]]
+    spread = {bench: kinds for bench, (has, kinds) in SPREAD.items()
+              if (results / f"{bench}.csv").exists() and has(pd.read_csv(results / f"{bench}.csv"))}
+    for bench, kind, variant, ax in every_axes(drawn):
+        if kind not in spread.get(bench, ()):
+            continue
+        bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        assert len(bands) >= len(data_lines(ax)), \
+            f"{where(bench, kind, variant, ax)}: {len(data_lines(ax))} lines, {len(bands)} bands"
+
+
+def test_every_measured_gpu_direction_is_drawn(drawn, request) -> None:
+    """Each direction a gpu_xfer run measured (both at once included) has its panel."""
+    results = RESULTS[request.node.callspec.params["drawn"]]
+    if not (results / "gpu_xfer.csv").exists():
+        return
+    df = pd.read_csv(results / "gpu_xfer.csv")
+    measured = {d.words for d in GPU_DIRECTIONS if d.bandwidth in df and df[d.bandwidth].notna().any()}
+    for bench, kind, variant, fig in drawn:
+        if (bench, kind) == ("gpu_xfer", "gpu_bandwidth"):
+            panels = {ax.get_title() for ax in fig.axes}
+            assert measured <= panels, f"{kind}--{variant}: {sorted(measured - panels)} not drawn"

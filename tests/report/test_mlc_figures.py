@@ -50,10 +50,10 @@ def test_loaded_latency_configurations_never_share_a_figure_or_table(tmp_path: P
     both = pd.concat([small, large], ignore_index=True)
     paths = loaded_latency.plot_loaded_latency(both, tmp_path)
     assert sorted(p.name for p in paths if p.suffix == ".png") == [
-        "loaded_latency--cpu0-mem1-1073741824.png", "loaded_latency--cpu0-mem1-2147483648.png"]
+        "loaded_latency--cpu0-mem1-1-gib.png", "loaded_latency--cpu0-mem1-2-gib.png"]
     tables = loaded_latency.loaded_latency_tables(both.assign(load_cpus="1,2,3"))
-    assert [t["title"] for t in tables] == ["Chase on node 0, memory on node(s) 1, 1073741824",
-                                            "Chase on node 0, memory on node(s) 1, 2147483648"]
+    assert [t["title"] for t in tables] == ["Chase on node 0, memory on node(s) 1, 1 GiB",
+                                            "Chase on node 0, memory on node(s) 1, 2 GiB"]
     # each table's idle row is its own buffer's, not a median over both
     idle = [float(t["table"].splitlines()[2].split("|")[5]) for t in tables]
     assert idle[1] - idle[0] > 40

@@ -366,3 +366,41 @@ def test_the_summary_names_an_unexplained_rise_that_at_least_doubles_latency() -
     assert report.is_headline(step(1.2, "L2 (per core)"))
     assert report.is_headline(step(9.9, None))                 # the rise to memory far below a VM's L3
     assert not report.is_headline(step(1.2, None))             # a TLB-like rise stays in its section
+
+
+def test_evidence_tables_keep_the_rows_a_finding_stands_on() -> None:
+    """A finding's table shows every row of the LUMI-G shape (15 sizes, the effect at 1-16 GiB);
+    a longer one keeps each row that differs and names the rows it leaves out; columns read as
+    words with their unit, bandwidth in GB/s, numbers right-aligned, flags as yes/no."""
+    sizes = [MiB << i for i in range(15)]
+    lumi = [{"size_bytes": s, "ratio": 1.49 if s >= 1024 * MiB else 1.0, "ratio_low": 0.9, "ratio_high": 1.1,
+             "units": 4, "differs": s >= 1024 * MiB} for s in sizes]
+    text = report.evidence_table(lumi)
+    assert "4GiB" in text and "16GiB" in text and "not shown" not in text
+    long = [{**row, "size_bytes": 1024 << i, "differs": i in (30, 31)} for i, row in enumerate(lumi * 4)]
+    text = report.evidence_table(long)
+    shown = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ") and "iB" in line]
+    assert format_size(1024 << 30) in shown and format_size(1024 << 31) in shown
+    assert len(shown) < len(long) and f"all {len(long)} rows are in findings.json" in text
+    assert "none of them differs" in text
+    header, align = text.splitlines()[:2]
+    assert header == "| size | ratio | ratio, 95% low | ratio, 95% high | units | differs |"
+    assert align == "| :--- | ---: | ---: | ---: | ---: | :--- |"
+    bw = report.evidence_table([{"threads": 1, "local_mb_s": 13950.0, "repetitions": 1}])
+    assert bw.splitlines()[0] == "| threads | local GB/s | repetitions |" and "| 1 | 13.95 | 1 |" in bw
+
+
+def test_the_html_page_is_the_markdown_report_with_its_figures_embedded(tmp_path: Path) -> None:
+    """experimentation.html says what experimentation.md says: the summary and its headline table,
+    the tables with their alignment, every figure (embedded, one file), and no Markdown left raw."""
+    results = Path(__file__).resolve().parents[2] / "examples" / "lumi-g"
+    figures.draw_all(results, tmp_path / "figures")
+    md, page = tmp_path / "experimentation.md", tmp_path / "experimentation.html"
+    assert main(["report", "--results", str(results), "--figures", str(tmp_path / "figures"),
+                 "-o", str(md), "--html", str(page)]) == 0
+    text, html = md.read_text(), page.read_text()
+    assert "<h2>Summary</h2>" in html and '<th style="text-align: right;">value</th>' in html
+    assert html.count("data:image/png;base64,") == text.count("![") > 0
+    assert html.count("<table>") == len(re.findall(r"^\| :?-", text, flags=re.M))
+    body = html.split("<body>", 1)[1]
+    assert "**" not in body and "| ---" not in body and "![" not in body

@@ -70,12 +70,12 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
         tmp_path / "bandwidth.csv", index=False)
     frames = {"latency": pd.read_csv(tmp_path / "latency.csv"), "bandwidth": pd.read_csv(tmp_path / "bandwidth.csv")}
     lat, bw = quality.series_quality(frames)
-    assert [r[0] for r in lat["rows"]] == ["rank 0, cpu 0", "rank 1, cpu 1"]
+    assert [r[0] for r in lat["rows"]] == ["rank 0, CPU 0", "rank 1, CPU 1"]
     assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-4] for r in lat["rows"]] == [0.4, 1.4]
     assert [r[-2:] for r in lat["rows"]] == [[61.0, 5], [99.5, 3]]
     shared, flag = lat["flagged"]                 # the 9 % at 1 MiB is below 256 MiB: not flagged
-    assert shared.startswith("**CPU shared**: rank 0, cpu 0: ran only 61% of a sample's time on its CPU at 1MiB")
-    assert flag.startswith("**Spread**: rank 1, cpu 1: samples spread 3.5% at 512MiB")
+    assert shared.startswith("**CPU shared**: rank 0, CPU 0: ran only 61% of a sample's time on its CPU at 1MiB")
+    assert flag.startswith("**Spread**: rank 1, CPU 1: samples spread 3.5% at 512MiB")
     assert [r[1:] for r in bw["rows"]] == [["nontemporal", "", 0.3, "", 2e5]] and bw["flagged"] == []
     frames["bandwidth"]["timer_ticks"] = 12.0
     (tick,) = quality.series_quality(frames)[1]["flagged"]
@@ -125,15 +125,15 @@ def test_a_fleet_series_is_one_row_over_its_hosts_and_each_flag_one_sentence() -
                              "first_touch_s": 0.1 * (h + 1), "cycle_build_s": 0.2,
                              "on_cpu_pct": 80.0 + h if h < 3 else 99.0, "retaken": 1})
     (lat,) = quality.series_quality({"latency": pd.DataFrame(rows)})
-    assert [r[0] for r in lat["rows"]] == ["rank 0, cpu 0 (12 hosts)", "rank 1, cpu 1 (12 hosts)"]
+    assert [r[0] for r in lat["rows"]] == ["rank 0, CPU 0 (12 hosts)", "rank 1, CPU 1 (12 hosts)"]
     row = lat["rows"][0]
     assert row[1] == pytest.approx(1.55) and row[2] == pytest.approx(2.1) and row[3] == "256MiB on n11"
     assert row[4] == pytest.approx(0.325) and row[5] == pytest.approx(1.2)
     assert row[7] == "1 of 12 hosts" and row[8] == 80.0 and row[9] == 24
     assert lat["numeric"] == {1, 2, 4, 5, 6, 8, 9}        # numbers right-aligned, the retakes' count too
     spread, shared = sorted(f for f in lat["flagged"] if f.startswith("**") and "rank 0" in f)[::-1]
-    assert spread.startswith("**Spread**: rank 0, cpu 0: on 1 of 12 hosts (n11); the worst, n11: samples spread 2.1%")
-    assert shared.startswith("**CPU shared**: rank 0, cpu 0: on 3 of 12 hosts (n00, n01, n02); the worst, n00: "
+    assert spread.startswith("**Spread**: rank 0, CPU 0: on 1 of 12 hosts (n11); the worst, n11: samples spread 2.1%")
+    assert shared.startswith("**CPU shared**: rank 0, CPU 0: on 3 of 12 hosts (n00, n01, n02); the worst, n00: "
                              "ran only 80%")
     assert len(lat["flagged"]) == 4
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -84,6 +85,9 @@ def test_finished_job_is_published_and_archived_by_copy(tmp_path: Path) -> None:
     proc = subprocess.run(_runjob(tmp_path, WRITE), capture_output=True, text=True, env=_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     csv = tmp_path / "bench" / "j1.csv"
+    # one progress line: the job, its kernel, how long, its rows and table
+    assert re.fullmatch(rf"numasweep: j1 \(true\) measured in [0-9.]+ s: 1 row in {re.escape(str(csv))}",
+                        proc.stderr.strip()), proc.stderr
     archived = {p.suffix: p for p in (tmp_path / "bench" / "archive").iterdir()}
     assert set(archived) == {".csv", ".json", ".log"}
     assert archived[".csv"].read_bytes() == csv.read_bytes()

@@ -23,7 +23,6 @@ COMMANDS = {
     "analyse": ("numasweep.findings.analysis", "compute findings.json from aggregated results"),
     "figures": ("numasweep.reporting.figures", "draw the figures from aggregated results"),
     "report": ("numasweep.reporting.report", "render the Markdown report"),
-    "html": ("numasweep.reporting.html", "render the Markdown report as one HTML page beside it"),
     "store": ("numasweep.results.store", "record a finished run in the results store; list the runs"),
     "compare": ("numasweep.reporting.compare", "compare results with references or an earlier run of the store"),
     "hwloc-export": ("numasweep.reporting.hwloc_export", "write the measured latency and bandwidth as hwloc memory attributes"),

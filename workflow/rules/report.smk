@@ -15,7 +15,6 @@ localrules:
     analyse,
     figures,
     report_md,
-    report_html,
     report,
 
 
@@ -77,7 +76,13 @@ rule report_md:
         figures=rules.figures.output,
         sections=REPORT_SECTIONS,
     output:
-        f"{REPORT_DIR}/experimentation.md",
+        md=f"{REPORT_DIR}/experimentation.md",
+        # The same report as one page, figures embedded; in `snakemake --report` as its own entry.
+        html=report(
+            f"{REPORT_DIR}/experimentation.html",
+            caption="../report/experimentation.rst",
+            category="Report",
+        ),
     log:
         f"logs/{SYSTEM}/report/report_md.log",
     conda:
@@ -89,28 +94,10 @@ rule report_md:
         sections=" ".join(f"--section {shlex.quote(s)}" for s in REPORT_SECTIONS),
     shell:
         "python -m numasweep report --results {params.results:q} --findings {input.findings:q}"
-        " --figures {params.figures:q} {params.sections} -o {output:q} > {log:q} 2>&1"
-
-
-# The same report as one HTML page, and the first item of Snakemake's HTML report.
-rule report_html:
-    input:
-        f"{REPORT_DIR}/experimentation.md",
-    output:
-        report(
-            f"{REPORT_DIR}/experimentation.html",
-            caption="../report/analysis.rst",
-            category="Analysis",
-        ),
-    log:
-        f"logs/{SYSTEM}/report/report_html.log",
-    conda:
-        "../envs/report.yaml"
-    shell:
-        "python -m numasweep html -i {input:q} -o {output:q} > {log:q} 2>&1"
+        " --figures {params.figures:q} {params.sections} -o {output.md:q} --html {output.html:q}"
+        " > {log:q} 2>&1"
 
 
 rule report:
     input:
         f"{REPORT_DIR}/experimentation.md",
-        f"{REPORT_DIR}/experimentation.html",

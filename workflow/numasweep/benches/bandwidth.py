@@ -34,6 +34,7 @@ A finding's `numbers["claim"]` says whether it claims an effect.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -46,7 +47,7 @@ import pandas as pd
 from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import Bench, RunQuality, register
 from numasweep.core.topology import Topology
-from numasweep.core.units import count_words, format_size, parse_cpulist
+from numasweep.core.units import count_words, format_size, page_words, parse_cpulist
 from numasweep.findings import firmware, weights
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
 from numasweep.planning import checks, grid
@@ -385,7 +386,7 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
         flags.append((f"Arrays under {LLC_FACTOR}x the last-level cache",
                       -float(cell.split("x")[0]), small))
     least = g["timer_ticks"]
-    row.append(least)
+    row.append(None if least is None else int(least))   # a count: no decimals
     if least is not None and least < TIMER_TICKS_LIMIT:
         flags.append(("Timer", -least, f"the best repetition took only {least:.0f} ticks of the "
                       f"timer (under {TIMER_TICKS_LIMIT}), too short to time well; use a larger "
@@ -469,6 +470,12 @@ def _threads(values: np.ndarray) -> str:
     return f"{lo} thread{'s' if lo != 1 else ''}" if lo == hi else f"{lo} to {hi} threads"
 
 
+def gb(interval: Interval) -> Interval:
+    """An interval of MB/s (the kernel's unit) in GB/s, the unit the report says bandwidth in."""
+    return dataclasses.replace(interval, estimate=interval.estimate / 1000, low=interval.low / 1000,
+                               high=interval.high / 1000)
+
+
 def _series_name(r: Any) -> str:
     """Names every series column that can tell two bandwidth series apart."""
     kernel = f"{r['kernel']} " if r["kernel"] else ""
@@ -479,9 +486,11 @@ def _series_name(r: Any) -> str:
     for col, word in (("stores", "stores"), ("pattern", "pattern"), ("stride", "stride"), ("page_size", "pages"),
                       ("weights", "weights"), ("memory", "memory"), ("label", "sweep")):
         value = str(r.get(col, "")).strip()
-        if value and (col, value) not in (("stores", "regular"), ("pattern", "sequential")) \
+        # the sweep's memory choice says no more than the node already named ("node:0")
+        said = col == "memory" and value in (f"node:{r['mem_nodes']}", "local")
+        if value and not said and (col, value) not in (("stores", "regular"), ("pattern", "sequential")) \
                 and not (col == "stride" and value in ("0", "1")):
-            extra.append(f"{word} {value}")
+            extra.append(page_words(value) if col == "page_size" else f"{word} {value}")
     return text + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -532,25 +541,25 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
         peak = int(np.nanargmax(medians))
         t0 = int(s.sizes[0])
         noise_rule = s.noise()[3]
-        t0_text = f"{t0} thread{'s' if t0 != 1 else ''}"
-        at = (f"{int(point.estimate)} threads ({point.level * 100:.0f}% interval {point.low:.0f} to "
+        t0_text = count_words(t0, "thread")
+        at = (f"{count_words(int(point.estimate), 'thread')} ({point.level * 100:.0f}% interval {point.low:.0f} to "
               f"{point.high:.0f}; {point.method})" if np.isfinite(point.low)
-              else f"{int(point.estimate)} threads ({point.method})" if col is not None else "")
+              else f"{count_words(int(point.estimate), 'thread')} ({point.method})" if col is not None else "")
         if claim and col is not None:
-            text = f"rises {rise.text('{:.2f}x')} from {t0_text} to a plateau of {plateau.text('{:.0f}')} MB/s, reached at {at}"
+            text = f"rises {rise.text('{:.2f}x')} from {t0_text} to a plateau of {gb(plateau).text('{:.1f}')} GB/s, reached at {at}"
         elif claim:
             text = (f"rises {rise.text('{:.2f}x')} from {t0_text} to {int(s.sizes[-1])} and does not level off "
                     "within the thread counts tested")
         elif not np.isfinite(p):
-            text = (f"goes from {t0_text} to a plateau of {plateau.estimate:.0f} MB/s, {rise.text('{:.2f}x')} higher"
+            text = (f"goes from {t0_text} to a plateau of {plateau.estimate / 1000:.1f} GB/s, {rise.text('{:.2f}x')} higher"
                     + (f" from {at} on" if at else "") + "; with the noise unknown nothing is claimed")
         else:
             text = (f"does not rise beyond the noise and the {MIN_EFFECT * 100:.0f}% floor from {t0_text} on "
-                    f"(plateau / first {rise.text('{:.2f}x')}; plateau {plateau.text('{:.0f}')} MB/s)")
+                    f"(plateau / first {rise.text('{:.2f}x')}; plateau {gb(plateau).text('{:.1f}')} GB/s)")
         findings.append(Finding(
             id="bandwidth_saturation", bench="bandwidth", title=f"Saturation: {name}",
-            summary=(f"{name[0].upper() + name[1:]} {text}; the highest median is {medians[peak]:.0f} MB/s at "
-                     f"{int(s.sizes[peak])} threads."),
+            summary=(f"{name[0].upper() + name[1:]} {text}; the highest median is {medians[peak] / 1000:.1f} GB/s at "
+                     f"{count_words(int(s.sizes[peak]), 'thread')}."),
             numbers={"cpu_nodes": first["cpu_nodes"], "mem_nodes": first["mem_nodes"], "kernel": first["kernel"],
                      "policy": first["policy"], "metric": metric, "claim": bool(claim),
                      **interval_numbers("saturation_threads", point if col is not None else None),
@@ -745,8 +754,8 @@ def _locality_findings(found: dict, meta: dict, topo: Topology | None, metric: s
                            "the bandwidth of their own node's memory")
         findings.append(Finding(
             id="bandwidth_locality", bench="bandwidth", title=f"Bandwidth: node {mem} vs node {cpu} memory" + in_parens(name),
-            summary=(f"Over {_threads(threads)} (geometric mean), {verdict} (peak medians {rem.max():.0f} vs "
-                     f"{loc.max():.0f} MB/s){dist_text}."),
+            summary=(f"Over {_threads(threads)} (geometric mean), {verdict} (peak medians {rem.max() / 1000:.1f} vs "
+                     f"{loc.max() / 1000:.1f} GB/s){dist_text}."),
             numbers=numbers, evidence=evidence))
         if contradicts:
             farther = "farther" if d_remote > d_local else "nearer"

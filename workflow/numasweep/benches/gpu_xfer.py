@@ -211,7 +211,7 @@ def gpu_table(df: pd.DataFrame) -> pd.DataFrame:
     if "pinned" not in df:
         df["pinned"] = 1
     values = [c for d in GPU_DIRECTIONS for c in (d.latency, d.bandwidth) if c]
-    return series.point_table(df, "gpu_xfer", values)
+    return series.point_table(df, "gpu_xfer", values, spread=True)
 
 
 def gpu_lines(part: pd.DataFrame):
@@ -263,12 +263,16 @@ def plot_gpu(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list
                 continue
             fig, axes = new_figure(ncols=len(directions), width=max(11.0, 4.0 * len(directions)))
             for ax, direction in zip(axes, directions):
+                value = getattr(direction, column)
                 for i, (_, rows) in enumerate(gpu_lines(part)):
                     rows = rows.sort_values(GPU_SIZE)
-                    ax.plot(rows[GPU_SIZE], rows[getattr(direction, column)], marker="o", markersize=3,
-                            color=PALETTE[i % len(PALETTE)],
+                    colour = PALETTE[i % len(PALETTE)]
+                    ax.plot(rows[GPU_SIZE], rows[value], marker="o", markersize=3, color=colour,
                             linestyle=LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)],
                             label=gpu_label(rows.iloc[0]))
+                    if (rows[f"{value}_hi"] > rows[f"{value}_lo"]).any():   # several runs: their range
+                        ax.fill_between(rows[GPU_SIZE], rows[f"{value}_lo"], rows[f"{value}_hi"], color=colour,
+                                        alpha=0.2, linewidth=0)
                 size_axis(ax, sizes, "transfer size")
                 if log_y:
                     ax.set_yscale("log")
@@ -671,9 +675,12 @@ BENCH = register(Bench(
     within=WITHIN,
     figures=(
         ("gpu_bandwidth", "Host-device transfer bandwidth against transfer size for each host memory "
-         "policy and weights, host to device left, device to host right."),
+         "policy and weights, one panel per direction measured (host to device, device to host, then each "
+         "of the two when both run at once); the band spans the runs' lowest to highest where there are "
+         "several."),
         ("gpu_latency", "Host-device transfer time against transfer size for each host memory policy "
-         "and weights, host to device left, device to host right."),
+         "and weights, host to device left, device to host right; the band spans the runs' lowest to "
+         "highest where there are several."),
         ("gpu_node_matrix", "Host-device plateau bandwidth by host memory node (rows) and GPU (columns), "
          "one panel per direction, each GPU alone, the GPU's own node boxed."),
     ),

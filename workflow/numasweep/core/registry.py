@@ -156,6 +156,14 @@ def kernels() -> tuple[str, ...]:
     return tuple(k for b in all_benches().values() for k in (b.kernel, *b.kernels))
 
 
-def captions() -> dict[str, str]:
+class Captions(dict):
+    """Figure kind -> caption. Snakemake's HTML report lists a rule's params beside each figure
+    (figure.rst reads this one): there it reads as one phrase, not every caption at once."""
+
+    def __str__(self) -> str:
+        return "one caption per figure kind (figure.rst)"
+
+
+def captions() -> Captions:
     """Figure kind -> caption, in report order over all benchmarks."""
-    return {kind: text for b in all_benches().values() for kind, text in b.figures}
+    return Captions({kind: text for b in all_benches().values() for kind, text in b.figures})

@@ -33,8 +33,8 @@ from numasweep.results import series, store
 from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
-from numasweep.reporting.markdown import md_table
-from numasweep.core.units import convert, format_size, metric_unit, parse_size
+from numasweep.reporting.markdown import fmt_value, md_table
+from numasweep.core.units import convert, count_words, format_size, metric_unit, parse_size
 
 # Identity columns that do not make two runs' points different measurements.
 NOT_COMPARED = ("system", "host")
@@ -194,7 +194,7 @@ def _at(row: dict) -> str:
     if row["worst_at"] is None:
         return ""
     if row["axis"] == "threads":
-        return f"{row['worst_at']} threads"
+        return count_words(row['worst_at'], 'thread')
     return format_size(row["worst_at"])
 
 
@@ -220,7 +220,7 @@ def regression_finding(row: dict, part: pd.DataFrame, ratio: np.ndarray, regress
 
 
 def _bound(value: float) -> str:
-    return "" if not math.isfinite(value) else f"{value:.4g}"
+    return "" if not math.isfinite(value) else fmt_value(value, 2)
 
 
 def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: str | None,
@@ -235,7 +235,7 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
                           "allowed range", "unit", "status"],
                          [[r["name"], r["bench"], r["metric"],
                            ", ".join(f"{k}={v}" for k, v in r["where"].items()) or "all points",
-                           "" if r["measured"] is None else f"{r['measured']:.4g}", f"{r['reference']:.4g}",
+                           "" if r["measured"] is None else fmt_value(r["measured"], 2), fmt_value(r["reference"], 2),
                            f"{_bound(r['low'])} .. {_bound(r['high'])}", r["unit"], r["status"].upper()]
                           for r in refs], right={4, 5}), ""]
     if against is not None:
@@ -266,8 +266,8 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
     ref_rows = check_references(frames, references)
     rows: list[dict] = []
     findings = [{"id": "reference_fail", "bench": r["bench"], "title": f"Reference missed: {r['name']}",
-                 "summary": (f"{r['metric']} measured {r['measured']:.4g} {r['unit']}, outside "
-                             f"{_bound(r['low'])} .. {_bound(r['high'])} (reference {r['reference']:.4g})."
+                 "summary": (f"{r['metric']} measured {fmt_value(r['measured'], 2)} {r['unit']}, outside "
+                             f"{_bound(r['low'])} .. {_bound(r['high'])} (reference {fmt_value(r['reference'], 2)})."
                              if r["measured"] is not None else "no measured point matches this reference."),
                  "numbers": {k: r[k] for k in ("measured", "reference", "points")}, "evidence": []}
                 for r in ref_rows if r["status"] != "pass"]

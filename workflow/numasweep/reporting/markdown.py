@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -22,9 +24,27 @@ def fmt_number(value: object, digits: int = 2) -> str:
     return str(value)
 
 
+NUMBER_TEXT = re.compile(r"-?[0-9][0-9,]*(\.[0-9]+)?")
+
+
+def is_number(value: object) -> bool:
+    """A number, or a number already written as text ("2", "1,024")."""
+    if isinstance(value, str):
+        return bool(NUMBER_TEXT.fullmatch(value.strip()))
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def numeric_columns(rows: list[list[object]]) -> set[int]:
+    """The columns whose every filled cell is a number (and that have one)."""
+    width = max((len(r) for r in rows), default=0)
+    filled = [[r[i] for r in rows if i < len(r) and fmt_number(r[i]) != ""] for i in range(width)]
+    return {i for i, cells in enumerate(filled) if cells and all(is_number(v) for v in cells)}
+
+
 def md_table(header: list[str], rows: list[list[object]], right: set[int] | None = None) -> str:
-    """A GitHub-flavoured Markdown table; columns in `right` are right-aligned (numbers)."""
-    right = right if right is not None else set(range(1, len(header)))
+    """A GitHub-flavoured Markdown table; columns in `right` are right-aligned, by default the
+    columns of numbers."""
+    right = right if right is not None else numeric_columns(rows)
     align = ["---:" if i in right else ":---" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(fmt_number(v) for v in row) + " |" for row in rows]

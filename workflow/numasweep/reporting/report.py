@@ -22,9 +22,9 @@ import pandas as pd
 
 from numasweep.core import registry
 from numasweep.results import aggregate, digest, quality
-from numasweep.reporting import figures
+from numasweep.reporting import figures, html
 from numasweep.core.errors import NumasweepError
-from numasweep.reporting.markdown import fmt_value, md_table
+from numasweep.reporting.markdown import fmt_number, fmt_value, md_table
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, format_size
@@ -242,24 +242,85 @@ def load_findings(path: str | os.PathLike | None, results_dir: Path) -> dict:
     return analysis.analyse(results_dir)
 
 
+# Evidence tables show every row up to this many; a longer one keeps its first rows, its last
+# and every row that carries the claim (`differs`), and says which rows it leaves out.
+EVIDENCE_ROWS = 40
+
+
+# the words a column name abbreviates, as the rest of the report spells them
+EVIDENCE_WORDS = {"cpu": "CPU", "mem": "memory", "gpu": "GPU", "l3": "L3", "src": "source", "dst": "destination"}
+
+
+def _words(text: str) -> str:
+    return " ".join(EVIDENCE_WORDS.get(w, w) for w in text.replace("_", " ").split())
+
+
+def evidence_header(column: str) -> str:
+    """A findings.json column in words with its unit: "latency_ns" -> "latency (ns)", "local_mb_s"
+    -> "local GB/s" (converted, as every bandwidth of the report), "ratio_low" -> "ratio, 95% low"."""
+    if column.endswith("size_bytes"):
+        return (_words(column[: -len("size_bytes")]) + " size").strip()
+    for suffix, unit in (("mb_s", "GB/s"), ("gib_s", "GiB/s"), ("gb_s", "GB/s")):
+        if column == suffix or column.endswith("_" + suffix):
+            return (_words(column[: -len(suffix)]) + " " + unit).strip()
+    for suffix, words in (("_low", ", 95% low"), ("_high", ", 95% high")):
+        if column.endswith(suffix):
+            return evidence_header(column[: -len(suffix)]) + words
+    if "_ns" in column:
+        stem, _, rest = column.partition("_ns")
+        return f"{_words(stem)} (ns)" + (", " + _words(rest) if rest else "")
+    return _words(column)
+
+
 def evidence_cell(column: str, value: object) -> object:
-    if column.endswith("size_bytes") and isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if column.endswith("size_bytes") and isinstance(value, (int, float)):
         return format_size(int(value))
+    if (column == "mb_s" or column.endswith("_mb_s")) and isinstance(value, (int, float)):
+        return value / 1000.0           # MB/s as the kernel wrote it, GB/s as the report says
+    if isinstance(value, float) and value.is_integer() and not column.startswith("ratio") \
+            and column in ("units", "ranks", "repetitions", "threads", "runs", "samples", "distance"):
+        return int(value)
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
     return "" if value is None else value
 
 
-def evidence_table(evidence: list[dict], limit: int = 12) -> str | None:
+def evidence_table(evidence: list[dict], limit: int = EVIDENCE_ROWS) -> str | None:
+    """A finding's evidence as a table: every row up to `limit`; past it, the first and last
+    rows and every row that carries the claim (`differs`), the rows left out named by their
+    first column."""
     if not evidence:
         return None
     columns: list[str] = []
     for item in evidence:
         columns += [k for k in item if k not in columns]
-    header = [c.replace("size_bytes", "size") for c in columns]
-    rows = [[evidence_cell(c, e.get(c)) for c in columns] for e in evidence[:limit]]
-    more = f"\n\n({len(evidence) - limit} more rows in findings.json)" if len(evidence) > limit else ""
-    return md_table(header, rows, right=set()) + more
+    keep = list(range(len(evidence)))
+    if len(evidence) > limit:
+        edge = limit // 4
+        keep = sorted(set(range(edge)) | set(range(len(evidence) - edge, len(evidence)))
+                      | {i for i, e in enumerate(evidence) if e.get("differs") is True})
+    rows = [[evidence_cell(c, evidence[i].get(c)) for c in columns] for i in keep]
+    table = md_table([evidence_header(c) for c in columns], rows)
+    left = [i for i in range(len(evidence)) if i not in keep]
+    if not left:
+        return table
+    runs: list[list[int]] = []
+    for i in left:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    first = columns[0]
+
+    def cell(i: int) -> str:
+        return fmt_number(evidence_cell(first, evidence[i].get(first)))
+
+    spans = [cell(r[0]) if len(r) == 1 else f"{cell(r[0])} to {cell(r[-1])}" for r in runs]
+    differs = " (none of them differs)" if "differs" in columns else ""
+    return table + (f"\n\n({len(left)} rows not shown: {evidence_header(first)} {'; '.join(spans)}{differs}; "
+                    f"all {len(evidence)} rows are in findings.json)")
 
 
 def cache_tally(findings: list[dict]) -> str | None:
@@ -435,7 +496,8 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
             "kind": kind,
             "path": os.path.relpath(png, out_md.parent),
             "caption": registry.captions().get(kind, kind.replace("_", " ")),
-            "alt": png.stem.replace("--", ", ").replace("_", " "),
+            # the variant's slug read as words: "latency vs size, concurrent 1 rank"
+            "alt": png.stem.replace("--", ", ").replace("_", " ").replace("-", " "),
         })
     return entries
 
@@ -597,6 +659,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--section", action="append", default=[],
                         help="a Markdown section to include (fleet.md, comparison.md), in the report's folder")
     parser.add_argument("-o", "--output", required=True, help="Markdown file to write")
+    parser.add_argument("--html", help="also the same report as one HTML page (figures embedded), to this file")
     args = parser.parse_args(argv)
     if len(args.results) > 2:
         raise NumasweepError("report: give --results once (one system) or twice (two systems side by side)")
@@ -609,4 +672,6 @@ def main(argv: list[str]) -> int:
     else:
         path = render_cross(results, findings, Path(args.figures) if args.figures else None, Path(args.output))
     print(path)
+    if args.html:
+        print(html.write(path, args.html))
     return 0

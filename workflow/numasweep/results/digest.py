@@ -69,7 +69,8 @@ def _fmt(name: str, value: float) -> str:
         return approx_size(value)
     if "ratio" in name:
         return f"{value:.2f}x"
-    return f"{value:.3g}"
+    # three significant digits, never in exponent form: 33,780 rather than 3.38e+04
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def _label(name: str) -> str:

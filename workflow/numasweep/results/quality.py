@@ -75,7 +75,9 @@ FEW_HOSTS = 8                     # hosts named in a flag over a fleet
 
 
 def _series_name(row: dict | pd.Series, columns: list[str]) -> str:
-    return ", ".join(f"{c} {series.label(row[c])}" for c in columns if series.label(row[c]) not in ("", "-1"))
+    """A series as its configuration's words ("concurrent, 1 rank, 4 KiB pages, rank 0, CPU 0"),
+    each value once; an absent value (-1 once normalised) unsaid."""
+    return series.config_name({c: row[c] for c in columns if series.label(row[c]) not in ("", "-1")}, columns)
 
 
 def groups(df: pd.DataFrame, keys: list[str]) -> tuple[pd.Index, np.ndarray]:

@@ -11,18 +11,20 @@ or a finding.
 A benchmark's `within` columns are the series columns that tell lines of one figure or rows of one table
 apart (the rank of a latency run, the node pair of a bandwidth run); the other series columns
 name the configuration, and those that vary in a table split it into its variants
-(`concurrent-2 ranks-interleaved-0,1`).
+(`concurrent, 2 ranks, 1 per domain, interleaved`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from numasweep.core import registry
+from numasweep.core.units import count_words, page_words, size_words
 
 REPETITION = "repetition"
 
@@ -41,29 +43,49 @@ def label(value: object) -> str:
     return str(value)
 
 
+# Columns whose bare number says nothing of what it numbers: the word put before it ("CPU 3").
+NUMBERED = {"rank": "rank", "cpu": "CPU", "cpu_node": "CPU node", "l3_group": "L3 group", "gpu": "GPU",
+            "gpu_node": "GPU node", "src_node": "source node", "dst_node": "destination node",
+            "chase_node": "chase node", "domains": "domains"}
+# Columns that count: the number before its noun ("2 threads").
+COUNTED = {"ranks": "rank", "threads": "thread", "ngpus": "GPU"}
+
+
 def value_name(column: str, value: object) -> str:
     """A configuration value as a name says it, where the bare value would not tell what it
-    counts ("1-1 rank": one rank per domain, one rank): "2 ranks", "1 per domain", "domains 0,1"."""
+    counts ("1-1 rank": one rank per domain, one rank): "2 ranks", "1 per domain", "domains 0,1",
+    "CPU 3", "4 KiB pages", "1 GiB"; a text value (a mode, a kernel) as it is, any other number
+    after its column's words."""
     text = label(value)
-    if column == "ranks" and text.isdigit():
-        return f"{text} rank" + ("s" if text != "1" else "")
-    if column == "ranks_per_domain" and text:
+    if not text:
+        return text
+    if column in COUNTED and text.isdigit():
+        return count_words(text, COUNTED[column])
+    if column == "ranks_per_domain":
         return f"{text} per domain"
-    if column == "domains" and text:
-        return f"domains {text}"
+    if column in ("page_size", "pages"):
+        return page_words(text)
+    if column in NUMBERED:
+        return f"{NUMBERED[column]} {text}"
+    if column.endswith("bytes") and text.isdigit():
+        return size_words(int(text))
+    if re.fullmatch(r"-?[0-9.]+", text):
+        return f"{column.replace('_', ' ')} {text}"
     return text
 
 
 def config_name(values: dict, columns: list[str]) -> str:
     """A series' configuration in words, its columns in `columns` order but the rank count first
-    and the ranks per domain after it, left out where one rank says it: "1 rank", "2 ranks, 2
-    per domain", "domains 0,1"."""
+    and the ranks per domain after it, left out where one rank says it, and the sweep's `pages`
+    left to the kernel's `page_size`: "1 rank", "2 ranks, 2 per domain", "domains 0,1"."""
     named = [c for c in columns if c in values and label(values[c]) != ""]
     if "ranks" in named and "ranks_per_domain" in named:
         named.remove("ranks_per_domain")
         named.insert(named.index("ranks") + 1, "ranks_per_domain")
-        if label(values["ranks"]) == "1":
+        if label(values["ranks"]).split()[0] == "1":     # 1 or "1 rank"
             named.remove("ranks_per_domain")
+    if "pages" in named and "page_size" in named:
+        named.remove("pages")
     return ", ".join(value_name(c, values[c]) for c in named)
 
 
@@ -160,9 +182,12 @@ def text_again(df: pd.DataFrame, dtype: Any = object) -> None:
             df[col] = df[col].astype(dtype)
 
 
-def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = ()) -> pd.DataFrame:
+def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = (),
+                spread: bool = False) -> pd.DataFrame:
     """One row per point (series and axis value): the median of `values` over repetitions, and
-    the first value of each column in `first` (e.g. page placement) that the table has."""
+    the first value of each column in `first` (e.g. page placement) that the table has;
+    `spread`: also each value's lowest and highest over the repetitions (`<value>_lo`, `_hi`),
+    for a figure's band."""
     keys = point_columns(df, bench)
     values = [v for v in values if v in df.columns]
     # only the columns it groups and takes: the others of a large table are not normalised
@@ -171,6 +196,9 @@ def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[st
     grouped = df.groupby([k for k in keys if k not in same], sort=True, dropna=False)
     out = with_constants(grouped[values].median().reset_index(), df, same, keys + values)
     text_again(out)
+    if spread:          # the same groups in the same order as the medians
+        for v in values:
+            out[f"{v}_lo"], out[f"{v}_hi"] = grouped[v].min().to_numpy(), grouped[v].max().to_numpy()
     for col in first:
         if col in df.columns and col not in keys:
             out[col] = grouped[col].first().to_numpy()
@@ -197,7 +225,7 @@ def configurations(df: pd.DataFrame, bench: str, first: str | None = None,
     out = []
     for key, part in df.groupby(cols, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        out.append(("-".join(value_name(c, k) for c, k in zip(cols, key) if label(k) != "") or "all", part))
+        out.append((config_name(dict(zip(cols, key)), cols) or "all", part))
     return out
 
 

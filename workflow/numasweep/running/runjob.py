@@ -25,6 +25,9 @@ What it guarantees (the rule's whole shell is this one command):
   failed rerun or deletion reaches an archived result. A disk that fills while publishing leaves
   nothing of the run published (its archive copies are removed, the earlier result stays) and is
   one line naming the folder.
+- One progress line per finished job on stderr (Snakemake's console, beside its "n of m steps
+  done"): the job, its kernel, how long it measured and how many rows it wrote. The kernel's own
+  progress, a line per finished size or step, goes to the job's log (`tail -f` it).
 """
 
 from __future__ import annotations
@@ -207,7 +210,7 @@ class Runner:
         if not self.host_lock.acquire(getattr(a, "host_lock_wait", None), stopped=lambda: bool(self.stopped_by)):
             return 128 + (self.stopped_by or signal.SIGTERM)
         try:
-            start = now_iso()
+            start, began = now_iso(), time.monotonic()
             with open(a.log, "w") as log:
                 rc = self.launch(argv, log)
             # The end of the measuring, inside the host lock: no other job's start comes before it.
@@ -237,8 +240,18 @@ class Runner:
         check_table(self.partial, a.log)
         # From here the result is finished: a stop signal waits until it is published.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        rows = table_rows(self.partial)
         publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s)
+        print(progress_line(a.job_id, Path(a.kernel).name, time.monotonic() - began, rows, self.csv),
+              file=sys.stderr, flush=True)
         return 0
+
+
+def progress_line(job_id: str, kernel: str, seconds: float, rows: int, csv: Path) -> str:
+    """The one line a finished job prints beside Snakemake's "n of m steps done": what it
+    measured, how long it took, where its table went."""
+    took = f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+    return f"numasweep: {job_id} ({kernel}) measured in {took}: {rows} row{'s' if rows != 1 else ''} in {csv}"
 
 
 def _group_alive(pgid: int) -> bool:
@@ -260,12 +273,16 @@ def missing_program(argv: list[str]) -> str:
     return f"{prog}: no such program; run `make -C kernels` (kernels) or check the config's wrapper and launcher"
 
 
+def table_rows(path: Path) -> int:
+    """The rows of a CSV under its header (blank lines aside)."""
+    return max(0, len([ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]) - 1)
+
+
 def check_table(partial: Path, log: Path) -> None:
     """The kernel said it succeeded: its table must exist and have a header and rows."""
     if not partial.exists():
         raise NumasweepError(f"{partial}: the kernel exited 0 without writing its CSV; see {log}")
-    lines = [ln for ln in partial.read_text(errors="replace").splitlines() if ln.strip()]
-    if len(lines) < 2:
+    if table_rows(partial) < 1:
         raise NumasweepError(f"{partial}: the kernel's CSV has no rows; see {log} and rerun the job")
 
 

@@ -430,7 +430,7 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                 evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)
                           if t.from_size_bytes <= s <= t.to_size_bytes]))
         if curve.unseen:
-            names = ", ".join(f"{c.label} ({analysis.size_text(c.size_bytes)})" for c in curve.unseen)
+            names = ", ".join(levels.capacity_words(c.label, c.size_bytes) for c in curve.unseen)
             # an unexplained rise ending below them: memory latency came before these caches filled
             early = [t for t in curve.transitions if t.kind == "unexplained"
                      and all(t.to_size_bytes < c.size_bytes for c in curve.unseen)]
@@ -448,8 +448,8 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                 if c.size_bytes not in seen}
     tested = [s for curve in lv.curves for s in curve.sizes]
     if untested and tested:
-        names = ", ".join(f"{c.label} ({analysis.size_text(c.size_bytes)})" for c in sorted(untested.values(),
-                                                                            key=lambda c: c.size_bytes))
+        names = ", ".join(levels.capacity_words(c.label, c.size_bytes)
+                          for c in sorted(untested.values(), key=lambda c: c.size_bytes))
         findings.append(Finding(
             id="cache_untested", bench="latency", title="Caches outside the tested sizes",
             summary=(f"The tested sizes {analysis.size_text(min(tested))} to {analysis.size_text(max(tested))} need two sizes either side of a "

@@ -102,12 +102,10 @@ def mode_comparison(latency: pd.DataFrame | None) -> str | None:
     if latency is None or set(latency["mode"].unique()) < {"concurrent", "serial"}:
         return None
     table = tables.latency_table(latency)
-    columns = series.config_columns(table, NAME, ("mode",))
     parts = []
-    for _, part in series.configurations(table, NAME, without=("mode",)):
+    for variant, part in series.configurations(table, NAME, without=("mode",)):
         if set(part["mode"].unique()) < {"concurrent", "serial"}:
             continue
-        variant = ", ".join(f"{c.replace('_', ' ')} {series.label(part[c].iloc[0])}" for c in columns) or "all"
         med = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")
         worst = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="max")
         med = med.dropna()
