@@ -385,6 +385,14 @@ def _size_iv(interval: Interval) -> str:
             f"{approx_size(interval.low)} to {approx_size(interval.high)})")
 
 
+def _entries(onset: Interval) -> str:
+    """The TLB entries an onset implies: reach / 4 KiB, with the onset's interval."""
+    if not np.isfinite(onset.low):
+        return f"about {onset.estimate / 4096:,.0f} entries of 4 KiB (no interval)"
+    return (f"about {onset.estimate / 4096:,.0f} entries of 4 KiB ({onset.level * 100:.0f}% interval "
+            f"{onset.low / 4096:,.0f} to {onset.high / 4096:,.0f})")
+
+
 def _opening(text: str, rest: str) -> str:
     """A sentence from an optional opening and the rest: "In serial mode, rest." or "Rest."."""
     return f"{text[0].upper()}{text[1:]}, {rest}." if text else f"{rest[0].upper()}{rest[1:]}."
@@ -465,7 +473,9 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
             summary = _opening(text, f"4 KiB pages are slower than {page_words(t.huge_page)} beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor from {size_words(t.onset_bytes)} on (onset "
                                      f"{_size_iv(t.onset)}; the cost is half its largest at "
-                                     f"{_size_iv(t.location_bytes)}); {top}: the TLB reach, not a cache")
+                                     f"{_size_iv(t.location_bytes)}); {top}: the TLB reach, not a cache; "
+                                     f"the onset puts the 4 KiB pages' TLB reach near {size_words(t.onset_bytes)}: "
+                                     f"{_entries(t.onset)}")
         else:
             summary = _opening(text, f"4 KiB pages and {page_words(t.huge_page)} do not part beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor at any size tested (largest ratio {peak})")
@@ -475,6 +485,7 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                      "onset_size_bytes": t.onset_bytes, **analysis.interval_numbers("onset_bytes", t.onset),
                      **analysis.interval_numbers("location_bytes", t.location_bytes), **analysis.interval_numbers("max_ratio", t.max_ratio),
                      "max_size_bytes": t.max_size_bytes, "peak_claimed": t.peak_significant,
+                     "tlb_entries_4k": t.onset_bytes // 4096 if t.onset_bytes is not None else None,
                      "floor": levels.TLB_FLOOR},
             evidence=t.per_size))
     return findings
