@@ -471,7 +471,8 @@ def _mem_nodes(topo: Topology, spec: str, cpu_node: int) -> tuple[str, list[int]
         return "bind", [cpu_node], None
     if kind == "weighted":
         nodes, _, weights = rest.partition("@")
-        return "weighted", [int(n) for n in nodes.split(",")], [int(w) for w in weights.split(",")]
+        # without weights: the kernel's weights of the moment, modelled as uniform
+        return "weighted", [int(n) for n in nodes.split(",")], [int(w) for w in weights.split(",")] if weights else None
     nodes = [int(n) for n in rest.split(",")]
     return {"node": "bind", "nodes": "bind"}.get(kind, kind), nodes, None
 

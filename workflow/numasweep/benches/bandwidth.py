@@ -919,9 +919,13 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
     cpu = df["cpu_node"] if "cpu_node" in df else (df["cpu_nodes"].map(series.label) if "cpu_nodes" in df
                                                    else pd.Series("", index=df.index))
     mem = df["mem_nodes"].map(series.label) if "mem_nodes" in df else pd.Series("", index=df.index)
+    memory, cpu, mem = (part.astype(object).astype(str) for part in (memory, cpu, mem))   # text, not categories
     # local: said so, or memory on the threads' node; remote memory named by its node
     memory = memory.where(~((mem == cpu) & (cpu != "")), "local").replace("", "local")
-    memory = memory.where(memory == "local", "threads on node " + cpu + ", memory on node " + mem)
+    # spread memory (interleaved, weighted) keeps its spec, so that each weighting is its own row
+    spread = memory.str.startswith(("interleave", "weighted"))
+    memory = memory.where(memory == "local", "threads on node " + cpu + ", memory "
+                          + memory.where(spread, "on node " + mem).str.replace(":", " on nodes ").str.replace("@", ", weights "))
     df["kernel"] = df["kernel"].replace("", "STREAM")
     kernels = sorted(df["kernel"].astype(str).unique(),
                      key=lambda k: (STREAM_ORDER.index(k) if k in STREAM_ORDER else len(STREAM_ORDER), k))
