@@ -479,7 +479,9 @@ def gb(interval: Interval) -> Interval:
 def _series_name(r: Any) -> str:
     """Names every series column that can tell two bandwidth series apart."""
     kernel = f"{r['kernel']} " if r["kernel"] else ""
-    text = f"{kernel}bandwidth with threads on node {r['cpu_nodes']} and memory on node {r['mem_nodes']}"
+    mem = str(r.get("mem_nodes", "") or "").strip()
+    text = (f"{kernel}bandwidth with threads on node {r['cpu_nodes']} and "
+            + (f"memory on node {mem}" if mem else "their local memory"))
     extra = []
     if str(r.get("array_bytes", "")).strip():
         extra.append(f"{size_text(float(r['array_bytes']))} arrays")
@@ -858,8 +860,9 @@ def bandwidth_peak(bandwidth: pd.DataFrame | None, topology: Topology | None = N
     if found is None or topology is None:
         return []
     best, key, threads = found
-    where = f"{key['kernel'] + ', ' if key.get('kernel') else ''}{_threads_word(threads)}, " \
-            f"threads on node {key['cpu_nodes']}, memory on node {key['mem_nodes']}"
+    mem = str(key.get("mem_nodes", "") or "").strip()
+    where = (f"{key['kernel'] + ', ' if key.get('kernel') else ''}{_threads_word(threads)}, "
+             f"threads on node {key['cpu_nodes']}, " + (f"memory on node {mem}" if mem else "their local memory"))
     best_text = best.text("{:.1f} GB/s")
     peak = topology.memory_peak
     if peak is None:
