@@ -916,9 +916,11 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
     if "cpu_node" in df:
         df = df[df["cpu_node"].astype(str) == sorted(df["cpu_node"].astype(str).unique())[0]]
     memory = df["memory"] if "memory" in df else pd.Series("", index=df.index)
-    cpu = df["cpu_node"] if "cpu_node" in df else (df["cpu_nodes"].map(series.label) if "cpu_nodes" in df
-                                                   else pd.Series("", index=df.index))
-    mem = df["mem_nodes"].map(series.label) if "mem_nodes" in df else pd.Series("", index=df.index)
+    # as text: a categorical column (a table read back from its .npz) maps to another categorical,
+    # which cannot be concatenated below
+    cpu = df["cpu_node"] if "cpu_node" in df else (df["cpu_nodes"].astype(object).map(series.label)
+                                                   if "cpu_nodes" in df else pd.Series("", index=df.index))
+    mem = df["mem_nodes"].astype(object).map(series.label) if "mem_nodes" in df else pd.Series("", index=df.index)
     # local: said so, or memory on the threads' node; remote memory named by its node
     memory = memory.where(~((mem == cpu) & (cpu != "")), "local").replace("", "local")
     memory = memory.where(memory == "local", "threads on node " + cpu + ", memory on node " + mem)
