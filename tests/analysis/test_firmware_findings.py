@@ -81,3 +81,24 @@ def test_one_node_without_hmat_says_so_in_one_line():
     assert [(f.id, f.summary) for f in found] == [
         ("firmware_not_provided", "Measured bandwidth against the firmware: HMAT: not provided, so the "
                                   "measurement stands alone.")]
+
+
+def test_one_value_a_side_is_untested_never_agreeing():
+    # One rank per cell (the four-node guest's sweep): no interval, so no verdict either way. The
+    # CXL node's 3x claim against a measured 1.02x is said to be untested and far apart, node 1's
+    # 0.5x against 0.52x untested and within the floor; neither agrees, and nothing is claimed.
+    topo = cxl(hmat(0, {0: 20000, 1: 10000, 3: 6000}))
+    found = firmware_findings(samples({(0, 0): 100.0, (0, 1): 52.0, (0, 3): 102.0}, n=1, noise=0.0), topo,
+                              "bandwidth_mb_s", "bandwidth")
+    (comparison,) = [f for f in found if f.id == "firmware_comparison"]
+    assert ("CPUs of node 0 to memory of node 1: HMAT access1 says 0.50x, measured 0.52x (no interval: noise "
+            "unknown), untested, within 10% of each other" in comparison.summary)
+    assert ("CPUs of node 0 to memory of node 3: HMAT access1 says 0.30x, measured 1.02x (no interval: noise "
+            "unknown), untested, 3.40x apart" in comparison.summary)
+    assert ("No pair tested; 2 of 2 pair(s) untested, with one value a side and no interval (more ranks or "
+            "repetitions give one), 1 of them more than 10% apart from the firmware's ratio; the node ordering "
+            "untested." in comparison.summary)
+    assert "agrees" not in comparison.summary
+    assert comparison.numbers["claim"] is False and comparison.numbers["untested"] == 2
+    assert comparison.numbers["ordering_agrees"] is None
+    assert [r["tested"] for r in comparison.evidence] == [False, False]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import compileall
 import functools
+import math
 import os
 import re
 import shlex
@@ -20,9 +21,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from numasweep.core import topology
 from numasweep.core.io import read_csv
+from numasweep.core.topology import Topology
+from numasweep.findings.firmware import FLOOR
+from numasweep.results import aggregate, matrices
 
 from helpers.workflow import copy_repo, snakemake
 
@@ -246,3 +252,122 @@ def md_tables(text: str) -> list[tuple[str, list[dict[str, str]]]]:
             continue
         i += 1
     return tables
+
+
+# One measured cell beside the firmware's claim, as the report's "Measured against the firmware"
+# section words it (numasweep.findings.firmware.Pair.words), in the line of its finding.
+FIRMWARE_FINDING = re.compile(r"^\*\*Measured (?P<quantity>latency|bandwidth) against (?P<source>HMAT access[01]|SLIT), "
+                              r"relative to node (?P<local>\d+)'s local \w+\.\*\* (?P<summary>.*)$", re.M)
+FIRMWARE_PAIR = re.compile(r"CPUs of node (?P<cpu>\d+) to memory of node (?P<mem>\d+): (?P<source>HMAT access[01]|SLIT) "
+                           r"says (?P<claimed>[\d.]+)x, measured (?P<measured>[\d.]+)x \((?P<interval>[^)]*)\), "
+                           r"(?P<verdict>untested, [\d.]+x apart|[^;.]+)")
+
+
+def firmware_statements(text: str) -> list[dict[str, str]]:
+    """Every pair the firmware comparison states, with its finding's quantity (latency or
+    bandwidth) and local node: the words of the report, one dict per pair."""
+    found = []
+    for finding in FIRMWARE_FINDING.finditer(text):
+        for pair in FIRMWARE_PAIR.finditer(finding["summary"]):
+            found.append({"quantity": finding["quantity"], "local": finding["local"], **pair.groupdict(),
+                          "summary": finding["summary"]})
+    return found
+
+
+def hmat_claim(topo: Topology, field: str, cpu: int, mem: int, local: int) -> tuple[str, float] | None:
+    """(source, ratio) HMAT gives for memory `mem` from CPUs of `cpu` over the local cell
+    (local, local): access class 1 where it has both, else class 0; None where neither has both."""
+    for klass in (1, 0):
+        pairs = topo.firmware.pairs(klass)
+        there, here = pairs.get((cpu, mem)), pairs.get((local, local))
+        if there and here and getattr(there, field) and getattr(here, field):
+            return f"HMAT access{klass}", getattr(there, field) / getattr(here, field)
+    return None
+
+
+def geometric_ratio(samples: pd.DataFrame, cpu: int, mem: int, local: int) -> float:
+    """Geometric mean of the samples of cell (cpu, mem) over that of (local, local)."""
+    def mean_log(c: int, m: int) -> float:
+        values = samples[(samples["cpu_node"] == c) & (samples["memory_node"] == m)]["value"].to_numpy(float)
+        assert len(values), f"no samples of cell ({c}, {m}) in {samples}"
+        return float(np.log(values).mean())
+    return float(np.exp(mean_log(cpu, mem) - mean_log(local, local)))
+
+
+# (matrices quantity, the finding's word, the HMAT field of the same quantity)
+FIRMWARE_QUANTITIES = {"latency_ns": ("latency", "read_latency_ns"), "bandwidth_mb_s": ("bandwidth", "read_bandwidth_mb_s")}
+
+
+def firmware_beside_measured(report: str, results: Path, quantities: tuple[str, ...]) -> list[dict[str, str]]:
+    """Check the report's "Measured against the firmware" section against the guest's results:
+    the firmware's view as detection read it is in the report; every measured remote cell that
+    HMAT has numbers for (with a local cell to relate it to) is stated, with HMAT's ratio and the
+    measured one (the geometric means' ratio over the cells' samples), and a verdict that says
+    how they compare: with an interval, "disagrees" wherever the interval lies beyond FLOOR of the
+    claim; without one (one value a side), "untested" with how far apart they lie, never
+    "agrees". The statements checked, for the caller's own checks."""
+    topo = topology.load(results / "topology.json")
+    assert topo.firmware.access, "the guest boots with HMAT (run.sh --memory-only): detection read none"
+    for line in topo.firmware.summary():  # the firmware's view as read, in the report's configuration
+        assert line in report, f"'{line}' not in the report:\n{section(report, 'System')[:3000]}"
+    samples = matrices.samples(aggregate.load_results(results))
+    stated = firmware_statements(section(report, "Measured against the firmware"))
+    checked = []
+    for quantity in quantities:
+        word, field = FIRMWARE_QUANTITIES[quantity]
+        rows = samples[quantity]
+        measured = {(int(c), int(m)) for c, m in rows[["cpu_node", "memory_node"]].itertuples(index=False)}
+        expected = {}
+        for cpu, mem in sorted(measured):
+            local = cpu if (cpu, cpu) in measured else mem if (mem, mem) in measured else None
+            claim = None if cpu == mem or local is None else hmat_claim(topo, field, cpu, mem, local)
+            if claim:
+                expected[(cpu, mem)] = (local, *claim)
+        said = {(int(s["cpu"]), int(s["mem"])): s for s in stated if s["quantity"] == word and s["source"].startswith("HMAT")}
+        assert expected and set(said) == set(expected), (
+            f"{word}: HMAT pairs stated {sorted(said)}, measured with HMAT numbers {sorted(expected)}:\n{stated}")
+        for cell, (local, source, claimed) in expected.items():
+            s = said[cell]
+            ratio = geometric_ratio(rows, *cell, local)
+            assert s["source"] == source and int(s["local"]) == local, (source, local, s)
+            assert s["claimed"] == f"{claimed:.2f}", f"{word} {cell}: HMAT's ratio is {claimed:.2f}x, stated {s}"
+            assert abs(float(s["measured"]) - ratio) <= 0.006, f"{word} {cell}: measured {ratio:.3f}x, stated {s}"
+            apart = abs(math.log(ratio / claimed)) > math.log1p(FLOOR)
+            if s["interval"].startswith("no interval"):
+                if apart:
+                    factor = re.fullmatch(r"untested, ([\d.]+)x apart", s["verdict"])
+                    assert factor and abs(float(factor[1]) - max(ratio / claimed, claimed / ratio)) < 0.05, (
+                        f"{word} {cell}: {ratio:.2f}x measured, {claimed:.2f}x claimed: {s['summary']}")
+                else:
+                    assert s["verdict"] == f"untested, within {FLOOR:.0%} of each other", f"{word} {cell}: {s}"
+            else:
+                low, high = map(float, re.findall(r"([\d.]+)x", s["interval"])[:2])
+                if low > claimed * (1 + FLOOR) or high < claimed / (1 + FLOOR):
+                    assert s["verdict"] == "disagrees", f"{word} {cell}: {s['summary']}"
+                else:
+                    assert s["verdict"] in ("agrees", "disagrees"), f"{word} {cell}: {s['summary']}"
+            checked.append(s)
+    return checked
+
+
+# `lstopo --memattrs -p`: a memory attribute's name, then its values, one per target and initiator.
+MEMATTR_NAME = re.compile(r"^Memory attribute #\d+ name `(?P<name>\w+)' flags \d+$")
+MEMATTR_VALUE = re.compile(r"^\s+NUMANode P#(?P<node>\d+) = (?P<value>\d+)(?: from cpuset (?P<cpuset>0x[0-9a-f,]+))?")
+
+
+def memattrs(text: str) -> dict[str, dict[tuple[int, str | None], int]]:
+    """attribute name -> {(NUMA node's OS index, initiator cpuset or None): value}."""
+    out: dict[str, dict[tuple[int, str | None], int]] = {}
+    current = None
+    for line in text.splitlines():
+        if m := MEMATTR_NAME.match(line):
+            current = out.setdefault(m["name"], {})
+        elif (m := MEMATTR_VALUE.match(line)) and current is not None:
+            current[(int(m["node"]), m["cpuset"])] = int(m["value"])
+    return out
+
+
+def hwloc_cpuset(cpus: list[int]) -> str:
+    """The cpuset hwloc prints for these CPUs (a mask of up to 32 CPUs, 8 hex digits)."""
+    assert max(cpus) < 32, f"the guest's CPUs {cpus}: this helper writes one 32-bit word"
+    return f"0x{sum(1 << c for c in cpus):08x}"

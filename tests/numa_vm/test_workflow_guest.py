@@ -5,17 +5,30 @@ report`), as a cluster's report is rendered from its results: rendering is Pytho
 aggregated tables, minutes under emulation and seconds here, and nothing in it depends on the
 machine it runs on. The report's placement verification must show every rank's pages on the
 node its job asked for, and the report must say that its timings come from an emulated
-machine."""
+machine.
+
+The guest has HMAT (run.sh's numbers: 100 ns and 20 GB/s local, 300 ns and 5 GB/s to node 3): the
+report's "Measured against the firmware" section must set those claims beside the measured ratios
+and say plainly how they compare (under emulation every node's memory is the host's, so they lie
+far apart). The guest's own hwloc XML (`lstopo --of xml`, run inside it) is the base of
+`python -m numasweep hwloc-export` on its results, and the real `lstopo --input FILE --memattrs`
+must read the file and print the measured matrices as its Latency and Bandwidth."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from numa_guest import (HERE, GuestRun, Layout, Step, copy_repo_with_kernels, md_tables, page_fractions,
-                        render_report, section)
+from numa_guest import (HERE, GuestRun, Layout, Step, copy_repo_with_kernels, firmware_beside_measured,
+                        hwloc_cpuset, md_tables, memattrs, page_fractions, render_report, section)
+
+from numasweep.core import topology
+from numasweep.reporting import hwloc_export
+from numasweep.results import aggregate, matrices
 
 pytestmark = [pytest.mark.numa_vm, pytest.mark.workflow]
 
@@ -30,7 +43,10 @@ SNAKEMAKE = (
     'cd "$OUT/repo" && snakemake sweep --profile profiles/local --cores 3 '
     f'--configfile "$REPO/tests/numa_vm/{CONFIG.name}" --config wrapper="$WRAPPER"'
 )
-STEPS = [Step("workflow", SNAKEMAKE)]
+# The guest's hwloc view (hwloc runs from the host's /, shared read-only): its NUMA nodes, CPU
+# sets and the HMAT numbers hwloc read, the base the export writes the measurement into.
+LSTOPO = 'lstopo --of xml "$OUT/guest-topology.xml" && grep -c "<object type=\\"NUMANode\\"" "$OUT/guest-topology.xml"'
+STEPS = [Step("lstopo", LSTOPO), Step("workflow", SNAKEMAKE)]
 
 
 prepare = copy_repo_with_kernels
@@ -79,11 +95,10 @@ def test_report_shows_every_rank_on_its_requested_node(report: str) -> None:
     assert len(jobs) == 8 and len(checked) == 14, f"placement verified for {sorted(checked)}"
     # The per-rank tables of the latency runs: MiB on each node, all on the asked node.
     per_rank = [(title, rows) for title, rows in tables if rows and "CPU node" in rows[0]]
-    # titles name the configuration in words: "concurrent, local, 2MiB per rank", "concurrent, node 3, ..."
-    on_node3 = [bool(re.search(r"\bnode[: ]3\b", title)) for title, _ in per_rank]
-    assert len(per_rank) == 2 and sorted(on_node3) == [False, True], per_rank
-    assert all(title.startswith("concurrent, ") for title, _ in per_rank), per_rank
-    for (title, rows), node3 in zip(per_rank, on_node3):
+    # titled "<mode>, <memory>, <size> per rank"
+    assert sorted(", ".join(title.split(", ")[:2]) for title, _ in per_rank) == [
+        "concurrent, local", "concurrent, node:3"], per_rank
+    for title, rows in per_rank:
         assert [int(r["rank"]) for r in rows] == [0, 1, 2], (title, rows)
         for row in rows:
             rank = int(row["rank"])
@@ -100,3 +115,41 @@ def test_report_says_timings_come_from_an_emulated_machine(report: str) -> None:
 
 def test_report_marks_node3_memory_only(report: str) -> None:
     assert re.search(r"memory only, no CPUs: node 3\b", report), section(report, "Configuration")[:3000]
+
+
+def results_of(guest: GuestRun) -> Path:
+    return guest.out / "repo" / "results" / SYSTEM
+
+
+def test_report_sets_the_guests_hmat_beside_the_measurement(guest: GuestRun, report: str) -> None:
+    """Every measured remote cell the guest's HMAT has numbers for, latency and bandwidth, with
+    HMAT's ratio beside the measured one and a verdict that says how they compare (one rank or
+    job a cell here: untested, with how far apart they lie)."""
+    stated = firmware_beside_measured(report, results_of(guest), ("latency_ns", "bandwidth_mb_s"))
+    assert {(s["quantity"], s["cpu"], s["mem"]) for s in stated} >= {("latency", "0", "3"), ("bandwidth", "0", "3")}
+
+
+def test_hwloc_export_of_the_guests_results_reads_in_lstopo(guest: GuestRun) -> None:
+    """`python -m numasweep hwloc-export` on the guest's results, over the guest's own hwloc XML,
+    and the real lstopo reading the file: its Latency and Bandwidth are the measured matrices
+    (target the memory node, initiator the CPU node's cpuset), in hwloc's units."""
+    step = guest.step("lstopo")
+    step.check()
+    assert step.log.split()[-1] == "4", f"the guest's hwloc XML should hold 4 NUMA nodes:\n{step.log}"
+    base, xml, results = guest.out / "guest-topology.xml", guest.out / "measured.xml", results_of(guest)
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "hwloc-export", str(results), "--base", str(base),
+                           "-o", str(xml)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"hwloc-export failed:\n{proc.stdout}\n{proc.stderr}"
+    shown = subprocess.run(["lstopo", "--input", str(xml), "--memattrs", "-p"], capture_output=True, text=True,
+                           timeout=120)
+    (guest.out / "measured-memattrs.txt").write_text(shown.stdout + shown.stderr)
+    assert shown.returncode == 0, f"lstopo --input {xml} --memattrs failed:\n{shown.stdout}\n{shown.stderr}"
+    printed = memattrs(shown.stdout)
+    topo = topology.load(results / "topology.json")
+    cpusets = {n.id: hwloc_cpuset(n.cpus) for n in topo.nodes if n.cpus}
+    measured = matrices.measured(aggregate.load_results(results))
+    for quantity, (name, _, factor) in hwloc_export.ATTRIBUTES.items():
+        expected = {(mem, cpusets[cpu]): max(1, round(value * factor))
+                    for (cpu, mem), value in matrices.cells(measured[quantity]).items()}
+        assert printed.get(name) == expected, (
+            f"lstopo's {name}: {printed.get(name)}, the measured matrix gives {expected}:\n{shown.stdout}")

@@ -12,6 +12,7 @@ import re
 import pandas as pd
 import pytest
 
+from numasweep.benches import bandwidth
 from numasweep.benches.latency import report as lat_report
 from numasweep.findings import analysis
 from numasweep.reporting import report
@@ -96,3 +97,17 @@ def test_a_level_already_at_memory_latency_is_said_so() -> None:
     (l3,) = [k for k in table_rows if k.startswith("L3")]
     assert "already memory latency" in l3 and "no plateau of its own" in l3
     assert not any("already memory" in k for k in table_rows if k.startswith(("L1d", "L2")))
+
+
+def test_bandwidth_headline_from_categorical_columns() -> None:
+    """A table read back from its .npz holds text as categoricals; the weights campaign's (memory
+    on node 0, on node 3, and weighted over both) gives its rows, not a TypeError."""
+    rows = [{"kernel": "triad", "threads": 1, "best_mb_s": bw + rep, "avg_mb_s": bw, "min_mb_s": bw - 10,
+             "ntimes": 2, "cpu_node": 0, "cpu_nodes": "0", "memory": memory, "mem_nodes": mem,
+             "policy": "weighted" if "," in mem else "bind", "repetition": rep, "job_id": f"{memory}-{rep}"}
+            for rep in range(2)
+            for memory, mem, bw in (("node:0", "0", 1500.0), ("node:3", "3", 800.0), ("weighted:0,3@2,1", "0,3", 1100.0))]
+    df = pd.DataFrame(rows).astype({c: "category" for c in ("kernel", "cpu_nodes", "memory", "mem_nodes", "policy")})
+    table = {row[0]: row[1:] for row in bandwidth.headline(df, None)}
+    assert table["triad, best bandwidth, local memory"][0] == "1.5 GB/s at 1 thread"
+    assert table["NUMA ratio, triad bandwidth threads on node 0, memory on node 3 / local, 1 thread"][0] == "0.53x"

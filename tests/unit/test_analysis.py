@@ -355,9 +355,12 @@ def test_faster_remote_memory_contradicts_the_distances() -> None:
     assert order.numbers["ratio_low"] > 1.1 and "contradicts the firmware distances" in order.summary
 
 
-def test_best_weights() -> None:
+@pytest.mark.parametrize("grid_memory", [False, True])
+def test_best_weights(grid_memory: bool) -> None:
+    # grid_memory: the workflow's table, with each job's memory spec (weighted:0,1@3,1) as a column
     rows = [{"threads": t, "cpu_nodes": 0, "mem_nodes": "0,1", "policy": "weighted", "weights": w, "repetition": r,
-             "best_mb_s": v * t * (1 + 0.01 * ((r + 2 * t + i) % 3))}
+             "best_mb_s": v * t * (1 + 0.01 * ((r + 2 * t + i) % 3)),
+             **({"memory": f"weighted:0,1@{w}"} if grid_memory else {})}
             for i, (w, v) in enumerate((("1,1", 900.0), ("3,1", 1200.0), ("1,3", 700.0)))
             for t in (1, 2, 4) for r in range(3)]
     (found,) = [f for f in bandwidth.bandwidth_locality(pd.DataFrame(rows), topo_two_nodes())

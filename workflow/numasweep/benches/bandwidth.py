@@ -779,7 +779,8 @@ def _weight_pairs(runs: pd.DataFrame, keys: list[str]) -> tuple[list, dict]:
     weighted = runs[runs["policy"] == "weighted"]
     if weighted.empty:
         return [], {}
-    base = [c for c in keys if c != "weights"]
+    # the grid's memory spec names the weights too (weighted:0,3@2,1): it tells no series apart here
+    base = [c for c in keys if c not in ("weights", "memory")]
     others = [c for c in base if c not in ("cpu_nodes", "mem_nodes")]
     varying = [c for c in others if weighted[c].astype(str).nunique() > 1]
     pairs, meta = [], {}

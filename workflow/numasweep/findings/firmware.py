@@ -10,7 +10,9 @@ class 0), and for latency the SLIT distance over 10.
 
 A pair disagrees when measured over claimed lies beyond FLOOR (10 %) either way with the
 excess tested one-sided against the pair's noise, Benjamini-Hochberg over every pair of one
-analysis (`stats.excess_pvalue`). The node ordering agrees when no two memory nodes that the
+analysis (`stats.excess_pvalue`). A pair with one value a side (one rank or job per cell) has
+no interval and is not tested: it is said to be untested, with how far apart the two ratios lie,
+never to agree. The node ordering agrees when no two memory nodes that the
 measurement tells apart (their own Welch interval excludes 1) are ranked the other way by the
 firmware. Memory-only nodes (CXL-like) are said in words against the CPU node's local memory.
 Where the firmware gives nothing to compare, one finding says so in one line.
@@ -51,8 +53,20 @@ class Pair:
     dof: float
     disagrees: bool = False
 
+    @property
+    def tested(self) -> bool:
+        """False with one value a side: no interval, so neither agreement nor disagreement."""
+        return math.isfinite(self.se)
+
+    def apart(self) -> bool:
+        """The measured ratio lies beyond FLOOR of the claimed one, either way."""
+        return abs(math.log(self.measured.estimate / self.claimed)) > math.log1p(FLOOR)
+
     def words(self) -> str:
-        verdict = "disagrees" if self.disagrees else "agrees"
+        factor = max(self.measured.estimate / self.claimed, self.claimed / self.measured.estimate)
+        untested = (f"untested, {factor:.2f}x apart" if self.apart()
+                    else f"untested, within {FLOOR:.0%} of each other")
+        verdict = "disagrees" if self.disagrees else "agrees" if self.tested else untested
         return (f"CPUs of node {self.cpu} to memory of node {self.mem}: {self.source} says {self.claimed:.2f}x, "
                 f"measured {self.measured.text('{:.2f}x')}, {verdict}")
 
@@ -88,21 +102,23 @@ def _pairs(samples: pd.DataFrame, topo: Topology, quantity: str) -> list[Pair]:
     return pairs
 
 
-def _ordering(samples: pd.DataFrame, cpu: int, claimed: dict[int, float]) -> list[str]:
-    """Pairs of memory nodes the measurement tells apart but the firmware ranks the other way."""
+def _ordering(samples: pd.DataFrame, cpu: int, claimed: dict[int, float]) -> tuple[list[str], int]:
+    """Pairs of memory nodes the measurement tells apart but the firmware ranks the other way, and
+    how many pairs of nodes have an interval at all (none with one value a node)."""
     rows = samples[samples["cpu_node"] == cpu]
     by_mem = {int(m): g["value"].to_numpy(float) for m, g in rows.groupby("memory_node")}
-    wrong = []
+    wrong, tested = [], 0
     nodes = sorted(n for n in claimed if n in by_mem)
     for i, a in enumerate(nodes):
         for b in nodes[i + 1:]:
             ratio = stats.welch(by_mem[a], by_mem[b])[0]
+            tested += bool(np.isfinite(ratio.low))
             if not (np.isfinite(ratio.low) and (ratio.low > 1 or ratio.high < 1)) or claimed[a] == claimed[b]:
                 continue
             if (ratio.estimate > 1) != (claimed[a] > claimed[b]):
                 wrong.append(f"the firmware puts node {a} {'above' if claimed[a] > claimed[b] else 'below'} "
                              f"node {b}, measured {ratio.text('{:.2f}x')} of it")
-    return wrong
+    return wrong, tested
 
 
 def firmware_findings(samples: pd.DataFrame, topo: Topology | None, quantity: str, bench: str) -> list[Finding]:
@@ -122,11 +138,20 @@ def firmware_findings(samples: pd.DataFrame, topo: Topology | None, quantity: st
     for (source, local), group in groups.items():
         row = [x for x in group if x.cpu == local]
         claimed = {x.mem: x.claimed for x in row} | {local: 1.0}
-        wrong = _ordering(samples, local, claimed) if len(row) > 1 else []
+        wrong, ordered = _ordering(samples, local, claimed) if len(row) > 1 else ([], 0)
         off = [x for x in group if x.disagrees]
+        untested = [x for x in group if not x.tested]
+        every = "every pair" if not untested else "every pair tested"
         verdict = (f"{len(off)} of {len(group)} pair(s) disagree beyond {FLOOR:.0%}" if off
-                   else f"every pair agrees within {FLOOR:.0%} or the noise")
-        order = ("" if len(row) < 2 else "; the node ordering agrees" if not wrong
+                   else f"{every} agrees within {FLOOR:.0%} or the noise" if len(untested) < len(group)
+                   else "no pair tested")
+        if untested:
+            far = sum(x.apart() for x in untested)
+            verdict += (f"; {len(untested)} of {len(group)} pair(s) untested, with one value a side and no "
+                        f"interval (more ranks or repetitions give one)"
+                        + (f", {far} of them more than {FLOOR:.0%} apart from the firmware's ratio" if far else ""))
+        order = ("" if len(row) < 2 else "; the node ordering untested" if not ordered
+                 else "; the node ordering agrees" if not wrong
                  else "; the node ordering disagrees: " + "; ".join(wrong))
         found.append(Finding(
             id="firmware_comparison", bench=bench,
@@ -137,9 +162,11 @@ def firmware_findings(samples: pd.DataFrame, topo: Topology | None, quantity: st
                         if off or wrong else "")),
             numbers={"source": source, "local_node": local, "quantity": quantity, "floor": FLOOR,
                      "claim": bool(off or wrong), "disagreements": len(off), "pairs": len(group),
-                     "ordering_agrees": None if len(row) < 2 else not wrong},
+                     "untested": len(untested),
+                     "ordering_agrees": None if len(row) < 2 or not ordered else not wrong},
             evidence=[{"cpu_node": x.cpu, "memory_node": x.mem, "claimed_ratio": round(x.claimed, 4),
-                       "disagrees": x.disagrees, **interval_numbers("measured_ratio", x.measured)} for x in group],
+                       "disagrees": x.disagrees, "tested": x.tested,
+                       **interval_numbers("measured_ratio", x.measured)} for x in group],
         ))
     hmat = any(x.source.startswith("HMAT") for x in pairs)
     if not hmat:
