@@ -428,15 +428,17 @@ def _reference_where(tmp: Path) -> list[str]:
 case("numasweep CLI", "reference where with a bad size", _reference_where,
      "references[0].where.size_bytes", "'16Q' is not a size")
 
-# A real full disk: a small tmpfs mounted for the case (root only; skipped otherwise).
+# A real full disk: a small tmpfs mounted for the case (root only; the case fails otherwise).
 MOUNTED: list[Path] = []
 
 
 def _tmpfs(path: Path, size: str) -> Path:
     path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                                           capture_output=True).returncode:
-        pytest.skip("a full disk is a small tmpfs, which only root can mount")
+    if os.geteuid() != 0:
+        pytest.fail("NOT RUN: a full disk is a small tmpfs, which only root can mount (run the tests as root)")
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                           capture_output=True, text=True)
+    assert mount.returncode == 0, f"cannot mount a tmpfs at {path}: {mount.stderr.strip()}"
     MOUNTED.append(path)
     return path
 

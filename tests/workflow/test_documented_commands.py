@@ -259,8 +259,8 @@ def sinfo(*args: str) -> str | None:
 
 
 def why_not_here(block: Block, clusters: Clusters) -> str | None:
-    """Why a SLURM block cannot run on this machine now, or None. Not under CI, which runs as
-    root on a machine with no cluster but the session's."""
+    """Why a SLURM block cannot run on this machine now, or None (the test then fails, saying NOT
+    RUN). Never under CI, which runs as root on a machine with no cluster but the session's."""
     if os.geteuid() != 0:
         return "runs the test SLURM cluster: needs root (scripts/numasweep.sh test installs its packages)"
     if clusters.running is None and not STATE.exists() and sinfo() is not None:
@@ -304,7 +304,7 @@ def test_documented_commands_work_as_written(block: Block, tmp_path: Path, reque
     if block_kind(block) == "slurm":
         clusters = request.getfixturevalue("slurm_clusters")
         if reason := why_not_here(block, clusters):
-            pytest.skip(reason)
+            pytest.fail(f"NOT RUN: {reason}")
         if starts_cluster(block):
             clusters.stop()  # the block starts its own
         elif any(fleet_partition(c.text) for c in block.commands):

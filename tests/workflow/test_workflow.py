@@ -245,9 +245,12 @@ def test_a_read_only_results_folder_is_refused_at_plan_time(repo_copy: Path) -> 
     any job, not Snakemake's traceback when it first creates an output folder."""
     results = repo_copy / "results"
     results.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(results)],
-                                           capture_output=True).returncode:
-        pytest.skip("a read-only file system is a tmpfs mounted read-only, which only root can mount")
+    if os.geteuid() != 0:
+        pytest.fail("NOT RUN: a read-only file system is a tmpfs mounted read-only, which only root can mount "
+                    "(run the tests as root)")
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(results)],
+                           capture_output=True, text=True)
+    assert mount.returncode == 0, f"cannot mount a read-only tmpfs at {results}: {mount.stderr.strip()}"
     try:
         proc = snakemake(repo_copy, "-n", "--config", "system=probe")
     finally:
