@@ -836,7 +836,8 @@ def best_run(bandwidth: pd.DataFrame | None) -> tuple[Interval, Any, int] | None
     if runs.empty:
         return None
     best = None
-    for (key, threads), part in _groups(runs, keys):
+    for values, part in runs.groupby([*keys, "threads"], sort=False, dropna=False):
+        key, threads = dict(zip(keys, values[:-1])), int(values[-1])
         logs = np.log(part["mb_s"].to_numpy(dtype=float) / 1000)
         logs = logs[np.isfinite(logs)]
         if not len(logs):
@@ -845,11 +846,6 @@ def best_run(bandwidth: pd.DataFrame | None) -> tuple[Interval, Any, int] | None
         if best is None or iv.estimate > best[0].estimate:
             best = (iv, key, threads)
     return best
-
-
-def _groups(runs: pd.DataFrame, keys: list[str]):
-    for values, part in runs.groupby([*keys, "threads"], sort=False, dropna=False):
-        yield (dict(zip(keys, values[:-1])), int(values[-1])), part
 
 
 def bandwidth_peak(bandwidth: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
