@@ -10,7 +10,7 @@ import pandas as pd
 
 from numasweep.core import firmware as fw
 from numasweep.core.topology import load_arch
-from numasweep.findings.firmware import firmware_findings
+from numasweep.findings.firmware import far_memory, firmware_findings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +46,7 @@ def test_planted_bandwidth_disagreement_is_found_and_agreements_are_not():
             in comparison.summary)
     assert "1 of 2 pair(s) disagree beyond 10%; the node ordering agrees" in comparison.summary
     (tier,) = [f for f in found if f.id == "memory_tier"]
-    assert tier.summary.startswith("Far memory, node 3 (memory tier 22, no CPUs): 0.30x")
+    assert tier.summary.startswith("Far memory, node 3 (memory tier 22, no CPUs), from node 0's CPUs: 0.30x")
     assert not [f for f in found if f.id == "firmware_not_provided"]
 
 
@@ -102,3 +102,28 @@ def test_one_value_a_side_is_untested_never_agreeing():
     assert comparison.numbers["claim"] is False and comparison.numbers["untested"] == 2
     assert comparison.numbers["ordering_agrees"] is None
     assert [r["tested"] for r in comparison.evidence] == [False, False]
+
+
+def test_far_memory_latency_and_bandwidth_in_one_sentence():
+    """A memory-only node measured for latency and bandwidth from one CPU node: the report says
+    both in one sentence ("far memory: 1.9x local latency, 0.45x local bandwidth"), each ratio
+    with its interval; a node measured for one quantity keeps its own finding."""
+    topo = cxl([], [fw.Tier(4, [0, 1]), fw.Tier(22, [3])])
+    latency = firmware_findings(samples({(0, 0): 100.0, (0, 3): 190.0, (1, 1): 100.0, (1, 3): 200.0}),
+                                topo, "latency_ns", "latency")
+    bandwidth = firmware_findings(samples({(0, 0): 100.0, (0, 3): 45.0}), topo, "bandwidth_mb_s", "bandwidth")
+    found = far_memory([f.to_dict() for f in bandwidth + latency])
+    tiers = [f for f in found if f["id"] == "memory_tier"]
+    assert len(tiers) == 2, tiers
+    both, alone = tiers
+    assert both["summary"].startswith("Far memory, node 3 (memory tier 22, no CPUs), from node 0's CPUs: 1.90x "
+                                      "(95% interval 1.8"), both["summary"]
+    assert " the local latency and 0.45x (95% interval 0.4" in both["summary"]
+    assert both["summary"].endswith(" the local bandwidth."), both["summary"]
+    assert both["numbers"]["latency_ratio_low"] < 1.9 < both["numbers"]["latency_ratio_high"]
+    assert both["numbers"]["bandwidth_ratio_low"] < 0.45 < both["numbers"]["bandwidth_ratio_high"]
+    assert alone["summary"].startswith("Far memory, node 3 (memory tier 22, no CPUs), from node 1's CPUs: 2.0")
+    assert alone["summary"].endswith(" the local latency."), alone["summary"]
+    # everything else as it was, in its order
+    rest = [f for f in bandwidth + latency if f.id != "memory_tier"]
+    assert [f["title"] for f in found if f["id"] != "memory_tier"] == [f.title for f in rest]

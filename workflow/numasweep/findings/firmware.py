@@ -14,7 +14,9 @@ analysis (`stats.excess_pvalue`). A pair with one value a side (one rank or job 
 no interval and is not tested: it is said to be untested, with how far apart the two ratios lie,
 never to agree. The node ordering agrees when no two memory nodes that the
 measurement tells apart (their own Welch interval excludes 1) are ranked the other way by the
-firmware. Memory-only nodes (CXL-like) are said in words against the CPU node's local memory.
+firmware. Memory-only nodes (CXL-like) are said in words against the CPU node's local memory:
+one finding per benchmark here, said as one sentence of latency and bandwidth in the report
+(`far_memory`).
 Where the firmware gives nothing to compare, one finding says so in one line.
 """
 
@@ -181,6 +183,14 @@ def firmware_findings(samples: pd.DataFrame, topo: Topology | None, quantity: st
     return found + tier_findings(samples, topo, quantity, bench)
 
 
+def _far_memory_sentence(node: int, tier: int | None, cpu: int, ratios: list[tuple[Interval, str]]) -> str:
+    """"Far memory, node 3 (memory tier 22, no CPUs), from node 0's CPUs: 1.90x (...) the local
+    latency and 0.45x (...) the local bandwidth." """
+    tier_text = f"memory tier {tier}" if tier is not None else f"memory tier {NOT_PROVIDED}"
+    said = " and ".join(f"{ratio.text('{:.2f}x')} the local {word}" for ratio, word in ratios)
+    return f"Far memory, node {node} ({tier_text}, no CPUs), from node {cpu}'s CPUs: {said}."
+
+
 def tier_findings(samples: pd.DataFrame, topo: Topology, quantity: str, bench: str) -> list[Finding]:
     """Each memory-only node against the local memory of the CPU nodes that measured it, in words."""
     word = _word(quantity)
@@ -192,13 +202,51 @@ def tier_findings(samples: pd.DataFrame, topo: Topology, quantity: str, bench: s
                 continue
             ratio = stats.welch(rows["value"].to_numpy(float), local.to_numpy(float))[0]
             tier = topo.firmware.tier_of(node)
-            tier_text = f"memory tier {tier}" if tier is not None else f"memory tier {NOT_PROVIDED}"
             found.append(Finding(
                 id="memory_tier", bench=bench,
                 title=f"Memory-only node {node} from node {cpu}'s CPUs ({word})",
-                summary=(f"Far memory, node {node} ({tier_text}, no CPUs): {ratio.text('{:.2f}x')} the local "
-                         f"{word} of node {cpu}'s CPUs."),
+                summary=_far_memory_sentence(node, tier, int(cpu), [(ratio, word)]),
                 numbers={"memory_node": node, "cpu_node": int(cpu), "tier": tier, "quantity": quantity,
                          "claim": False, **interval_numbers("ratio", ratio)},
             ))
     return found
+
+
+def far_memory(findings: list[dict]) -> list[dict]:
+    """The findings with each memory-only node's latency and bandwidth findings seen from one CPU
+    node (`memory_tier`, one per benchmark) said as one finding, in one sentence, in the place of
+    the first: "Far memory, node 3 (...), from node 0's CPUs: 1.90x (...) the local latency and 0.45x (...) the
+    local bandwidth." A node measured for one quantity keeps its finding as it is."""
+    def key(f: dict) -> tuple:
+        return f["numbers"]["memory_node"], f["numbers"]["cpu_node"]
+
+    tiers: dict[tuple, list[dict]] = {}
+    for f in findings:
+        if f.get("id") == "memory_tier":
+            tiers.setdefault(key(f), []).append(f)
+    out = []
+    for f in findings:
+        group = tiers.get(key(f)) if f.get("id") == "memory_tier" else None
+        if group is None or len(group) == 1:
+            out.append(f)
+        elif f is group[0]:
+            order = sorted(group, key=lambda g: list(QUANTITIES).index(g["numbers"]["quantity"])
+                           if g["numbers"]["quantity"] in QUANTITIES else len(QUANTITIES))
+            ratios = [(_interval(g["numbers"], "ratio"), _word(g["numbers"]["quantity"])) for g in order]
+            node, cpu = key(f)
+            out.append({**f, "bench": ", ".join(g["bench"] for g in order),
+                        "title": f"Memory-only node {node} from node {cpu}'s CPUs",
+                        "summary": _far_memory_sentence(node, f["numbers"]["tier"], cpu, ratios),
+                        "numbers": {"memory_node": node, "cpu_node": cpu, "tier": f["numbers"]["tier"],
+                                    "quantity": [g["numbers"]["quantity"] for g in order], "claim": False,
+                                    **{f"{_word(g['numbers']['quantity'])}_{k}": g["numbers"].get(k)
+                                       for g in order for k in ("ratio", "ratio_low", "ratio_high", "ratio_method")}}})
+    return out
+
+
+def _interval(numbers: dict, name: str) -> Interval:
+    """An interval back from its numbers (`interval_numbers`); a missing bound as NaN."""
+    def value(key: str) -> float:
+        return math.nan if numbers.get(key) is None else float(numbers[key])
+    return Interval(value(name), value(f"{name}_low"), value(f"{name}_high"), stats.LEVEL,
+                    str(numbers.get(f"{name}_method") or ""))

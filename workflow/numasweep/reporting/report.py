@@ -28,7 +28,7 @@ from numasweep.reporting.markdown import fmt_number, fmt_value, md_table
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, format_size
-from numasweep.findings import analysis
+from numasweep.findings import analysis, firmware
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report"
 # The aggregated tables carry the launch line as `command` (from provenance); imported legacy
@@ -433,7 +433,7 @@ def headline_table(frames: dict[str, pd.DataFrame], topology: Topology | None) -
 
 def prepared_findings(findings: dict) -> list[dict]:
     out = []
-    for f in findings.get("findings", []):
+    for f in firmware.far_memory(findings.get("findings", [])):
         out.append({**f, "evidence_table": evidence_table(f.get("evidence") or []),
                     "subject": subject_of(str(f.get("id"))).title, "headline": is_headline(f)})
     return out
