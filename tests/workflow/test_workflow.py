@@ -20,6 +20,8 @@ import pytest
 import yaml
 
 from numasweep.core import system_state
+from numasweep.reporting import hwloc_export
+from numasweep.results import aggregate, matrices
 from helpers.workflow import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -359,6 +361,28 @@ def test_local_sweep_writes_results_provenance_and_report(swept: Path) -> None:
 def test_second_run_has_nothing_to_do(swept: Path) -> None:
     out = _dry(swept)
     assert "Nothing to be done" in out, out[-3000:]
+
+
+@pytest.mark.workflow
+def test_hwloc_export_writes_the_measured_matrices_into_this_machines_topology(swept: Path) -> None:
+    """`snakemake hwloc_export` after a sweep: the machine's own hwloc XML, taken where the
+    benchmarks ran (rule hwloc_topology), with the measured latency and bandwidth as its memory
+    attributes; the real `lstopo --input FILE --memattrs` reads it and prints those values."""
+    proc = snakemake(swept, "hwloc_export", "--profile", "profiles/local", "--configfile",
+                     str(TEST_CONFIGS / "tiny.yaml"), timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert set(job_counts(out)) == {"hwloc_topology", "hwloc_export"}, job_counts(out)
+    results = _results(swept)
+    xml = swept / "report" / results.name / "measured-hwloc.xml"
+    shown = subprocess.run(["lstopo", "--input", str(xml), "--memattrs"], capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    measured = matrices.measured(aggregate.load_results(results))
+    for quantity, (name, _, factor) in hwloc_export.ATTRIBUTES.items():
+        (value,) = matrices.cells(measured[quantity]).values()  # one node here: the (0, 0) cell
+        block = shown.stdout.split(f"name `{name}'", 1)[1].split("Memory attribute", 1)[0]
+        assert re.search(rf"NUMANode L#0 = {max(1, round(value * factor))} from cpuset", block), shown.stdout
 
 
 @pytest.mark.workflow

@@ -5,7 +5,8 @@
 # Needs from common.smk: numasweep.core.registry as `registry` (each figure's category,
 # variant label and caption come from its benchmark's entry), RESULTS_DIR, SYSTEM, BENCHES
 # (benches whose <RESULTS_DIR>/<bench>.csv exist or will be produced), REPORT_DIR,
-# and REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none).
+# and REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none);
+# HWLOC_BASE (the hwloc XML of the machine measured, for hwloc_export).
 # With --sdm conda the rules run in workflow/envs/report.yaml.
 # Jobs run `python -m numasweep`: common.smk puts the interpreter that has numasweep first on
 # the PATH.
@@ -16,6 +17,7 @@ localrules:
     figures,
     report_md,
     report,
+    hwloc_export,
 
 
 rule analyse:
@@ -101,3 +103,29 @@ rule report_md:
 rule report:
     input:
         f"{REPORT_DIR}/experimentation.md",
+
+
+# The measured latency and bandwidth matrices as hwloc memory attributes, in hwloc's XML of the
+# machine measured (rule hwloc_topology, or the hwloc.xml a cached results folder keeps):
+# `lstopo --input FILE --memattrs` prints them, HWLOC_XMLFILE=FILE hands them to hwloc-aware
+# runtimes (docs/firmware.md).
+rule hwloc_export:
+    input:
+        base=[] if FROM_CACHE and not Path(HWLOC_BASE).exists() else HWLOC_BASE,
+        topology=f"{RESULTS_DIR}/topology.json",
+        tables=[
+            f"{RESULTS_DIR}/{bench}.csv"
+            for bench in BENCHES
+            if registry.get(bench).matrix
+        ],
+    output:
+        f"{REPORT_DIR}/measured-hwloc.xml",
+    log:
+        f"logs/{SYSTEM}/report/hwloc_export.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        results=results_folder,
+        base=HWLOC_BASE,
+    shell:
+        "python -m numasweep hwloc-export {params.results:q} --base {params.base:q} -o {output:q} > {log:q} 2>&1"

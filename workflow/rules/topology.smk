@@ -13,3 +13,14 @@ rule topology:
         source="--detect" if CONFIG["arch"] == "auto" else f"--arch {CONFIG['arch']}",
     shell:
         "python -m numasweep topology {params.source} -o {output} > {log} 2>&1"
+
+
+# hwloc's own view of the machine measured (`lstopo --of xml`), taken where the benchmarks run:
+# the base the measured matrices are written into as hwloc memory attributes (rule hwloc_export).
+rule hwloc_topology:
+    output:
+        f"{RESULTS_DIR}/hwloc.xml",
+    log:
+        f"logs/{SYSTEM}/hwloc_topology.log",
+    shell:
+        "python -m numasweep hwloc-export --lstopo -o {output:q} > {log:q} 2>&1"

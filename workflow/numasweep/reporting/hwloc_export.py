@@ -14,7 +14,9 @@ hwloc's own XML export writes (hwloc/topology-xml.c). Units are hwloc's: Latency
 nanoseconds, Bandwidth in MiB/s (the bandwidth kernel counts MB/s, 10^6 bytes). Check the file
 with `lstopo --input FILE --memattrs`.
 
-`python -m numasweep hwloc-export RESULTS [--base XML] -o OUT.xml`
+`python -m numasweep hwloc-export RESULTS [--base XML] -o OUT.xml`; the workflow takes the base
+on the machine measured (`hwloc-export --lstopo -o results/<system>/hwloc.xml`, rule
+hwloc_topology) and writes the export beside the report (rule hwloc_export).
 """
 
 from __future__ import annotations
@@ -95,11 +97,23 @@ def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML"
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m numasweep hwloc-export", description=__doc__.splitlines()[0])
-    ap.add_argument("results", help="results folder with the aggregated tables (results/<system>)")
+    ap.add_argument("results", nargs="?", help="results folder with the aggregated tables (results/<system>)")
     ap.add_argument("--base", help="hwloc XML of the machine measured (default: `lstopo --of xml` here)")
+    ap.add_argument("--lstopo", action="store_true",
+                    help="only write this machine's `lstopo --of xml` to OUTPUT: the base, taken on the "
+                         "machine measured (the workflow's hwloc_topology rule)")
     ap.add_argument("-o", "--output", required=True, help="hwloc XML to write")
     args = ap.parse_args(argv)
+    if args.lstopo:
+        atomic_write_text(args.output, machine_xml())
+        print(f"{args.output}: this machine's hwloc topology (lstopo --of xml)")
+        return 0
+    if not args.results:
+        ap.error("give the results folder (results/<system>), or --lstopo")
     measured = matrices.measured(aggregate.load_results(args.results))
+    if args.base and not Path(args.base).is_file():
+        raise NumasweepError(f"{args.base} not found: give --base the `lstopo --of xml` of the machine measured "
+                             f"(written there as hwloc.xml by the workflow's hwloc_topology rule)")
     base = Path(args.base).read_text() if args.base else machine_xml()
     atomic_write_text(args.output, export(base, measured, args.base or "lstopo --of xml"))
     names = ", ".join(ATTRIBUTES[q][0] for q in ATTRIBUTES if q in measured)
