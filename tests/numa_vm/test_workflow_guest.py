@@ -91,8 +91,9 @@ def test_report_shows_every_rank_on_its_requested_node(report: str) -> None:
                 f"{row['job id']} rank {rank}: asked for node {asked}, report says {row}")
             checked.append((row["job id"], rank))
     jobs = {job for job, _ in checked}
-    # 2 latency jobs x 3 ranks, 4 bandwidth jobs, 2 copy jobs x (source, destination)
-    assert len(jobs) == 8 and len(checked) == 14, f"placement verified for {sorted(checked)}"
+    # 2 latency jobs x 2 repetitions x 3 ranks, 4 bandwidth jobs x 2 repetitions, 2 copy jobs x
+    # (source, destination)
+    assert len(jobs) == 14 and len(checked) == 24, f"placement verified for {sorted(checked)}"
     # The per-rank tables of the latency runs: MiB on each node, all on the asked node.
     per_rank = [(title, rows) for title, rows in tables if rows and "CPU node" in rows[0]]
     # titled "<mode>, <memory>, <size> per rank"
@@ -114,7 +115,7 @@ def test_report_says_timings_come_from_an_emulated_machine(report: str) -> None:
 
 
 def test_report_marks_node3_memory_only(report: str) -> None:
-    assert re.search(r"memory only, no CPUs: node 3\b", report), section(report, "Configuration")[:3000]
+    assert re.search(r"memory only, no CPUs: node 3\b", report), section(report, "Test configuration")[:3000]
 
 
 def results_of(guest: GuestRun) -> Path:
@@ -123,10 +124,21 @@ def results_of(guest: GuestRun) -> Path:
 
 def test_report_sets_the_guests_hmat_beside_the_measurement(guest: GuestRun, report: str) -> None:
     """Every measured remote cell the guest's HMAT has numbers for, latency and bandwidth, with
-    HMAT's ratio beside the measured one and a verdict that says how they compare (one rank or
-    job a cell here: untested, with how far apart they lie)."""
+    HMAT's ratio beside the measured one and a verdict that says how they compare: two
+    repetitions give every cell two values, so each pair has its interval and is tested (agrees
+    or disagrees), never left untested."""
     stated = firmware_beside_measured(report, results_of(guest), ("latency_ns", "bandwidth_mb_s"))
     assert {(s["quantity"], s["cpu"], s["mem"]) for s in stated} >= {("latency", "0", "3"), ("bandwidth", "0", "3")}
+    assert all(s["verdict"] in ("agrees", "disagrees") for s in stated), stated
+
+
+def test_report_says_the_far_memory_in_one_sentence(report: str) -> None:
+    """The memory-only node 3 against node 0's local memory, latency and bandwidth in one
+    sentence with their intervals, in the firmware section."""
+    said = section(report, "Measured against the firmware")
+    assert re.search(r"Far memory, node 3 \(memory tier \d+, no CPUs\), from node 0's CPUs: [\d.]+x \(95% "
+                     r"interval [\d.]+x to [\d.]+x\) the local latency and [\d.]+x \(95% interval [\d.]+x to "
+                     r"[\d.]+x\) the local bandwidth\.", said), said[:3000]
 
 
 def test_hwloc_export_of_the_guests_results_reads_in_lstopo(guest: GuestRun) -> None:
