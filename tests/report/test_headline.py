@@ -111,3 +111,7 @@ def test_bandwidth_headline_from_categorical_columns() -> None:
     table = {row[0]: row[1:] for row in bandwidth.headline(df, None)}
     assert table["triad, best bandwidth, local memory"][0] == "1.5 GB/s at 1 thread"
     assert table["NUMA ratio, triad bandwidth threads on node 0, memory on node 3 / local, 1 thread"][0] == "0.53x"
+    # memory spread over nodes is no NUMA ratio: the row says what it is, a ratio to local
+    weighted = "threads on node 0, memory weighted on nodes 0,3, weights 2,1 / local, 1 thread"
+    assert table[f"ratio to local, triad bandwidth {weighted}"][0] == "0.73x", sorted(table)
+    assert not any(k.startswith("NUMA ratio") and " on nodes " in k for k in table), sorted(table)

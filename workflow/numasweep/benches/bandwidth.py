@@ -953,7 +953,9 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
         for name, part in remote.groupby(memory[remote.index]):
             e, value, interval = measured(part["best_mb_s"] / 1000, "GB/s")
             rows.append([f"{kernel}, best bandwidth, {name}, {_threads_word(hi)}", value, interval])
-            rows.append([f"NUMA ratio, {kernel} bandwidth {name} / local, {_threads_word(hi)}", f"{e / est[hi]:.2f}x",
+            # one remote node: a NUMA ratio; memory spread over nodes: that spread against local
+            ratio = "ratio to local" if " on nodes " in name else "NUMA ratio"
+            rows.append([f"{ratio}, {kernel} bandwidth {name} / local, {_threads_word(hi)}", f"{e / est[hi]:.2f}x",
                          "ratio of the estimates"])
     for f in bandwidth_peak(bandwidth, topology):
         n = f.numbers
