@@ -242,6 +242,21 @@ def test_config_error_stops_before_any_job(repo_copy: Path, case: str) -> None:
 
 
 @pytest.mark.workflow
+def test_a_yaml_error_in_the_default_config_names_its_line(repo_copy: Path) -> None:
+    """config/config.yaml edited into invalid YAML: one line naming the file, line and column,
+    not Snakemake's "Config file is not valid JSON or YAML", and no job."""
+    default = repo_copy / "config" / "config.yaml"
+    lines = default.read_text().splitlines()
+    default.write_text("\n".join(lines + ["latency:", "  sweeps: [", ""]))
+    proc = snakemake(repo_copy, "-n", "--profile", "profiles/local")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(rf"config/config.yaml:{len(lines) + 3}:1: YAML syntax error in the config file \(.*\); "
+                     "correct that line", out), out[-3000:]
+    assert "not valid JSON or YAML" not in out and "Traceback" not in out, out[-3000:]
+
+
+@pytest.mark.workflow
 def test_a_read_only_results_folder_is_refused_at_plan_time(repo_copy: Path) -> None:
     """results/ on a read-only file system (a tmpfs mounted read-only, as root): one line before
     any job, not Snakemake's traceback when it first creates an output folder."""

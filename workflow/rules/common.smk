@@ -10,15 +10,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-# The package lives in workflow/: putting it first makes a checkout work without installing
-# it, whether workflow/Snakefile started the run or ./Snakefile, which includes it.
-PACKAGE_DIR = next(
-    str(folder)
-    for folder in (Path(workflow.basedir), Path(workflow.basedir) / "workflow")
-    if (folder / "numasweep").is_dir()
-)
-sys.path.insert(0, PACKAGE_DIR)
-
+# PACKAGE_DIR, on sys.path, comes from package.smk (included before the config file is read).
 from numasweep.planning import batch, fleet, grid, launch  # noqa: E402
 from numasweep.core import registry  # noqa: E402
 from numasweep.core.errors import NumasweepError  # noqa: E402
