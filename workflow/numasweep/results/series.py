@@ -183,12 +183,14 @@ def text_again(df: pd.DataFrame, dtype: Any = object) -> None:
 
 
 def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[str, ...] = (),
-                spread: bool = False) -> pd.DataFrame:
+                spread: bool = False, keep: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per point (series and axis value): the median of `values` over repetitions, and
     the first value of each column in `first` (e.g. page placement) that the table has;
     `spread`: also each value's lowest and highest over the repetitions (`<value>_lo`, `_hi`),
-    for a figure's band."""
+    for a figure's band; `keep`: columns that part the points further (e.g. `repetition`: one row
+    per run, no median over them)."""
     keys = point_columns(df, bench)
+    keys += [k for k in keep if k in df.columns and k not in keys]
     values = [v for v in values if v in df.columns]
     # only the columns it groups and takes: the others of a large table are not normalised
     df = normalise(df[list(dict.fromkeys(keys + values + [c for c in first if c in df.columns]))], bench)

@@ -110,12 +110,13 @@ def latency_matrix(part: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def node_samples(latency: pd.DataFrame) -> pd.DataFrame:
-    """ns per load by (CPU node, memory node), one row per rank, at the largest size of the first
-    configuration (latency_configs' order, the memory spec not telling configurations apart: runs
-    with local memory and runs with memory on node 3 make one matrix), a serial one first where
-    there is one (a rank alone: the idle latency firmware tables state)."""
-    configs = [part for _, part in series.configurations(tables.latency_table(latency), NAME, first="mode",
-                                                         without=("memory",))]
+    """ns per load by (CPU node, memory node), one row per rank and repetition (each run of a rank
+    is a unit: a node measured by one rank twice has two values, and an interval), at the largest
+    size of the first configuration (latency_configs' order, the memory spec not telling
+    configurations apart: runs with local memory and runs with memory on node 3 make one matrix), a
+    serial one first where there is one (a rank alone: the idle latency firmware tables state)."""
+    configs = [part for _, part in series.configurations(tables.latency_table(latency, per_repetition=True), NAME,
+                                                         first="mode", without=("memory",))]
     configs.sort(key=lambda part: "mode" not in part or not (part["mode"] == "serial").all())
     if not configs:
         return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])

@@ -21,10 +21,12 @@ WITHIN = ("host", "rank", "cpu", "cpu_node", "l3_group", "mem_nodes")
 SPREAD = ("latency_ns_min", "latency_ns_max")
 
 
-def latency_table(df: pd.DataFrame) -> pd.DataFrame:
+def latency_table(df: pd.DataFrame, per_repetition: bool = False) -> pd.DataFrame:
     """Median over repetitions: one row per point of a series (`numasweep.results.series`), of its
-    latency and, where recorded, its sample range (SPREAD)."""
-    out = series.point_table(df, NAME, ["latency_ns_median", *SPREAD], first=("page_fractions",))
+    latency and, where recorded, its sample range (SPREAD); `per_repetition`: one row per run
+    instead (each repetition its own row, `repetition` kept)."""
+    out = series.point_table(df, NAME, ["latency_ns_median", *SPREAD], first=("page_fractions",),
+                             keep=("repetition",) if per_repetition else ())
     if "ranks" in out:
         # Rank 0 of a 1-rank run and rank 0 of an 8-rank run are different measurements: the
         # rank count names the configuration (`concurrent-8 ranks`), it is never averaged over.
