@@ -44,7 +44,9 @@ def test_planted_bandwidth_disagreement_is_found_and_agreements_are_not():
     assert rows[1]["measured_ratio_low"] < 0.93 < rows[1]["measured_ratio_high"]
     assert ("CPUs of node 0 to memory of node 1: HMAT access1 says 0.50x, measured 0.93x (95% interval"
             in comparison.summary)
-    assert "1 of 2 pair(s) disagree beyond 10%; the node ordering agrees" in comparison.summary
+    assert ("1 of 2 pair(s) disagree beyond 10%; 1 of 2 pair(s) agree within 10%; the node ordering agrees"
+            in comparison.summary)
+    assert [r["verdict"] for r in comparison.evidence] == ["disagrees", "agrees"]
     (tier,) = [f for f in found if f.id == "memory_tier"]
     assert tier.summary.startswith("Far memory, node 3 (memory tier 22, no CPUs), from node 0's CPUs: 0.30x")
     assert not [f for f in found if f.id == "firmware_not_provided"]
@@ -73,6 +75,24 @@ def test_latency_against_slit_and_noise_is_not_a_disagreement():
     (missing,) = [f for f in found if f.id == "firmware_not_provided"]
     assert missing.summary == ("Measured latency against the firmware: HMAT: not provided, so the measurement "
                                "stands alone beside the SLIT distances.")
+
+
+def test_a_wide_interval_is_undecided_never_agreeing():
+    """Two runs a cell with 40 % noise (an emulated machine): the interval of the ratio spans far
+    more than 10 % either side of the claim, so the pair neither disagrees nor agrees: it is said
+    to be undecided, and nothing is claimed."""
+    topo = cxl(hmat(0, {0: 20000, 1: 10000}))
+    found = firmware_findings(samples({(0, 0): 100.0, (0, 1): 70.0}, n=2, noise=0.4, seed=3), topo,
+                              "bandwidth_mb_s", "bandwidth")
+    (comparison,) = [f for f in found if f.id == "firmware_comparison"]
+    (row,) = comparison.evidence
+    assert row["tested"] and not row["disagrees"] and row["verdict"] == "undecided", row
+    assert row["measured_ratio_low"] < 0.5 / 1.1 and row["measured_ratio_high"] > 0.5 * 1.1, row
+    assert ", undecided, its interval reaching past 10% of the firmware's ratio" in comparison.summary
+    assert ("1 of 1 pair(s) undecided, the interval reaching past 10% of the firmware's ratio (more ranks or "
+            "repetitions narrow it)" in comparison.summary)
+    assert "agrees" not in comparison.summary.replace("ordering agrees", "")
+    assert comparison.numbers["claim"] is False and comparison.numbers["undecided"] == 1
 
 
 def test_one_node_without_hmat_says_so_in_one_line():

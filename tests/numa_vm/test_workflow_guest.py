@@ -125,11 +125,12 @@ def results_of(guest: GuestRun) -> Path:
 def test_report_sets_the_guests_hmat_beside_the_measurement(guest: GuestRun, report: str) -> None:
     """Every measured remote cell the guest's HMAT has numbers for, latency and bandwidth, with
     HMAT's ratio beside the measured one and a verdict that says how they compare: two
-    repetitions give every cell two values, so each pair has its interval and is tested (agrees
-    or disagrees), never left untested."""
+    repetitions give every cell two values, so each pair has its interval and is tested, never
+    left untested (under emulation the interval may be too wide to decide: "undecided", never
+    "agrees")."""
     stated = firmware_beside_measured(report, results_of(guest), ("latency_ns", "bandwidth_mb_s"))
     assert {(s["quantity"], s["cpu"], s["mem"]) for s in stated} >= {("latency", "0", "3"), ("bandwidth", "0", "3")}
-    assert all(s["verdict"] in ("agrees", "disagrees") for s in stated), stated
+    assert not [s for s in stated if s["verdict"].startswith("untested")], [s["summary"] for s in stated]
 
 
 def test_report_says_the_far_memory_in_one_sentence(report: str) -> None:

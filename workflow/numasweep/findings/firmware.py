@@ -12,7 +12,9 @@ A pair disagrees when measured over claimed lies beyond FLOOR (10 %) either way 
 excess tested one-sided against the pair's noise, Benjamini-Hochberg over every pair of one
 analysis (`stats.excess_pvalue`). A pair with one value a side (one rank or job per cell) has
 no interval and is not tested: it is said to be untested, with how far apart the two ratios lie,
-never to agree. The node ordering agrees when no two memory nodes that the
+never to agree. A tested pair that does not disagree agrees only when its whole interval lies
+within FLOOR of the claim; an interval reaching past that (a few noisy runs) leaves it undecided,
+said so, never "agrees". The node ordering agrees when no two memory nodes that the
 measurement tells apart (their own Welch interval excludes 1) are ranked the other way by the
 firmware. Memory-only nodes (CXL-like) are said in words against the CPU node's local memory:
 one finding per benchmark here, said as one sentence of latency and bandwidth in the report
@@ -64,11 +66,24 @@ class Pair:
         """The measured ratio lies beyond FLOOR of the claimed one, either way."""
         return abs(math.log(self.measured.estimate / self.claimed)) > math.log1p(FLOOR)
 
-    def words(self) -> str:
+    @property
+    def agrees(self) -> bool:
+        """Tested, not disagreeing, and the whole interval within FLOOR of the claim."""
+        band = math.log1p(FLOOR)
+        return (self.tested and not self.disagrees
+                and abs(math.log(self.measured.low / self.claimed)) <= band
+                and abs(math.log(self.measured.high / self.claimed)) <= band)
+
+    def verdict(self) -> str:
         factor = max(self.measured.estimate / self.claimed, self.claimed / self.measured.estimate)
-        untested = (f"untested, {factor:.2f}x apart" if self.apart()
+        if not self.tested:
+            return (f"untested, {factor:.2f}x apart" if self.apart()
                     else f"untested, within {FLOOR:.0%} of each other")
-        verdict = "disagrees" if self.disagrees else "agrees" if self.tested else untested
+        return ("disagrees" if self.disagrees else "agrees" if self.agrees
+                else f"undecided, its interval reaching past {FLOOR:.0%} of the firmware's ratio")
+
+    def words(self) -> str:
+        verdict = self.verdict()
         return (f"CPUs of node {self.cpu} to memory of node {self.mem}: {self.source} says {self.claimed:.2f}x, "
                 f"measured {self.measured.text('{:.2f}x')}, {verdict}")
 
@@ -143,10 +158,14 @@ def firmware_findings(samples: pd.DataFrame, topo: Topology | None, quantity: st
         wrong, ordered = _ordering(samples, local, claimed) if len(row) > 1 else ([], 0)
         off = [x for x in group if x.disagrees]
         untested = [x for x in group if not x.tested]
-        every = "every pair" if not untested else "every pair tested"
-        verdict = (f"{len(off)} of {len(group)} pair(s) disagree beyond {FLOOR:.0%}" if off
-                   else f"{every} agrees within {FLOOR:.0%} or the noise" if len(untested) < len(group)
-                   else "no pair tested")
+        agree = [x for x in group if x.agrees]
+        undecided = [x for x in group if x.tested and not x.disagrees and not x.agrees]
+        said = ([f"{len(off)} of {len(group)} pair(s) disagree beyond {FLOOR:.0%}"] if off else []) + (
+            [f"every pair agrees within {FLOOR:.0%}" if len(agree) == len(group)
+             else f"{len(agree)} of {len(group)} pair(s) agree within {FLOOR:.0%}"] if agree else []) + (
+            [f"{len(undecided)} of {len(group)} pair(s) undecided, the interval reaching past {FLOOR:.0%} of the "
+             f"firmware's ratio (more ranks or repetitions narrow it)"] if undecided else [])
+        verdict = "; ".join(said) if said else "no pair tested"
         if untested:
             far = sum(x.apart() for x in untested)
             verdict += (f"; {len(untested)} of {len(group)} pair(s) untested, with one value a side and no "
@@ -164,10 +183,10 @@ def firmware_findings(samples: pd.DataFrame, topo: Topology | None, quantity: st
                         if off or wrong else "")),
             numbers={"source": source, "local_node": local, "quantity": quantity, "floor": FLOOR,
                      "claim": bool(off or wrong), "disagreements": len(off), "pairs": len(group),
-                     "untested": len(untested),
+                     "untested": len(untested), "agree": len(agree), "undecided": len(undecided),
                      "ordering_agrees": None if len(row) < 2 or not ordered else not wrong},
             evidence=[{"cpu_node": x.cpu, "memory_node": x.mem, "claimed_ratio": round(x.claimed, 4),
-                       "disagrees": x.disagrees, "tested": x.tested,
+                       "disagrees": x.disagrees, "tested": x.tested, "verdict": x.verdict().split(",")[0],
                        **interval_numbers("measured_ratio", x.measured)} for x in group],
         ))
     hmat = any(x.source.startswith("HMAT") for x in pairs)
