@@ -6,7 +6,8 @@
 # variant label and caption come from its benchmark's entry), RESULTS_DIR, SYSTEM, BENCHES
 # (benches whose <RESULTS_DIR>/<bench>.csv exist or will be produced), REPORT_DIR,
 # and REPORT_SECTIONS (Markdown sections other rules write for the report, [] for none);
-# HWLOC_BASE (the hwloc XML of the machine measured, for hwloc_export).
+# HWLOC_BASE (the hwloc XML of the machine measured, for hwloc_export) and FROM_CACHE (whether
+# the results are cached: then no rule takes that XML, and the folder must hold it).
 # With --sdm conda the rules run in workflow/envs/report.yaml.
 # Jobs run `python -m numasweep`: common.smk puts the interpreter that has numasweep first on
 # the PATH.
