@@ -277,8 +277,8 @@ def bench_tables():
     return [f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES]
 
 
-# The hwloc XML of the machine measured that rule hwloc_export writes into: rule hwloc_topology
-# takes it where the benchmarks run; cached results must hold it (the export says so, in one line).
+# The hwloc XML of the machine measured, which hwloc_export writes into. hwloc_topology takes it
+# where the benchmarks run; cached results must hold it (the export says so, in one line).
 HWLOC_BASE = f"{RESULTS_DIR}/hwloc.xml"
 
 

