@@ -46,7 +46,7 @@ AFTER_MEMATTRS = ("cpukind", "info", "memtier", "pci_locality")
 
 def machine_xml() -> str:
     """`lstopo --of xml` of this machine."""
-    lstopo = shutil.which("lstopo") or shutil.which("lstopo-no-graphics")   # conda-forge's hwloc: the latter
+    lstopo = shutil.which("lstopo") or shutil.which("lstopo-no-graphics")   # hwloc built without graphics
     if not lstopo:
         raise NumasweepError("lstopo not found: install hwloc (apt-get install hwloc), or pass --base "
                              "with the XML `lstopo --of xml` wrote on the machine measured")
