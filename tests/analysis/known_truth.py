@@ -180,22 +180,37 @@ def shape_vm_share(rng: np.random.Generator) -> list[tuple[str, bool]]:
     return out
 
 
-def shape_tlb_between(rng: np.random.Generator) -> list[tuple[str, bool]]:
-    """A 4 KiB TLB reach of 6, 8 or 12 MiB (between the L2 and the L3) on sizes 1.5 or 2 x apart:
-    the onset found, its interval of non-zero width and within one size step of the reach."""
-    f = truth.FAMILIES[rng.integers(len(truth.FAMILIES))]
-    ratio = float(rng.choice([1.5, 2.0]))
-    reach = int(rng.choice([6, 8, 12])) * MiB
-    p = truth.plant(rng, f, grid_ratio=ratio, tlb_reach=reach)
-    lv, _, _ = analyse(p)
+def tlb_onsets(p: Planted, lv, ratio: float) -> list[tuple[str, bool]]:
+    """Per TLB pair of a dataset planted with a reach: the onset found, its interval of non-zero
+    width and within one size step of the reach, the onset itself within one step of it."""
     out = []
     for t in lv.tlb:
         out.append(("TLB onset found", t.onset_bytes is not None))
         if t.onset_bytes is not None and t.onset is not None:
             out.append(("onset interval of non-zero width", t.onset.high > t.onset.low))
             out.append(("onset interval within a size step of the reach",
-                        t.onset.low / ratio <= reach <= t.onset.high * ratio))
+                        t.onset.low / ratio <= p.tlb_reach <= t.onset.high * ratio))
+            out.append(("onset within a size step of the reach",
+                        p.tlb_reach / ratio <= t.onset_bytes <= p.tlb_reach * ratio * ratio))
     return out
+
+
+def shape_tlb_between(rng: np.random.Generator, dip: bool = False) -> list[tuple[str, bool]]:
+    """A 4 KiB TLB reach of 6, 8 or 12 MiB (between the L2 and the L3) on sizes 1.5 or 2 x apart:
+    the onset found, its interval of non-zero width and within one size step of the reach.
+    dip=True: the ratio dips under the floor over the DRAM sizes and rises again from 1 GiB
+    (`plant(tlb_dip=True)`), which must not move the onset to the far end."""
+    f = truth.FAMILIES[rng.integers(len(truth.FAMILIES))]
+    ratio = float(rng.choice([1.5, 2.0]))
+    reach = int(rng.choice([6, 8, 12])) * MiB
+    p = truth.plant(rng, f, grid_ratio=ratio, tlb_reach=reach, tlb_dip=dip,
+                    max_bytes=4 * 2 ** 30 if dip else None)
+    lv, _, _ = analyse(p)
+    return tlb_onsets(p, lv, ratio)
+
+
+def shape_tlb_dip(rng: np.random.Generator) -> list[tuple[str, bool]]:
+    return shape_tlb_between(rng, dip=True)
 
 
 def shape_unstable(rng: np.random.Generator) -> list[tuple[str, bool]]:
@@ -219,6 +234,7 @@ def shape_unstable(rng: np.random.Generator) -> list[tuple[str, bool]]:
 
 SHAPES = {"two rises in one window (VM share of the L3)": shape_vm_share,
           "TLB reach between L2 and L3 (1.5x, 2x grids)": shape_tlb_between,
+          "TLB reach with a dip under the floor over DRAM sizes": shape_tlb_dip,
           "single unstable size": shape_unstable}
 
 

@@ -311,7 +311,8 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
           flat: bool = False, pages: tuple = ("4k", "2m"), modes: tuple = ("serial", "concurrent"),
           max_bytes: int | None = None, shift: float | None = None, exact_grid: bool = False,
           topology: Topology | None = None, remote: bool = False, llc_bytes: int | None = None,
-          grid_ratio: float | None = None, tlb_reach: int | None = None, unstable: str | None = None) -> Planted:
+          grid_ratio: float | None = None, tlb_reach: int | None = None, unstable: str | None = None,
+          tlb_dip: bool = False) -> Planted:
     """One dataset. flat=True: a noise-only dataset (one latency everywhere: nothing to find).
     shift: the same onset shift for every level; exact_grid: whole powers of two, so the tested
     sizes include the exact cache sizes; topology: what the analysis is told (default: the truth).
@@ -322,7 +323,10 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
     - grid_ratio: sizes a fixed ratio apart (1.5, 2) from a power of two;
     - tlb_reach: the 4 KiB TLB reach in bytes (between the L2 and the L3: 6 to 12 MiB);
     - unstable: "L1" or "L2": the first size past that level gets samples from both sides of its
-      rise, each run its own mix, so its runs' samples spread wide and its median jumps."""
+      rise, each run its own mix, so its runs' samples spread wide and its median jumps;
+    - tlb_dip: the 4 KiB pages' walk costs its full amount only up to 4 x the L3, a fifth of it
+      over the DRAM plateau (the page-table entries stay cached: the 4k / huge ratio dips under
+      the 10 % floor) and 1.5 x from 1 GiB on (the walks miss the caches too)."""
     f = family or FAMILIES[rng.integers(len(FAMILIES))]
     distance = int(rng.choice([12, 16, 21, 32]))
     numa_exponent = float(rng.uniform(0.5, 0.9))
@@ -358,7 +362,10 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
                 extra = extra * (1 + contention)
             y = y + extra
         if page == "4k":
-            y = y + walk * miss(sizes, reach, *shifts["TLB"])
+            cost = walk * miss(sizes, reach, *shifts["TLB"])
+            if tlb_dip:
+                cost = cost * np.where(sizes >= 2 ** 30, 1.5, np.where(sizes >= 4 * caps["L3"], 0.2, 1.0))
+            y = y + cost
         return y
 
     mixed = None

@@ -228,15 +228,17 @@ def test_tlb_peak_is_claimed_only_where_significant() -> None:
 
 def test_huge_pages_at_the_large_sizes_only_leave_the_small_caches_to_the_4k_curve() -> None:
     """The default sweep's shape: 4 KiB pages at every size, huge pages from 8 MiB on. The L2
-    rise (1 to 2 MiB) is read off the 4 KiB curve, the L3 rise off the huge-page curve, and the
-    4 KiB curve's extra cost from 64 MiB on is the TLB's, not a cache's."""
+    rise (1 to 2 MiB) is read off the 4 KiB curve, the L3 rise off both curves (each curve tells
+    its own rise out of the L3), and the 4 KiB curve's extra cost from 64 MiB on is the TLB's,
+    not a cache's."""
     def base(s: int, c: int = 0) -> float:
         return stepped(s) * (0.5 if s <= MIB else 1.0)
     small = latency_frame(lambda s, c: base(s) * (1.3 if s >= 64 * MIB else 1.0), page="4k", noise=0.01)
     huge = latency_frame(base, page="thp", noise=0.01, seed=1)
     found = latency(pd.concat([small, huge[huge["size_bytes"] >= 8 * MIB]]))
     steps = {(f.numbers["page_size"], f.numbers["matched_cache"]) for f in found if f.id == "cache_threshold"}
-    assert steps == {("4k", "L2 (per core)"), ("thp", "L3 (per L3 group, 4 cores)")}
+    assert steps == {("4k", "L2 (per core)"), ("4k", "L3 (per L3 group, 4 cores)"), ("thp", "L3 (per L3 group, 4 cores)")}
+    assert all(f.numbers["from_size_bytes"] < 64 * MIB for f in found if f.id == "cache_threshold")
     (tlb,) = [f for f in found if f.id == "tlb_cost"]
     assert tlb.numbers["claim"] and tlb.numbers["onset_size_bytes"] == 64 * MIB
 

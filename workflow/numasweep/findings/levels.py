@@ -423,11 +423,11 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
         all_series = latency_series(table, series_keys, replicate_keys, where)
     capacities = usable_capacities(topology)
     pairs = _page_pairs(all_series, page_col)
-    paired_base = {id(s) for s, _ in pairs}
-    below = {id(s): part for s, h in pairs if (part := _below(s, h)) is not None}
-    curves_in: list[tuple[Series, str | None]] = [
-        (below.get(id(s), s) if reason is None else s, reason)
-        for s, reason in zip(all_series, refusals(all_series, topology))]
+    # Every curve is segmented over all its sizes, a 4 KiB curve paired with a huge-page one too:
+    # its rise out of the last cache to memory is a story of its own (the TLB's share of it is
+    # told by the pair's ratio, `tlb_partings`), never dropped.
+    paired_base: set[int] = set()
+    curves_in: list[tuple[Series, str | None]] = list(zip(all_series, refusals(all_series, topology)))
     spreads = _run_spreads(table, series_keys)
     unstable = {id(s): _unstable(s, spreads, series_keys) for s, reason in curves_in if reason is None}
     stable = {id(s): _without_sizes(s, [size for size, _ in unstable[id(s)]]) for s, reason in curves_in
@@ -612,20 +612,28 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
         lows = np.array([stats.t_interval(float(y[j]), float(se[j]), float(dof[j])).low for j in range(len(y))])
         significant = np.array(flags, bool) & np.isfinite(lows) & (lows > 1)
         peak = int(np.argmax(np.where(significant, y, -np.inf))) if significant.any() else int(np.argmax(y))
-        onset = stats.sustained_onset(flags)
+        onset = stats.parting_onset(flags, y)
         onset_iv = location = None
         if onset is not None:
             def retest(d: np.ndarray) -> np.ndarray:
                 return stats.benjamini_hochberg(stats.rise_pvalue(d, se, dof, TLB_FLOOR), q)
-            onset_iv = _on_grid(stats.onset_interval(r, onset, retest), r.sizes, onset)
+            onset_iv = _on_grid(stats.onset_interval(r, onset, retest, rule=stats.parting_onset, centre=True),
+                                r.sizes, onset)
             # half-way from the size before the onset on: a ratio off at a smaller size (an
             # unstable one, below the floor's sustained run) does not place the TLB's rise
             start = max(onset - 1, 0)
-            excess = np.exp(y[start:]) - 1
-            loc = 2 ** _crossing(r.sizes[start:], excess, excess.max() / 2)
+            # ... up to the end of the parting's first run: a rise again at the largest sizes,
+            # after a dip under the floor, is the page walks of DRAM sizes, not the reach
+            end = onset
+            while end + 1 < len(flags) and flags[end + 1]:
+                end += 1
+            stop = end + 1
+            excess = np.exp(y[start:stop]) - 1
+            loc = 2 ** _crossing(r.sizes[start:stop], excess, excess.max() / 2)
             draws = r.draws(stats.SEED, LOCATION_DRAWS)
-            grown = np.exp(draws[:, start:])
-            locs = [2 ** v for v in _crossings(r.sizes[start:], grown - 1, (grown.max(axis=1) - 1) / 2).tolist()]
+            grown = np.exp(draws[:, start:stop])
+            locs = [2 ** v for v in _crossings(r.sizes[start:stop], grown - 1,
+                                               (grown.max(axis=1) - 1) / 2).tolist()]
             location = Interval(float(loc), float(np.quantile(locs, 0.025)), float(np.quantile(locs, 0.975)),
                                 stats.LEVEL, f"percentile bootstrap over {len(r.replicates)} replicate pairs")
         out.append(TlbParting(

@@ -11,8 +11,9 @@ size the log ratio a / b is one replicate; units are the unit of uncertainty. Pe
 - the onset is the smallest size from which every larger size differs in the same direction,
   its interval a bootstrap over units that reruns the tests;
 - the plateau is the contiguous run of differing sizes around the largest difference where the
-  excess is at least half of it; its ratio is the geometric mean over units and those sizes, with
-  a t interval over the units' means (`stats.unit_mean_interval`);
+  excess is at least half of it; its ratio is the geometric mean over those sizes of the per-size
+  ratios, with the noise that decided them (`plateau_interval`), so the interval printed with a
+  claim is the one its decision rests on;
 - a contrast with no differing size whose overall ratio (the same over all sizes, interval
   included) lies inside 1 / (1 + floor) .. 1 + floor is *equivalent*: a finding of symmetry.
 `deviations` tests each unit against the median of the others at the same size (Holm over every
@@ -47,6 +48,14 @@ class SizeContrast:
     units: int
     p_value: float
     differs: bool
+
+    @property
+    def verdict(self) -> bool | str:
+        """What a table says of this size: differs or not, or "unknown" where the ratio has no
+        interval (the noise unknown: "no" would claim what the data cannot show)."""
+        if not self.differs and not np.isfinite(self.ratio.low):
+            return "unknown"
+        return self.differs
 
 
 @dataclass
@@ -206,8 +215,7 @@ def _decide(contrasts: list[Contrast], q: float, with_onset: bool = True) -> Non
             i -= 1
         while j + 1 < len(y) and f[j + 1] and np.sign(y[j + 1]) == np.sign(y[peak]) and abs(y[j + 1]) >= half:
             j += 1
-        plateau = stats.unit_mean_interval(s.logs[:, i:j + 1])
-        if not np.isfinite(plateau.low):
+        if not np.isfinite(stats.unit_mean_interval(s.logs[:, i:j + 1]).low):
             # A claim states its ratio with an interval. With one unit a side the sizes above
             # differ only from the kernel's within-run spread, which says nothing of how two
             # runs differ (pages placed anew, another moment of a shared machine): no claim.
@@ -217,7 +225,19 @@ def _decide(contrasts: list[Contrast], q: float, with_onset: bool = True) -> Non
                            f"{len(s.replicates)} unit a side the noise between runs is unknown")
             continue
         c.plateau_from_bytes, c.plateau_to_bytes = int(s.sizes[i]), int(s.sizes[j])
-        c.plateau_ratio = plateau
+        c.plateau_ratio = plateau_interval(y[i:j + 1], se[i:j + 1], dof[i:j + 1])
+
+
+def plateau_interval(centre: np.ndarray, se: np.ndarray, dof: np.ndarray) -> Interval:
+    """The geometric mean of a plateau's per-size ratios with the noise that decided each size:
+    their mean log ratio, its standard error the mean of theirs (the sizes' errors taken as one,
+    since neighbouring sizes share their units and band: never narrower than the sizes' own), the
+    fewest degrees of freedom. A t over the units' own means instead (1 degree of freedom with two
+    units) is another computation than the one that decided, and can hold 1 where every size
+    differs."""
+    return stats.t_interval(float(np.mean(centre)), float(np.mean(se)), float(np.min(dof)),
+                            method=f"t interval on the mean log ratio over {len(centre)} sizes, each size's "
+                                   "band noise (as decided), their errors taken as one")
 
 
 def deviations(contrasts: Sequence[Contrast], alpha: float = stats.FDR) -> list[Deviation]:

@@ -528,13 +528,30 @@ def sustained_onset(flags: Sequence[bool]) -> int | None:
     return j if j < len(flags) else None
 
 
+def parting_onset(flags: Sequence[bool], centre: Sequence[float] | None = None) -> int | None:
+    """Index where two curves begin to part for good: the first flag followed by another flag, or
+    after which the log ratio (`centre`) stays above 0 at every larger size, or a flag at the last
+    index; else None. Unlike `sustained_onset` a later dip under the floor (the TLB's cost
+    shrinking on the DRAM plateau, then growing again with the page walks of the largest sizes)
+    does not move the onset to the far end, while a lone flag the curves cross back over is no
+    onset."""
+    n = len(flags)
+    for j in range(n):
+        if flags[j] and (j == n - 1 or flags[j + 1]
+                         or (centre is not None and all(float(v) > 0 for v in centre[j + 1:]))):
+            return j
+    return None
+
+
 def onset_interval(series: Series, onset: int, flags_of: Callable[[np.ndarray], Sequence[bool]],
-                   draws: int = 300) -> Interval:
-    """Bootstrap of a sustained onset: each draw of the series is retested by `flags_of` (the same
-    tests and multiple-testing rule as the estimate) and its onset size kept."""
+                   draws: int = 300, rule: Callable[..., int | None] = sustained_onset,
+                   centre: bool = False) -> Interval:
+    """Bootstrap of an onset: each draw of the series is retested by `flags_of` (the same tests and
+    multiple-testing rule as the estimate) and its onset size, by the same `rule` (given the draw
+    too where `centre`), kept."""
     found = []
     for d in series.draws(SEED + 1, draws):
-        o = sustained_onset(flags_of(d))
+        o = rule(flags_of(d), d) if centre else rule(flags_of(d))
         found.append(series.sizes[o] if o is not None else np.nan)
     sizes = np.array(found, float)
     hit = sizes[np.isfinite(sizes)]

@@ -470,12 +470,29 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
         if t.onset_bytes is not None:
             top = (f"4 KiB / {t.huge_page} latency peaks at {peak}" if t.peak_significant else
                    f"the largest 4 KiB / {t.huge_page} ratio, {peak}, is not significant: no peak is claimed")
+            sizes = [r["size_bytes"] for r in t.per_size]
+            end = sizes.index(t.onset_bytes)
+            while end + 1 < len(sizes) and t.per_size[end + 1]["significant"]:
+                end += 1
+            after = ", ".join(f"{r['ratio_4k_to_huge']:.2f}x" for r in t.per_size[end + 1:][:4])
+            span = (f"from {size_words(t.onset_bytes)} on" if end == len(sizes) - 1 else
+                    f"from {size_words(t.onset_bytes)} to {size_words(sizes[end])} (not beyond the floor at every "
+                    f"larger size: {after}{' ...' if len(sizes) - end - 1 > 4 else ''} from "
+                    f"{size_words(sizes[end + 1])} on)")
             summary = _opening(text, f"4 KiB pages are slower than {page_words(t.huge_page)} beyond the noise and the "
-                                     f"{levels.TLB_FLOOR * 100:.0f}% floor from {size_words(t.onset_bytes)} on (onset "
+                                     f"{levels.TLB_FLOOR * 100:.0f}% floor {span} (onset "
                                      f"{_size_iv(t.onset)}; the cost is half its largest at "
                                      f"{_size_iv(t.location_bytes)}); {top}: the TLB reach, not a cache; "
                                      f"the onset puts the 4 KiB pages' TLB reach near {size_words(t.onset_bytes)}: "
                                      f"{_entries(t.onset)}")
+        elif flagged := [r["size_bytes"] for r in t.per_size if r["significant"]]:
+            # a size beyond the floor and the noise that starts no run of two: said as it is, so the
+            # sentence and its table agree, and no reach is read from it
+            summary = _opening(text, f"4 KiB pages are slower than {page_words(t.huge_page)} beyond the noise and the "
+                                     f"{levels.TLB_FLOOR * 100:.0f}% floor only at "
+                                     f"{', '.join(size_words(x) for x in flagged)}, no two sizes in a row: no TLB "
+                                     f"reach is read from {'it' if len(flagged) == 1 else 'them'} (largest ratio "
+                                     f"{peak})")
         else:
             summary = _opening(text, f"4 KiB pages and {page_words(t.huge_page)} do not part beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor at any size tested (largest ratio {peak})")
@@ -493,7 +510,7 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
 
 def _per_size(c: contrasts.Contrast) -> list[dict]:
     return [{"size_bytes": s.size_bytes, "ratio": s.ratio.estimate, "ratio_low": s.ratio.low,
-             "ratio_high": s.ratio.high, "units": s.units, "differs": s.differs} for s in c.per_size]
+             "ratio_high": s.ratio.high, "units": s.units, "differs": s.verdict} for s in c.per_size]
 
 
 def _contrast_numbers(c: contrasts.Contrast) -> dict:
@@ -749,15 +766,22 @@ def rank_scaling(latency: pd.DataFrame | None, topology: Topology | None = None)
         interval = stats.unit_mean_interval(np.log(top / base).reshape(-1, 1))
         name = _name(key)
         size = size_words(int(key["size_bytes"]))
+        known = bool(np.isfinite(interval.low))
+        differs = known and (interval.low > 1 or interval.high < 1)
+        verdict = ("" if differs else ": no change beyond the noise, its interval holds 1" if known
+                   else ": whether it changes is unknown, the noise unknown with one rank")
         findings.append(Finding(
             id="rank_scaling", bench="latency",
             title=f"Rank scaling at {size} ({name})",
             summary=(f"From {rpds[0]} to {rpds[-1]} ranks per domain ({name}, {size}), the latency of a rank is "
                      f"{interval.text()} times the {base:.1f} ns at {rpds[0]} per domain "
-                     f"(geometric mean over the {len(top)} ranks of the largest run; {interval.method})."),
+                     f"(geometric mean over the {len(top)} ranks of the largest run; {interval.method}){verdict}."),
             numbers={**{k: series.label(v) for k, v in key.items()}, "from_ranks_per_domain": int(rpds[0]),
                      "to_ranks_per_domain": int(rpds[-1]), "ratio": interval.estimate, "low": interval.low,
-                     "high": interval.high, "level": interval.level, "base_ns": float(base)},
+                     "high": interval.high, "level": interval.level, "base_ns": float(base), "claim": differs,
+                     "claims": [{"quantity": "ratio", "estimate": interval.estimate, "low": interval.low,
+                                 "high": interval.high, "null": 1.0,
+                                 "verdict": "differs" if differs else "unknown" if not known else "undecided"}]},
             evidence=[{RPD: int(r), "latency_ns_median": float(v), "ranks": int((g[RPD] == r).sum())}
                       for r, v in per_count.items()],
         ))
