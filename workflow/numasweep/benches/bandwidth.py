@@ -692,7 +692,7 @@ def _verdict(c: contrasts.Contrast, ratio: Interval, equivalent: bool, a: str, b
 def _per_thread(c: contrasts.Contrast, a: pd.Series, b: pd.Series, names: tuple[str, str]) -> list[dict]:
     return [{"threads": s.size_bytes, names[0]: a.get(s.size_bytes), names[1]: b.get(s.size_bytes),
              "ratio": s.ratio.estimate, "ratio_low": s.ratio.low, "ratio_high": s.ratio.high,
-             "repetitions": s.units, "differs": s.differs} for s in c.per_size]
+             "repetitions": s.units, "differs": s.verdict} for s in c.per_size]
 
 
 def _medians(rows: pd.DataFrame) -> pd.Series:

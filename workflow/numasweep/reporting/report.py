@@ -28,7 +28,8 @@ from numasweep.reporting.markdown import fmt_number, fmt_value, md_table
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, format_size
-from numasweep.findings import analysis, firmware
+from numasweep.findings import analysis, audit, firmware
+from numasweep.findings.levels import capacity_words
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report"
 # The aggregated tables carry the launch line as `command` (from provenance); imported legacy
@@ -381,19 +382,44 @@ def _series_words(names: list[str]) -> str:
     return ", ".join(common) + (": " if common and varied else "") + varied
 
 
+# What a reader of a machine needs first: the NUMA story (how far each node's memory is, what the
+# firmware claims of it, the nodes' bandwidth against each other), then what ranks cost each other,
+# the TLB, bandwidth, scaling, and the cache steps last, one line per level.
+IMPORTANCE = ("DRAM and NUMA locality", "Measured against the firmware", "Contention and concurrency", "TLB",
+              "Bandwidth", "Rank scaling", "Caches")
+NUMA_BANDWIDTH = ("bandwidth_locality", "bandwidth_ordering", "copy_matrix", "bandwidth_matrix", "far_memory")
+
+
+def importance(finding: dict) -> int:
+    """Where a finding comes in the summary: its subject's place in IMPORTANCE (NUMA bandwidth
+    with the NUMA story), anything else after them."""
+    if finding.get("id") in NUMA_BANDWIDTH:
+        return 0
+    title = subject_of(str(finding.get("id", ""))).title
+    return IMPORTANCE.index(title) if title in IMPORTANCE else len(IMPORTANCE)
+
+
+def _cache_level(f: dict) -> str | None:
+    """The cache a step is matched to (its words), when the finding is a matched cache step."""
+    numbers = f.get("numbers") or {}
+    if f.get("id") != "cache_threshold" or not numbers.get("matched_cache"):
+        return None
+    return capacity_words(numbers["matched_cache"], numbers.get("cache_bytes"))
+
+
 def summary_lines(headlines: list[dict]) -> list[dict]:
-    """The summary's lines: findings that say the same thing (same id, same claim in the title)
-    about series that differ only in mode or rank count (or, for a cache's step, page size) are
-    one line, naming the series and the range of their number over them; any other finding is
-    its own line, as it reads."""
+    """The summary's lines, by importance (`importance`): findings that say the same thing (same
+    id, same claim in the title) about series that differ only in mode or rank count are one line,
+    naming the series and the range of their number over them; a cache's steps are one line per
+    level, whatever their sizes and pages; any other finding is its own line, as it reads."""
     groups: dict[tuple, list[dict]] = {}
-    for f in headlines:
+    for f in sorted(headlines, key=importance):
         numbers = f.get("numbers") or {}
         match = SERIES_IN_TITLE.match(str(f.get("title", "")))
-        if match and ("mode" in numbers or "config" in numbers):
-            # one cache's step over the same sizes is one story whatever the page size
-            pages = None if f.get("id") == "cache_threshold" and numbers.get("matched_cache") else numbers.get("page_size")
-            key = (f.get("id"), f.get("bench"), match["stem"], pages, numbers.get("locality"))
+        if (level := _cache_level(f)) and match:
+            key: tuple = ("cache", level)
+        elif match and ("mode" in numbers or "config" in numbers):
+            key = (f.get("id"), f.get("bench"), match["stem"], numbers.get("page_size"), numbers.get("locality"))
         else:
             key = (id(f),)
         groups.setdefault(key, []).append(f)
@@ -406,7 +432,8 @@ def summary_lines(headlines: list[dict]) -> list[dict]:
         if len(members) == 1:
             out.append({"title": first["title"], "summary": first["summary"], "merged": 1})
             continue
-        stem = SERIES_IN_TITLE.match(first["title"])["stem"]
+        level = _cache_level(first)
+        stem = f"Latency step out of the {level}" if level else SERIES_IN_TITLE.match(first["title"])["stem"]
         named = _series_words([SERIES_IN_TITLE.match(f["title"])["series"] for f in members])
         key = _main_number(first.get("numbers") or {})
         text = f"the same in {len(members)} series ({named})"
@@ -509,6 +536,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         raise NumasweepError(f"{results_dir}: neither topology.json nor any <bench>.csv; give the "
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
     every = (findings or {}).get("findings", [])
+    audit.check(every, f"report of {results_dir}")
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})

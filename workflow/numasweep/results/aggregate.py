@@ -20,6 +20,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from numasweep.core import registry
@@ -67,6 +68,36 @@ def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
                 f"{path}: line {row + 2} (data row {row + 1}), column '{column}': '{shown}' is {what}, "
                 f"expected a finite number above zero; {fix.format(path=path)}"
             )
+
+
+# Columns that tell repetitions and runs of one grid point apart, beside a benchmark's series
+# columns and axis: together they name one point; two rows of one point are one measurement twice.
+POINT_KEYS = ("job_id", "repetition", "host", "label")
+
+
+def check_points(df: pd.DataFrame, path: Path | str, bench: str, fix: str, lines: bool = True) -> None:
+    """Refuses two rows of one grid point (the same series columns, axis and repetition): the
+    analysis would pool them as one point's runs (a median of 4.1 and 12.4 ns, then an outlier),
+    whereas one of them is wrong. One line naming both rows (data lines of `path` where `lines`)."""
+    spec = registry.get(bench)
+    if spec is None or df.empty:
+        return
+    keys = [c for c in dict.fromkeys((*spec.series, *((spec.axis,) if spec.axis else ()), *POINT_KEYS)) if c in df]
+    if not keys:
+        return
+    twice = df.duplicated(keys, keep=False)
+    if not twice.any():
+        return
+    rows = np.flatnonzero(twice.to_numpy())
+    first = rows[0]
+    same = [r for r in rows[1:] if df.iloc[r][keys].equals(df.iloc[first][keys])]
+    second = same[0] if same else rows[1]
+    value = next((c for c in spec.positive if c in df and c != spec.axis), None)
+    values = (f" with {value} {df.iloc[first][value]} and {df.iloc[second][value]}" if value else "")
+    point = ", ".join(f"{k}={df.iloc[first][k]}" for k in keys if str(df.iloc[first][k]) not in ("", "nan"))
+    where = f"lines {first + 2} and {second + 2}" if lines else "two rows"
+    raise NumasweepError(f"{path}: {where} are one grid point ({point}){values}: a point measured twice is not "
+                         f"two runs; {fix}")
 
 
 def _raw_cell(path: Path, row: int, column: str) -> str:
@@ -158,11 +189,17 @@ def _read_all(csvs: list[Path], bench: str) -> pd.DataFrame | None:
     return pd.concat([df, extras], axis=1)
 
 
+def _check_job_points(table: pd.DataFrame, bench: str) -> None:
+    check_points(table, f"{bench} job results", bench, "a job CSV repeats a row (or is given twice): delete that "
+                 "job's CSV and rerun snakemake, which measures it again", lines=False)
+
+
 def aggregate(csvs: list[Path], bench: str, keep_going: bool = False) -> tuple[pd.DataFrame, list[str]]:
     """All jobs of one benchmark in one table, plus the problems skipped under keep_going."""
     table = _read_all(csvs, bench)
     if table is not None:
         table.insert(0, "job_id", table.pop("job_id"))
+        _check_job_points(table, bench)
         return table, []
     frames: list[pd.DataFrame] = []
     problems: list[str] = []
@@ -179,6 +216,7 @@ def aggregate(csvs: list[Path], bench: str, keep_going: bool = False) -> tuple[p
         )
     table = pd.concat(frames, ignore_index=True, sort=False)
     del frames
+    _check_job_points(table, bench)
     # job_id first: it names the grid point (and the files) a row comes from; moved in place, the
     # table is not copied.
     table.insert(0, "job_id", table.pop("job_id"))
@@ -243,6 +281,8 @@ def read_table(path: Path, bench: Bench, skip: tuple[str, ...] = ()) -> pd.DataF
             f"{path}: a header and no rows, nothing to analyse; delete {path} and rerun snakemake, which "
             "aggregates it again from the job CSVs (or leave the file out to report without it)")
     check_values(df, path, bench.name, FIX_TABLE)
+    check_points(df, path, bench.name, "delete the wrong row, or for a measured sweep delete the table and "
+                                       "rerun snakemake, which aggregates it again from the job CSVs")
     return df
 
 

@@ -1,0 +1,174 @@
+"""The claims audit (numasweep.findings.audit) on every report the project can write from data it
+ships or generates, and what a reader of the Zen 2 sweep (tests/fixtures/measured/zen2-vm, with
+its physical truth in tests/fixtures/measured/README.md) must read in it. A planted contradiction
+fails the audit and the report rule's render, in one line naming the finding."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from numasweep.core.errors import NumasweepError
+from numasweep.findings import analysis, audit
+from numasweep.reporting import report
+from numasweep.results import aggregate
+
+from analysis import known_truth as kt
+from helpers import synthetic as truth
+
+REPO = Path(__file__).resolve().parents[2]
+MEASURED = REPO / "tests" / "fixtures" / "measured"
+ZEN2 = MEASURED / "zen2-vm"
+EXAMPLES = sorted(p for p in (REPO / "examples").iterdir() if (p / "topology.json").exists())
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def zen2() -> list[dict]:
+    return analysis.analyse(ZEN2)["findings"]
+
+
+@pytest.fixture(scope="module")
+def zen4(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    folder = tmp_path_factory.mktemp("vm-zen4")
+    shutil.copy(MEASURED / "vm-zen4" / "topology.json", folder / "topology.json")
+    csvs = sorted(str(p) for p in (MEASURED / "vm-zen4" / "latency").glob("*.csv"))
+    assert aggregate.main(["--bench", "latency", "-o", str(folder / "latency.csv"), *csvs]) == 0
+    return analysis.analyse(folder)["findings"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_the_audit_passes_on_every_shipped_example(example: Path) -> None:
+    assert audit.audit(analysis.analyse(example)["findings"]) == []
+
+
+def test_the_audit_passes_on_the_measured_curves(zen2, zen4) -> None:
+    assert audit.audit(zen2) == []
+    assert audit.audit(zen4) == []
+
+
+def test_the_audit_passes_on_the_generators_reports(tmp_path: Path) -> None:
+    """The default sweep's model data, and planted datasets of every shape (TLB dips included)."""
+    assert audit.audit(analysis.analyse(truth.write_default_sweep(tmp_path / "sweep"))["findings"]) == []
+    rng = np.random.default_rng(2026)
+    for shape in ({}, {"tlb_dip": True, "tlb_reach": 8 * MIB, "max_bytes": 1 << 32}, {"flat": True},
+                  {"grid_ratio": 1.5, "tlb_reach": 6 * MIB}, {"unstable": "L2"}):
+        p = truth.plant(rng, **shape)
+        assert audit.audit(kt.entry(p)) == [], shape
+
+
+def _tlb(findings: list[dict]) -> dict:
+    (tlb,) = [f for f in findings if f["id"] == "tlb_cost"]
+    return tlb
+
+
+def test_a_sentence_saying_nothing_parts_over_a_flagged_table_fails(zen2) -> None:
+    tlb = copy.deepcopy(_tlb(zen2))
+    assert any(r["significant"] for r in tlb["evidence"])
+    tlb["summary"] = "4 KiB pages and transparent huge pages do not part beyond the noise at any size tested."
+    problems = audit.audit([tlb])
+    said = [p for p in problems if "says nothing differs" in p]
+    assert len(said) == 1 and tlb["title"] in said[0], problems
+
+
+def test_a_claim_whose_interval_holds_no_effect_fails(zen2) -> None:
+    (div,) = [f for f in zen2 if f["id"] == "mode_divergence" and f["numbers"]["claim"]]
+    bad = copy.deepcopy(div)
+    bad["numbers"]["plateau_ratio_low"], bad["numbers"]["plateau_ratio_high"] = 0.21, 19.12
+    problems = audit.audit([bad])
+    assert len(problems) == 1 and "holds 1.0, no effect" in problems[0], problems
+    # ... and the report rule refuses to write it, in one line naming the finding
+    with pytest.raises(NumasweepError) as err:
+        report.system_context(ZEN2, {"findings": [bad]}, None, Path("/nonexistent/experimentation.md"))
+    assert "\n" not in str(err.value) and div["title"] in str(err.value) and "audit" in str(err.value)
+
+
+def test_a_no_with_unknown_noise_and_two_verdicts_for_one_quantity_fail(zen2) -> None:
+    (div,) = [f for f in zen2 if f["id"] == "mode_divergence" and f["numbers"]["claim"]]
+    bad = copy.deepcopy(div)
+    bad["evidence"][0].update(differs=False, ratio_low=None, ratio_high=None)
+    assert any("'unknown'" in p for p in audit.audit([bad]))
+    other = copy.deepcopy(div)
+    other["evidence"][9]["differs"] = not other["evidence"][9]["differs"]
+    assert any("same quantity" in p for p in audit.audit([div, other]))
+
+
+def test_zen2_tlb_parting_at_the_l2_tlb_reach(zen2) -> None:
+    tlb = _tlb(zen2)
+    n = tlb["numbers"]
+    assert n["claim"] and 8 * MIB <= n["onset_size_bytes"] <= 16 * MIB, n
+    assert n["onset_bytes_low"] / 4096 <= 2048 <= n["onset_bytes_high"] / 4096, n      # 2,048 entries
+    assert "do not part" not in tlb["summary"] and "2,048 entries" in tlb["summary"]
+    flagged = [r["size_bytes"] for r in tlb["evidence"] if r["significant"]]
+    assert flagged and all(size_text in tlb["summary"] for size_text in ("8 MiB", "16 MiB"))
+
+
+def test_zen2_concurrent_against_serial_with_an_interval_excluding_1(zen2) -> None:
+    (div,) = [f for f in zen2 if f["id"] == "mode_divergence" and f["numbers"]["claim"]]
+    n = div["numbers"]
+    assert n["plateau_ratio_low"] > 1 and n["plateau_from_size_bytes"] == 8 * MIB, n
+    # the printed interval is as narrow as the per-size ones that decided it
+    per_size = [r for r in div["evidence"] if r["differs"] is True]
+    assert n["plateau_ratio_high"] <= max(r["ratio_high"] for r in per_size)
+
+
+def test_zen2_one_rank_4k_series_tells_its_l3_exit_to_memory(zen2) -> None:
+    steps = [f["numbers"] for f in zen2 if f["id"] == "cache_threshold"]
+    one = [n for n in steps if n["page_size"] == "4k" and n["mode"] == "concurrent" and n["config"] == "1 rank"]
+    levels = {n["matched_cache"] for n in one}
+    assert {"L1d (per core)", "L2 (per core)", "L3 (per L3 group, 2 cores)"} <= levels, one
+    (l3,) = [n for n in one if n["matched_cache"].startswith("L3")]
+    assert l3["latency_before_ns"] < 20 and l3["latency_after_ns"] > 100, l3      # L3 plateau to memory
+
+
+def test_summary_tells_a_cache_level_once_and_numa_first(zen2) -> None:
+    found = report.prepared_findings({"findings": zen2})
+    lines = report.summary_lines([f for f in found if f["headline"]])
+    l3 = [line for line in lines if "L3" in line["title"] and line["title"].startswith("Latency step")]
+    assert len(l3) == 1 and l3[0]["merged"] >= 3, l3
+    ordered = [report.importance(f) for f in sorted(found, key=report.importance)]
+    assert ordered == sorted(ordered)
+
+
+def test_summary_opens_with_the_slow_node_pair_on_several_nodes() -> None:
+    """A 4-node model with a planted remote latency: the NUMA story before any cache step."""
+    rng = np.random.default_rng(5)
+    p = truth.plant(rng, remote=True, topology=truth.topology_of(truth.FAMILIES[0], nodes=4))
+    found = [dict(f, headline=report.is_headline(f), subject=report.subject_of(f["id"]).title)
+             for f in kt.entry(p)]
+    lines = [f for f in sorted(found, key=report.importance) if f["headline"]]
+    firsts = [report.importance(f) for f in lines]
+    caches = [i for i, f in enumerate(lines) if f["id"] == "cache_threshold"]
+    numa = [i for i, f in enumerate(lines) if report.importance(f) == 0]
+    assert firsts == sorted(firsts)
+    assert not numa or not caches or max(numa) < min(caches)
+
+
+def test_a_grid_point_twice_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "twice"
+    shutil.copytree(ZEN2, folder)
+    table = pd.read_csv(folder / "latency.csv")
+    row = table.iloc[[3]].copy()
+    row["latency_ns_median"] = 12.4
+    pd.concat([table, row]).to_csv(folder / "latency.csv", index=False)
+    with pytest.raises(NumasweepError) as err:
+        aggregate.load_results(folder)
+    text = str(err.value)
+    assert "\n" not in text and "lines 5 and" in text and "one grid point" in text and "12.4" in text, text
+
+
+def test_a_topology_without_caches_is_said_in_the_first_lines(tmp_path: Path) -> None:
+    folder = tmp_path / "nocache"
+    shutil.copytree(ZEN2, folder)
+    import json
+    topo = json.loads((folder / "topology.json").read_text())
+    topo["caches"] = []
+    (folder / "topology.json").write_text(json.dumps(topo))
+    out = report.render(folder, analysis.analyse(folder), None, tmp_path / "experimentation.md")
+    head = "\n".join(out.read_text().splitlines()[:15])
+    assert "No cache sizes known" in head, head

@@ -1,0 +1,157 @@
+"""The audit of a report's claims: every finding checked against its own numbers and evidence
+before a report is written (`reporting.report.render` runs it on every report; the tests run it
+over every shipped example, every real curve and the known-truth generator's data).
+
+A finding states claims: a quantity (a ratio), its estimate and interval, the value that means no
+effect (1 for a ratio) and a verdict (`differs`, `equivalent`). A finding may list them itself
+(`numbers["claims"]`, each a dict with those keys); otherwise they are read off the numbers each
+kind of finding writes (`CLAIMED`). The rules, each a reviewer's question:
+
+- **interval**: a claim that two things differ prints an interval that excludes the no-effect
+  value; a claim of equivalence an interval inside the floor's margin. An effect claimed with no
+  interval at all (noise unknown) is refused too: where the noise is unknown the word is
+  "unknown".
+- **sentence**: the estimate a claim states is the one its sentence prints (to two decimals).
+- **table**: a sentence that says nothing differs ("do not part", "alike", ...) sits over a table
+  that flags no row; a row with no interval (the noise unknown) is not "no" but "unknown".
+- **one verdict**: one quantity (one series of one finding kind at one size) gets one verdict
+  wherever it appears.
+
+`audit` returns the problems, one line each naming the finding; `check` raises the first as a
+`NumasweepError` (the report rule fails with that line).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from numasweep.core.errors import NumasweepError
+
+# finding id -> (interval name in numbers, the no-effect value, numbers key that must be true for
+# the interval to be a claim of difference; None: whenever numbers["claim"] is true)
+CLAIMED: dict[str, tuple[str, float, str | None]] = {
+    "cache_threshold": ("step_ratio", 1.0, None),
+    "mode_divergence": ("plateau_ratio", 1.0, "differs"),
+    "domain_asymmetry": ("plateau_ratio", 1.0, "differs"),
+    "tlb_cost": ("max_ratio", 1.0, "peak_claimed"),
+    "latency_ordering": ("ratio", 1.0, None),
+    "anomaly": ("relative", 1.0, None),
+    "bandwidth_locality": ("ratio", 1.0, "differs"),
+}
+
+# findings whose `equivalent` claim rests on this interval lying inside the floor's margin
+EQUIVALENCE: dict[str, str] = {
+    "mode_divergence": "overall_ratio",
+    "domain_asymmetry": "overall_ratio",
+    "latency_locality": "geomean_ratio",
+}
+
+# what a sentence says when it finds nothing: such a sentence over a flagged row contradicts it
+NOTHING_FOUND = ("do not part", "does not part", "are alike", "is alike", "no size differs",
+                 "no thread count differs", "does not differ", "do not differ")
+
+FLAGS = ("differs", "significant")   # evidence columns that carry a per-row verdict
+
+
+def _finite(*values: Any) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+
+
+def _name(f: dict) -> str:
+    return f"finding '{f.get('title', f.get('id', '?'))}' ({f.get('id', '?')})"
+
+
+def claims_of(f: dict) -> list[dict]:
+    """The claims a finding states: its own list, else those its kind's numbers hold."""
+    n = f.get("numbers") or {}
+    if isinstance(n.get("claims"), list):
+        return n["claims"]
+    out = []
+    kind = f.get("id", "")
+    if kind in CLAIMED:
+        name, null, when = CLAIMED[kind]
+        if (n.get(when) if when else n.get("claim")) and name in n:
+            out.append({"quantity": name, "estimate": n.get(name), "low": n.get(f"{name}_low"),
+                        "high": n.get(f"{name}_high"), "null": null, "verdict": "differs"})
+    if kind in EQUIVALENCE and n.get("equivalent") and EQUIVALENCE[kind] in n:
+        name = EQUIVALENCE[kind]
+        floor = float(n.get("floor") or 0.1)
+        out.append({"quantity": name, "estimate": n.get(name), "low": n.get(f"{name}_low"),
+                    "high": n.get(f"{name}_high"), "null": 1.0, "verdict": "equivalent", "floor": floor})
+    return out
+
+
+def _claim_problems(f: dict) -> Iterable[str]:
+    summary = str(f.get("summary", ""))
+    for c in claims_of(f):
+        est, low, high, null = c.get("estimate"), c.get("low"), c.get("high"), c.get("null", 1.0)
+        what = f"{c.get('quantity')} {est}"
+        if c.get("verdict") == "differs":
+            if not _finite(low, high):
+                yield f"{_name(f)} claims a difference in {what} with no interval: the noise is unknown, say so"
+            elif low <= null <= high:
+                yield (f"{_name(f)} claims a difference in {what} whose interval {low} to {high} holds "
+                       f"{null}, no effect")
+        elif c.get("verdict") == "equivalent":
+            floor = float(c.get("floor", 0.1))
+            if not _finite(low, high) or not (1 / (1 + floor) <= low and high <= 1 + floor):
+                yield (f"{_name(f)} claims {what} equivalent, but its interval {low} to {high} is not inside the "
+                       f"{floor * 100:.0f}% margin")
+        if _finite(est) and f"{est:.2f}" not in summary and f"{est:.1f}" not in summary:
+            yield f"{_name(f)}: its sentence does not print the {c.get('quantity')} it claims ({est:.2f})"
+
+
+def _table_problems(f: dict) -> Iterable[str]:
+    rows = f.get("evidence") or []
+    summary = str(f.get("summary", "")).lower()
+    for col in FLAGS:
+        flagged = [r for r in rows if isinstance(r, dict) and r.get(col) is True]
+        if flagged and any(p in summary for p in NOTHING_FOUND):
+            at = flagged[0].get("size_bytes", flagged[0].get("threads", "?"))
+            yield (f"{_name(f)} says nothing differs, yet its table flags {len(flagged)} row(s) as '{col}' "
+                   f"(first at {at})")
+        for r in rows:
+            if not isinstance(r, dict) or r.get(col) is not False:
+                continue
+            if "ratio_low" in r and not _finite(r.get("ratio_low"), r.get("ratio_high")):
+                yield (f"{_name(f)} marks a row '{col}: no' whose ratio has no interval (the noise is unknown): "
+                       "the verdict there is 'unknown'")
+                break
+
+
+def _verdict_problems(findings: list[dict]) -> Iterable[str]:
+    seen: dict[tuple, tuple[Any, dict]] = {}
+    for f in findings:
+        n = f.get("numbers") or {}
+        series = tuple(str(n.get(k, "")) for k in ("mode", "page_size", "locality", "config", "position",
+                                                   "cpu_node", "mem_node", "metric", "huge_page"))
+        for r in f.get("evidence") or []:
+            if not isinstance(r, dict):
+                continue
+            for col in FLAGS:
+                if col not in r or "size_bytes" not in r:
+                    continue
+                key = (f.get("bench"), f.get("id"), f.get("title"), series, col, r["size_bytes"])
+                if key in seen and seen[key][0] != r[col]:
+                    yield (f"{_name(f)} gives {col} = {r[col]} at {r['size_bytes']} bytes where "
+                           f"{_name(seen[key][1])} gives {seen[key][0]} for the same quantity")
+                seen.setdefault(key, (r[col], f))
+
+
+def audit(findings: list[dict]) -> list[str]:
+    """Every problem of a report's findings (findings.json's list), one line each."""
+    out: list[str] = []
+    for f in findings:
+        out += list(_claim_problems(f)) + list(_table_problems(f))
+    return out + list(_verdict_problems(findings))
+
+
+def check(findings: list[dict], where: str = "report") -> None:
+    """Raises the first problem as one line: the report is not written from claims its own data
+    contradict."""
+    problems = audit(findings)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise NumasweepError(f"{where}: the claims audit failed: {problems[0]}{more}; the report is not written "
+                             "from claims its own data contradict: report this with findings.json")
