@@ -96,9 +96,10 @@ def entry_claims(found: list[dict]) -> int:
 
 
 def entry_transitions(p: Planted, found: list[dict]) -> list[dict]:
-    """planted_transitions, read from findings: per curve the analysis segments (the 4 KiB curve is
-    not segmented where a huge-page curve pairs with it) and testable level, whether a
-    cache_threshold names that capacity; per mode whether tlb_cost claims the TLB."""
+    """planted_transitions, read from findings: per huge-page curve (where one pairs with the
+    4 KiB curve, whose rises mix the TLB's into the caches' and are scored by tlb_cost) and
+    testable level, whether a cache_threshold names that capacity; per mode whether tlb_cost
+    claims the TLB."""
     modes, pages = sorted(set(p.table["mode"])), sorted(set(p.table["page_size"]))
     paired = "4k" in pages and len(pages) > 1
     steps = [f["numbers"] for f in found if f["id"] == "cache_threshold"]
