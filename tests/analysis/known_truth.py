@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from numasweep.core.topology import Topology
 from numasweep.findings import analysis, levels
 from numasweep.statistics import contrasts
 
@@ -233,9 +234,51 @@ def shape_unstable(rng: np.random.Generator) -> list[tuple[str, bool]]:
     return out
 
 
+def shape_coarse_grid(rng: np.random.Generator) -> list[tuple[str, bool]]:
+    """Sizes 4x or 8x apart (a quick real sweep), so that an L2 exit and an L3 exit may share a run
+    of rising steps with one size between: the rise is split there, never one rise named after
+    either cache over both; nothing is told twice (transitions of a curve do not overlap)."""
+    f = truth.FAMILIES[rng.integers(len(truth.FAMILIES))]
+    ratio = float(rng.choice([4.0, 8.0]))
+    p = truth.plant(rng, f, grid_ratio=ratio, pages=("2m",))
+    lv, _, _ = analyse(p)
+    out = []
+    for curve in _cache_curves(p, lv):
+        spans = [(t.from_size_bytes, t.to_size_bytes) for t in curve.transitions]
+        out.append(("no rise told twice", all(b[0] >= a[1] for a, b in zip(spans, spans[1:]))))
+        if p.testable(f.l2) and p.testable(f.l3) and f.l3 >= 16 * f.l2:
+            out.append(("no one rise over both the L2 and the L3", not any(
+                t.from_size_bytes <= f.l2 and t.to_size_bytes >= f.l3 and t.label for t in curve.transitions)))
+    return out
+
+
+def shape_contradicted_cache(rng: np.random.Generator) -> list[tuple[str, bool]]:
+    """The topology reports a last level 16x the real one (a firmware that sums the slices of a
+    socket, say, 480 MiB) while the curve reaches memory latency at the real L3's size and rises
+    again at 1 GiB and beyond (the 4 KiB pages' walks): no rise starting at memory latency is
+    given a cache, and the reported size is said contradicted."""
+    f = truth.FAMILIES[rng.integers(len(truth.FAMILIES))]
+    topo = truth.topology_of(f)
+    d = topo.to_dict()
+    d["caches"][2]["size_bytes"] = 16 * f.l3
+    told = Topology.from_dict(d, f.name)
+    p = truth.plant(rng, f, topology=told, tlb_dip=True, tlb_reach=8 * MiB, max_bytes=4 * 2 ** 30, pages=("4k",))
+    lv, _, _ = analyse(p)
+    out = []
+    for curve in lv.curves:
+        late = [t for t in curve.transitions if t.latency_before_ns >= levels.MEMORY_NS]
+        out.append(("no cache for a rise from memory latency", all(not t.label for t in late)))
+        if late:
+            out.append(("the reported cache said contradicted", any(
+                "contradicts" in c for t in late for c in t.caveats)))
+    return out
+
+
 SHAPES = {"two rises in one window (VM share of the L3)": shape_vm_share,
           "TLB reach between L2 and L3 (1.5x, 2x grids)": shape_tlb_between,
           "TLB reach with a dip under the floor over DRAM sizes": shape_tlb_dip,
+          "two rises on a coarse grid (4x, 8x)": shape_coarse_grid,
+          "a reported cache the curve contradicts": shape_contradicted_cache,
           "single unstable size": shape_unstable}
 
 

@@ -83,6 +83,10 @@ LOCATION_DRAWS = 300
 # spread_pct) beyond 30 % and beyond 3x the curve's typical spread is unstable: its samples
 # disagree (a chase caught between two levels, a page placement redrawn), so its median may sit
 # anywhere between them and places nothing.
+# A load that takes this long comes from memory: no cache level of a CPU we know of is that slow
+# (an L3 hit costs 10-50 ns, DRAM 80-150 ns, CXL and remote memory more), so a rise starting
+# there is not a cache's exit, whatever size the topology reports.
+MEMORY_NS = 60.0
 UNSTABLE_SPREAD = 0.30
 UNSTABLE_FACTOR = 3.0
 
@@ -276,21 +280,24 @@ def _window(from_bytes: float, to_bytes: float, step: float) -> tuple[float, flo
 def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, se: np.ndarray, capacities: Sequence[Capacity],
            step: float) -> list[list[int]]:
     """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) in two where it holds two
-    rises, recursively: at its flattest step between two capacities at least two doublings apart
-    (that step dropped), or else at a step that rises less than 3/4 as much as the steepest
-    step on either side of it, beyond the noise (`_two_rises`; that step, the tail of the rise
-    before it, kept with the first part)."""
+    rises, recursively: at the size between two capacities at least two doublings apart nearest
+    their geometric middle (the plateau of the larger cache: on a coarse grid, 4x to 8x, a single
+    size between), or else at a step that rises less than 3/4 as much as the steepest step on
+    either side of it, beyond the noise (`_two_rises`; that step, the tail of the rise before it,
+    kept with the first part). No step is dropped: each rise of the run is told in one part."""
     lo, hi = _window(sizes[run[0]], sizes[run[-1] + 1], step)
     # the smaller may sit up to the tolerance below the run, the larger must be inside it
     inside = sorted(c.size_bytes for c in capacities if lo <= c.size_bytes <= sizes[run[-1] + 1])
     for small, large in zip(inside, inside[1:]):
         if large < 4 * small:
             continue
-        between = [j for j in run if sizes[j] >= small and sizes[j + 1] <= large]
+        # sizes inside the run (an end of one step and the start of the next) between the two
+        between = [j for j in run[1:] if small <= sizes[j] <= large]
         if not between:
             continue
-        cut = min(between, key=lambda j: y[j + 1] - y[j])
-        left, right = [j for j in run if j < cut], [j for j in run if j > cut]
+        middle = math.log2(small * large) / 2
+        cut = min(between, key=lambda j: abs(math.log2(sizes[j]) - middle))
+        left, right = [j for j in run if j < cut], [j for j in run if j >= cut]
         return [part for side in (left, right) if side for part in _split(side, sizes, y, se, capacities, step)]
     cut = _two_rises(run, y, se)
     if cut is None:
@@ -343,9 +350,12 @@ def _explains(t: Transition, c: Capacity, step: float, share: int = 1) -> bool:
 
 def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], step: float, share: int = 1) -> None:
     """One capacity per transition, one transition per capacity, nearest first, each pair one
-    that `_explains` allows; a transition left without one stays unexplained."""
+    that `_explains` allows; a transition left without one stays unexplained. A rise that starts
+    at memory-level latency (MEMORY_NS) is no cache's exit: the data already come from memory."""
     pairs = []
     for i, t in enumerate(transitions):
+        if t.latency_before_ns >= MEMORY_NS:
+            continue
         for j, c in enumerate(capacities):
             if _explains(t, c, step, share):
                 dist = abs(math.log2(t.location_bytes.estimate / math.sqrt(2)) - math.log2(c.size_bytes))
@@ -370,7 +380,11 @@ def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: S
             continue
         name = f"the {capacity_words(c.label, c.size_bytes)}"
         other = next((o for o in transitions if o.capacity_bytes == c.size_bytes), None)
-        if other is not None:
+        if other is None and t.latency_before_ns >= MEMORY_NS:
+            out.append(f"{name} that the topology reports cannot be its cause: latency is already "
+                       f"{t.latency_before_ns:.0f} ns, memory's, where the rise starts, so the curve contradicts a "
+                       "cache of that size serving this core")
+        elif other is not None:
             out.append(f"{name} explains the rise from {size_words(other.from_size_bytes)} to "
                        f"{size_words(other.to_size_bytes)}")
         elif not _explains(t, c, step, share):
