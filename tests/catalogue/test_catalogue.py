@@ -121,6 +121,20 @@ PLAN_TIME.update({
     "system starting with a dot": ({"system": ".hidden"}, "system: '.hidden'", "starting with a letter or digit"),
     "fleet node with a space": ({"fleet": {"nodes": ["nid 1"]}}, "fleet.nodes[0]: 'nid 1'", "use only letters"),
 })
+# YAML that would be misread: an anchor bomb (nested aliases that never finish expanding), a key
+# given twice (YAML keeps the last without a word), an alias inside its own anchor.
+ANCHOR_BOMB = (REPO / "tests" / "workflow" / "config" / "anchor-bomb.yaml").read_text()
+PLAN_TIME.update({
+    "yaml anchor bomb": (ANCHOR_BOMB, "bad.yaml:8: in the config, aliases (*name) under 'e' expand to more than 10000",
+                         "write the values out"),
+    "yaml key given twice": ("latency:\n  sweeps: []\nsystem: x\nlatency:\n  sweeps: []\n",
+                             "bad.yaml:4: in the config, key 'latency' is given twice", "(lines 1 and 4)",
+                             "merge them into one"),
+    "yaml sweep key given twice": ("latency:\n  sweeps:\n    - sizes: 64K\n      sizes: 1M\n",
+                                   "bad.yaml:4: in the config, key 'sizes' is given twice", "(lines 3 and 4)"),
+    "yaml alias inside its own anchor": ("a: &a [1, *a]\n", "bad.yaml:1", "'a' holds an alias to itself",
+                                         "write the values out"),
+})
 # Accepted without a word before: duplicates, sizes a job fails on, settings that are ignored, and
 # names too long for the file names they build.
 PLAN_TIME.update({
@@ -244,6 +258,10 @@ for _name, (_text, _says) in ARCHES.items():
     case("arch", _name, _topology(_text), _says)
 case("arch", "yaml syntax error names the line", _topology("system: x\nnodes: [\n  - {id: 0\n"), "bad.yaml:3:3",
      "YAML syntax error in the arch file")
+case("arch", "yaml key given twice", _topology("system: x\nnodes:\n  - {id: 0, cpus: '0', memory: 1G}\nsystem: y\n"),
+     "bad.yaml:4: in the arch file, key 'system' is given twice", "(lines 1 and 4)", "merge them into one")
+case("arch", "yaml anchor bomb", _topology(ANCHOR_BOMB), "bad.yaml:8: in the arch file, aliases (*name)",
+     "more than 10000 values", "write the values out")
 case("arch", "system name with a space", _topology("system: my box\nnodes:\n  - {id: 0, cpus: '0', memory: 1G}\n"),
      "system: 'my box'", "letters, digits, '_', '.' and '-'")
 case("arch", "system name too long for file names",
@@ -416,6 +434,17 @@ case("numasweep CLI", "reference of a rate for a latency", _reference("GB/s"),
      "references[0].reference[3]", "use one of ns, us, ms", "latency_ns_median is in ns")
 
 
+
+
+def _reference_twice(tmp: Path) -> list[str]:
+    (tmp / "refs.yaml").write_text("references:\n  - bench: latency\n    reference: [90, -0.5, 0.5, ns]\n"
+                                   "    bench: copy\n")
+    return PY + ["compare", "--results", str(REPO / "examples" / "lumi-g"), "--config", str(tmp / "refs.yaml"),
+                 "-o", str(tmp / "comparison.md")]
+
+
+case("numasweep CLI", "reference with a key given twice", _reference_twice,
+     "refs.yaml:4: in the config, key 'bench' is given twice", "(lines 2 and 4)", "merge them into one")
 
 
 def _reference_where(tmp: Path) -> list[str]:

@@ -196,7 +196,7 @@ def load_schema() -> dict:
 def _schema() -> dict:
     # Read once per process: Snakefile validates the config and then expands it, and YAML
     # parsing of the schema is a noticeable part of a dry run's start-up.
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    return load_yaml(SCHEMA_PATH, "schema")
 
 
 def validate_config(config: dict, source: str = "config") -> dict:
