@@ -540,6 +540,21 @@ case("faults mid-run", "launcher missing", lambda tmp: _runjob("true")(tmp)[:7] 
     f"mpirun-absent --csv={tmp}/bench/j1.csv.partial"] + _runjob("true", seed=False)(tmp)[8:],
      "mpirun-absent", keep=_archive)
 
+# Waits read from the environment: a value that is no number of seconds, or one below 0, is one line
+# saying the rule before the job runs.
+_WAITS = {
+    "host lock wait below 0": ("NUMASWEEP_HOST_LOCK_WAIT=-1", "NUMASWEEP_HOST_LOCK_WAIT='-1'",
+                               "at least 0 seconds", "set it to 0 (do not wait), e.g. 3600, or unset it"),
+    "host lock wait not a number": ("NUMASWEEP_HOST_LOCK_WAIT=an hour", "NUMASWEEP_HOST_LOCK_WAIT='an hour'",
+                                    "not a number of seconds", "e.g. 3600"),
+    "job lock wait below 0": ("NUMASWEEP_LOCK_WAIT=-5", "NUMASWEEP_LOCK_WAIT='-5'", "at least 0 seconds", "e.g. 120"),
+    "job lock wait not a number": ("NUMASWEEP_LOCK_WAIT=abc", "NUMASWEEP_LOCK_WAIT='abc'", "not a number of seconds",
+                                   "e.g. 120"),
+}
+for _name, (_setting, *_says) in _WAITS.items():
+    case("numasweep CLI", _name, (lambda s: lambda tmp: ["env", s, *_runjob("exit 0", seed=False)(tmp)])(_setting),
+         *_says)
+
 
 # ------------------------------------------------------------------ legacy import
 def _legacy(text: str | None, *extra: str) -> Callable[[Path], list[str]]:
