@@ -340,6 +340,16 @@ case("numasweep CLI", "aggregate of a folder into a folder",
      lambda tmp: PY + ["aggregate", "--bench", "latency", "-o", str(tmp), str(tmp)], "is a folder")
 case("numasweep CLI", "analyse of a missing folder",
      lambda tmp: PY + ["analyse", "--results", str(tmp / "nowhere"), "-o", str(tmp / "f.json")], "nowhere")
+# hwloc-export's --base: the machine's `lstopo --of xml` file, not its folder.
+_HWLOC_BASES = {
+    "a folder": (lambda tmp: tmp, "is a folder"),
+    "a missing file": (lambda tmp: tmp / "none.xml", "no such file"),
+}
+for _where, (_base, _says) in _HWLOC_BASES.items():
+    case("numasweep CLI", f"hwloc-export --base {_where}",
+         (lambda b: lambda tmp: PY + ["hwloc-export", str(REPO / "examples" / "lumi-g-remote"), "--base", str(b(tmp)),
+                                      "-o", str(tmp / "m.xml")])(_base),
+         "--base ", _says, "give --base the `lstopo --of xml` file", "results/<system>/hwloc.xml")
 case("numasweep CLI", "run-job with grid not JSON",
      lambda tmp: PY + ["run-job", "--job-id", "j", "--launch", f"true --csv={tmp}/j.csv.partial", "--grid", "{",
                        "--kernel", "/bin/true", "--topology", str(tmp / "t.json"), "--csv", str(tmp / "j.csv"),
