@@ -159,6 +159,8 @@ PLAN_TIME.update({
                                       "loaded_latency.sweeps[0].delays[0]: -1 is too small",
                                       "'idle' or integer from 0 to 100000000"),
     "c2c pairs zero": ({"c2c": {"sweeps": [{"pairs": 0}]}}, "c2c.sweeps[0].pairs: 0 is too small", "integer >= 1"),
+    "c2c one CPU as a list": ({"c2c": {"sweeps": [{"cpus": [0]}]}},
+                              "c2c.sweeps[0].cpus: [0] has 1 item, fewer than 2", "array of at least 2 items"),
     "c2c CPU not in the topology": ({"c2c": {"sweeps": [{"cpus": [0, 999]}]}},
                                     "c2c.sweeps[0].cpus: CPU(s) 999 are not in the topology", "pick CPUs it has"),
 })
