@@ -121,6 +121,20 @@ PLAN_TIME.update({
     "system starting with a dot": ({"system": ".hidden"}, "system: '.hidden'", "starting with a letter or digit"),
     "fleet node with a space": ({"fleet": {"nodes": ["nid 1"]}}, "fleet.nodes[0]: 'nid 1'", "use only letters"),
 })
+# YAML that would be misread: an anchor bomb (nested aliases that never finish expanding), a key
+# given twice (YAML keeps the last without a word), an alias inside its own anchor.
+ANCHOR_BOMB = (REPO / "tests" / "workflow" / "config" / "anchor-bomb.yaml").read_text()
+PLAN_TIME.update({
+    "yaml anchor bomb": (ANCHOR_BOMB, "bad.yaml:8: in the config, aliases (*name) under 'e' expand to more than 10000",
+                         "write the values out"),
+    "yaml key given twice": ("latency:\n  sweeps: []\nsystem: x\nlatency:\n  sweeps: []\n",
+                             "bad.yaml:4: in the config, key 'latency' is given twice", "(lines 1 and 4)",
+                             "merge them into one"),
+    "yaml sweep key given twice": ("latency:\n  sweeps:\n    - sizes: 64K\n      sizes: 1M\n",
+                                   "bad.yaml:4: in the config, key 'sizes' is given twice", "(lines 3 and 4)"),
+    "yaml alias inside its own anchor": ("a: &a [1, *a]\n", "bad.yaml:1", "'a' holds an alias to itself",
+                                         "write the values out"),
+})
 # Accepted without a word before: duplicates, sizes a job fails on, settings that are ignored, and
 # names too long for the file names they build.
 PLAN_TIME.update({
@@ -145,6 +159,8 @@ PLAN_TIME.update({
                                       "loaded_latency.sweeps[0].delays[0]: -1 is too small",
                                       "'idle' or integer from 0 to 100000000"),
     "c2c pairs zero": ({"c2c": {"sweeps": [{"pairs": 0}]}}, "c2c.sweeps[0].pairs: 0 is too small", "integer >= 1"),
+    "c2c one CPU as a list": ({"c2c": {"sweeps": [{"cpus": [0]}]}},
+                              "c2c.sweeps[0].cpus: [0] has 1 item, fewer than 2", "array of at least 2 items"),
     "c2c CPU not in the topology": ({"c2c": {"sweeps": [{"cpus": [0, 999]}]}},
                                     "c2c.sweeps[0].cpus: CPU(s) 999 are not in the topology", "pick CPUs it has"),
 })
@@ -244,6 +260,10 @@ for _name, (_text, _says) in ARCHES.items():
     case("arch", _name, _topology(_text), _says)
 case("arch", "yaml syntax error names the line", _topology("system: x\nnodes: [\n  - {id: 0\n"), "bad.yaml:3:3",
      "YAML syntax error in the arch file")
+case("arch", "yaml key given twice", _topology("system: x\nnodes:\n  - {id: 0, cpus: '0', memory: 1G}\nsystem: y\n"),
+     "bad.yaml:4: in the arch file, key 'system' is given twice", "(lines 1 and 4)", "merge them into one")
+case("arch", "yaml anchor bomb", _topology(ANCHOR_BOMB), "bad.yaml:8: in the arch file, aliases (*name)",
+     "more than 10000 values", "write the values out")
 case("arch", "system name with a space", _topology("system: my box\nnodes:\n  - {id: 0, cpus: '0', memory: 1G}\n"),
      "system: 'my box'", "letters, digits, '_', '.' and '-'")
 case("arch", "system name too long for file names",
@@ -322,6 +342,16 @@ case("numasweep CLI", "aggregate of a folder into a folder",
      lambda tmp: PY + ["aggregate", "--bench", "latency", "-o", str(tmp), str(tmp)], "is a folder")
 case("numasweep CLI", "analyse of a missing folder",
      lambda tmp: PY + ["analyse", "--results", str(tmp / "nowhere"), "-o", str(tmp / "f.json")], "nowhere")
+# hwloc-export's --base: the machine's `lstopo --of xml` file, not its folder.
+_HWLOC_BASES = {
+    "a folder": (lambda tmp: tmp, "is a folder"),
+    "a missing file": (lambda tmp: tmp / "none.xml", "no such file"),
+}
+for _where, (_base, _says) in _HWLOC_BASES.items():
+    case("numasweep CLI", f"hwloc-export --base {_where}",
+         (lambda b: lambda tmp: PY + ["hwloc-export", str(REPO / "examples" / "lumi-g-remote"), "--base", str(b(tmp)),
+                                      "-o", str(tmp / "m.xml")])(_base),
+         "--base ", _says, "give --base the `lstopo --of xml` file", "results/<system>/hwloc.xml")
 case("numasweep CLI", "run-job with grid not JSON",
      lambda tmp: PY + ["run-job", "--job-id", "j", "--launch", f"true --csv={tmp}/j.csv.partial", "--grid", "{",
                        "--kernel", "/bin/true", "--topology", str(tmp / "t.json"), "--csv", str(tmp / "j.csv"),
@@ -418,6 +448,17 @@ case("numasweep CLI", "reference of a rate for a latency", _reference("GB/s"),
 
 
 
+def _reference_twice(tmp: Path) -> list[str]:
+    (tmp / "refs.yaml").write_text("references:\n  - bench: latency\n    reference: [90, -0.5, 0.5, ns]\n"
+                                   "    bench: copy\n")
+    return PY + ["compare", "--results", str(REPO / "examples" / "lumi-g"), "--config", str(tmp / "refs.yaml"),
+                 "-o", str(tmp / "comparison.md")]
+
+
+case("numasweep CLI", "reference with a key given twice", _reference_twice,
+     "refs.yaml:4: in the config, key 'bench' is given twice", "(lines 2 and 4)", "merge them into one")
+
+
 def _reference_where(tmp: Path) -> list[str]:
     (tmp / "refs.yaml").write_text(yaml.safe_dump(
         {"references": [{"bench": "latency", "where": {"size_bytes": "16Q"}, "reference": [90, -0.5, 0.5, "ns"]}]}))
@@ -510,6 +551,21 @@ case("faults mid-run", "results disk fills before publishing", _disk_fills, "dis
 case("faults mid-run", "launcher missing", lambda tmp: _runjob("true")(tmp)[:7] + [
     f"mpirun-absent --csv={tmp}/bench/j1.csv.partial"] + _runjob("true", seed=False)(tmp)[8:],
      "mpirun-absent", keep=_archive)
+
+# Waits read from the environment: a value that is no number of seconds, or one below 0, is one line
+# saying the rule before the job runs.
+_WAITS = {
+    "host lock wait below 0": ("NUMASWEEP_HOST_LOCK_WAIT=-1", "NUMASWEEP_HOST_LOCK_WAIT='-1'",
+                               "at least 0 seconds", "set it to 0 (do not wait), e.g. 3600, or unset it"),
+    "host lock wait not a number": ("NUMASWEEP_HOST_LOCK_WAIT=an hour", "NUMASWEEP_HOST_LOCK_WAIT='an hour'",
+                                    "not a number of seconds", "e.g. 3600"),
+    "job lock wait below 0": ("NUMASWEEP_LOCK_WAIT=-5", "NUMASWEEP_LOCK_WAIT='-5'", "at least 0 seconds", "e.g. 120"),
+    "job lock wait not a number": ("NUMASWEEP_LOCK_WAIT=abc", "NUMASWEEP_LOCK_WAIT='abc'", "not a number of seconds",
+                                   "e.g. 120"),
+}
+for _name, (_setting, *_says) in _WAITS.items():
+    case("numasweep CLI", _name, (lambda s: lambda tmp: ["env", s, *_runjob("exit 0", seed=False)(tmp)])(_setting),
+         *_says)
 
 
 # ------------------------------------------------------------------ legacy import

@@ -1,18 +1,21 @@
-"""Sizes, CPU lists and result-file helpers shared by every stage."""
+"""Sizes, CPU lists, result-file helpers and the YAML loader shared by every stage."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
-from numasweep.core.io import atomic_write_text, read_csv
+from numasweep.core.io import ALIAS_VALUES, atomic_write_text, load_yaml, read_csv
 from numasweep.core.units import format_cpulist, format_size, parse_cpulist, parse_size, parse_sizes
 from numasweep.results.aggregate import read_table
+from helpers.workflow import TEST_CONFIGS
 
 MiB = 1 << 20
 
@@ -94,6 +97,62 @@ def test_corrupt_csv_is_one_line_naming_file(tmp_path):
     with pytest.raises(NumasweepError, match="missing column"):
         read_csv(good, ["a", "c"])
     assert list(read_csv(good, ["a"]).columns) == ["a", "b"]
+
+
+def test_an_anchor_bomb_is_refused_at_once_naming_its_line():
+    path = TEST_CONFIGS / "anchor-bomb.yaml"
+    start = time.monotonic()
+    with pytest.raises(NumasweepError) as err:
+        load_yaml(path, "config")
+    assert time.monotonic() - start < 2
+    # a: 9 values, b: 9 x 10 from aliases, c: 9 x 91, d: 9 x 820, e: 9 x 7381 passes 10000.
+    assert str(err.value).startswith(f"{path}:8: in the config, aliases (*name) under 'e' expand to more than "
+                                     f"{ALIAS_VALUES} values"), err.value
+    assert "write the values out" in str(err.value)
+
+
+def test_aliases_that_expand_a_little_are_read_as_yaml_reads_them(tmp_path):
+    """Anchors reused within the bound, a merge key overriding a merged value, and scalars: all
+    as yaml.safe_load gives them."""
+    text = ("base: &base {sizes: 64K, repetitions: 3}\nlatency:\n  sweeps:\n    - <<: *base\n      sizes: 1M\n"
+            "    - *base\nlist: &l [1, 2]\nmore: [*l, *l]\nname: &n x\nsame: *n\n")
+    path = tmp_path / "ok.yaml"
+    path.write_text(text)
+    assert load_yaml(path) == yaml.safe_load(text)
+    assert load_yaml(path)["latency"]["sweeps"][0] == {"sizes": "1M", "repetitions": 3}
+    (tmp_path / "many.yaml").write_text("a: &a [" + ", ".join(["1"] * 99) + "]\nb: [" + ", ".join(["*a"] * 99) + "]\n")
+    assert len(load_yaml(tmp_path / "many.yaml")["b"]) == 99  # 9900 values from aliases: within the bound
+
+
+def test_an_alias_inside_its_own_anchor_is_refused(tmp_path):
+    (tmp_path / "loop.yaml").write_text("system: x\na: &a [1, *a]\n")
+    with pytest.raises(NumasweepError, match=r"loop.yaml:2: in the arch file, 'a' holds an alias to itself"):
+        load_yaml(tmp_path / "loop.yaml", "arch file")
+
+
+@pytest.mark.parametrize("text,lines,key", [
+    ("latency:\n  sweeps: []\nsystem: x\nlatency:\n  sweeps: [{sizes: 64K}]\n", (1, 4), "latency"),
+    ("latency:\n  sweeps:\n    - sizes: 64K\n      label: a\n      sizes: 1M\n", (3, 5), "sizes"),
+    ("nodes: [{id: 0, cpus: '0', id: 1}]\n", (1, 1), "id"),
+], ids=["top-level key", "key of a sweep", "key of a flow mapping"])
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path, text, lines, key):
+    (tmp_path / "dup.yaml").write_text(text)
+    with pytest.raises(NumasweepError) as err:
+        load_yaml(tmp_path / "dup.yaml", "config")
+    assert str(err.value) == (f"{tmp_path / 'dup.yaml'}:{lines[1]}: in the config, key '{key}' is given twice in one "
+                              f"mapping (lines {lines[0]} and {lines[1]}), and YAML would keep only the last; "
+                              "merge them into one")
+
+
+def test_the_same_key_in_two_mappings_is_no_duplicate(tmp_path):
+    (tmp_path / "ok.yaml").write_text("latency: {sweeps: [{sizes: 64K}, {sizes: 1M}]}\ncopy: {sweeps: []}\n")
+    assert load_yaml(tmp_path / "ok.yaml")["latency"]["sweeps"][1] == {"sizes": "1M"}
+
+
+def test_nesting_past_what_python_can_read_is_one_line(tmp_path):
+    (tmp_path / "deep.yaml").write_text("x: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(NumasweepError, match="deep.yaml: the config nests lists or mappings too deep to read"):
+        load_yaml(tmp_path / "deep.yaml", "config")
 
 
 def test_cli_unknown_command_exits_2():

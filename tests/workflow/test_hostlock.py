@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -106,10 +107,15 @@ def test_a_wait_past_the_limit_refuses_in_one_line_naming_the_holder(tmp_path: P
         held.release()
 
 
-def test_the_wait_in_the_environment_must_be_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(hostlock.ENV_WAIT, "an hour")
-    with pytest.raises(hostlock.NumasweepError, match=hostlock.ENV_WAIT):
+@pytest.mark.parametrize("text,says", [("an hour", "not a number of seconds"), ("nan", "not a number of seconds"),
+                                       ("-1", "a wait must be at least 0 seconds; set it to 0 (do not wait)")],
+                         ids=["words", "nan", "below 0"])
+def test_the_wait_in_the_environment_must_be_seconds(monkeypatch: pytest.MonkeyPatch, text: str, says: str) -> None:
+    monkeypatch.setenv(hostlock.ENV_WAIT, text)
+    with pytest.raises(hostlock.NumasweepError, match="^" + re.escape(f"{hostlock.ENV_WAIT}={text!r}: {says}")):
         hostlock.wait_default()
+    monkeypatch.setenv(hostlock.ENV_WAIT, "0")
+    assert hostlock.wait_default() == 0
 
 
 def _iso(text: str) -> float:

@@ -257,6 +257,40 @@ def test_a_yaml_error_in_the_default_config_names_its_line(repo_copy: Path) -> N
 
 
 @pytest.mark.workflow
+@pytest.mark.parametrize("case", ["anchor bomb in a --configfile", "key twice in a --configfile",
+                                  "key twice in config/config.yaml"])
+def test_a_config_that_yaml_would_misread_is_one_line_naming_its_line(repo_copy: Path, tmp_path: Path,
+                                                                      case: str) -> None:
+    """Read by the project's loader before Snakemake uses it: an anchor bomb refused at once
+    (expanding it never ends), a key given twice refused naming both lines (YAML keeps the last
+    silently); no job, no traceback."""
+    default = repo_copy / "config" / "config.yaml"
+    latency_line = default.read_text().splitlines().index("latency:") + 1
+    if case == "anchor bomb in a --configfile":
+        args, says = ["--configfile", str(TEST_CONFIGS / "anchor-bomb.yaml")], (
+            f"{TEST_CONFIGS / 'anchor-bomb.yaml'}:8: in the config file, aliases (*name) under 'e' expand to more "
+            "than 10000 values; write the values out")
+    elif case == "key twice in a --configfile":
+        (tmp_path / "campaign.yaml").write_text("latency:\n  sweeps: []\nsystem: x\nlatency:\n  sweeps: []\n")
+        args, says = ["--configfile", str(tmp_path / "campaign.yaml")], (
+            f"{tmp_path / 'campaign.yaml'}:4: in the config file, key 'latency' is given twice in one mapping "
+            "(lines 1 and 4), and YAML would keep only the last; merge them into one")
+    else:
+        lines = default.read_text().splitlines()
+        default.write_text("\n".join(lines + ["latency:", "  sweeps: []", ""]))
+        args, says = [], (f"config/config.yaml:{len(lines) + 1}: in the config file, key 'latency' is given twice "
+                          f"in one mapping (lines {latency_line} and {len(lines) + 1})")
+    start = time.monotonic()
+    proc = snakemake(repo_copy, "-n", "--profile", "profiles/local", *args, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert says in out, out[-3000:]
+    assert "Traceback" not in out and "Job stats" not in out, out[-3000:]
+    # Snakemake's own start-up is most of it; the loader itself takes milliseconds.
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.workflow
 def test_a_read_only_results_folder_is_refused_at_plan_time(repo_copy: Path) -> None:
     """results/ on a read-only file system (a tmpfs mounted read-only, as root): one line before
     any job, not Snakemake's traceback when it first creates an output folder."""

@@ -1,6 +1,8 @@
-# Included first, before `configfile:`: the package on the path, and the default config file's
-# YAML checked, so that a syntax error in it is one line naming its line and column (Snakemake's
-# own message names neither).
+# Included first, before `configfile:`: the package on the path, and the YAML of the default
+# config file and of each --configfile checked, so that a syntax error, a key given twice or an
+# alias bomb is one line naming its file and line before any of it is used (Snakemake's own
+# message names neither, a duplicated key would be dropped silently, and expanding an alias
+# bomb never ends).
 import sys
 from pathlib import Path
 
@@ -17,8 +19,9 @@ from numasweep.core.errors import NumasweepError  # noqa: E402
 from numasweep.core.io import load_yaml  # noqa: E402
 
 DEFAULT_CONFIG = "config/config.yaml"
-if Path(DEFAULT_CONFIG).exists():
+_config_files = [DEFAULT_CONFIG] if Path(DEFAULT_CONFIG).exists() else []
+for _path in _config_files + list(workflow.overwrite_configfiles):
     try:
-        load_yaml(DEFAULT_CONFIG, "config file")
+        load_yaml(_path, "config file")
     except NumasweepError as exc:
         raise WorkflowError(str(exc)) from None

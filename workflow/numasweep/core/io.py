@@ -66,8 +66,18 @@ def check_writable(folder: str | os.PathLike, what: str) -> None:
                          f"fix its permissions (chmod u+w {place}) or run from a writable copy of the checkout")
 
 
+# Values that aliases (`*name`) may add to a YAML file: a few shared settings reused a few times
+# fit easily; nested aliases (an "anchor bomb") that expand to millions of values are refused
+# before anything expands them.
+ALIAS_VALUES = 10_000
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
-    """A YAML file's content; a syntax error is one NumasweepError naming the file, line and column."""
+    """A YAML file's content, read by the one loader of the project's configs, arch files and
+    schemas: a syntax error, a key given twice in one mapping (YAML would keep the last silently)
+    and aliases that would expand past ALIAS_VALUES values are each one NumasweepError naming
+    the file and line."""
     import yaml
 
     path = Path(path)
@@ -76,8 +86,13 @@ def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
     except (OSError, UnicodeDecodeError) as exc:
         raise NumasweepError(f"{path}: cannot read the {what} ({getattr(exc, 'strerror', None) or exc}); "
                              "give a readable YAML file") from None
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_yaml_node(node, path, what)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
@@ -85,6 +100,55 @@ def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
         context = getattr(exc, "context", None)
         said = f"{context}, {problem}" if context else problem
         raise NumasweepError(f"{where}: YAML syntax error in the {what} ({said}); correct that line") from None
+    except RecursionError:
+        raise NumasweepError(f"{path}: the {what} nests lists or mappings too deep to read (hundreds of "
+                             "levels); flatten it") from None
+    finally:
+        loader.dispose()
+
+
+def _check_yaml_node(root: object, path: Path, what: str) -> None:
+    """Refuse a key given twice in one mapping and aliases expanding past ALIAS_VALUES values.
+
+    An alias is the node of its anchor met again: each node is walked once, and each later
+    meeting adds the node's expanded size, so the walk stays as small as the file."""
+    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    sizes: dict[int, int] = {}
+    added = 0
+
+    def size(node: object, key: object) -> int:
+        nonlocal added
+        if id(node) in sizes:
+            if sizes[id(node)] < 0:
+                raise NumasweepError(f"{path}:{node.start_mark.line + 1}: in the {what}, '{key.value}' holds an "
+                                     "alias to itself, which never ends; write the values out")
+            added += sizes[id(node)]
+            if added > ALIAS_VALUES:
+                raise NumasweepError(f"{path}:{key.start_mark.line + 1}: in the {what}, aliases (*name) under "
+                                     f"'{key.value}' expand to more than {ALIAS_VALUES} values; write the values "
+                                     "out, or reuse fewer anchors")
+            return sizes[id(node)]
+        sizes[id(node)] = -1
+        total = 1
+        if isinstance(node, SequenceNode):
+            total += sum(size(item, key) for item in node.value)
+        elif isinstance(node, MappingNode):
+            lines: dict[tuple[str, str], int] = {}
+            for name, value in node.value:
+                if isinstance(name, ScalarNode) and name.tag != _MERGE_TAG:
+                    line = name.start_mark.line + 1
+                    if (name.tag, name.value) in lines:
+                        raise NumasweepError(
+                            f"{path}:{line}: in the {what}, key '{name.value}' is given twice in one mapping (lines "
+                            f"{lines[name.tag, name.value]} and {line}), and YAML would keep only the last; "
+                            "merge them into one")
+                    lines[name.tag, name.value] = line
+                total += size(name, name) + size(value, name if isinstance(name, ScalarNode) else key)
+        sizes[id(node)] = total
+        return total
+
+    size(root, ScalarNode("tag:yaml.org,2002:str", "(top)", root.start_mark, root.end_mark))
 
 
 def pattern_problem(error: object) -> str | None:

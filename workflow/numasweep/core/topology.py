@@ -363,9 +363,8 @@ def _finish(topo: Topology, where: str) -> Topology:
 # -- arch files ------------------------------------------------------------------------------
 def _schema_check(data: object, path: str) -> None:
     import jsonschema
-    import yaml
 
-    schema = yaml.safe_load(SCHEMA.read_text())
+    schema = load_yaml(SCHEMA, "schema")
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:

@@ -159,6 +159,9 @@ def _refused_value(error: jsonschema.ValidationError) -> str | None:
             return f"{item}is too large"
         if sub.validator == "minLength" and sub.instance == "":
             return f"{item}is empty"
+        if sub.validator == "minItems":
+            count = len(sub.instance)
+            return f"{item}has {count} item{'s' * (count != 1)}, fewer than {sub.validator_value}"
         if sub.validator == "oneOf" and sub.relative_path and _refused_value(sub):
             return f"{item}{_refused_value(sub)}".replace(f"which {sub.instance!r} ", "which ")
     return None
@@ -176,6 +179,8 @@ def _expected(schema: dict) -> str:
             return f"{words} >= {schema['minimum']}"
         if schema.get("minLength") == 1:
             return f"non-empty {words}"
+        if "minItems" in schema:
+            return f"{words} of at least {schema['minItems']} items"
         return words
     if "oneOf" in schema:
         return " or ".join(_expected(s) for s in schema["oneOf"])
@@ -196,7 +201,7 @@ def load_schema() -> dict:
 def _schema() -> dict:
     # Read once per process: Snakefile validates the config and then expands it, and YAML
     # parsing of the schema is a noticeable part of a dry run's start-up.
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    return load_yaml(SCHEMA_PATH, "schema")
 
 
 def validate_config(config: dict, source: str = "config") -> dict:

@@ -96,6 +96,22 @@ def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML"
     return HEADER + ET.tostring(root, encoding="unicode") + "\n"
 
 
+def read_base(path: str) -> str:
+    """The text of --base: a folder, a missing file or one that cannot be read is one NumasweepError
+    saying what --base expects."""
+    expects = ("give --base the `lstopo --of xml` file of the machine measured (the workflow's hwloc_topology "
+               "rule writes it as results/<system>/hwloc.xml)")
+    if Path(path).is_dir():
+        raise NumasweepError(f"--base {path}: is a folder; {expects}")
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise NumasweepError(f"--base {path}: no such file; {expects}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NumasweepError(f"--base {path}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
+                             f"{expects}") from None
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m numasweep hwloc-export", description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="?", help="results folder with the aggregated tables (results/<system>)")
@@ -111,11 +127,8 @@ def main(argv: list[str]) -> int:
         return 0
     if not args.results:
         ap.error("give the results folder (results/<system>), or --lstopo")
+    base = read_base(args.base) if args.base else machine_xml()
     measured = matrices.measured(aggregate.load_results(args.results))
-    if args.base and not Path(args.base).is_file():
-        raise NumasweepError(f"{args.base} not found: give --base the `lstopo --of xml` of the machine measured "
-                             f"(written there as hwloc.xml by the workflow's hwloc_topology rule)")
-    base = Path(args.base).read_text() if args.base else machine_xml()
     atomic_write_text(args.output, export(base, measured, args.base or "lstopo --of xml"))
     names = ", ".join(ATTRIBUTES[q][0] for q in ATTRIBUTES if q in measured)
     print(f"{args.output}: measured {names} as hwloc memory attributes; "

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import fcntl
+import math
 import os
 import sys
 import time
@@ -76,15 +77,24 @@ def lock_dir() -> Path:
 
 
 def wait_default() -> float:
-    text = os.environ.get(ENV_WAIT)
+    return env_seconds(ENV_WAIT, DEFAULT_WAIT_S)
+
+
+def env_seconds(name: str, default: float) -> float:
+    """A wait in seconds from the environment variable `name` (`default` when unset or empty):
+    a value that is not a number, or one below 0, is one NumasweepError saying the rule."""
+    text = os.environ.get(name)
     if not text:
-        return DEFAULT_WAIT_S
+        return default
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise NumasweepError(f"{ENV_WAIT}={text!r}: not a number of seconds; set it to e.g. 3600 or unset it")
+        value = math.nan
+    if math.isnan(value):
+        raise NumasweepError(f"{name}={text!r}: not a number of seconds; set it to e.g. {default:g} or unset it")
+    if value < 0:
+        raise NumasweepError(f"{name}={text!r}: a wait must be at least 0 seconds; set it to 0 (do not wait), "
+                             f"e.g. {default:g}, or unset it")
     return value
 
 

@@ -85,6 +85,10 @@ def _child_setup() -> None:
     set_parent_death_signal(signal.SIGKILL)
 
 
+ENV_LOCK_WAIT = "NUMASWEEP_LOCK_WAIT"
+DEFAULT_LOCK_WAIT_S = 120.0
+
+
 class JobLock:
     """An flock on `.<id>.lock` next to the CSV, held for the runner's life; it holds the PID."""
 
@@ -98,7 +102,9 @@ class JobLock:
         except OSError:
             return "unknown"
 
-    def acquire(self, wait_s: float, job_id: str) -> None:
+    def acquire(self, wait_s: float | None, job_id: str) -> None:
+        """Take the job's lock, waiting up to `wait_s` seconds (default $NUMASWEEP_LOCK_WAIT or 120)."""
+        wait_s = hostlock.env_seconds(ENV_LOCK_WAIT, DEFAULT_LOCK_WAIT_S) if wait_s is None else wait_s
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_s
@@ -393,9 +399,9 @@ def check_launch(args: argparse.Namespace) -> None:
 
 
 def lock_wait_option(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--lock-wait", type=float, default=float(os.environ.get("NUMASWEEP_LOCK_WAIT", 120)),
-                    help="seconds to wait for another run of the same job (default 120, "
-                         "env NUMASWEEP_LOCK_WAIT)")
+    ap.add_argument("--lock-wait", type=float, default=None,
+                    help="seconds to wait for another run of the same job (default "
+                         f"{DEFAULT_LOCK_WAIT_S:g}, env {ENV_LOCK_WAIT})")
     ap.add_argument("--host-lock-wait", type=float, default=None,
                     help="seconds to wait for another campaign's measurement on this machine (the host "
                          f"lock; default {hostlock.DEFAULT_WAIT_S:g}, env {hostlock.ENV_WAIT})")
