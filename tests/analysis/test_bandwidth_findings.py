@@ -32,6 +32,7 @@ from numasweep.benches import bandwidth
 from numasweep.core.topology import Topology
 from numasweep.benches import copy as copy_bench
 
+from helpers import synthetic
 from helpers.synthetic import write_folder
 
 DISTANCES = (12, 16, 21, 32)
@@ -62,16 +63,23 @@ def _grid(rng: np.random.Generator) -> np.ndarray:
     return np.arange(2, 2 * int(rng.integers(5, 9)) + 1, 2)
 
 
-def _runs(rng: np.random.Generator, truth: float, noise: float, offset: float, cols: dict, reps_key: int) -> dict:
-    run = truth * math.exp(offset + rng.normal(0, noise))
-    samples = run * np.exp(rng.normal(0, noise / 2, 10))
+def _runs(rng: np.random.Generator, truth: float, noise: float, offset: float, cols: dict, reps_key: int,
+          model: str = "lognormal") -> dict:
+    if model == "lognormal":
+        run = truth * math.exp(offset + rng.normal(0, noise))
+        samples = run * np.exp(rng.normal(0, noise / 2, 10))
+    else:      # the other noise models of helpers.synthetic (NOISE_MODELS), per run
+        run = truth * math.exp(offset + float(synthetic.run_offset(rng, model, 2 * noise)))
+        samples = run * np.exp(synthetic.sample_logs(rng, model, noise / 2, (10,)))
     return {**cols, "best_mb_s": float(samples.max()), "avg_mb_s": float(samples.mean()),
             "min_mb_s": float(samples.min()), "ntimes": 10, "repetition": reps_key, "validation": "pass"}
 
 
 def plant(rng: np.random.Generator, noise: float | None = None, flat: bool = False, inverted: bool = False,
-          nodes: int | None = None) -> Planted:
-    """One data set from the model of the module docstring."""
+          nodes: int | None = None, noise_model: str = "lognormal") -> Planted:
+    """One data set from the model of the module docstring (`noise_model`: one of
+    helpers.synthetic.NOISE_MODELS; "offsets" gives every run of a repetition one offset of 2 x
+    the noise)."""
     noise = float(noise if noise is not None else rng.choice([0.01, 0.03, 0.06]))
     reps = int(rng.integers(3, 6))
     nodes = nodes or int(rng.integers(2, 5))
@@ -97,24 +105,25 @@ def plant(rng: np.random.Generator, noise: float | None = None, flat: bool = Fal
     base = {"kernel": "triad", "pattern": "sequential", "stride": 1, "page_size": "4k", "array_bytes": 1 << 28,
             "cpu_nodes": "0", "host": "model"}
     for rep in range(reps):
+        shared = rng.normal(0, 2 * noise) if noise_model == "offsets" else 0.0
         for m in range(nodes):
-            offset = rng.normal(0, noise / 3)
+            offset = shared + rng.normal(0, noise / 3)
             for t in threads:
                 rows.append(_runs(rng, curve(t) * ratio[m], noise, offset,
                                   {**base, "threads": int(t), "policy": "bind", "mem_nodes": str(m),
-                                   "weights": ""}, rep))
+                                   "weights": ""}, rep, noise_model))
         for w, f in WEIGHTS.items():
-            offset = rng.normal(0, noise / 3)
+            offset = shared + rng.normal(0, noise / 3)
             for t in threads:
                 rows.append(_runs(rng, curve(t) * (1.0 if flat else f), noise, offset,
                                   {**base, "threads": int(t), "policy": "weighted", "mem_nodes": "0,1",
-                                   "weights": w}, rep))
+                                   "weights": w}, rep, noise_model))
     copies = []
     for rep in range(reps):
         for s in range(nodes):
             for d in range(nodes):
                 gb = 20.0 * (1.0 if flat else (10 / dist[s][d]) ** exponent)
-                r = _runs(rng, gb, noise, rng.normal(0, noise / 3), {}, rep)
+                r = _runs(rng, gb, noise, rng.normal(0, noise / 3), {}, rep, noise_model)
                 copies.append({"src_node": s, "dst_node": d, "cpu_node": s, "threads": 4, "bytes": 1 << 28,
                                "best_gb_s": r["best_mb_s"], "avg_gb_s": r["avg_mb_s"], "min_gb_s": r["min_mb_s"],
                                "ntimes": 10, "repetition": rep, "host": "model"})

@@ -312,7 +312,7 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
           max_bytes: int | None = None, shift: float | None = None, exact_grid: bool = False,
           topology: Topology | None = None, remote: bool = False, llc_bytes: int | None = None,
           grid_ratio: float | None = None, tlb_reach: int | None = None, unstable: str | None = None,
-          tlb_dip: bool = False) -> Planted:
+          tlb_dip: bool = False, noise_model: str = "lognormal") -> Planted:
     """One dataset. flat=True: a noise-only dataset (one latency everywhere: nothing to find).
     shift: the same onset shift for every level; exact_grid: whole powers of two, so the tested
     sizes include the exact cache sizes; topology: what the analysis is told (default: the truth).
@@ -326,7 +326,8 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
       rise, each run its own mix, so its runs' samples spread wide and its median jumps;
     - tlb_dip: the 4 KiB pages' walk costs its full amount only up to 4 x the L3, a fifth of it
       over the DRAM plateau (the page-table entries stay cached: the 4k / huge ratio dips under
-      the 10 % floor) and 1.5 x from 1 GiB on (the walks miss the caches too)."""
+      the 10 % floor) and 1.5 x from 1 GiB on (the walks miss the caches too);
+    - noise_model: one of NOISE_MODELS (the default draws as the generator always has)."""
     f = family or FAMILIES[rng.integers(len(FAMILIES))]
     distance = int(rng.choice([12, 16, 21, 32]))
     numa_exponent = float(rng.uniform(0.5, 0.9))
@@ -374,6 +375,7 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
         u = int(np.searchsorted(sizes, caps[unstable], side="right"))
         mixed = (u, float(lat[i]), float(lat[i + 1]))
     reps = int(rng.choice([3, 4, 5]))
+    shared = rng.normal(0, 2 * noise, reps) if noise_model == "offsets" else np.zeros(reps)
     rows, curves = [], {}
     nodes = topo.node_ids()
     for mode in modes:
@@ -390,7 +392,8 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
                         curves[(mode, page, position) + ((locality,) if locality == "remote" else ())] = truth
                         memory = node if locality == "local" else nodes[(nodes.index(node) + 1) % len(nodes)]
                         for rep in range(reps):
-                            rows += _run(rng, truth, sizes, noise, mixed=mixed, columns={
+                            rows += _run(rng, truth, sizes, noise, mixed=mixed, model=noise_model,
+                                         shared=shared[rep], columns={
                                 "rank": rank, "ranks": 2 * len(nodes), "mode": mode, "cpu": cpu, "cpu_node": node,
                                 "l3_group": topo.l3_group_of(cpu), "policy": "bind", "mem_nodes": str(memory),
                                 "locality": locality, "page_size": page, "repetition": rep, "l3_position": position})
@@ -399,14 +402,44 @@ def plant(rng: np.random.Generator, family: Family | None = None, noise: float |
                    (distance / 10) ** numa_exponent, curves, int(sizes[mixed[0]]) if mixed else None)
 
 
+# Noise models beside the default (a log-normal offset per run, log-normal samples around it), for
+# noise-only data whose shape the analysis was never tuned on:
+# - "uniform": each cell (run and size) off its truth by a factor uniform in 0.88..1.12, its
+#   samples within 1 % of that;
+# - "heavy": Student t with 2 degrees of freedom for the run's offset and 3 for the samples
+#   (rare runs and samples far off: a shared machine's interruptions);
+# - "offsets": every run of one repetition shares an offset of 2 x the noise (the machine's state
+#   moved between repetitions), the samples log-normal around it.
+NOISE_MODELS = ("lognormal", "uniform", "heavy", "offsets")
+
+
+def run_offset(rng: np.random.Generator, model: str, noise: float, shape: tuple = ()) -> np.ndarray | float:
+    """Log offset of a run (or, for "uniform", of each cell of it: `shape`) under a noise model."""
+    if model == "uniform":
+        return np.log(rng.uniform(0.88, 1.12, shape)) if shape else math.log(rng.uniform(0.88, 1.12))
+    if model == "heavy":
+        return float(rng.standard_t(2) * noise / 2)
+    return float(rng.normal(0, noise / 2)) if model == "lognormal" else 0.0
+
+
+def sample_logs(rng: np.random.Generator, model: str, noise: float, shape: tuple) -> np.ndarray:
+    """Log deviations of samples around their run under a noise model."""
+    if model == "uniform":
+        return rng.normal(0, 0.01 / 2, shape)
+    if model == "heavy":
+        return rng.standard_t(3, shape) * noise
+    return rng.normal(0, noise, shape)
+
+
 def _run(rng: np.random.Generator, truth: np.ndarray, sizes: np.ndarray, noise: float, columns: dict,
-         mixed: tuple[int, float, float] | None = None) -> list[dict]:
-    """One run: a log-normal run offset, n samples per size around it, kept as the kernel keeps them.
-    mixed = (size index, low, high): that size's samples are low or high, high with a chance
-    drawn per run (0.2 to 0.8)."""
-    offset_log = rng.normal(0, noise / 2)
+         mixed: tuple[int, float, float] | None = None, model: str = "lognormal",
+         shared: float = 0.0) -> list[dict]:
+    """One run: a run offset (`run_offset`, plus a repetition's `shared` offset), n samples per size
+    around it (`sample_logs`), kept as the kernel keeps them. mixed = (size index, low, high): that
+    size's samples are low or high, high with a chance drawn per run (0.2 to 0.8)."""
     n = int(rng.integers(5, 22))
-    samples = truth[:, None] * np.exp(offset_log + rng.normal(0, noise, (len(sizes), n)))
+    offset_log = shared + run_offset(rng, model, noise, (len(sizes), 1) if model == "uniform" else ())
+    samples = truth[:, None] * np.exp(offset_log + sample_logs(rng, model, noise, (len(sizes), n)))
     if mixed:
         u, low, high = mixed
         pick = rng.random(n) < rng.uniform(0.2, 0.8)

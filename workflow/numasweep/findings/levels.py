@@ -528,6 +528,16 @@ def _unstable(s: Series, spreads: dict[tuple, pd.Series], series_keys: Sequence[
     return [(int(size), float(v)) for size, v in zip(s.sizes, values) if np.isfinite(v) and v > limit]
 
 
+def unstable_indices(table: pd.DataFrame, series_keys: Sequence[str], curves: Sequence[Series]) -> list[list[int]]:
+    """Per curve of `table` (its series by `series_keys`), the indices of its unstable sizes."""
+    spreads = _run_spreads(table, series_keys)
+    out = []
+    for s in curves:
+        unstable = {size for size, _ in _unstable(s, spreads, series_keys)}
+        out.append([j for j, size in enumerate(s.sizes) if int(size) in unstable])
+    return out
+
+
 def _without_sizes(s: Series, sizes: Sequence[int]) -> Series:
     """The curve without the given sizes (unstable ones), when at least two sizes remain."""
     keep = ~np.isin(s.sizes, np.asarray(sizes, dtype=np.int64))

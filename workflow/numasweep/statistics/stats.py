@@ -495,18 +495,42 @@ def _left_out(s: Series, band: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndar
     return dof, sig, ref, k
 
 
-def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float = FDR) -> list[tuple]:
+def series_sigma(s: Series, skip: Sequence[int] = ()) -> float:
+    """Sigma of one replicate pooled over every size of a series (but `skip`): Shamos's estimate
+    from every pair of replicates at every size; NaN with fewer than two replicates."""
+    if s.logs.shape[0] < 2:
+        return math.nan
+    d = _pair_diffs(s.logs)[0]
+    keep = np.setdiff1d(np.arange(d.shape[1]), np.asarray(skip, dtype=int))
+    values = d[:, keep]
+    values = values[np.isfinite(values)]
+    return float(SHAMOS * np.median(values)) if values.size else math.nan
+
+
+def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float = FDR,
+               skip: Sequence[Sequence[int]] | None = None) -> list[tuple]:
     """Replicates off the others of their series at one size: |own - median(others)| beyond
     log(1 + floor) and the others' noise (an outlier does not widen its own reference), Holm over
-    every replicate and size. Each found: (series, replicate and size index, log deviation,
-    others' log median, Interval of exp(deviation), p-value)."""
+    every replicate and size. The noise is the larger of the size's band (with the replicate left
+    out) and the whole series' (`series_sigma`): a band of three sizes with a few replicates can
+    come out several times too small (a sigma of 0.012 against the series' 0.066), and a point
+    would then be off the others from noise alone. `skip`: per series, the indices of sizes not
+    searched (those called unstable: their runs' own samples disagree, so their medians are not
+    evidence of anything). Each found: (series, replicate and size index, log deviation, others'
+    log median, Interval of exp(deviation), p-value)."""
     tested = []      # per series: (series index, replicate, size, deviation, centre, se, dof) of each point
     tests = []       # and its p-values' arguments, taken in one call
     for n, (s, floor) in enumerate(zip(series, floors)):
         if s.logs.shape[0] - 1 < 2:
             continue
         dof, sig, ref, k = _left_out(s)
-        u, j = np.nonzero(np.isfinite(s.logs) & (k >= 2))
+        left_out = skip[n] if skip is not None else ()
+        pooled = series_sigma(s, left_out)
+        if np.isfinite(pooled):
+            sig = np.where(np.isfinite(sig), np.maximum(sig, pooled), sig)
+        searched = np.ones(len(s.sizes), bool)
+        searched[np.asarray(left_out, dtype=int)] = False
+        u, j = np.nonzero(np.isfinite(s.logs) & (k >= 2) & searched[None, :])
         se = sig[u, j] * np.sqrt(1 + math.pi / 2 / np.maximum(k[u, j], 1))
         diff = s.logs[u, j] - ref[u, j]
         tested.append((np.full(len(u), n), u, j, diff, ref[u, j], se, dof[u, j]))

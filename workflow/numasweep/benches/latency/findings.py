@@ -625,7 +625,8 @@ def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
     keys = study.keys + ["l3_position"]
     reps = [c for c in REPLICATES if c in table]
     curves = stats.series_table(table, keys, reps, contrasts.LATENCY)
-    found = stats.deviations(curves, [contrasts.MIN_EFFECT] * len(curves))
+    found = stats.deviations(curves, [contrasts.MIN_EFFECT] * len(curves),
+                             skip=levels.unstable_indices(table, keys, curves))
     findings = []
     for n, u, j, diff, ref, interval, p in found:
         s = curves[n]
