@@ -392,6 +392,10 @@ def mpi_launcher(wildcards):
 # job would leave a valid but short table: they write to <id>.csv.partial
 # (launch.result_line), and only a job whose kernel succeeded renames it to <id>.csv.
 
+# Every word of a rule's shell line that comes from the config, a path or a wildcard is quoted
+# (`{x:q}`, or shlex.quote where Python builds the text, as launch.py and batch.py do): a results
+# folder or an arch file named `a b$(cmd).yaml` is only a path.
+
 # Every benchmark job is one line: `python -m numasweep run-job` (numasweep/running/runjob.py) runs the
 # launch line in its own process group under a per-job lock, keeps the kernel's output in the
 # log, renames <id>.csv.partial to <id>.csv only after the kernel succeeded and the table
@@ -399,9 +403,9 @@ def mpi_launcher(wildcards):
 # `exec` makes the runner the direct child of snakemake, so it ends with snakemake (a parent
 # death signal) and onstart's handler below finds it on SIGINT/SIGTERM.
 BENCH_SHELL = (
-    "exec python -m numasweep run-job --job-id {wildcards.job} --launch {params.launch:q}"
-    " --grid {params.grid:q} --kernel {input.kernel} --topology {input.topology}"
-    " --csv {output.csv} --provenance {output.provenance} --log {log}"
+    "exec python -m numasweep run-job --job-id {wildcards.job:q} --launch {params.launch:q}"
+    " --grid {params.grid:q} --kernel {input.kernel:q} --topology {input.topology:q}"
+    " --csv {output.csv:q} --provenance {output.provenance:q} --log {log:q}"
 )
 
 
@@ -409,8 +413,8 @@ BENCH_SHELL = (
 # points one after another as run-job does, each published under its own <id>.csv, .json and
 # .log, skipping those already measured; its output is the manifest listing them, written last.
 BATCH_SHELL = (
-    "exec python -m numasweep run-batch --batch {wildcards.batch} --kernel {input.kernel}"
-    " --topology {input.topology} --manifest {output.manifest} --log {log}{params.points}"
+    "exec python -m numasweep run-batch --batch {wildcards.batch:q} --kernel {input.kernel:q}"
+    " --topology {input.topology:q} --manifest {output.manifest:q} --log {log:q}{params.points}"
 )
 
 
