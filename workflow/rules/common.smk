@@ -15,6 +15,7 @@ from numasweep.planning import batch, fleet, grid, launch  # noqa: E402
 from numasweep.core import registry  # noqa: E402
 from numasweep.core.errors import NumasweepError  # noqa: E402
 from numasweep.core.io import check_writable  # noqa: E402
+from numasweep.planning.paths import check_config_paths  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
 # The config is validated once, here, against workflow/schemas/config.schema.yaml:
@@ -25,6 +26,8 @@ for _line in grid.overridden(workflow.overwrite_configfiles, config):
     print(f"numasweep: warning: {_line}", file=sys.stderr)
 try:
     CONFIG = grid.validate_config(config, "config")
+    # arch, results, wrapper and store.path: there, readable, no wildcard braces.
+    check_config_paths(CONFIG, "config")
 except NumasweepError as exc:
     raise WorkflowError(str(exc)) from None
 config.update(CONFIG)
@@ -89,11 +92,6 @@ def _cached_system(folder):
 
 
 if FROM_CACHE:
-    if not Path(CONFIG["results"]).is_dir():
-        raise WorkflowError(
-            f"config: results: no folder '{CONFIG['results']}'; give a folder with topology.json "
-            "and aggregated <bench>.csv files (e.g. examples/lumi-g)"
-        )
     RESULTS_DIR = CONFIG["results"].rstrip("/")
     _cached_system(RESULTS_DIR)  # a corrupt topology.json is refused in one line
     # A campaign's own results (results/<system>, e.g. copied back from a cluster) render into
