@@ -22,6 +22,7 @@ from typing import Callable
 import pytest
 import yaml
 
+from helpers.workflow import copy_repo
 from numasweep.__main__ import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,13 +40,15 @@ class Case:
     rc: int = 2
     # files (relative to tmp) whose checksums must not change
     keep: Callable[[Path], list[Path]] = field(default=lambda tmp: [])
+    # an accepted input (rc 0, nothing to say): what must hold of what the command did
+    check: Callable[[Path], None] = field(default=lambda tmp: None)
 
 
 CASES: list[Case] = []
 
 
-def case(category: str, name: str, argv, *says: str, rc: int = 2, keep=None) -> None:
-    CASES.append(Case(category, name, argv, says, rc, keep or (lambda tmp: [])))
+def case(category: str, name: str, argv, *says: str, rc: int = 2, keep=None, check=None) -> None:
+    CASES.append(Case(category, name, argv, says, rc, keep or (lambda tmp: []), check or (lambda tmp: None)))
 
 
 # ------------------------------------------------------------------ config
@@ -238,6 +241,59 @@ def _srun_mpi(tmp: Path) -> list[str]:
 
 if shutil.which("srun"):
     case("config", "srun_mpi not a plugin of srun", _srun_mpi, "srun_mpi: 'pmi9'", "srun --mpi=list", "pmix")
+# Paths of the config, checked when it is read (numasweep.planning.paths) and quoted in every shell
+# line the rules build: a path may hold any character but the braces Snakemake reads as wildcards.
+def _paths(config: Callable[[Path], dict]) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        (tmp / "folder").mkdir()
+        argv = _grid(config(tmp))(tmp)
+        return argv[:-2] if "arch" in config(tmp) else argv  # the config's arch, not --arch
+    return argv
+
+
+PATHS = {
+    "arch path with wildcard braces": (lambda tmp: {"arch": str(tmp / "a{b}.yaml")}, "bad.yaml: arch: ",
+                                       "Snakemake reads as a wildcard", "path without braces"),
+    "results path with wildcard braces": (lambda tmp: {"results": str(tmp / "c{b}")}, "bad.yaml: results: ",
+                                          "path without braces"),
+    "results names no folder": (lambda tmp: {"results": str(tmp / "nowhere")}, "bad.yaml: results: no folder",
+                                "examples/lumi-g"),
+    "store.path names a folder": (lambda tmp: {"store": {"path": str(tmp / "folder")}}, "bad.yaml: store.path: ",
+                                  "is a folder", "results/store.sqlite"),
+    "kernel flags with a shell command": (lambda tmp: {"build": {"kernel_cflags": "-O3 `touch PWNED`"}},
+                                          "build.kernel_cflags", "use only compiler flags"),
+}
+for _name, (_config, *_says) in PATHS.items():
+    case("config", _name, _paths(_config), *_says)
+# Accepted: an arch file named with shell metacharacters, or a space, is only a path to the rules'
+# shell lines. The topology rule runs for real in a copy of the repository (a quiet snakemake says
+# nothing when it works); the files PWNED1..4 are what a shell running the name would create.
+HOSTILE = "x y$(touch PWNED1)`touch PWNED2`;touch PWNED3\ntouch PWNED4;z"
+ULISSE = REPO / "config" / "arch" / "ulisse.yaml"
+
+
+def _topology_rule(name: str) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        copy = copy_repo(REPO, tmp / "numasweep")
+        shutil.copy(ULISSE, copy / name)
+        (copy / "c.yaml").write_text(yaml.safe_dump({"arch": name, "system": "probe"}))
+        return [sys.executable, "-m", "snakemake", "results/probe/topology.json", "--directory", str(copy),
+                "--snakefile", str(copy / "workflow" / "Snakefile"), "--cores", "1", "--quiet", "all",
+                "--workflow-profile", "none", "--configfile", str(copy / "c.yaml")]
+    return argv
+
+
+def _only_a_path(name: str) -> Callable[[Path], None]:
+    def check(tmp: Path) -> None:
+        assert not sorted(tmp.rglob("PWNED*")), sorted(tmp.rglob("PWNED*"))
+        topology = json.loads((tmp / "numasweep" / "results" / "probe" / "topology.json").read_text())
+        assert topology["source"] == f"arch:{name}"
+    return check
+
+
+for _name, _file in {"arch path with $(...), backquotes, ; and a newline": f"{HOSTILE}.yaml",
+                     "arch path with a space": "my arch.yaml"}.items():
+    case("config", _name, _topology_rule(_file), rc=0, check=_only_a_path(_file))
 case("config", "config file missing", lambda tmp: PY + ["grid", "--config", str(tmp / "none.yaml"), "--arch", str(LUMI)],
      "none.yaml")
 
@@ -634,10 +690,11 @@ def test_catalogue(item: Case, tmp_path: Path, kernels_bin: Path, monkeypatch: p
     assert "Traceback" not in err, err
     assert rc == item.rc, (rc, err)
     if item.category != "faults mid-run":
-        assert len(err.splitlines()) == 1, err
+        assert len(err.splitlines()) == (1 if item.says else 0), err
     for text in item.says:
         assert text in err, err
     assert {p: _sha(p) for p in kept} == kept
+    item.check(tmp_path)
 
 
 def test_catalogue_table_is_current() -> None:
@@ -647,10 +704,11 @@ def test_catalogue_table_is_current() -> None:
 
 
 def table() -> str:
-    """docs/catalogue.md's table (python tests/catalogue/test_catalogue.py > docs/catalogue.md)."""
+    """docs/catalogue.md's table (PYTHONPATH=workflow:tests python tests/catalogue/test_catalogue.py)."""
     lines = ["| category | case | exit | the line names |", "|---|---|---|---|"]
     for item in CASES:
-        lines.append(f"| {item.category} | {item.name} | {item.rc} | {', '.join(f'`{t}`' for t in item.says)} |")
+        said = ", ".join(f"`{t}`" for t in item.says) or ("nothing: accepted" if item.rc == 0 else "")
+        lines.append(f"| {item.category} | {item.name} | {item.rc} | {said} |")
     return "\n".join(lines)
 
 

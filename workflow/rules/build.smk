@@ -16,7 +16,7 @@ rule build_common:
     params:
         cflags=CONFIG["build"]["kernel_cflags"],
     shell:
-        "make -C kernels $PWD/{output} KERNEL_CFLAGS={params.cflags:q} > {log} 2>&1"
+        'make -C kernels "$PWD"/{output:q} KERNEL_CFLAGS={params.cflags:q} > {log:q} 2>&1'
 
 
 rule build:
@@ -34,4 +34,4 @@ rule build:
     params:
         cflags=CONFIG["build"]["kernel_cflags"],
     shell:
-        "make -C kernels $PWD/{output} KERNEL_CFLAGS={params.cflags:q} > {log} 2>&1"
+        'make -C kernels "$PWD"/{output:q} KERNEL_CFLAGS={params.cflags:q} > {log:q} 2>&1'

@@ -15,6 +15,7 @@ from numasweep.planning import batch, fleet, grid, launch  # noqa: E402
 from numasweep.core import registry  # noqa: E402
 from numasweep.core.errors import NumasweepError  # noqa: E402
 from numasweep.core.io import check_writable  # noqa: E402
+from numasweep.planning.paths import check_config_paths  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
 # The config is validated once, here, against workflow/schemas/config.schema.yaml:
@@ -25,6 +26,8 @@ for _line in grid.overridden(workflow.overwrite_configfiles, config):
     print(f"numasweep: warning: {_line}", file=sys.stderr)
 try:
     CONFIG = grid.validate_config(config, "config")
+    # arch, results, wrapper and store.path: there, readable, no wildcard braces.
+    check_config_paths(CONFIG, "config")
 except NumasweepError as exc:
     raise WorkflowError(str(exc)) from None
 config.update(CONFIG)
@@ -89,11 +92,6 @@ def _cached_system(folder):
 
 
 if FROM_CACHE:
-    if not Path(CONFIG["results"]).is_dir():
-        raise WorkflowError(
-            f"config: results: no folder '{CONFIG['results']}'; give a folder with topology.json "
-            "and aggregated <bench>.csv files (e.g. examples/lumi-g)"
-        )
     RESULTS_DIR = CONFIG["results"].rstrip("/")
     _cached_system(RESULTS_DIR)  # a corrupt topology.json is refused in one line
     # A campaign's own results (results/<system>, e.g. copied back from a cluster) render into
@@ -392,6 +390,10 @@ def mpi_launcher(wildcards):
 # job would leave a valid but short table: they write to <id>.csv.partial
 # (launch.result_line), and only a job whose kernel succeeded renames it to <id>.csv.
 
+# Every word of a rule's shell line that comes from the config, a path or a wildcard is quoted
+# (`{x:q}`, or shlex.quote where Python builds the text, as launch.py and batch.py do): a results
+# folder or an arch file named `a b$(cmd).yaml` is only a path.
+
 # Every benchmark job is one line: `python -m numasweep run-job` (numasweep/running/runjob.py) runs the
 # launch line in its own process group under a per-job lock, keeps the kernel's output in the
 # log, renames <id>.csv.partial to <id>.csv only after the kernel succeeded and the table
@@ -399,9 +401,9 @@ def mpi_launcher(wildcards):
 # `exec` makes the runner the direct child of snakemake, so it ends with snakemake (a parent
 # death signal) and onstart's handler below finds it on SIGINT/SIGTERM.
 BENCH_SHELL = (
-    "exec python -m numasweep run-job --job-id {wildcards.job} --launch {params.launch:q}"
-    " --grid {params.grid:q} --kernel {input.kernel} --topology {input.topology}"
-    " --csv {output.csv} --provenance {output.provenance} --log {log}"
+    "exec python -m numasweep run-job --job-id {wildcards.job:q} --launch {params.launch:q}"
+    " --grid {params.grid:q} --kernel {input.kernel:q} --topology {input.topology:q}"
+    " --csv {output.csv:q} --provenance {output.provenance:q} --log {log:q}"
 )
 
 
@@ -409,8 +411,8 @@ BENCH_SHELL = (
 # points one after another as run-job does, each published under its own <id>.csv, .json and
 # .log, skipping those already measured; its output is the manifest listing them, written last.
 BATCH_SHELL = (
-    "exec python -m numasweep run-batch --batch {wildcards.batch} --kernel {input.kernel}"
-    " --topology {input.topology} --manifest {output.manifest} --log {log}{params.points}"
+    "exec python -m numasweep run-batch --batch {wildcards.batch:q} --kernel {input.kernel:q}"
+    " --topology {input.topology:q} --manifest {output.manifest:q} --log {log:q}{params.points}"
 )
 
 

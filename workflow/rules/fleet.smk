@@ -33,4 +33,4 @@ rule fleet:
         tolerance=CONFIG["fleet"]["tolerance"],
     shell:
         "python -m numasweep fleet --results {params.results:q} --figures {params.figures:q}"
-        " --tolerance {params.tolerance} -o {output.md:q} --json {output.json:q} > {log:q} 2>&1"
+        " --tolerance {params.tolerance:q} -o {output.md:q} --json {output.json:q} > {log:q} 2>&1"

@@ -10,9 +10,10 @@ rule topology:
     conda:
         "../envs/report.yaml"
     params:
-        source="--detect" if CONFIG["arch"] == "auto" else f"--arch {CONFIG['arch']}",
+        # one word a list item: `:q` quotes each (an arch path may hold spaces or `$(...)`)
+        source=["--detect"] if CONFIG["arch"] == "auto" else ["--arch", CONFIG["arch"]],
     shell:
-        "python -m numasweep topology {params.source} -o {output} > {log} 2>&1"
+        "python -m numasweep topology {params.source:q} -o {output:q} > {log:q} 2>&1"
 
 
 # hwloc's own view of the machine measured (`lstopo --of xml`), taken where the benchmarks run:

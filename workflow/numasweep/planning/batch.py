@@ -53,7 +53,7 @@ def grid_json(job) -> str:
 
 def point_option(job, launch_line: str) -> str:
     """A point as run-batch takes it: `--point ID LAUNCH GRID`."""
-    return f"--point {job.id} {shlex.quote(launch_line)} {shlex.quote(grid_json(job))}"
+    return f"--point {shlex.quote(job.id)} {shlex.quote(launch_line)} {shlex.quote(grid_json(job))}"
 
 
 def point_options(jobs: list, results_dir: str, **launch) -> dict[str, str]:

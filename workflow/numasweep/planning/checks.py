@@ -195,7 +195,7 @@ def _srun_mpi(config: dict) -> list[str]:
     if config.get("launcher") != "srun":
         return []
     if not SRUN_PLUGIN.match(str(value)):
-        raise NumasweepError(f"srun_mpi: '{value}' is not an MPI plugin name (letters, digits, '_', '.' and '-', "
+        raise NumasweepError(f"srun_mpi: {value!r} is not an MPI plugin name (letters, digits, '_', '.' and '-', "
                              "e.g. pmix); see `srun --mpi=list` on the cluster, or null for the site's default")
     known = srun_plugins()
     if known is None and value != DEFAULT_SRUN_MPI:

@@ -24,7 +24,7 @@ import jsonschema
 import yaml
 
 from numasweep.core import registry, topology
-from numasweep.planning import batch, checks, fleet, placement
+from numasweep.planning import batch, checks, fleet, paths, placement
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import load_yaml, pattern_problem
 from numasweep.core.units import parse_size, parse_sizes
@@ -374,6 +374,8 @@ def main(argv: list[str]) -> int:
     for line in overridden(args.config, config):
         print(f"numasweep: warning: {line}", file=sys.stderr)
     checked = validate_config(config, ",".join(args.config))
+    # The wrapper is run (so checked) by the workflow, from the checkout; grid only plans.
+    paths.check_config_paths(checked, ",".join(args.config), skip=("wrapper",) + ("arch",) * bool(args.arch or args.detect))
     if args.detect or args.arch == "auto":
         topo = topology.detect()
     else:
