@@ -428,6 +428,23 @@ def _reference_where(tmp: Path) -> list[str]:
 case("numasweep CLI", "reference where with a bad size", _reference_where,
      "references[0].where.size_bytes", "'16Q' is not a size")
 
+def _other_campaign(tmp: Path) -> list[str]:
+    """The store holds a run of campaign `b` that measured rank 0 at two sizes only; campaign `a`
+    (the whole LUMI-G table) is compared with it by its key."""
+    from numasweep.results import store
+
+    for name in ("a", "b"):
+        shutil.copytree(REPO / "examples" / "lumi-g", tmp / name)
+    lines = (tmp / "b" / "latency.csv").read_text().splitlines()
+    (tmp / "b" / "latency.csv").write_text("\n".join(lines[:3]) + "\n")
+    run, _ = store.record(tmp / "b", tmp / "store.db", "b")
+    return PY + ["compare", "--results", str(tmp / "a"), "--store", str(tmp / "store.db"), "--against",
+                 run.short, "--campaign", "a", "-o", str(tmp / "comparison.md")]
+
+
+case("numasweep CLI", "compare with a run of another campaign", _other_campaign, "warning", "Across campaigns",
+     "not compared", "--against previous", rc=0)
+
 # A real full disk: a small tmpfs mounted for the case (root only; the case fails otherwise).
 MOUNTED: list[Path] = []
 
