@@ -449,11 +449,12 @@ case("numasweep CLI", "compare with a run of another campaign", _other_campaign,
 MOUNTED: list[Path] = []
 
 
-def _tmpfs(path: Path, size: str) -> Path:
+def _tmpfs(path: Path, size: str, read_only: bool = False) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
-        pytest.fail("NOT RUN: a full disk is a small tmpfs, which only root can mount (run the tests as root)")
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        pytest.fail("NOT RUN: a full or read-only disk is a small tmpfs, which only root can mount (run the tests "
+                    "as root)")
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{'ro,' * read_only}size={size}", "tmpfs", str(path)],
                            capture_output=True, text=True)
     assert mount.returncode == 0, f"cannot mount a tmpfs at {path}: {mount.stderr.strip()}"
     MOUNTED.append(path)
@@ -474,6 +475,33 @@ def _store_full(tmp: Path) -> list[str]:
 
 case("numasweep CLI", "results store on a full disk", _store_full, "disk full at", "store.db was not changed",
      "df -h")
+
+
+
+
+# The report's steps on a full disk or a read-only one: one line naming the folder (and, full,
+# the space the files need); nothing half written is left there.
+def _figures_full(tmp: Path) -> list[str]:
+    disk = _tmpfs(tmp / "disk", "64k")
+    return PY + ["figures", "--results", str(REPO / "examples" / "lumi-g"), "-o", str(disk / "figures")]
+
+
+def _report_full(tmp: Path) -> list[str]:
+    disk = _tmpfs(tmp / "disk", "16k")
+    return PY + ["report", "--results", str(REPO / "examples" / "lumi-g"), "-o", str(disk / "experimentation.md")]
+
+
+def _figures_read_only(tmp: Path) -> list[str]:
+    disk = _tmpfs(tmp / "disk", "64k", read_only=True)
+    return PY + ["figures", "--results", str(REPO / "examples" / "lumi-g"), "-o", str(disk / "figures")]
+
+
+case("numasweep CLI", "figures on a full disk", _figures_full, "disk full at", "disk/figures: the figures were not "
+     "written", "they need", "free there", "df -h")
+case("numasweep CLI", "report on a full disk", _report_full, "disk full at", "experimentation.md was not written",
+     "it needs", "free there", "df -h")
+case("numasweep CLI", "figures into a read-only folder", _figures_read_only, "disk/figures",
+     "Read-only file system", "give a folder you can write")
 
 
 # ------------------------------------------------------------------ faults mid-run (run-job)

@@ -86,6 +86,33 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
         assert f'"name": "{png.name}"' in html, png.name
 
 
+def test_a_full_disk_ends_the_report_in_one_line_and_leaves_nothing_half_written(repo: Path, tmp_path: Path) -> None:
+    """report/ on a small tmpfs (as root) that the figures do not fit in: the console shows one
+    numasweep line naming the figure folder and the space needed, no traceback, and the folder
+    holds no figure, page or temporary file of the failed run."""
+    workdir = cached_workdir(repo, tmp_path)
+    report = workdir / "report"
+    report.mkdir()
+    if os.geteuid() != 0:
+        pytest.fail("NOT RUN: a full disk is a small tmpfs, which only root can mount (run the tests as root)")
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(report)],
+                           capture_output=True, text=True)
+    assert mount.returncode == 0, f"cannot mount a tmpfs at {report}: {mount.stderr.strip()}"
+    try:
+        proc = snakemake(workdir, "-s", str(repo / "workflow" / "Snakefile"), "-d", str(workdir), "-c1", "report",
+                         "--config", f"results={repo / 'examples' / 'lumi-g'}")
+        left = sorted(str(p.relative_to(report)) for p in report.rglob("*") if p.is_file())
+    finally:
+        subprocess.run(["umount", str(report)], check=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out, out[-3000:]
+    (line,) = [line for line in proc.stderr.splitlines() if line.startswith("numasweep: ")]
+    assert re.search(r"disk full at report/example-lumi-g/figures: the figures were not written; they need "
+                     r"[0-9.]+ KiB, [0-9.]+ KiB are free there; free space there", line), line
+    # at most what a step that ran before it wrote whole (analyse); no figure, page or temporary file
+    assert set(left) <= {"example-lumi-g/.report.lock", "example-lumi-g/findings.json"}, left
+
+
 def figure_check(html: Path, tmp_path: Path) -> list[dict]:
     """Open a copy of the report with figure_check.js appended; return its per-figure verdicts."""
     chromium = shutil.which("chromium")
