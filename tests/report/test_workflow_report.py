@@ -9,13 +9,14 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from helpers.synthetic import write_results
-from helpers.workflow import job_counts, snakemake
+from helpers.workflow import job_counts, snakemake, snakemake_env
 
 pytestmark = pytest.mark.workflow
 
@@ -111,6 +112,29 @@ def test_a_full_disk_ends_the_report_in_one_line_and_leaves_nothing_half_written
                      r"[0-9.]+ KiB, [0-9.]+ KiB are free there; free space there", line), line
     # at most what a step that ran before it wrote whole (analyse); no figure, page or temporary file
     assert set(left) <= {"example-lumi-g/.report.lock", "example-lumi-g/findings.json"}, left
+
+
+def test_two_reports_of_one_cached_folder_wait_for_each_other(repo: Path, tmp_path: Path) -> None:
+    """`snakemake report --config results=...` twice, 1.5 s apart: the second waits for the first
+    (one line naming its PID) and both end well, instead of Snakemake refusing the second (its
+    directory lock, or the first run's outputs taken as incomplete)."""
+    workdir = cached_workdir(repo, tmp_path)
+    args = ("-s", str(repo / "workflow" / "Snakefile"), "-d", str(workdir), "-c1", "report",
+            "--config", f"results={repo / 'examples' / 'lumi-g'}")
+    first = subprocess.Popen([sys.executable, "-m", "snakemake", *args], cwd=workdir, env=snakemake_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.5)
+        second = snakemake(workdir, *args)
+    finally:
+        first_out = first.communicate(timeout=300)[0]
+    assert first.returncode == 0, first_out[-3000:]
+    out = second.stdout + second.stderr
+    assert second.returncode == 0, out[-3000:]
+    assert re.search(rf"numasweep: the report folder report/example-lumi-g is held by PID {first.pid} ", out), \
+        out[-3000:]
+    assert "has the lock now" in out and "Exception" not in out, out[-3000:]
+    assert (workdir / "report" / "example-lumi-g" / "experimentation.html").is_file()
 
 
 def figure_check(html: Path, tmp_path: Path) -> list[dict]:

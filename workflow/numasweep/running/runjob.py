@@ -86,7 +86,8 @@ def _child_setup() -> None:
 
 
 class JobLock:
-    """An flock on `.<id>.lock` next to the CSV, held for the runner's life; it holds the PID."""
+    """An flock on a lock file that holds its holder's PID, held for the holder's life: a job's
+    `.<id>.lock` next to its CSV, or a report folder's (common.smk) while snakemake renders it."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -98,7 +99,9 @@ class JobLock:
         except OSError:
             return "unknown"
 
-    def acquire(self, wait_s: float, job_id: str) -> None:
+    def acquire(self, wait_s: float, name: str) -> None:
+        """Take the lock, waiting up to `wait_s` seconds; `name` (e.g. "job latency-3") is what
+        the lock is for in the lines it prints."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_s
@@ -109,19 +112,19 @@ class JobLock:
             if time.monotonic() >= deadline:
                 os.close(fd)
                 raise NumasweepError(
-                    f"job {job_id} is still running as PID {self.holder()} (lock {self.path}); "
+                    f"{name} is still held by PID {self.holder()} (lock {self.path}); "
                     f"wait for it to end or stop it with `kill -TERM {self.holder()}`, then rerun"
                 )
             if not said:
-                print(f"numasweep: job {job_id} is held by PID {self.holder()} ({self.path}); "
-                      f"waiting up to {wait_s:g} s for it to end", file=sys.stderr, flush=True)
+                print(f"numasweep: {name} is held by PID {self.holder()} ({self.path}); "
+                      f"waiting up to {wait_s:g} s for it to end ({LOCK_WAIT_ENV})", file=sys.stderr, flush=True)
                 said = True
             time.sleep(0.2)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.fd = fd
         if said:
-            print(f"numasweep: job {job_id}: PID {os.getpid()} has the lock now", file=sys.stderr, flush=True)
+            print(f"numasweep: {name}: PID {os.getpid()} has the lock now", file=sys.stderr, flush=True)
 
     def release(self) -> None:
         if self.fd is not None:
@@ -199,7 +202,7 @@ class Runner:
         if os.getppid() == 1:
             raise NumasweepError("the process that started this job is gone; nothing was run")
         self.lock = JobLock(self.csv.parent / f".{a.job_id}.lock")
-        self.lock.acquire(a.lock_wait, a.job_id)
+        self.lock.acquire(a.lock_wait, f"job {a.job_id}")
         if self.stopped_by:
             return 128 + self.stopped_by
         # A partial table of an earlier, interrupted run is never continued.
@@ -392,8 +395,24 @@ def check_launch(args: argparse.Namespace) -> None:
         raise NumasweepError(f"--launch must write --csv={args.csv}{PARTIAL}; pass the line the plan built")
 
 
+LOCK_WAIT_ENV = "NUMASWEEP_LOCK_WAIT"
+
+
+def lock_wait() -> float:
+    """Seconds a `JobLock` waits for its holder: $NUMASWEEP_LOCK_WAIT, default 120."""
+    text = os.environ.get(LOCK_WAIT_ENV, "120")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise NumasweepError(f"{LOCK_WAIT_ENV}={text!r}: give a number of seconds, at least 0 (e.g. 120), "
+                             "or unset it")
+    return value
+
+
 def lock_wait_option(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--lock-wait", type=float, default=float(os.environ.get("NUMASWEEP_LOCK_WAIT", 120)),
+    ap.add_argument("--lock-wait", type=float, default=lock_wait(),
                     help="seconds to wait for another run of the same job (default 120, "
                          "env NUMASWEEP_LOCK_WAIT)")
     ap.add_argument("--host-lock-wait", type=float, default=None,
