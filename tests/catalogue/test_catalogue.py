@@ -331,6 +331,10 @@ case("numasweep CLI", "run-job with a launch line writing elsewhere",
                        "--kernel", "/bin/true", "--topology", str(tmp / "t.json"), "--csv", str(tmp / "j.csv"),
                        "--provenance", str(tmp / "j.json"), "--log", str(tmp / "j.log")], "--launch")
 
+case("numasweep CLI", "NUMASWEEP_LOCK_WAIT below 0",
+     lambda tmp: ["env", "NUMASWEEP_LOCK_WAIT=-1", *PY, "run-job", "--job-id", "j"],
+     "NUMASWEEP_LOCK_WAIT='-1'", "at least 0", "or unset it")
+
 
 # ------------------------------------------------------------------ cached results
 GOOD = {
