@@ -525,15 +525,33 @@ def _reference_where(tmp: Path) -> list[str]:
 case("numasweep CLI", "reference where with a bad size", _reference_where,
      "references[0].where.size_bytes", "'16Q' is not a size")
 
+def _other_campaign(tmp: Path) -> list[str]:
+    """The store holds a run of campaign `b` that measured rank 0 at two sizes only; campaign `a`
+    (the whole LUMI-G table) is compared with it by its key."""
+    from numasweep.results import store
+
+    for name in ("a", "b"):
+        shutil.copytree(REPO / "examples" / "lumi-g", tmp / name)
+    lines = (tmp / "b" / "latency.csv").read_text().splitlines()
+    (tmp / "b" / "latency.csv").write_text("\n".join(lines[:3]) + "\n")
+    run, _ = store.record(tmp / "b", tmp / "store.db", "b")
+    return PY + ["compare", "--results", str(tmp / "a"), "--store", str(tmp / "store.db"), "--against",
+                 run.short, "--campaign", "a", "-o", str(tmp / "comparison.md")]
+
+
+case("numasweep CLI", "compare with a run of another campaign", _other_campaign, "warning", "Across campaigns",
+     "not compared", "--against previous", rc=0)
+
 # A real full disk: a small tmpfs mounted for the case (root only; the case fails otherwise).
 MOUNTED: list[Path] = []
 
 
-def _tmpfs(path: Path, size: str) -> Path:
+def _tmpfs(path: Path, size: str, read_only: bool = False) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
-        pytest.fail("NOT RUN: a full disk is a small tmpfs, which only root can mount (run the tests as root)")
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        pytest.fail("NOT RUN: a full or read-only disk is a small tmpfs, which only root can mount (run the tests "
+                    "as root)")
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{'ro,' * read_only}size={size}", "tmpfs", str(path)],
                            capture_output=True, text=True)
     assert mount.returncode == 0, f"cannot mount a tmpfs at {path}: {mount.stderr.strip()}"
     MOUNTED.append(path)
@@ -554,6 +572,34 @@ def _store_full(tmp: Path) -> list[str]:
 
 case("numasweep CLI", "results store on a full disk", _store_full, "disk full at", "store.db was not changed",
      "df -h")
+
+
+
+
+# The report's steps on a full disk or a read-only one: one line naming the folder (and, full,
+# the space the files need); nothing half written is left there.
+def _figures_full(tmp: Path) -> list[str]:
+    disk = _tmpfs(tmp / "disk", "64k")
+    return PY + ["figures", "--results", str(REPO / "examples" / "lumi-g"), "-o", str(disk / "figures")]
+
+
+def _report_full(tmp: Path) -> list[str]:
+    disk = _tmpfs(tmp / "disk", "16k")
+    (disk / "other").write_bytes(b"\0" * 12288)        # one page of 4 KiB left, whatever the report's size
+    return PY + ["report", "--results", str(REPO / "examples" / "lumi-g"), "-o", str(disk / "experimentation.md")]
+
+
+def _figures_read_only(tmp: Path) -> list[str]:
+    disk = _tmpfs(tmp / "disk", "64k", read_only=True)
+    return PY + ["figures", "--results", str(REPO / "examples" / "lumi-g"), "-o", str(disk / "figures")]
+
+
+case("numasweep CLI", "figures on a full disk", _figures_full, "disk full at", "disk/figures: the figures were not "
+     "written", "they need", "free there", "df -h")
+case("numasweep CLI", "report on a full disk", _report_full, "disk full at", "experimentation.md was not written",
+     "it needs", "free there", "df -h")
+case("numasweep CLI", "figures into a read-only folder", _figures_read_only, "disk/figures",
+     "Read-only file system", "give a folder you can write")
 
 
 # ------------------------------------------------------------------ faults mid-run (run-job)

@@ -9,13 +9,14 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from helpers.synthetic import write_results
-from helpers.workflow import job_counts, snakemake
+from helpers.workflow import job_counts, snakemake, snakemake_env
 
 pytestmark = pytest.mark.workflow
 
@@ -84,6 +85,56 @@ def test_regeneration_from_lumi_g_example_without_tools(repo: Path, tmp_path: Pa
     html = (workdir / "report.html").read_text()
     for png in (out / "figures" / "latency").glob("*.png"):
         assert f'"name": "{png.name}"' in html, png.name
+
+
+def test_a_full_disk_ends_the_report_in_one_line_and_leaves_nothing_half_written(repo: Path, tmp_path: Path) -> None:
+    """report/ on a small tmpfs (as root) that the figures do not fit in: the console shows one
+    numasweep line naming the figure folder and the space needed, no traceback, and the folder
+    holds no figure, page or temporary file of the failed run."""
+    workdir = cached_workdir(repo, tmp_path)
+    report = workdir / "report"
+    report.mkdir()
+    if os.geteuid() != 0:
+        pytest.fail("NOT RUN: a full disk is a small tmpfs, which only root can mount (run the tests as root)")
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(report)],
+                           capture_output=True, text=True)
+    assert mount.returncode == 0, f"cannot mount a tmpfs at {report}: {mount.stderr.strip()}"
+    try:
+        proc = snakemake(workdir, "-s", str(repo / "workflow" / "Snakefile"), "-d", str(workdir), "-c1", "report",
+                         "--config", f"results={repo / 'examples' / 'lumi-g'}")
+        left = sorted(str(p.relative_to(report)) for p in report.rglob("*") if p.is_file())
+    finally:
+        subprocess.run(["umount", str(report)], check=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out, out[-3000:]
+    (line,) = [line for line in proc.stderr.splitlines() if line.startswith("numasweep: ")]
+    assert re.search(r"disk full at report/example-lumi-g/figures: the figures were not written; they need "
+                     r"[0-9.]+ KiB, [0-9.]+ KiB are free there; free space there", line), line
+    # at most what a step that ran before it wrote whole (analyse); no figure, page or temporary file
+    assert set(left) <= {"example-lumi-g/.report.lock", "example-lumi-g/findings.json"}, left
+
+
+def test_two_reports_of_one_cached_folder_wait_for_each_other(repo: Path, tmp_path: Path) -> None:
+    """`snakemake report --config results=...` twice, 1.5 s apart: the second waits for the first
+    (one line naming its PID) and both end well, instead of Snakemake refusing the second (its
+    directory lock, or the first run's outputs taken as incomplete)."""
+    workdir = cached_workdir(repo, tmp_path)
+    args = ("-s", str(repo / "workflow" / "Snakefile"), "-d", str(workdir), "-c1", "report",
+            "--config", f"results={repo / 'examples' / 'lumi-g'}")
+    first = subprocess.Popen([sys.executable, "-m", "snakemake", *args], cwd=workdir, env=snakemake_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.5)
+        second = snakemake(workdir, *args)
+    finally:
+        first_out = first.communicate(timeout=300)[0]
+    assert first.returncode == 0, first_out[-3000:]
+    out = second.stdout + second.stderr
+    assert second.returncode == 0, out[-3000:]
+    assert re.search(rf"numasweep: the report folder report/example-lumi-g is held by PID {first.pid} ", out), \
+        out[-3000:]
+    assert "has the lock now" in out and "Exception" not in out, out[-3000:]
+    assert (workdir / "report" / "example-lumi-g" / "experimentation.html").is_file()
 
 
 def figure_check(html: Path, tmp_path: Path) -> list[dict]:

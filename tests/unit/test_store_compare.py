@@ -230,3 +230,55 @@ def test_a_reference_in_other_units_is_converted_to_the_metrics(tmp_path: Path) 
     assert abs(rows[0]["reference"] - dram) < 1e-9 and abs(rows[2]["reference"] - 20000) < 1e-9
     with pytest.raises(NumasweepError, match=r"references\[0\].reference\[3\]: unit 'furlongs' is not known"):
         compare.parse_references([{"bench": "latency", "reference": [1, -0.1, 0.1, "furlongs"]}])
+
+
+def test_a_comparison_across_campaigns_lists_what_had_no_counterpart(tmp_path: Path) -> None:
+    """Campaign b measured latency of rank 0 at 4 KiB and 16 KiB only; campaign a the whole model
+    grid, with a DRAM regression of rank 1. Compared with b's run key: the 2 common points are
+    compared and pass; bandwidth, rank 1 (its regression included) and rank 0's other sizes are
+    listed as not compared, and the comparison's first sentence says it spans two campaigns."""
+    db = tmp_path / "store.sqlite"
+    b = write_run(tmp_path / "b", "b1")
+    lat = pd.read_csv(b / "latency.csv")
+    lat[(lat["rank"] == 0) & lat["size_bytes"].isin(SIZES[:2])].to_csv(b / "latency.csv", index=False)
+    (b / "bandwidth.csv").unlink()
+    run_b, _ = store.record(b, db, "b")
+    a = write_run(tmp_path / "a", "a1", dram_regression)
+    result = compare.compare(a, [], db, run_b.run_key[:12], 0.10, campaign="a")
+    assert [(r["series"], r["points"], r["status"]) for r in result["series"]] == [("rank=0, cpu=0", 2, "pass")]
+    assert result["findings"] == []
+    assert [(u["bench"], u["series"], u["side"], u["points"], u["at"]) for u in result["not_compared"]] == [
+        ("latency", "rank=0, cpu=0", "now", len(SIZES) - 2, SIZES[2:]),
+        ("latency", "rank=1, cpu=1", "now", len(SIZES), SIZES),
+        ("bandwidth", None, "now", 2, [])]
+    first = result["markdown"].split("\n\n")[1]
+    assert first == ("**Across campaigns**: this run of campaign a against a run of campaign b: 2 points have a "
+                     "counterpart and are compared; not compared, for want of one (listed under *Not compared*): "
+                     f"1 benchmark (bandwidth), 1 series, {len(SIZES) - 2} points of compared series."), first
+    assert "1 of 1 compared series pass on the points both runs measured" in result["markdown"]
+    assert "| latency | rank=1, cpu=1 | this run | 7 | 4KiB, 16KiB, 64KiB, 256KiB, 1MiB, 4MiB, ... (7 in all) |" \
+        in result["markdown"]
+    # The other way round: what only the earlier run measured is listed as the earlier run's.
+    store.record(a, db, "a")
+    back = compare.compare(b, [], db, store.runs(db, campaign="a")[0].run_key[:12], 0.10, campaign="b")
+    assert {(u["bench"], u["side"]) for u in back["not_compared"]} == {("latency", "then"), ("bandwidth", "then")}
+    assert [(r["points"], r["status"]) for r in back["series"]] == [(2, "pass")]
+    # The command says it in one warning line naming the fix.
+    proc = compare_cli("--results", str(a), "--store", str(db), "--against", run_b.run_key[:12], "--campaign", "a",
+                       "-o", str(tmp_path / "c.md"))
+    assert proc.returncode == 0 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("numasweep: warning:") and "Across campaigns" in proc.stderr \
+        and "--against previous" in proc.stderr, proc.stderr
+
+
+def test_a_changed_grid_of_one_campaign_is_said_too(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    store.record(write_run(tmp_path / "a", "a1"), db, "a")
+    now = write_run(tmp_path / "a", "a2", within)
+    (now / "bandwidth.csv").unlink()
+    result = compare.compare(now, [], db, "previous", 0.10, campaign="a")
+    assert result["across"].startswith("**Across grids**") and "1 benchmark (bandwidth)" in result["across"]
+    assert [(u["bench"], u["side"]) for u in result["not_compared"]] == [("bandwidth", "then")]
+    # The same grid again: nothing to say.
+    assert compare.compare(write_run(tmp_path / "a", "a3", within), [], db, "previous", 0.10,
+                           campaign="a")["across"] is None

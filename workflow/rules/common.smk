@@ -155,6 +155,20 @@ try:
         check_writable(_folder, _what)
 except NumasweepError as exc:
     raise WorkflowError(str(exc)) from None
+# One report of a cached folder at a time: a second `snakemake report --config results=DIR`
+# started while the first renders waits here, before Snakemake builds its DAG (where it would
+# find the first run's outputs incomplete, or its directory locked). The main process holds the
+# lock for its whole life (the open file; the kernel drops it when the process ends), jobs never.
+# A run that measures keeps Snakemake's own directory lock: it runs for hours, and a dry run
+# beside it must not wait.
+if FROM_CACHE and workflow.is_main_process:
+    from numasweep.running.runjob import JobLock, lock_wait
+
+    REPORT_LOCK = JobLock(Path(REPORT_DIR) / ".report.lock")
+    try:
+        REPORT_LOCK.acquire(lock_wait(), f"the report folder {REPORT_DIR}")
+    except NumasweepError as exc:
+        raise WorkflowError(str(exc)) from None
 # The campaign a run is stored under (numasweep store --campaign): the config's `system`, else the
 # results folder's name, as `store record` takes it by default; a cached folder's report name
 # (example-<folder>) is not part of it.

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from numasweep.core.errors import DISK_FULL_ERRNOS, NumasweepError, disk_full
+from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,13 +17,31 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write to a temporary file in the same folder, then rename: never a half-written file.
 
     The folder must exist (a mistyped -o is refused rather than creating folders), and a
-    folder given as the file or a place that cannot be written is one NumasweepError."""
-    atomic_write(path, lambda fh: fh.write(text))
+    folder given as the file or a place that cannot be written is one NumasweepError; a full
+    disk is one line naming the folder and the space the file needs."""
+    data = text.encode()
+    atomic_write(path, lambda fh: fh.write(data), binary=True, size=len(data))
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], binary: bool = False) -> None:
+def space_needed(folder: str | os.PathLike, sizes: list[int]) -> str:
+    """`they need 1.2 MiB, 40 KiB are free there`: files of `sizes` bytes in `folder`, each
+    rounded up to whole blocks of its file system."""
+    from numasweep.core.units import approx_size
+
+    place = Path(folder).absolute()
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    fs = os.statvfs(place)
+    need = sum(-(-size // fs.f_frsize) * fs.f_frsize for size in sizes)
+    return f"{'it needs' if len(sizes) == 1 else 'they need'} {approx_size(need)}, " \
+           f"{approx_size(fs.f_bavail * fs.f_frsize)} are free there"
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], binary: bool = False,
+                 size: int | None = None) -> None:
     """`atomic_write_text` for a writer given the open file (`binary`: opened for bytes): a large
-    table goes to the file as it is formatted instead of first into one string."""
+    table goes to the file as it is formatted instead of first into one string. `size`: the
+    bytes it writes, where known, for the full disk's line."""
     path = Path(path)
     if path.is_dir():
         raise NumasweepError(f"{path}: is a folder; give a file name to write (e.g. {path}/{path.name or 'out'}.csv)")
@@ -47,8 +65,45 @@ def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], bin
         if os.path.exists(tmp):
             os.unlink(tmp)
         if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
-            raise disk_full(path.parent, f"{path} was not written (a file it would replace is kept)") from None
+            need = "" if size is None else f"; {space_needed(path.parent, [size])}"
+            raise disk_full(path.parent, f"{path} was not written (a file it would replace is kept){need}") from None
         raise
+
+
+def atomic_write_files(folder: Path, files: dict[Path, bytes], what: str) -> None:
+    """Write several files in `folder` (`what` they are, in words), each as `atomic_write` does,
+    all or none: a failure removes those this call wrote, and a full disk is one line naming the
+    folder and the space they all need."""
+    written: list[Path] = []
+    try:
+        for path, data in files.items():
+            made = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
+            written += reversed(made)  # outermost first: removed last
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                if exc.errno in DISK_FULL_ERRNOS:
+                    raise disk_full(folder, "") from None
+                raise NumasweepError(f"{path.parent}: cannot make the folder ({exc.strerror}); give a folder "
+                                     "you can write") from None
+            atomic_write(path, lambda fh, data=data: fh.write(data), binary=True)
+            written.append(path)
+    except DiskFullError:
+        _unwrite(written)
+        raise disk_full(folder, f"{what} were not written; {space_needed(folder, [len(d) for d in files.values()])}") \
+            from None
+    except BaseException:
+        _unwrite(written)
+        raise
+
+
+def _unwrite(paths: list[Path]) -> None:
+    """Remove the files and (empty) folders written, the latest first."""
+    for path in reversed(paths):
+        try:
+            path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def check_writable(folder: str | os.PathLike, what: str) -> None:

@@ -10,7 +10,9 @@ Against an earlier run, every point both runs measured (same series identity apa
 host, same axis value) is compared; a point regresses when it moved in the metric's bad
 direction by more than the tolerance (latency up, bandwidth down). A series passes when none
 of its points regresses. Rows measured on different hosts are compared only when each side
-names its hosts, and the table says so.
+names its hosts, and the table says so. What only one run measured (a benchmark, a series, or
+points of a series) has no counterpart: it is listed as not compared, never passed, and a
+comparison with another campaign or grid says so in its first sentence (and one warning line).
 
     python -m numasweep compare --results results/x [--store S --against previous|KEY]
         [--config campaign.yaml] [--tolerance 0.1] -o comparison.md [--json comparison.json]
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,24 +147,44 @@ def series_name(row: pd.Series, columns: list[str]) -> str:
     return ", ".join(parts) or "all"
 
 
+def _axis_values(part: pd.DataFrame, axis: str | None) -> list[int]:
+    return sorted(int(v) for v in part[axis]) if axis else []
+
+
 def compare_runs(now: dict[str, pd.DataFrame], then: dict[str, pd.DataFrame],
-                 tolerance: float) -> tuple[list[dict], list[dict]]:
-    """(one row per series both runs measured, one regression finding per failing series)."""
-    rows, findings = [], []
+                 tolerance: float) -> tuple[list[dict], list[dict], list[dict]]:
+    """(one row per series both runs measured, one regression finding per failing series, one
+    row per benchmark, series or set of points that only one run measured: `side` "now" or
+    "then", `series` None for a whole benchmark, `compared` whether the rest of its series was)."""
+    rows, findings, unmatched = [], [], []
     for bench in registry.names():
+        if bench not in now and bench not in then:
+            continue
         if bench not in now or bench not in then:
+            side, table = ("now", now[bench]) if bench in now else ("then", then[bench])
+            unmatched.append({"bench": bench, "series": None, "side": side, "compared": False,
+                              "points": len(point_values(table, bench)), "at": []})
             continue
         a, b = point_values(now[bench], bench), point_values(then[bench], bench)
         keys = [c for c in series.point_columns(a, bench) if c in b.columns and c not in NOT_COMPARED]
         hosts = [c for c in ("host",) if c in a.columns and c in b.columns]
-        merged = a.merge(b, on=keys, suffixes=("", "_then"))
-        if merged.empty:
-            continue
+        both = a.merge(b, on=keys, how="outer", suffixes=("", "_then"), indicator=True)
         axis = registry.get(bench).axis
+        axis = axis if axis in keys else None
         ident = [c for c in keys if c != axis]
-        varying = [c for c in ident if merged[c].astype(str).nunique() > 1]
-        groups = merged.groupby(ident, sort=True, dropna=False) if ident else [((), merged)]
-        for _, part in groups:
+        # Named by the columns that tell the series of either run apart.
+        varying = [c for c in ident if both[c].astype(str).nunique() > 1]
+        groups = both.groupby(ident, sort=True, dropna=False, observed=True) if ident else [((), both)]
+        for _, whole in groups:
+            name = series_name(whole.iloc[0], varying)
+            part = whole[whole["_merge"] == "both"]
+            for side, flag in (("now", "left_only"), ("then", "right_only")):
+                alone = whole[whole["_merge"] == flag]
+                if len(alone):
+                    unmatched.append({"bench": bench, "series": name, "side": side, "compared": not part.empty,
+                                      "points": len(alone), "at": _axis_values(alone, axis)})
+            if part.empty:
+                continue
             for metric, higher_better in _metrics(bench).items():
                 if metric not in part.columns or f"{metric}_then" not in part.columns:
                     continue
@@ -175,7 +198,6 @@ def compare_runs(now: dict[str, pd.DataFrame], then: dict[str, pd.DataFrame],
                 regressed = ok & (worse > tolerance)
                 worst = int(np.nanargmax(np.where(ok, worse, -np.inf)))
                 at = part[axis].iloc[worst] if axis else None
-                name = series_name(part.iloc[0], varying)
                 row = {
                     "bench": bench, "series": name, "metric": metric, "points": int(ok.sum()),
                     "regressed": int(regressed.sum()), "worst_ratio": float(ratio[worst]),
@@ -187,15 +209,15 @@ def compare_runs(now: dict[str, pd.DataFrame], then: dict[str, pd.DataFrame],
                 rows.append(row)
                 if regressed.any():
                     findings.append(regression_finding(row, part, ratio, regressed, higher_better, tolerance))
-    return rows, findings
+    return rows, findings, unmatched
+
+
+def _axis_text(value: int, axis: str | None) -> str:
+    return count_words(value, "thread") if axis == "threads" else format_size(value)
 
 
 def _at(row: dict) -> str:
-    if row["worst_at"] is None:
-        return ""
-    if row["axis"] == "threads":
-        return count_words(row['worst_at'], 'thread')
-    return format_size(row["worst_at"])
+    return "" if row["worst_at"] is None else _axis_text(row["worst_at"], row["axis"])
 
 
 def regression_finding(row: dict, part: pd.DataFrame, ratio: np.ndarray, regressed: np.ndarray,
@@ -223,9 +245,37 @@ def _bound(value: float) -> str:
     return "" if not math.isfinite(value) else fmt_value(value, 2)
 
 
+def coverage(rows: list[dict], unmatched: list[dict], now: str, then: str) -> str | None:
+    """The sentence that opens a comparison of two runs that did not measure the same grid (or
+    are of two campaigns): what was compared, and what was not for want of a counterpart."""
+    if not unmatched and now == then:
+        return None
+    compared = sum(max(r["points"] for r in rows if (r["bench"], r["series"]) == key)
+                   for key in {(r["bench"], r["series"]) for r in rows})
+    benches = [u["bench"] for u in unmatched if u["series"] is None]
+    alone = sum(u["series"] is not None and not u["compared"] for u in unmatched)
+    points = sum(u["points"] for u in unmatched if u["series"] is not None and u["compared"])
+    head = (f"**Across campaigns**: this run of campaign {now} against a run of campaign {then}" if now != then
+            else "**Across grids**: the two runs of this campaign measured different grids")
+    lost = [text for n, text in ((len(benches), count_words(len(benches), "benchmark")
+                                  + (f" ({', '.join(benches)})" if benches else "")),
+                                 (alone, f"{alone} series"),
+                                 (points, f"{count_words(points, 'point')} of compared series")) if n]
+    said = (f"{count_words(compared, 'point')} have a counterpart and are compared"
+            + (f"; not compared, for want of one (listed under *Not compared*): {', '.join(lost)}."
+               if lost else "; every point has one."))
+    return f"{head}: {said}"
+
+
+def _axis_list(values: list[int], axis: str | None, most: int = 6) -> str:
+    shown = [_axis_text(v, axis) for v in values[:most]]
+    return ", ".join(shown) + (f", ... ({len(values)} in all)" if len(values) > most else "")
+
+
 def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: str | None,
-             tolerance: float, note: str | None = None) -> str:
-    out = ["## Comparison with earlier results", ""] + ([note, ""] if note else [])
+             tolerance: float, note: str | None = None, unmatched: list[dict] = (),
+             across: str | None = None) -> str:
+    out = ["## Comparison with earlier results", ""] + ([across, ""] if across else []) + ([note, ""] if note else [])
     if refs:
         passed = sum(r["status"] == "pass" for r in refs)
         out += ["### References", "",
@@ -244,7 +294,8 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
         if not rows:
             out += ["The two runs measured no point in common.", ""]
         else:
-            out += [f"{len(rows) - failed} of {len(rows)} series pass: a series fails when any of its points "
+            which = "compared series pass on the points both runs measured" if unmatched else "series pass"
+            out += [f"{len(rows) - failed} of {len(rows)} {which}: a series fails when any of its points "
                     f"moved in the bad direction (latency up, bandwidth down) by more than {tolerance:.0%}.", ""]
             if any(r["hosts_now"] != r["hosts_then"] for r in rows):
                 out += ["Some series were measured on other hosts than in the earlier run (columns *hosts*): "
@@ -254,6 +305,14 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
                              [[r["bench"], r["series"], r["metric"], r["points"], r["regressed"],
                                f"{r['worst_ratio']:.3f}", _at(r), r["hosts_now"], r["hosts_then"],
                                r["status"].upper()] for r in rows], right={3, 4, 5}), ""]
+        if unmatched:
+            axis = {b: registry.get(b).axis for b in {u["bench"] for u in unmatched}}
+            out += ["### Not compared", "",
+                    "Measured by one run only, so neither passed nor failed:", "",
+                    md_table(["benchmark", "series", "measured by", "points", "at"],
+                             [[u["bench"], "the whole benchmark" if u["series"] is None else u["series"],
+                               "this run" if u["side"] == "now" else "the earlier run", u["points"],
+                               _axis_list(u["at"], axis[u["bench"]])] for u in unmatched], right={3}), ""]
     if findings:
         out += ["### Regressions", ""]
         out += [f"- **{f['title']}**: {f['summary']}" for f in findings] + [""]
@@ -271,7 +330,7 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
                              if r["measured"] is not None else "no measured point matches this reference."),
                  "numbers": {k: r[k] for k in ("measured", "reference", "points")}, "evidence": []}
                 for r in ref_rows if r["status"] != "pass"]
-    earlier, note = None, None
+    earlier, note, unmatched, across = None, None, [], None
     if against:
         if store_path is None or not store_path.exists():
             raise NumasweepError(f"compare: no results store{f' {store_path}' if store_path else ''} to find "
@@ -286,11 +345,13 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
                     "first, the next one compares with it.")
         else:
             earlier = store.find(store_path, against, system, current, campaign, results_dir)
-            rows, run_findings = compare_runs(frames, store.tables(store_path, earlier.run_key), tolerance)
+            rows, run_findings, unmatched = compare_runs(frames, store.tables(store_path, earlier.run_key), tolerance)
             findings += run_findings
-    text = markdown(ref_rows, rows, findings, earlier.describe() if earlier else None, tolerance, note)
-    return {"against": earlier.run_key if earlier else None, "note": note, "tolerance": tolerance, "references": ref_rows,
-            "series": rows, "findings": findings, "markdown": text}
+            across = coverage(rows, unmatched, campaign, earlier.campaign or campaign)
+    text = markdown(ref_rows, rows, findings, earlier.describe() if earlier else None, tolerance, note, unmatched,
+                    across)
+    return {"against": earlier.run_key if earlier else None, "note": note, "across": across, "tolerance": tolerance,
+            "references": ref_rows, "series": rows, "not_compared": unmatched, "findings": findings, "markdown": text}
 
 
 def main(argv: list[str]) -> int:
@@ -334,6 +395,10 @@ def main(argv: list[str]) -> int:
         atomic_write_text(args.json, json.dumps(result, indent=2, default=str) + "\n")
     failed = sum(r["status"] != "pass" for r in result["references"] + result["series"])
     print(f"{args.output}: {failed} failing of {len(result['references']) + len(result['series'])} checks")
+    if result["across"]:
+        # The sentence without its Markdown emphasis, and the fix.
+        print(f"numasweep: warning: {args.output}: {result['across'].replace('**', '')} For a full comparison, "
+              "compare with a run of the same campaign and grid (--against previous)", file=sys.stderr)
     return 0
 
 

@@ -10,9 +10,11 @@ drawing function returns the paths it wrote and writes nothing when the data it 
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ import pandas as pd
 
 from numasweep.core import registry
 from numasweep.core.topology import Topology
-from numasweep.core.io import REPORT_ONLY, UNREAD
+from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_files
 from numasweep.core.units import format_size
 from numasweep.findings import levels
 from numasweep.results import aggregate
@@ -55,16 +57,29 @@ def new_figure(ncols: int = 1, width: float | None = None) -> tuple[Any, list]:
     return fig, list(axes[0])
 
 
-def save(fig: Any, figdir: Path, bench: str, kind: str, variant: str) -> list[Path]:
-    out = figdir / bench
-    out.mkdir(parents=True, exist_ok=True)
+@dataclass
+class Drawn:
+    """Figures drawn and not yet written, by path: `draw_all` draws every figure into one, so that
+    a full disk is found before a figure folder is half written, with the space they all need."""
+    folder: Path
+    files: dict[Path, bytes] = field(default_factory=dict)
+
+    def write(self) -> None:
+        atomic_write_files(self.folder, self.files, "the figures")
+
+
+def save(fig: Any, figdir: Path | Drawn, bench: str, kind: str, variant: str) -> list[Path]:
+    """The figure as PNG and SVG under `figdir/bench/`: written now, or kept in a `Drawn`."""
+    drawn = figdir if isinstance(figdir, Drawn) else Drawn(Path(figdir))
     paths = []
     for ext in ("png", "svg"):
-        path = out / f"{kind}--{slug(variant)}.{ext}"
-        tmp = path.with_name(f".{path.name}.tmp.{ext}")
-        fig.savefig(tmp, dpi=DPI, format=ext)
-        os.replace(tmp, path)
+        path = drawn.folder / bench / f"{kind}--{slug(variant)}.{ext}"
+        image = io.BytesIO()
+        fig.savefig(image, dpi=DPI, format=ext)
+        drawn.files[path] = image.getvalue()
         paths.append(path)
+    if drawn is not figdir:
+        drawn.write()
     return paths
 
 
@@ -199,12 +214,15 @@ def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[
     figdir = Path(figdir)
     topology = aggregate.load_topology(results_dir)
     frames = aggregate.load_results(results_dir, UNREAD + REPORT_ONLY)
+    drawn = Drawn(figdir)
     paths: list[Path] = []
     for bench in registry.all_benches().values():
-        (figdir / bench.name).mkdir(parents=True, exist_ok=True)
         if bench.name in frames:
             for draw in bench.draw:
-                paths += draw(frames[bench.name], topology, figdir)
+                paths += draw(frames[bench.name], topology, drawn)
+    drawn.write()
+    for bench in registry.all_benches():
+        (figdir / bench).mkdir(parents=True, exist_ok=True)
     return paths
 
 

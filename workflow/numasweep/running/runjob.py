@@ -90,7 +90,8 @@ DEFAULT_LOCK_WAIT_S = 120.0
 
 
 class JobLock:
-    """An flock on `.<id>.lock` next to the CSV, held for the runner's life; it holds the PID."""
+    """An flock on a lock file that holds its holder's PID, held for the holder's life: a job's
+    `.<id>.lock` next to its CSV, or a report folder's (common.smk) while snakemake renders it."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -102,9 +103,10 @@ class JobLock:
         except OSError:
             return "unknown"
 
-    def acquire(self, wait_s: float | None, job_id: str) -> None:
-        """Take the job's lock, waiting up to `wait_s` seconds (default $NUMASWEEP_LOCK_WAIT or 120)."""
-        wait_s = hostlock.env_seconds(ENV_LOCK_WAIT, DEFAULT_LOCK_WAIT_S) if wait_s is None else wait_s
+    def acquire(self, wait_s: float | None, name: str) -> None:
+        """Take the lock, waiting up to `wait_s` seconds (default $NUMASWEEP_LOCK_WAIT or 120);
+        `name` (e.g. "job latency-3") is what the lock is for in the lines it prints."""
+        wait_s = lock_wait() if wait_s is None else wait_s
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_s
@@ -115,19 +117,19 @@ class JobLock:
             if time.monotonic() >= deadline:
                 os.close(fd)
                 raise NumasweepError(
-                    f"job {job_id} is still running as PID {self.holder()} (lock {self.path}); "
+                    f"{name} is still held by PID {self.holder()} (lock {self.path}); "
                     f"wait for it to end or stop it with `kill -TERM {self.holder()}`, then rerun"
                 )
             if not said:
-                print(f"numasweep: job {job_id} is held by PID {self.holder()} ({self.path}); "
-                      f"waiting up to {wait_s:g} s for it to end", file=sys.stderr, flush=True)
+                print(f"numasweep: {name} is held by PID {self.holder()} ({self.path}); "
+                      f"waiting up to {wait_s:g} s for it to end ({ENV_LOCK_WAIT})", file=sys.stderr, flush=True)
                 said = True
             time.sleep(0.2)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.fd = fd
         if said:
-            print(f"numasweep: job {job_id}: PID {os.getpid()} has the lock now", file=sys.stderr, flush=True)
+            print(f"numasweep: {name}: PID {os.getpid()} has the lock now", file=sys.stderr, flush=True)
 
     def release(self) -> None:
         if self.fd is not None:
@@ -205,7 +207,7 @@ class Runner:
         if os.getppid() == 1:
             raise NumasweepError("the process that started this job is gone; nothing was run")
         self.lock = JobLock(self.csv.parent / f".{a.job_id}.lock")
-        self.lock.acquire(a.lock_wait, a.job_id)
+        self.lock.acquire(a.lock_wait, f"job {a.job_id}")
         if self.stopped_by:
             return 128 + self.stopped_by
         # A partial table of an earlier, interrupted run is never continued.
@@ -396,6 +398,11 @@ def end_runners(parent: int) -> list[int]:
 def check_launch(args: argparse.Namespace) -> None:
     if f"--csv={args.csv}{PARTIAL}" not in shlex.split(args.launch):
         raise NumasweepError(f"--launch must write --csv={args.csv}{PARTIAL}; pass the line the plan built")
+
+
+def lock_wait() -> float:
+    """Seconds a `JobLock` waits for its holder: $NUMASWEEP_LOCK_WAIT (at least 0), default 120."""
+    return hostlock.env_seconds(ENV_LOCK_WAIT, DEFAULT_LOCK_WAIT_S)
 
 
 def lock_wait_option(ap: argparse.ArgumentParser) -> None:
