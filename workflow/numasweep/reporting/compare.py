@@ -33,7 +33,7 @@ from numasweep.results import series, store
 from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
-from numasweep.reporting.markdown import fmt_value, md_table
+from numasweep.reporting.markdown import fmt_value, md_table, md_text
 from numasweep.core.units import convert, count_words, format_size, metric_unit, parse_size
 
 # Identity columns that do not make two runs' points different measurements.
@@ -225,7 +225,7 @@ def _bound(value: float) -> str:
 
 def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: str | None,
              tolerance: float, note: str | None = None) -> str:
-    out = ["## Comparison with earlier results", ""] + ([note, ""] if note else [])
+    out = ["## Comparison with earlier results", ""] + ([md_text(note), ""] if note else [])
     if refs:
         passed = sum(r["status"] == "pass" for r in refs)
         out += ["### References", "",
@@ -240,7 +240,7 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
                           for r in refs], right={4, 5}), ""]
     if against is not None:
         failed = sum(r["status"] == "fail" for r in rows)
-        out += [f"### Against {against}", ""]
+        out += [f"### Against {md_text(against)}", ""]
         if not rows:
             out += ["The two runs measured no point in common.", ""]
         else:
@@ -256,7 +256,7 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
                                r["status"].upper()] for r in rows], right={3, 4, 5}), ""]
     if findings:
         out += ["### Regressions", ""]
-        out += [f"- **{f['title']}**: {f['summary']}" for f in findings] + [""]
+        out += [f"- **{md_text(f['title'])}**: {md_text(f['summary'])}" for f in findings] + [""]
     return "\n".join(out)
 
 
