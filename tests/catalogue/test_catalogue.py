@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -42,13 +43,16 @@ class Case:
     keep: Callable[[Path], list[Path]] = field(default=lambda tmp: [])
     # an accepted input (rc 0, nothing to say): what must hold of what the command did
     check: Callable[[Path], None] = field(default=lambda tmp: None)
+    # the files (relative to tmp) a case that succeeds writes, which must hold its input as text
+    shown: tuple[str, ...] = ()
 
 
 CASES: list[Case] = []
 
 
-def case(category: str, name: str, argv, *says: str, rc: int = 2, keep=None, check=None) -> None:
-    CASES.append(Case(category, name, argv, says, rc, keep or (lambda tmp: []), check or (lambda tmp: None)))
+def case(category: str, name: str, argv, *says: str, rc: int = 2, keep=None, check=None,
+         shown: tuple[str, ...] = ()) -> None:
+    CASES.append(Case(category, name, argv, says, rc, keep or (lambda tmp: []), check or (lambda tmp: None), shown))
 
 
 # ------------------------------------------------------------------ config
@@ -542,6 +546,57 @@ def _other_campaign(tmp: Path) -> list[str]:
 case("numasweep CLI", "compare with a run of another campaign", _other_campaign, "warning", "Across campaigns",
      "not compared", "--against previous", rc=0)
 
+# Markup in what a report quotes (a cached topology.json, an arch file, references) is text in
+# the report: the command succeeds, says nothing on stderr, and its Markdown and HTML hold no tag
+# and no link of the input's (tests/report/test_hostile_strings.py checks the page in Chromium).
+MARKUP = "<script>alert(1)</script> <img src=x onerror=alert(1)> [x](javascript:alert(1))"
+
+
+def _report_of(topology: dict | None = None, arch: dict | None = None) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        results = tmp / "cached"
+        shutil.copytree(REPO / "examples" / "lumi-g", results)
+        if arch is not None:
+            (tmp / "arch.yaml").write_text(yaml.safe_dump({**yaml.safe_load(LUMI.read_text()), **arch}))
+            assert main(["topology", "--arch", str(tmp / "arch.yaml"), "-o", str(results / "topology.json")]) == 0
+        if topology is not None:
+            cached = json.loads((results / "topology.json").read_text())
+            (results / "topology.json").write_text(json.dumps({**cached, **topology}))
+        return PY + ["report", "--results", str(results), "-o", str(tmp / "report.md"), "--html", str(tmp / "report.html")]
+    return argv
+
+
+def _report_with_references(reference: dict) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        (tmp / "refs.yaml").write_text(yaml.safe_dump({"references": [
+            {"bench": "latency", "reference": [90, -0.5, 0.5, "ns"], **reference}]}))
+        results = str(REPO / "examples" / "lumi-g")
+        assert main(["compare", "--results", results, "--config", str(tmp / "refs.yaml"),
+                     "-o", str(tmp / "comparison.md")]) == 0
+        return PY + ["report", "--results", results, "--section", str(tmp / "comparison.md"),
+                     "-o", str(tmp / "report.md"), "--html", str(tmp / "report.html")]
+    return argv
+
+
+REPORTED = ("comparison.md", "report.md", "report.html")
+case("cached results", "markup in a cached topology.json system", _report_of({"system": MARKUP}), rc=0,
+     shown=REPORTED[1:])
+case("cached results", "markup in a cached topology.json cpu_model", _report_of({"cpu_model": MARKUP}), rc=0,
+     shown=REPORTED[1:])
+case("arch", "markup in an arch file cpu_model, through a live run's topology", _report_of(arch={"cpu_model": MARKUP}),
+     rc=0, shown=REPORTED[1:])
+case("numasweep CLI", "markup in references name", _report_with_references({"name": MARKUP}), rc=0, shown=REPORTED)
+case("numasweep CLI", "markup in references where.mode", _report_with_references({"where": {"mode": MARKUP}}), rc=0,
+     shown=REPORTED)
+
+
+def _markup_left(path: Path) -> list[str]:
+    """The input's tags and links that `path` holds as markup (its code blocks and spans aside)."""
+    text = re.sub(r"(`+).+?\1", "", re.sub(r"^(`{3,}).*?^\1", "", path.read_text(), flags=re.M | re.S))
+    link = r"href=\"javascript" if path.suffix == ".html" else r"(?<!\\)\]\(javascript"   # the page shows the syntax
+    return re.findall(r"<(?:script|img src=x)|onerror=alert\(1\)>|" + link, text)
+
+
 # A real full disk: a small tmpfs mounted for the case (root only; the case fails otherwise).
 MOUNTED: list[Path] = []
 
@@ -735,7 +790,11 @@ def test_catalogue(item: Case, tmp_path: Path, kernels_bin: Path, monkeypatch: p
         rc, err = proc.returncode, proc.stderr.strip()
     assert "Traceback" not in err, err
     assert rc == item.rc, (rc, err)
-    if item.category != "faults mid-run":
+    if item.shown:
+        assert err == "", err
+        for name in item.shown:
+            assert (tmp_path / name).is_file() and not _markup_left(tmp_path / name), (name, _markup_left(tmp_path / name))
+    elif item.category != "faults mid-run":
         assert len(err.splitlines()) == (1 if item.says else 0), err
     for text in item.says:
         assert text in err, err
@@ -754,6 +813,8 @@ def table() -> str:
     lines = ["| category | case | exit | the line names |", "|---|---|---|---|"]
     for item in CASES:
         said = ", ".join(f"`{t}`" for t in item.says) or ("nothing: accepted" if item.rc == 0 else "")
+        if item.shown:
+            said = f"nothing: {', '.join(item.shown)} show the input as text"
         lines.append(f"| {item.category} | {item.name} | {item.rc} | {said} |")
     return "\n".join(lines)
 

@@ -74,15 +74,15 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-4] for r in lat["rows"]] == [0.4, 1.4]
     assert [r[-2:] for r in lat["rows"]] == [[61.0, 5], [99.5, 3]]
     shared, flag = lat["flagged"]                 # the 9 % at 1 MiB is below 256 MiB: not flagged
-    assert shared.startswith("**CPU shared**: rank 0, CPU 0: ran only 61% of a sample's time on its CPU at 1MiB")
-    assert flag.startswith("**Spread**: rank 1, CPU 1: samples spread 3.5% at 512MiB")
+    assert shared[0] == "CPU shared" and shared[1].startswith("rank 0, CPU 0: ran only 61% of a sample's time on its CPU at 1MiB")
+    assert flag[0] == "Spread" and flag[1].startswith("rank 1, CPU 1: samples spread 3.5% at 512MiB")
     assert [r[1:] for r in bw["rows"]] == [["nontemporal", "", 0.3, "", 2e5]] and bw["flagged"] == []
     frames["bandwidth"]["timer_ticks"] = 12.0
     (tick,) = quality.series_quality(frames)[1]["flagged"]
-    assert tick.startswith("**Timer**: ") and "only 12 ticks" in tick
+    assert tick[0] == "Timer" and "only 12 ticks" in tick[1]
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
-    assert flag in part and shared in part and "nontemporal" in part and "cycle build s" in part
+    assert "- **Spread**: " + flag[1] in part and "- **CPU shared**: " + shared[1] in part and "nontemporal" in part and "cycle build s" in part
     assert "samples retaken" in part
     assert quality.series_quality({"latency": frames["latency"].drop(columns=list(registry.get("latency").quality.columns))}) \
         == []
@@ -102,12 +102,12 @@ def test_bandwidth_arrays_under_four_times_the_llc_are_flagged_in_the_results(tm
     (bw,) = quality.series_quality({"bandwidth": table}, topo)
     assert [r[4] for r in bw["rows"]] == ["2.0x (under 4x)", "8x"]
     (flag,) = bw["flagged"]
-    assert "cpu0" in flag and "64MiB are under 4x the 32MiB last-level cache" in flag, flag
+    assert "cpu0" in flag[1] and "64MiB are under 4x the 32MiB last-level cache" in flag[1], flag
     assert quality.series_quality({"bandwidth": table})[0]["flagged"] == []   # no topology: nothing claimed
     table.to_csv(tmp_path / "bandwidth.csv", index=False)
     (tmp_path / "topology.json").write_text(topo.to_json())
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
-    assert flag in text.split("## Data quality", 1)[1]
+    assert f"- **{flag[0]}**: {flag[1]}" in text.split("## Data quality", 1)[1]
 
 
 def test_a_fleet_series_is_one_row_over_its_hosts_and_each_flag_one_sentence() -> None:
@@ -131,10 +131,11 @@ def test_a_fleet_series_is_one_row_over_its_hosts_and_each_flag_one_sentence() -
     assert row[4] == pytest.approx(0.325) and row[5] == pytest.approx(1.2)
     assert row[7] == "1 of 12 hosts" and row[8] == 80.0 and row[9] == 24
     assert lat["numeric"] == {1, 2, 4, 5, 6, 8, 9}        # numbers right-aligned, the retakes' count too
-    spread, shared = sorted(f for f in lat["flagged"] if f.startswith("**") and "rank 0" in f)[::-1]
-    assert spread.startswith("**Spread**: rank 0, CPU 0: on 1 of 12 hosts (n11); the worst, n11: samples spread 2.1%")
-    assert shared.startswith("**CPU shared**: rank 0, CPU 0: on 3 of 12 hosts (n00, n01, n02); the worst, n00: "
-                             "ran only 80%")
+    spread, shared = sorted(f for f in lat["flagged"] if "rank 0" in f[1])[::-1]
+    assert spread[0] == "Spread"
+    assert spread[1].startswith("rank 0, CPU 0: on 1 of 12 hosts (n11); the worst, n11: samples spread 2.1%")
+    assert shared[0] == "CPU shared"
+    assert shared[1].startswith("rank 0, CPU 0: on 3 of 12 hosts (n00, n01, n02); the worst, n00: ran only 80%")
     assert len(lat["flagged"]) == 4
 
 
@@ -153,8 +154,8 @@ def test_a_fleet_bandwidth_series_is_one_row_over_its_hosts() -> None:
     assert row[0].endswith(" (12 hosts)")
     assert row[1:] == ["regular", "", pytest.approx(2.2), "2.0x (under 4x)", 17.0]
     small, timer = bw["flagged"]
-    assert small.startswith("**Arrays under 4x the last-level cache**: ") and \
+    assert small[0] == "Arrays under 4x the last-level cache" and \
         ": on 12 of 12 hosts (n00, n01, n02, n03, n04, n05, n06, n07 and 4 more); the worst, n11: arrays of " \
-        "64MiB are under 4x the 32MiB last-level cache" in small, small
-    assert timer.startswith("**Timer**: ") and ": on 2 of 12 hosts (n07, n08); the worst, n07: the best " \
-        "repetition took only 17 ticks" in timer, timer
+        "64MiB are under 4x the 32MiB last-level cache" in small[1], small
+    assert timer[0] == "Timer" and ": on 2 of 12 hosts (n07, n08); the worst, n07: the best " \
+        "repetition took only 17 ticks" in timer[1], timer

@@ -36,7 +36,7 @@ from numasweep.results import series, store
 from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
-from numasweep.reporting.markdown import fmt_value, md_table
+from numasweep.reporting.markdown import fmt_value, md_table, md_text
 from numasweep.core.units import convert, count_words, format_size, metric_unit, parse_size
 
 # Identity columns that do not make two runs' points different measurements.
@@ -255,7 +255,8 @@ def coverage(rows: list[dict], unmatched: list[dict], now: str, then: str) -> st
     benches = [u["bench"] for u in unmatched if u["series"] is None]
     alone = sum(u["series"] is not None and not u["compared"] for u in unmatched)
     points = sum(u["points"] for u in unmatched if u["series"] is not None and u["compared"])
-    head = (f"**Across campaigns**: this run of campaign {now} against a run of campaign {then}" if now != then
+    head = (f"**Across campaigns**: this run of campaign {md_text(now)} against a run of campaign {md_text(then)}"
+            if now != then
             else "**Across grids**: the two runs of this campaign measured different grids")
     lost = [text for n, text in ((len(benches), count_words(len(benches), "benchmark")
                                   + (f" ({', '.join(benches)})" if benches else "")),
@@ -275,7 +276,7 @@ def _axis_list(values: list[int], axis: str | None, most: int = 6) -> str:
 def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: str | None,
              tolerance: float, note: str | None = None, unmatched: list[dict] = (),
              across: str | None = None) -> str:
-    out = ["## Comparison with earlier results", ""] + ([across, ""] if across else []) + ([note, ""] if note else [])
+    out = ["## Comparison with earlier results", ""] + ([across, ""] if across else []) + ([md_text(note), ""] if note else [])
     if refs:
         passed = sum(r["status"] == "pass" for r in refs)
         out += ["### References", "",
@@ -290,7 +291,7 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
                           for r in refs], right={4, 5}), ""]
     if against is not None:
         failed = sum(r["status"] == "fail" for r in rows)
-        out += [f"### Against {against}", ""]
+        out += [f"### Against {md_text(against)}", ""]
         if not rows:
             out += ["The two runs measured no point in common.", ""]
         else:
@@ -315,7 +316,7 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
                                _axis_list(u["at"], axis[u["bench"]])] for u in unmatched], right={3}), ""]
     if findings:
         out += ["### Regressions", ""]
-        out += [f"- **{f['title']}**: {f['summary']}" for f in findings] + [""]
+        out += [f"- **{md_text(f['title'])}**: {md_text(f['summary'])}" for f in findings] + [""]
     return "\n".join(out)
 
 

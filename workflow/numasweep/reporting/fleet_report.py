@@ -34,7 +34,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.planning.fleet import DEFAULT_TOLERANCE, NODE_COLUMN
 from numasweep.reporting import figures
-from numasweep.reporting.markdown import md_table
+from numasweep.reporting.markdown import Md, md_table, md_text
 from numasweep.results import aggregate, series
 from numasweep.statistics import stats
 
@@ -149,13 +149,13 @@ def markdown(scores: list[NodeScore], tolerance: float, figure: str | None) -> s
         for bench, metric in columns:
             s = cell.get((host, bench, metric))
             row.append("" if s is None else s.slowdown.text("{:.2f}x"))
-        row.append("**yes**" if any(s.out_of_line for s in scores if s.host == host) else "no")
+        row.append(Md("**yes**") if any(s.out_of_line for s in scores if s.host == host) else "no")
         rows.append(row)
     header = ["rank", "host"] + [f"{b} ({m})" for b, m in columns] + ["out of line"]
     flagged = [s for s in scores if s.out_of_line]
     lines = [
         "## Fleet: the nodes compared", "",
-        f"{len(order)} hosts measured the same sweep: {', '.join(order)}. A host's slowdown is the median, over "
+        f"{len(order)} hosts measured the same sweep: {md_text(', '.join(order))}. A host's slowdown is the median, over "
         "every point measured on two or more hosts, of its value against the median of the other hosts at that "
         "point (> 1: slower), with a 95% percentile bootstrap interval over the points. A host is out of line "
         f"when the whole interval lies above {1 + tolerance:.2f}x. Slowest first.", "",
@@ -167,7 +167,7 @@ def markdown(scores: list[NodeScore], tolerance: float, figure: str | None) -> s
                   f"red: out of line, dashed: {1 + tolerance:.2f}x.*", ""]
     if flagged:
         lines += ["**Out of line:**", ""]
-        lines += [f"- **{s.host}**, {s.bench} ({s.metric}): {s.slowdown.text('{:.2f}x')} the other hosts over "
+        lines += [f"- **{md_text(s.host)}**, {s.bench} ({s.metric}): {s.slowdown.text('{:.2f}x')} the other hosts over "
                   f"{s.points} points." for s in flagged] + [""]
     else:
         lines += [f"No host is out of line by more than {tolerance:.0%}.", ""]
@@ -192,7 +192,7 @@ def main(argv: list[str]) -> int:
         print(f"numasweep: warning: {args.results}: no point was measured on two or more hosts")
         atomic_write_text(args.output, "\n".join([
             "## Fleet: the nodes compared", "",
-            f"No point was measured on two or more hosts (hosts: {', '.join(hosts) or 'not recorded'}), so no "
+            f"No point was measured on two or more hosts (hosts: {md_text(', '.join(hosts) or 'not recorded')}), so no "
             "host is ranked. Fleet jobs run where `--nodelist` puts them under SLURM; without SLURM every "
             "node's copy of a job runs on this machine.", ""]) + "\n")
         if args.json:

@@ -1,13 +1,66 @@
-"""Markdown pieces every report part writes with: table cells and GitHub-flavoured tables."""
+"""Markdown pieces every report part writes with: table cells, GitHub-flavoured tables, and the
+escaping that keeps text from configs, results, topology, references and sysfs text.
+
+Text enters the report's Markdown through `md_text` (or a table cell, or a template's `{{ }}`,
+which use it), so a `<script>`, an `onerror=` or a `[link](javascript:...)` in a host name, a
+series label or a reference's name reads as those characters in the Markdown and in the HTML
+page, never as markup. Markdown the project writes itself (a table, a section, a lead with its
+`code`) is an `Md`, which passes through unescaped.
+"""
 
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 
 from numasweep.statistics import stats
+
+
+class Md(str):
+    """Markdown the project wrote: markup, passed through as it is, never escaped again."""
+
+
+# What makes markup in the Markdown the report is read with (Python-Markdown with tables, and
+# GitHub's): backslash, emphasis, link and image brackets, table cells; an underscore only at a
+# word's edge (one inside a word, as in `numa_local`, is no emphasis and reads better bare); `<`,
+# `>` and `&` as entities, so no HTML is written and no entity read. A code span stays as it is:
+# what it holds is text to both readers, and the findings' sentences quote commands in them.
+MARKUP = re.compile(r"(?P<code>(`+).+?(?<!`)\2(?!`))|[\\*\[\]|]|(?<!\w)_|_(?!\w)|[&<>]")
+ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def _escaped(m: re.Match) -> str:
+    found = m.group(0)
+    return found if m.group("code") else ENTITIES.get(found, "\\" + found)
+
+
+def md_text(value: object) -> Md:
+    """`value` as text in Markdown: what could be markup escaped, on one line."""
+    if isinstance(value, Md):
+        return value
+    return Md(MARKUP.sub(_escaped, " ".join(str(value).splitlines())))
+
+
+def md_code(value: object) -> Md:
+    """`value` as an inline code span, fenced by more backticks than it holds in a row."""
+    text = " ".join(str(value).splitlines())
+    ticks = "`" * (max((len(t) for t in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Md(f"{ticks}{pad}{text}{pad}{ticks}")
+
+
+def md_block(lines: list[str], language: str = "") -> Md:
+    """Lines as a fenced code block, fenced by more backticks than any line holds in a row."""
+    ticks = "`" * max(3, max((len(t) for line in lines for t in re.findall("`+", line)), default=0) + 1)
+    return Md("\n".join([ticks + language, *lines, ticks]))
+
+
+def md_url(path: str) -> Md:
+    """A relative path as a link or image target: percent-encoded, so no character ends it."""
+    return Md(quote(path))
 
 
 def fmt_number(value: object, digits: int = 2) -> str:
@@ -41,14 +94,14 @@ def numeric_columns(rows: list[list[object]]) -> set[int]:
     return {i for i, cells in enumerate(filled) if cells and all(is_number(v) for v in cells)}
 
 
-def md_table(header: list[str], rows: list[list[object]], right: set[int] | None = None) -> str:
+def md_table(header: list[str], rows: list[list[object]], right: set[int] | None = None) -> Md:
     """A GitHub-flavoured Markdown table; columns in `right` are right-aligned, by default the
-    columns of numbers."""
+    columns of numbers. Cells are text (`md_text`), an `Md` cell markup."""
     right = right if right is not None else numeric_columns(rows)
     align = ["---:" if i in right else ":---" for i in range(len(header))]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(fmt_number(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+    lines = ["| " + " | ".join(md_text(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(v if isinstance(v, Md) else md_text(fmt_number(v)) for v in row) + " |" for row in rows]
+    return Md("\n".join(lines))
 
 
 def fmt_value(value: float, digits: int = 1) -> str:

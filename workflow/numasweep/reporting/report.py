@@ -24,7 +24,7 @@ from numasweep.core import registry
 from numasweep.results import aggregate, digest, quality
 from numasweep.reporting import figures, html
 from numasweep.core.errors import NumasweepError
-from numasweep.reporting.markdown import fmt_number, fmt_value, md_table
+from numasweep.reporting.markdown import Md, fmt_number, fmt_value, md_block, md_code, md_table, md_text, md_url
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, format_size
@@ -320,8 +320,8 @@ def evidence_table(evidence: list[dict], limit: int = EVIDENCE_ROWS) -> str | No
 
     spans = [cell(r[0]) if len(r) == 1 else f"{cell(r[0])} to {cell(r[-1])}" for r in runs]
     differs = " (none of them differs)" if "differs" in columns else ""
-    return table + (f"\n\n({len(left)} rows not shown: {evidence_header(first)} {'; '.join(spans)}{differs}; "
-                    f"all {len(evidence)} rows are in findings.json)")
+    return Md(table + md_text(f"\n\n({len(left)} rows not shown: {evidence_header(first)} {'; '.join(spans)}"
+                                  f"{differs}; all {len(evidence)} rows are in findings.json)"))
 
 
 def cache_tally(findings: list[dict]) -> str | None:
@@ -486,10 +486,10 @@ def by_subject(findings: list[dict], figures: list[dict], unmeasured: set[str] =
         mine = sorted((f for f in findings if f["subject"] == sub.title),
                       key=lambda f: sub.ids.index(f["id"]) if f.get("id") in sub.ids else len(sub.ids))
         figs = [fig for fig in figures if fig["kind"] in sub.figures]
-        absent = sub.absent if sub.absent and not mine and sub.title in unmeasured else None
+        absent = Md(sub.absent) if sub.absent and not mine and sub.title in unmeasured else None
         # Placement findings go under the placement heading with their per-rank tables.
         placed = [f for f in mine if f.get("id") == "placement"]
-        out.append({"title": sub.title, "lead": sub.lead, "findings": [f for f in mine if f not in placed],
+        out.append({"title": sub.title, "lead": Md(sub.lead), "findings": [f for f in mine if f not in placed],
                     "placement_findings": placed, "figures": figs, "absent": absent,
                     "shown": bool(mine or figs or absent or sub.title in other_content)})
     return out
@@ -500,13 +500,19 @@ def by_subject(findings: list[dict], figures: list[dict], unmeasured: set[str] =
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    """The Markdown templates' environment: every `{{ }}` is text (`md_text`) unless it is the
+    project's own Markdown (an `Md`: tables, sections, leads) or goes through `code`, `block`
+    or `url`."""
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=md_text,
     )
+    env.filters.update(code=md_code, block=md_block, url=md_url)
+    return env
 
 
 def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[dict]:
@@ -609,7 +615,8 @@ def render(results_dir: str | os.PathLike, findings: dict | None, figures_dir: s
         if not Path(section).is_file():
             raise NumasweepError(f"{section}: no such report section; write it first (python -m numasweep "
                                  "fleet or compare), or leave out --section")
-        context["sections"].append(Path(section).read_text())
+        # written by `compare` and `fleet`, which escape what they quote (reporting.markdown)
+        context["sections"].append(Md(Path(section).read_text()))
     text = environment().get_template("experimentation.md.j2").render(**context)
     atomic_write_text(out_md, tidy(text))
     return out_md

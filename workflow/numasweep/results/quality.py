@@ -139,8 +139,8 @@ def _over_hosts(found: list[tuple[str, str, list, list]], reduce: tuple) -> tupl
             worst, host, text = max(raised)
             on = sorted(h for _, h, _ in raised)
             listed = ", ".join(on[:FEW_HOSTS]) + (f" and {len(on) - FEW_HOSTS} more" if len(on) > FEW_HOSTS else "")
-            flagged.append(f"**{flag}**: {name}: on {len(on)} of {len(hosts)} hosts ({listed}); the worst, "
-                           f"{host}: {text}")
+            flagged.append((flag, f"{name}: on {len(on)} of {len(hosts)} hosts ({listed}); the worst, "
+                                  f"{host}: {text}"))
     return rows, flagged
 
 
@@ -150,7 +150,7 @@ def series_quality(frames: dict[str, pd.DataFrame], topo: Topology | None = None
     where they show the run was disturbed or mis-sized: the warnings the kernels print, from their
     CSV columns rather than the job logs. Over more than HOST_ROWS hosts (a fleet) a series' hosts
     are one row and each flag one sentence over its hosts (`_over_hosts`).
-    [{"bench", "header", "rows", "numeric": column indexes, "flagged": [sentence, ...]}]; tables
+    [{"bench", "header", "rows", "numeric": column indexes, "flagged": [(flag, sentence), ...]}]; tables
     without the columns give none."""
     out = []
     for spec in registry.all_benches().values():
@@ -182,7 +182,7 @@ def series_quality(frames: dict[str, pd.DataFrame], topo: Topology | None = None
             row, flags = check.row(name, g)
             found.append((series.label(key.get("host", "")), name, row, flags))
         rows, flagged = _over_hosts(found, check.reduce) if fleet else \
-            ([r for _, _, r, _ in found], [f"**{flag}**: {name}: {text}" for _, name, _, flags in found
+            ([r for _, _, r, _ in found], [(flag, f"{name}: {text}") for _, name, _, flags in found
                                            for flag, _, text in flags])
         header = list(check.header)
         # right-aligned: the columns of numbers (counts such as the samples retaken included)

@@ -16,7 +16,7 @@ from numasweep.core.topology import Topology
 from numasweep.core.units import format_size, page_words, parse_page_fractions, size_words
 from numasweep.findings import levels
 from numasweep.reporting import figures
-from numasweep.reporting.markdown import md_table, measured
+from numasweep.reporting.markdown import Md, md_table, md_text, measured
 from numasweep.results import digest, series
 from numasweep.results.tables import with_memory_node
 
@@ -118,7 +118,7 @@ def mode_comparison(latency: pd.DataFrame | None) -> str | None:
         return None
     if len(parts) == 1:
         return parts[0][1]
-    return "\n\n".join(f"**{variant}**\n\n{md}" for variant, md in parts)
+    return Md("\n\n".join(f"**{md_text(variant)}**\n\n{md}" for variant, md in parts))
 
 
 def common_size_table(latencies: list[pd.DataFrame], names: list[str]) -> list[dict]:
