@@ -172,3 +172,51 @@ def test_a_topology_without_caches_is_said_in_the_first_lines(tmp_path: Path) ->
     out = report.render(folder, analysis.analyse(folder), None, tmp_path / "experimentation.md")
     head = "\n".join(out.read_text().splitlines()[:15])
     assert "No cache sizes known" in head, head
+
+
+def _curves(table: pd.DataFrame, topology) -> list:
+    """The latency curves the report's levels come from (`benches.latency.findings`)."""
+    from numasweep.benches.latency import findings as latency
+    from numasweep.findings import levels
+
+    study = latency._prepare(table, topology)
+    pooled = latency._pool_one_rank(study.table)
+    return [c for c in levels.latency_levels(pooled, topology, study.keys, latency.REPLICATES).curves if c.measured]
+
+
+def _untold(curve) -> list[tuple[int, int]]:
+    """Steps of a curve that rise beyond the floor and the noise by 20 % or more (a transition's
+    worth on their own) that no transition of the curve holds, and transitions that overlap (a
+    rise told twice)."""
+    at = dict(zip(curve.sizes, curve.latency_ns))
+    spans = sorted((t.from_size_bytes, t.to_size_bytes) for t in curve.transitions)
+    out = [(a, b) for a, b in curve.rising
+           if at[b] / at[a] >= 1.2 and not any(lo <= a and b <= hi for lo, hi in spans)]
+    return out + [(b0, a1) for (_, a1), (b0, _) in zip(spans, spans[1:]) if b0 < a1]
+
+
+def _results_curves(folder: Path) -> list:
+    frames = aggregate.load_results(folder)
+    return _curves(frames["latency"], aggregate.load_topology(folder)) if "latency" in frames else []
+
+
+@pytest.mark.parametrize("folder", [ZEN2, REPO / "examples" / "lumi-g"], ids=["zen2", "lumi-g"])
+def test_every_rise_of_a_real_curve_is_told_once(folder: Path) -> None:
+    curves = _results_curves(folder)
+    assert curves
+    for c in curves:
+        assert _untold(c) == [], (c.series, _untold(c))
+
+
+def test_every_rise_of_a_measured_zen4_and_model_curve_is_told_once(zen4, tmp_path: Path) -> None:
+    folder = tmp_path / "zen4"
+    shutil.copy(MEASURED / "vm-zen4" / "topology.json", folder.mkdir() or folder / "topology.json")
+    csvs = sorted(str(p) for p in (MEASURED / "vm-zen4" / "latency").glob("*.csv"))
+    assert aggregate.main(["--bench", "latency", "-o", str(folder / "latency.csv"), *csvs]) == 0
+    curves = _results_curves(folder) + _results_curves(truth.write_default_sweep(tmp_path / "sweep"))
+    rng = np.random.default_rng(77)
+    for shape in ({}, {"grid_ratio": 4.0}, {"tlb_dip": True, "max_bytes": 1 << 32}):
+        p = truth.plant(rng, **shape)
+        curves += _curves(p.table.drop(columns=["locality", "l3_position"]), p.topology)
+    for c in curves:
+        assert _untold(c) == [], (c.series, _untold(c))

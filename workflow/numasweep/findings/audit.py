@@ -16,6 +16,8 @@ kind of finding writes (`CLAIMED`). The rules, each a reviewer's question:
   that flags no row; a row with no interval (the noise unknown) is not "no" but "unknown".
 - **one verdict**: one quantity (one series of one finding kind at one size) gets one verdict
   wherever it appears.
+- **told once**: a curve's rises are told once each: the cache steps of one series never
+  overlap.
 
 `audit` returns the problems, one line each naming the finding; `check` raises the first as a
 `NumasweepError` (the report rule fails with that line).
@@ -139,12 +141,28 @@ def _verdict_problems(findings: list[dict]) -> Iterable[str]:
                 seen.setdefault(key, (r[col], f))
 
 
+def _told_twice(findings: list[dict]) -> Iterable[str]:
+    """A curve's rises, each told once: the cache steps of one series never overlap."""
+    spans: dict[tuple, list[tuple[int, int, dict]]] = {}
+    for f in findings:
+        n = f.get("numbers") or {}
+        if f.get("id") != "cache_threshold" or not _finite(n.get("from_size_bytes"), n.get("size_bytes")):
+            continue
+        key = (f.get("bench"),) + tuple(str(n.get(k, "")) for k in ("mode", "page_size", "locality", "config"))
+        spans.setdefault(key, []).append((int(n["from_size_bytes"]), int(n["size_bytes"]), f))
+    for told in spans.values():
+        told.sort(key=lambda t: t[0])
+        for (a0, a1, fa), (b0, b1, fb) in zip(told, told[1:]):
+            if b0 < a1:
+                yield f"{_name(fb)} tells a rise that {_name(fa)} already tells (their sizes overlap)"
+
+
 def audit(findings: list[dict]) -> list[str]:
     """Every problem of a report's findings (findings.json's list), one line each."""
     out: list[str] = []
     for f in findings:
         out += list(_claim_problems(f)) + list(_table_problems(f))
-    return out + list(_verdict_problems(findings))
+    return out + list(_verdict_problems(findings)) + list(_told_twice(findings))
 
 
 def check(findings: list[dict], where: str = "report") -> None:

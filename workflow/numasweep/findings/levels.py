@@ -144,6 +144,9 @@ class CurveLevels:
     unseen: list[Capacity]           # in the tested range but no transition found for it
     untested: list[Capacity]         # outside the tested range
     unstable: list[tuple[int, float]] = field(default_factory=list)   # (size, spread) left out of segmenting
+    # (from, to) sizes of each step that rises beyond the step floor and the noise (Benjamini-
+    # Hochberg over every step of the call): the rises the transitions must account for
+    rising: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -481,7 +484,8 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
             unseen=[c for c in capacities if 2 * lo <= c.size_bytes <= hi / 2 and c.size_bytes not in used],
             untested=[c for c in capacities if (c.size_bytes < 2 * lo or c.size_bytes > hi / 2)
                       and c.size_bytes not in used],
-            unstable=unstable[id(s)]))
+            unstable=unstable[id(s)],
+            rising=[(int(stable[id(s)].sizes[j]), int(stable[id(s)].sizes[j + 1])) for j in sorted(rising.get(id(s), {}))]))
     tlb = tlb_partings(pairs, page_col, q)
     return Levels(curves, tlb, capacities)
 
