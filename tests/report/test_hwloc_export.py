@@ -78,3 +78,28 @@ def test_a_node_the_base_lacks_is_refused(tmp_path):
         hwloc_export.export(base, {"latency_ns": pd.DataFrame([[90.0, 200.0]], index=[0], columns=[0, 2])})
     with pytest.raises(NumasweepError, match="no measured latency or bandwidth"):
         hwloc_export.export(base, {})
+
+
+def test_series_measured_while_disturbed_are_refused_unless_forced(tmp_path):
+    """One job of examples/lumi-g-remote marked disturbed (its provenance verdict): the export
+    refuses in one line naming the series and the reason; with --force it exports, said in the
+    machine object's info (lstopo reads the file still)."""
+    results = tmp_path / "results"
+    shutil.copytree(REPO / "examples" / "lumi-g-remote", results)
+    table = pd.read_csv(results / "latency.csv")
+    job = table["job_id"].iloc[0]
+    table["quality"] = ["disturbed" if j == job else "quiet" for j in table["job_id"]]
+    table["quality_reason"] = ["rank 0 ran on its CPU 2% of a sample's time" if j == job else "" for j in table["job_id"]]
+    table.to_csv(results / "latency.csv", index=False)
+    base = tmp_path / "base.xml"
+    base.write_text(lstopo("--input", "pack:4 [numa] core:2 pu:1", "--of", "xml", "-"))
+    out = tmp_path / "measured.xml"
+    argv = [sys.executable, "-m", "numasweep", "hwloc-export", str(results), "--base", str(base), "-o", str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and not out.exists(), proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and "disturbed" in line and "2% of a sample's time" in line and "--force" in line, line
+    proc = subprocess.run(argv + ["--force"], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert 'name="NumasweepDisturbed"' in out.read_text()
+    assert memattrs(out)["Latency"]

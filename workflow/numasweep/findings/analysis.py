@@ -28,7 +28,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_text
 from numasweep.core.units import format_size, page_words, parse_page_fractions
 from numasweep.findings import levels
-from numasweep.results import aggregate, series
+from numasweep.results import aggregate, disturbed, series
 from numasweep.results.tables import nodes as _nodes
 from numasweep.statistics.stats import Interval
 
@@ -211,6 +211,21 @@ def _placement_fractions(df: pd.DataFrame, col: str, req_col: str) -> tuple[pd.S
     return pd.Series(values[codes], index=df.index), pd.Series(asked[codes], index=df.index)
 
 
+def not_concluded(left: list[disturbed.Left]) -> list[Finding]:
+    """One finding per series measured while disturbed: what was left out and why, and how to
+    measure it again. It claims nothing."""
+    return [Finding(
+        id="not_concluded", bench=r.bench,
+        title=f"Not concluded: {r.bench}{', ' + r.series if r.series else ''}, measured while disturbed",
+        summary=(f"{len(r.jobs)} {r.bench} job(s){' of ' + r.series if r.series else ''} were measured while "
+                 f"disturbed ({'; '.join(r.reasons[:3])}{' ...' if len(r.reasons) > 3 else ''}): no finding is "
+                 f"drawn from them. Measure them again on a quiet machine: delete their CSVs under "
+                 f"results/<system>/{r.bench}/ ({', '.join(r.jobs[:3])}{' ...' if len(r.jobs) > 3 else ''}) and "
+                 "rerun snakemake."),
+        numbers={"claim": False, "verdict": r.verdict, "jobs": r.jobs, "reasons": r.reasons, "series": r.series})
+        for r in left]
+
+
 # ---------------------------------------------------------------- entry points
 
 
@@ -221,12 +236,15 @@ def analyse(results_dir: str | Path) -> dict:
     if not results_dir.is_dir():
         raise NumasweepError(f"{results_dir}: no such results folder; pass --results results/<system>")
     topo = aggregate.load_topology(results_dir)
-    frames = aggregate.load_results(results_dir, UNREAD + REPORT_ONLY)
+    frames = aggregate.load_results(results_dir, tuple(c for c in UNREAD + REPORT_ONLY if c not in disturbed.READ))
     if not frames:
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")
+    # no finding rests on a job measured while disturbed: the analyses see the others, and each
+    # series left out is said as not concluded (results.disturbed)
+    frames, left = disturbed.split(frames)
     parts = [part for name, table in frames.items() if registry.get(name).analyse
              for part in registry.get(name).analyse(table, topo)]
-    findings = [f for part in parts for f in part()] + placement_verification(frames)
+    findings = [f for part in parts for f in part()] + placement_verification(frames) + not_concluded(left)
     return {"system": topo.system if topo else results_dir.name, "findings": [f.to_dict() for f in findings]}
 
 

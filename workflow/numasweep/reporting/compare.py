@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import sys
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,7 @@ import pandas as pd
 
 from numasweep.core import registry
 from numasweep.planning import grid
-from numasweep.results import series, store
+from numasweep.results import disturbed, series, store
 from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
@@ -322,7 +323,8 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
 
 def compare(results_dir: Path, references: list[Reference], store_path: Path | None, against: str | None,
             tolerance: float, current: str | None = None, campaign: str | None = None) -> dict:
-    frames = load_results(results_dir)
+    # a series measured while disturbed passes or fails nothing, on either side (results.disturbed)
+    frames, held = disturbed.split(load_results(results_dir))
     ref_rows = check_references(frames, references)
     rows: list[dict] = []
     findings = [{"id": "reference_fail", "bench": r["bench"], "title": f"Reference missed: {r['name']}",
@@ -346,12 +348,18 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
                     "first, the next one compares with it.")
         else:
             earlier = store.find(store_path, against, system, current, campaign, results_dir)
-            rows, run_findings, unmatched = compare_runs(frames, store.tables(store_path, earlier.run_key), tolerance)
+            then, held_then = disturbed.split(store.tables(store_path, earlier.run_key))
+            held += [dataclasses.replace(r, series=f"{r.series} (the earlier run)") for r in held_then]
+            rows, run_findings, unmatched = compare_runs(frames, then, tolerance)
             findings += run_findings
             across = coverage(rows, unmatched, campaign, earlier.campaign or campaign)
+    if held:
+        said = "; ".join(r.sentence() for r in held)
+        note = " ".join(x for x in (note, f"Measured while disturbed, so neither passed nor failed: {said}.") if x)
     text = markdown(ref_rows, rows, findings, earlier.describe() if earlier else None, tolerance, note, unmatched,
                     across)
     return {"against": earlier.run_key if earlier else None, "note": note, "across": across, "tolerance": tolerance,
+            "disturbed": [r.sentence() for r in held],
             "references": ref_rows, "series": rows, "not_compared": unmatched, "findings": findings, "markdown": text}
 
 

@@ -31,7 +31,7 @@ import pandas as pd
 
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
-from numasweep.results import aggregate, matrices
+from numasweep.results import aggregate, disturbed, matrices
 
 # quantity -> (hwloc attribute, its flags, factor from our unit to hwloc's). Flags as hwloc
 # defines them: HIGHER_FIRST 1, LOWER_FIRST 2, NEED_INITIATOR 4.
@@ -56,9 +56,11 @@ def machine_xml() -> str:
     return proc.stdout
 
 
-def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML") -> str:
+def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML", mark: str | None = None) -> str:
     """`base` (an hwloc XML topology) with the measured matrices as its Latency and Bandwidth
-    attributes; a node the base lacks is refused, naming it."""
+    attributes; a node the base lacks is refused, naming it. `mark`: said in an info attribute
+    of the machine object (NumasweepDisturbed): the series measured while disturbed that were
+    exported all the same."""
     try:
         root = ET.fromstring(base)
     except ET.ParseError as exc:
@@ -92,6 +94,9 @@ def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML"
                              "latency or bandwidth benchmark with threads or ranks on single nodes")
     # No XML comment to say where the numbers come from: hwloc's parsers stop at one.
     root[at:at] = added
+    machine = next((c for c in root if c.tag == "object"), None)
+    if mark and machine is not None:
+        machine.insert(0, ET.Element("info", name="NumasweepDisturbed", value=mark))
     ET.indent(root, space="  ")
     return HEADER + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -120,6 +125,8 @@ def main(argv: list[str]) -> int:
                     help="only write this machine's `lstopo --of xml` to OUTPUT: the base, taken on the "
                          "machine measured (the workflow's hwloc_topology rule)")
     ap.add_argument("-o", "--output", required=True, help="hwloc XML to write")
+    ap.add_argument("--force", action="store_true",
+                    help="export series measured while disturbed too (the XML then says so in a comment)")
     args = ap.parse_args(argv)
     if args.lstopo:
         atomic_write_text(args.output, machine_xml())
@@ -128,8 +135,16 @@ def main(argv: list[str]) -> int:
     if not args.results:
         ap.error("give the results folder (results/<system>), or --lstopo")
     base = read_base(args.base) if args.base else machine_xml()
-    measured = matrices.measured(aggregate.load_results(args.results))
-    atomic_write_text(args.output, export(base, measured, args.base or "lstopo --of xml"))
+    frames = aggregate.load_results(args.results)
+    clean, left = disturbed.split(frames)
+    if left and not args.force:
+        raise NumasweepError(f"hwloc-export {args.results}: {left[0].sentence()}"
+                             f"{f' (and {len(left) - 1} more series)' if len(left) > 1 else ''}: a runtime would "
+                             "place memory by them; measure them again on a quiet machine, or give --force to "
+                             "export them marked")
+    measured = matrices.measured(frames if args.force else clean)
+    mark = "; ".join(r.sentence() for r in left) if left else None
+    atomic_write_text(args.output, export(base, measured, args.base or "lstopo --of xml", mark))
     names = ", ".join(ATTRIBUTES[q][0] for q in ATTRIBUTES if q in measured)
     print(f"{args.output}: measured {names} as hwloc memory attributes; "
           f"check with `lstopo --input {args.output} --memattrs`, use with HWLOC_XMLFILE={args.output}")

@@ -21,7 +21,7 @@ import jinja2
 import pandas as pd
 
 from numasweep.core import registry
-from numasweep.results import aggregate, digest, quality
+from numasweep.results import aggregate, digest, disturbed, quality
 from numasweep.reporting import figures, html
 from numasweep.core.errors import NumasweepError
 from numasweep.reporting.markdown import Md, fmt_number, fmt_value, md_block, md_code, md_table, md_text, md_url
@@ -88,7 +88,7 @@ SUBJECT_LEADS = (
             "What may distort the numbers above, from the columns the kernels and the workflow recorded: "
             "machine states, the spread within each run, where the pages landed, runs off their curve "
             "and curves that are no measurement of what they were run for.",
-            ("placement",)),
+            ("placement", "not_concluded")),
 )
 
 
@@ -543,6 +543,8 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
     every = (findings or {}).get("findings", [])
     audit.check(every, f"report of {results_dir}")
+    # the headline rests on no job measured while disturbed; the first lines say which were
+    clean, left = disturbed.split(frames)
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})
@@ -594,7 +596,9 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "mode_comparison": modes,
         "placement": placement,
         "findings": found,
-        "headline_table": headline_table(frames, topology),
+        "headline_table": headline_table(clean, topology),
+        "disturbed": [r.sentence() for r in left],
+        "noisy": [r.sentence() for r in disturbed.noisy(clean)],
         "headlines": summary_lines([f for f in found if f["headline"]])[:SUMMARY_MAX],
         "more_headlines": max(0, len(summary_lines([f for f in found if f["headline"]])) - SUMMARY_MAX),
         "anomalies": sum(1 for f in every if f.get("id") == "anomaly"),

@@ -1,0 +1,70 @@
+"""A job measured while disturbed never becomes a finding, a headline value or an export: the
+report opens with it, lists its series as not concluded, and compare passes or fails nothing on
+it (numasweep.results.disturbed). The Zen 2 sweep (tests/fixtures/measured/zen2-vm) with one job
+marked as its provenance verdict would mark it, and with the kernel's own CPU share alone."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numasweep.findings import analysis
+from numasweep.reporting import compare, report
+from numasweep.results import disturbed, store
+
+REPO = Path(__file__).resolve().parents[2]
+ZEN2 = REPO / "tests" / "fixtures" / "measured" / "zen2-vm"
+ONE_RANK = "lat-sequential-d0-r1-local-concurrent-rep0"
+
+
+def _marked(tmp_path: Path, how: str) -> Path:
+    folder = tmp_path / how
+    shutil.copytree(ZEN2, folder)
+    table = pd.read_csv(folder / "latency.csv")
+    hit = table["job_id"] == ONE_RANK
+    if how == "verdict":
+        table["quality"] = ["disturbed" if h else "quiet" for h in hit]
+        table["quality_reason"] = ["rank 0 ran on its CPU 3% of a sample's time" if h else "" for h in hit]
+    else:
+        table.loc[hit, "on_cpu_pct"] = 3.0
+    table.to_csv(folder / "latency.csv", index=False)
+    return folder
+
+
+@pytest.mark.parametrize("how", ["verdict", "cpu share"])
+def test_a_disturbed_job_is_not_concluded_and_the_report_opens_with_it(tmp_path: Path, how: str) -> None:
+    folder = _marked(tmp_path, how)
+    found = analysis.analyse(folder)["findings"]
+    (left,) = [f for f in found if f["id"] == "not_concluded"]
+    assert ONE_RANK in left["summary"] and "3% of a sample's time" in left["summary"] and not left["numbers"]["claim"]
+    # no finding of the disturbed series: its L3 exit and the TLB pair it made are gone
+    assert not [f for f in found if f["id"] == "tlb_cost"]
+    assert not [f for f in found if f["id"] == "cache_threshold" and f["numbers"]["config"] == "1 rank"
+                and f["numbers"]["page_size"] == "4k"]
+    text = report.render(folder, {"findings": found}, None, tmp_path / f"{how}.md").read_text()
+    head = "\n".join(text.splitlines()[:14])
+    assert "Measured while disturbed: not concluded" in head and "1 rank, concurrent, 4 KiB pages" in head, head
+    assert "3% of a sample's time" in head
+
+
+def test_a_quiet_sweep_says_nothing_of_disturbance(tmp_path: Path) -> None:
+    found = analysis.analyse(ZEN2)["findings"]
+    assert not [f for f in found if f["id"] == "not_concluded"]
+    text = report.render(ZEN2, {"findings": found}, None, tmp_path / "quiet.md").read_text()
+    assert "disturbed" not in text.split("## Summary")[0]
+    frames, left = disturbed.split({"latency": pd.read_csv(ZEN2 / "latency.csv")})
+    assert not left and len(frames["latency"]) == len(pd.read_csv(ZEN2 / "latency.csv"))
+
+
+def test_compare_passes_or_fails_nothing_measured_while_disturbed(tmp_path: Path) -> None:
+    folder = _marked(tmp_path, "verdict")
+    db = tmp_path / "store.db"
+    store.record(ZEN2, db, "zen2")
+    result = compare.compare(folder, [], db, "previous", 0.1, None, "zen2")
+    assert result["disturbed"] and "3% of a sample's time" in result["disturbed"][0]
+    assert "Measured while disturbed, so neither passed nor failed" in result["markdown"]
+    assert all("1 rank" not in r["series"] or "4 KiB" not in r["series"] or r["bench"] != "latency"
+               for r in result["series"]), result["series"]

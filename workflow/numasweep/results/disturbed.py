@@ -1,0 +1,121 @@
+"""Which jobs were measured while disturbed, so that no finding, headline or export rests on them.
+
+Each job carries a quality verdict, decided when it ended: `quiet`, `noisy` or `disturbed`, with
+its reason in words (the aggregated columns `quality`, `quality_reason`, `quality_tries`, from
+the job's provenance record). Tables written before jobs had a verdict fall back on what the
+kernel recorded of its own runs: the least share of a sample's wall time a rank ran on its CPU
+(`on_cpu_pct`, `chase_on_cpu_pct`), under DISTURBED_CPU_PCT disturbed, under NOISY_CPU_PCT
+noisy. A table with neither has no verdict: its jobs count as quiet, as they always have.
+
+`split(frames)` gives the frames without their disturbed jobs (what the analysis, the headline
+and the exports use) and one record per benchmark and series left out (what the report lists
+as "not concluded: measured while disturbed"); `noisy(frames)` the noisy ones, carried with
+their verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from numasweep.core import registry
+from numasweep.results import series
+
+VERDICT, REASON, TRIES = "quality", "quality_reason", "quality_tries"
+DISTURBED, NOISY, QUIET = "disturbed", "noisy", "quiet"
+# a rank that had its CPU less than half a sample's time measured the other work as much as the
+# memory; under 90 % its latencies are inflated by a measurable part
+DISTURBED_CPU_PCT = 50.0
+NOISY_CPU_PCT = 90.0
+ON_CPU = ("on_cpu_pct", "chase_on_cpu_pct")
+READ = (VERDICT, REASON, TRIES) + ON_CPU     # the columns a verdict is read from
+
+
+@dataclass
+class Left:
+    """Jobs of one series with one verdict: the benchmark, the series in words, the jobs and the
+    reasons (each once)."""
+    bench: str
+    series: str
+    verdict: str
+    jobs: list[str]
+    reasons: list[str]
+
+    def sentence(self) -> str:
+        return (f"{self.bench}, {self.series or 'all series'}: {len(self.jobs)} job(s) {self.verdict} "
+                f"({'; '.join(self.reasons[:3])}{' ...' if len(self.reasons) > 3 else ''})")
+
+
+def job_verdicts(df: pd.DataFrame) -> pd.DataFrame:
+    """Per row: its job's verdict and reason (columns VERDICT, REASON), from the recorded verdict
+    or, without one, from the kernel's own CPU share; quiet where neither was recorded."""
+    out = pd.DataFrame({VERDICT: QUIET, REASON: ""}, index=df.index)
+    if VERDICT in df:
+        verdict = df[VERDICT].astype(object).where(df[VERDICT].notna(), QUIET).astype(str)
+        out[VERDICT] = verdict.where(verdict.isin([QUIET, NOISY, DISTURBED]), QUIET)
+        if REASON in df:
+            out[REASON] = df[REASON].astype(object).where(df[REASON].notna(), "").astype(str)
+        return out
+    column = next((c for c in ON_CPU if c in df), None)
+    if column is None:
+        return out
+    share = pd.to_numeric(df[column], errors="coerce")
+    job = df["job_id"].astype(str) if "job_id" in df else pd.Series("", index=df.index)
+    least = share.groupby(job).transform("min")
+    who = "rank " + df["rank"].astype(str) if "rank" in df else pd.Series("a thread", index=df.index)
+    at = who.groupby(job).transform(lambda w: w.loc[share.loc[w.index].idxmin()] if share.loc[w.index].notna().any()
+                                    else "")
+    for name, below in ((NOISY, NOISY_CPU_PCT), (DISTURBED, DISTURBED_CPU_PCT)):
+        hit = least < below
+        out.loc[hit, VERDICT] = name
+        out.loc[hit, REASON] = [f"{w} ran on its CPU {v:.0f}% of a sample's time" for w, v in zip(at[hit], least[hit])]
+    return out
+
+
+def _series_words(df: pd.DataFrame, bench: str) -> pd.Series:
+    spec = registry.get(bench)
+    cols = [c for c in (spec.series if spec else ()) if c in df and df[c].nunique() > 1
+            and c not in ("rank", "cpu", "cpu_node", "l3_group")]
+    if not cols:
+        return pd.Series("", index=df.index)
+    return df[cols].astype(str).apply(lambda r: series.config_name(dict(r), cols), axis=1)
+
+
+def _records(df: pd.DataFrame, bench: str, verdicts: pd.DataFrame, verdict: str) -> list[Left]:
+    hit = verdicts[VERDICT] == verdict
+    if not hit.any():
+        return []
+    words = _series_words(df, bench)[hit]      # named by what varies over the whole table
+    jobs = df.loc[hit, "job_id"].astype(str) if "job_id" in df else pd.Series("", index=words.index)
+    out = []
+    for name, idx in words.groupby(words, sort=True).groups.items():
+        out.append(Left(bench, str(name), verdict, sorted(set(jobs.loc[idx])),
+                        list(dict.fromkeys(verdicts.loc[idx, REASON]))))
+    return out
+
+
+def split(frames: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], list[Left]]:
+    """(the frames without their disturbed jobs, a benchmark left out when all its jobs were; the
+    series left out, one record each)."""
+    clean, left = {}, []
+    for bench, df in frames.items():
+        verdicts = job_verdicts(df)
+        left += _records(df, bench, verdicts, DISTURBED)
+        keep = (verdicts[VERDICT] != DISTURBED).to_numpy()
+        if keep.all():
+            clean[bench] = df
+        elif keep.any():
+            clean[bench] = df[keep].reset_index(drop=True)
+    return clean, left
+
+
+def noisy(frames: dict[str, pd.DataFrame]) -> list[Left]:
+    """The noisy series of each benchmark, one record each."""
+    return [r for bench, df in frames.items() for r in _records(df, bench, job_verdicts(df), NOISY)]
+
+
+def disturbed_rows(df: pd.DataFrame) -> np.ndarray:
+    """Which rows of a table come from disturbed jobs."""
+    return (job_verdicts(df)[VERDICT] == DISTURBED).to_numpy()
