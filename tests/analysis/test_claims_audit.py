@@ -146,7 +146,7 @@ def test_summary_opens_with_the_slow_node_pair_on_several_nodes() -> None:
     caches = [i for i, f in enumerate(lines) if f["id"] == "cache_threshold"]
     numa = [i for i, f in enumerate(lines) if report.importance(f) == 0]
     assert firsts == sorted(firsts)
-    assert not numa or not caches or max(numa) < min(caches)
+    assert numa and caches and max(numa) < min(caches), (numa, caches)
 
 
 def test_a_grid_point_twice_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -283,25 +283,31 @@ def _window(from_bytes: float, to_bytes: float, step: float) -> tuple[float, flo
 def _split(run: list[int], sizes: np.ndarray, y: np.ndarray, se: np.ndarray, capacities: Sequence[Capacity],
            step: float) -> list[list[int]]:
     """Split a run of rising steps (step j: sizes[j] -> sizes[j + 1]) in two where it holds two
-    rises, recursively: at the size between two capacities at least two doublings apart nearest
-    their geometric middle (the plateau of the larger cache: on a coarse grid, 4x to 8x, a single
-    size between), or else at a step that rises less than 3/4 as much as the steepest step on
-    either side of it, beyond the noise (`_two_rises`; that step, the tail of the rise before it,
-    kept with the first part). No step is dropped: each rise of the run is told in one part."""
+    rises, recursively: at its flattest step between two capacities at least two doublings apart
+    (kept with the first rise as its tail, or with the second where it is the run's last step: on
+    a coarse grid, sizes 4x to 8x apart, one size lies between the two caches), or else at a step
+    that rises less than 3/4 as much as the steepest step on either side of it, beyond the noise
+    (`_two_rises`; that step, the tail of the rise before it, kept with the first part). No step is
+    dropped: each rise of the run is told in one part."""
     lo, hi = _window(sizes[run[0]], sizes[run[-1] + 1], step)
     # the smaller may sit up to the tolerance below the run, the larger must be inside it
     inside = sorted(c.size_bytes for c in capacities if lo <= c.size_bytes <= sizes[run[-1] + 1])
     for small, large in zip(inside, inside[1:]):
         if large < 4 * small:
             continue
-        # sizes inside the run (an end of one step and the start of the next) between the two
-        between = [j for j in run[1:] if small <= sizes[j] <= large]
+        between = [j for j in run if sizes[j] >= small and sizes[j + 1] <= large]
         if not between:
             continue
-        middle = math.log2(small * large) / 2
-        cut = min(between, key=lambda j: abs(math.log2(sizes[j]) - middle))
-        left, right = [j for j in run if j < cut], [j for j in run if j >= cut]
-        return [part for side in (left, right) if side for part in _split(side, sizes, y, se, capacities, step)]
+        # the flattest step between them ends the first rise (its tail); where it is the run's
+        # last step (a coarse grid: one size between the two caches) it begins the second
+        cut = min(between, key=lambda j: y[j + 1] - y[j])
+        left, right = [j for j in run if j <= cut], [j for j in run if j > cut]
+        if not right:
+            left, right = [j for j in run if j < cut], [j for j in run if j >= cut]
+        if not left:
+            continue
+        return [part for part in (*_split(left, sizes, y, se, capacities, step),
+                                  *_split(right, sizes, y, se, capacities, step))]
     cut = _two_rises(run, y, se)
     if cut is None:
         return [run]
