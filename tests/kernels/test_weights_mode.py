@@ -14,21 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.kernels import cannot_check
+from helpers.kernels import weights_folder
 
 FAST = ["--min-time=0.02", "--samples=3", "--max-time=0.08"]
 
 
 @pytest.fixture
 def weights(tmp_path: Path) -> tuple[Path, dict]:
-    if not Path("/sys/kernel/mm/mempolicy/weighted_interleave").is_dir():
-        cannot_check("no weighted interleave on this kernel: its automatic mode cannot be checked")
-    folder = tmp_path / "weighted_interleave"
-    folder.mkdir()
-    (folder / "node0").write_text("1\n")
-    (folder / "auto").write_text("true\n")
-    env = {**os.environ, "NUMASWEEP_WEIGHTS_DIR": str(folder), "NUMASWEEP_WEIGHTS_STATE": str(tmp_path / "w.state")}
-    return folder, env
+    folder, env = weights_folder(tmp_path)
+    return folder, {**os.environ, **env}
 
 
 def _start_and_flip(kernels_bin: Path, folder: Path, env: dict, ntimes: int) -> subprocess.Popen:
