@@ -373,7 +373,9 @@ void ns_policy_apply_weights(const ns_policy *policy)
      * reads true changes nothing (the kernel sets the same weights from the same bandwidth), and
      * the kernel refuses it (ENODEV without HMAT/CDAT bandwidth) exactly where it would refuse to
      * set it back after the run. Said now, once; then neither restored nor recorded. */
-    if (saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true")) {
+    /* Without permission the first weight is refused below, in its own line. */
+    if (saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true") &&
+        errno != EACCES && errno != EPERM) {
         ns_warn("%s is true but the kernel refuses to set it (%s): writing the weights turns the automatic "
                 "weights off, and the machine is left in manual weights after this run: run `echo true | sudo tee "
                 "%s` once the kernel accepts it, or set the weights by hand and omit --weights", saved_auto_path,
