@@ -193,16 +193,20 @@ static int write_back_weights(void)
     int failed = -1;
     int count = saved_count;
     saved_count = 0;
+    /* The weights first, then the mode: on kernels with automatic weights (Linux 6.16 on) each
+     * weight written turns `auto` off, and `auto` set back to true sets every weight itself. */
     for (int i = 0; i < count; i++)
         if (!file_holds(saved_paths[i], saved_values[i]) && write_text_file(saved_paths[i], saved_values[i]))
             failed = i;
-    /* Writing a node weight turns automatic weights off on kernels that have them. */
-    if (count && saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && !file_holds(saved_auto_path, "true") &&
-        write_text_file(saved_auto_path, "true"))
-        failed = count;
-    if (count && failed < 0)
+    if (count && failed < 0) {
+        /* Every weight is back: the file has nothing left to restore. A refused `auto` stays
+         * refused until a reboot, and the warning says so once. */
         unlink(weights_state_path());
-    return failed < 0 ? -1 : failed;
+        if (saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && !file_holds(saved_auto_path, "true") &&
+            write_text_file(saved_auto_path, "true"))
+            failed = count;
+    }
+    return failed;
 }
 
 static void restore_weights(void)
@@ -254,7 +258,20 @@ void ns_policy_current_weights(const ns_policy *policy, int *weights)
     }
 }
 
-/* The state file: "pid N", then one "PATH VALUE" line per weight saved (and the auto switch). */
+/* This boot's id: a state file is this boot's only if it names it. A reboot resets the weights
+ * (so an older file has nothing to restore, and writing its weights would turn a fresh `auto` off),
+ * and a guest sharing the host's /var/tmp sees the host's file, not its own. */
+static void boot_id(char *id, size_t len)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f || fscanf(f, "%36s", id) != 1)
+        snprintf(id, len, "unknown");
+    if (f)
+        fclose(f);
+}
+
+/* The state file: "pid N", "boot ID", then one "PATH VALUE" line per weight saved (and the auto
+ * switch). */
 static void write_weights_state(void)
 {
     const char *state = weights_state_path();
@@ -266,7 +283,9 @@ static void write_weights_state(void)
                 strerror(errno));
         return;
     }
-    fprintf(f, "pid %d\n", (int)getpid());
+    char boot[40];
+    boot_id(boot, sizeof boot);
+    fprintf(f, "pid %d\nboot %s\n", (int)getpid(), boot);
     for (int i = 0; i < saved_count; i++)
         fprintf(f, "%s %s\n", saved_paths[i], saved_values[i]);
     if (saved_auto_path[0] && !strncmp(saved_auto, "true", 4))
@@ -285,9 +304,24 @@ static void restore_weights_of_killed_run(void)
     if (!f)
         return;
     int pid = 0, restored = 0, failed = 0;
-    char path[128], value[16];
-    if (fscanf(f, "pid %d", &pid) != 1 || pid <= 0 || (kill(pid, 0) == 0 || errno == EPERM)) {
-        fclose(f); /* unreadable, or its run is still going: leave it */
+    char path[128], value[16], boot[40], ours[40];
+    int fields = fscanf(f, "pid %d boot %39s", &pid, boot);
+    if (fields < 1 || pid <= 0) {
+        fclose(f); /* unreadable: leave it */
+        return;
+    }
+    if (fields < 2)
+        boot[0] = 0; /* written before boot ids were recorded */
+    boot_id(ours, sizeof ours);
+    if (strcmp(boot, ours)) {
+        fclose(f);
+        if (!unlink(state))
+            ns_warn("removed %s, written by run PID %d of another boot or machine: the weights it saved were "
+                    "reset by a reboot, so nothing of it is restored", state, pid);
+        return;
+    }
+    if (kill(pid, 0) == 0 || errno == EPERM) {
+        fclose(f); /* its run is still going: leave it */
         return;
     }
     while (fscanf(f, "%127s %15s", path, value) == 2) {
@@ -301,7 +335,7 @@ static void restore_weights_of_killed_run(void)
     fclose(f);
     if (failed)
         ns_warn("could not restore %d weighted-interleave setting(s) left by killed run PID %d (%s): run as root "
-                "`while read p v; do [ \"$p\" = pid ] || echo $v > $p; done < %s`", failed, pid, state, state);
+                "`while read p v; do case $p in pid|boot) ;; *) echo $v > $p ;; esac; done < %s`", failed, pid, state, state);
     else {
         unlink(state);
         ns_warn("restored %d weighted-interleave weight(s) left changed by killed run PID %d (from %s)", restored,
@@ -334,6 +368,19 @@ void ns_policy_apply_weights(const ns_policy *policy)
                 snprintf(saved_auto_path, sizeof saved_auto_path, "%s", path);
             fclose(f);
         }
+    }
+    /* Whether `auto` can be set back is known before any weight is written: writing true where it
+     * reads true changes nothing (the kernel sets the same weights from the same bandwidth), and
+     * the kernel refuses it (ENODEV without HMAT/CDAT bandwidth) exactly where it would refuse to
+     * set it back after the run. Said now, once; then neither restored nor recorded. */
+    /* Without permission the first weight is refused below, in its own line. */
+    if (saved_auto_path[0] && !strncmp(saved_auto, "true", 4) && write_text_file(saved_auto_path, "true") &&
+        errno != EACCES && errno != EPERM) {
+        ns_warn("%s is true but the kernel refuses to set it (%s): writing the weights turns the automatic "
+                "weights off, and the machine is left in manual weights after this run: run `echo true | sudo tee "
+                "%s` once the kernel accepts it, or set the weights by hand and omit --weights", saved_auto_path,
+                strerror(errno), saved_auto_path);
+        saved_auto[0] = 0;
     }
     /* Another process of this launch on the host (a rank beside this one) may have switched the
      * weights to manual already: its state file still holds the mode it found. */

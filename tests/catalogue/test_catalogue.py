@@ -3,7 +3,7 @@ the real command, and must end with the expected exit code and one line on stder
 the problem (and, for Python commands, the fix), with no traceback; fault cases also check that
 every finished result (CSV, provenance, log and archive) keeps its checksum.
 
-Categories: config, arch, kernel CLI, numasweep CLI, cached results, faults mid-run, legacy
+Categories: config, arch, firmware, kernel CLI, numasweep CLI, cached results, faults mid-run, legacy
 import. docs/catalogue.md lists the cases."""
 
 from __future__ import annotations
@@ -332,6 +332,32 @@ case("arch", "system name too long for file names",
 case("arch", "arch file missing", lambda tmp: PY + ["topology", "--arch", str(tmp / "none.yaml"), "-o", str(tmp / "t.json")],
      "none.yaml")
 case("arch", "corrupt topology.json", _topology("{not json", "topology.json"), "topology.json")
+
+# ------------------------------------------------------------------ firmware
+# A sysfs value the kernel could not have written is left out of the topology with one warning
+# naming the file: the machine's file, so not an error and no config to edit (exit 0).
+def _firmware(rel: str, text: str) -> Callable[[Path], list[str]]:
+    def argv(tmp: Path) -> list[str]:
+        shutil.copytree(REPO / "tests/fixtures/sysfs/kvm-2cpu", tmp / "m", symlinks=True)
+        path = tmp / "m/sys" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+        return PY + ["topology", "--detect", "--sysfs", str(tmp / "m/sys"), "-o", str(tmp / "topo.json")]
+    return argv
+
+
+FIRMWARE = {
+    "weight above 255": ("kernel/mm/mempolicy/weighted_interleave/node0", "300", "weighted_interleave/node0"),
+    "weight zero": ("kernel/mm/mempolicy/weighted_interleave/node0", "0", "weighted_interleave/node0"),
+    "automatic mode neither true nor false": ("kernel/mm/mempolicy/weighted_interleave/auto", "maybe",
+                                              "weighted_interleave/auto"),
+    "memory tier node list malformed": ("devices/virtual/memory_tiering/memory_tier4/nodelist", "0-x",
+                                        "memory_tier4/nodelist"),
+    "HMAT latency not a number": ("devices/system/node/node0/access0/initiators/read_latency", "fast",
+                                  "access0/initiators/read_latency"),
+}
+for _name, (_rel, _text, _file) in FIRMWARE.items():
+    case("firmware", _name, _firmware(_rel, _text), "firmware file", f"{_file} says {_text!r}: ignored", rc=0)
 
 # ------------------------------------------------------------------ kernel CLI
 KERNEL_ARGS = {

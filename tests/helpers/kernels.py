@@ -104,3 +104,18 @@ def cannot_check(reason: str) -> None:
     if IN_CI:
         pytest.fail(f"{reason} (CI must be able to run this check)")
     pytest.skip(reason)
+
+
+def weights_folder(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A constructed weighted-interleave folder in the kernel's layout (node0 at 1, `auto` true, as
+    on Linux 6.16 on) and the environment that points the kernels at it and at a state file of its
+    own: no test writes the host's weights, since on 6.16 on writing one turns the automatic mode
+    off and writing `auto` back may be refused until a reboot. The kernels still set weighted
+    interleave for real (mbind), so a kernel without it cannot make the check."""
+    if not Path("/sys/kernel/mm/mempolicy/weighted_interleave").is_dir():
+        cannot_check("no weighted interleave on this kernel (Linux >= 6.9): weights cannot be checked")
+    folder = tmp_path / "weighted_interleave"
+    folder.mkdir()
+    (folder / "node0").write_text("1\n")
+    (folder / "auto").write_text("true\n")
+    return folder, {"NUMASWEEP_WEIGHTS_DIR": str(folder), "NUMASWEEP_WEIGHTS_STATE": str(tmp_path / "w.state")}

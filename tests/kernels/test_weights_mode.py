@@ -14,21 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.kernels import cannot_check
+from helpers.kernels import cannot_check, weights_folder
 
 FAST = ["--min-time=0.02", "--samples=3", "--max-time=0.08"]
 
 
 @pytest.fixture
 def weights(tmp_path: Path) -> tuple[Path, dict]:
-    if not Path("/sys/kernel/mm/mempolicy/weighted_interleave").is_dir():
-        cannot_check("no weighted interleave on this kernel: its automatic mode cannot be checked")
-    folder = tmp_path / "weighted_interleave"
-    folder.mkdir()
-    (folder / "node0").write_text("1\n")
-    (folder / "auto").write_text("true\n")
-    env = {**os.environ, "NUMASWEEP_WEIGHTS_DIR": str(folder), "NUMASWEEP_WEIGHTS_STATE": str(tmp_path / "w.state")}
-    return folder, env
+    folder, env = weights_folder(tmp_path)
+    return folder, {**os.environ, **env}
 
 
 def _start_and_flip(kernels_bin: Path, folder: Path, env: dict, ntimes: int) -> subprocess.Popen:
@@ -74,3 +68,49 @@ def test_a_mode_that_cannot_be_restored_is_one_line_with_its_command(kernels_bin
     assert (folder / "node0").read_text().strip() == "1"
     (line,) = [ln for ln in err.splitlines() if "auto" in ln]
     assert "left in manual weights" in line and f"echo true | sudo tee {folder / 'auto'}" in line
+
+
+def test_an_automatic_mode_the_kernel_refuses_is_said_before_the_run(kernels_bin, weights, tmp_path):
+    """Where the kernel refuses `auto = true` (ENODEV on a 6.16+ kernel without HMAT/CDAT
+    bandwidth), writing a weight would leave the machine in manual weights: one line says so
+    before any weight is written, and none after the run. Here `auto` is a read-only bind mount."""
+    folder, env = weights
+    auto = folder / "auto"
+    mounted = subprocess.run(["mount", "--bind", auto, auto], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        cannot_check(f"NOT RUN: cannot bind-mount a file here (root only): {mounted.stderr.strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", auto], check=True)
+        err_path = tmp_path / "err"
+        with open(err_path, "w") as err:
+            proc = subprocess.Popen([kernels_bin / "numa_bandwidth", "--policy=weighted", "--mem-nodes=0",
+                                     "--weights=3", "--array-size=4M", "--ntimes=200", "--quiet"],
+                                    stdout=subprocess.DEVNULL, stderr=err, text=True, env=env)
+            deadline = time.monotonic() + 60
+            while (folder / "node0").read_text().strip() != "3" and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            said_before = err_path.read_text()
+            assert proc.wait(timeout=120) == 0, err_path.read_text()
+    finally:
+        subprocess.run(["umount", auto], check=True)
+    (line,) = said_before.splitlines()
+    assert f"{auto} is true but the kernel refuses to set it" in line and "the machine is left in manual" in line
+    assert f"echo true | sudo tee {auto}" in line
+    assert err_path.read_text().splitlines() == [line]  # nothing more after the run
+    assert (folder / "node0").read_text().strip() == "1" and not (tmp_path / "w.state").exists()
+
+
+@pytest.mark.parametrize("boot", ["boot 00000000-0000-0000-0000-000000000000\n", ""])
+def test_a_state_file_of_another_boot_restores_nothing(kernels_bin, weights, tmp_path, boot):
+    """A reboot resets the weights, and a guest sharing the host's /var/tmp sees the host's file:
+    a state file that does not name this boot is removed in one line, and nothing written (its
+    weights would turn this boot's automatic mode off)."""
+    folder, env = weights
+    state = tmp_path / "w.state"
+    state.write_text(f"pid 999999\n{boot}{folder / 'node0'} 7\n{folder / 'auto'} true\n")
+    nxt = subprocess.run([kernels_bin / "numa_latency", "--size=1M", *FAST, "--policy=weighted", "--mem-nodes=0",
+                          "--quiet", f"--csv={tmp_path / 'l.csv'}"], capture_output=True, text=True, env=env)
+    assert nxt.returncode == 0, nxt.stderr
+    assert (folder / "node0").read_text().strip() == "1" and not state.exists()
+    (line,) = [ln for ln in nxt.stderr.splitlines() if str(state) in ln]
+    assert f"removed {state}, written by run PID 999999 of another boot" in line

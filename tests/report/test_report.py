@@ -12,6 +12,7 @@ import pytest
 
 from helpers.synthetic import MiB, write_results
 from numasweep.findings import analysis
+from numasweep.core import firmware
 from numasweep.core.topology import Topology
 from numasweep.reporting import figures, report
 from numasweep.__main__ import main
@@ -208,6 +209,23 @@ def test_a_gpu_without_a_numa_node_is_said_so(tmp_path: Path) -> None:
     text = report.render(results, {"findings": []}, None, tmp_path / "r.md").read_text()
     assert "- **GPU 0**: NVIDIA H100 80GB HBM3 (0000:00:06.0), on NUMA node unknown" in text
     assert "None" not in text
+
+
+def test_a_firmware_value_that_was_ignored_is_said_in_the_system_section(tmp_path: Path) -> None:
+    """A weight of 300 in sysfs (the kernel's range is 1..255) was read as nothing, and the
+    report says which file said what, never "node 0: 300"."""
+    weights = tmp_path / "sys" / firmware.WEIGHTS_DIR
+    weights.mkdir(parents=True)
+    (weights / "node0").write_text("300\n")
+    (weights / "auto").write_text("false\n")
+    results = write_results(tmp_path / "res", benches=("latency",))
+    topo = json.loads((results / "topology.json").read_text())
+    topo["firmware"] = firmware.read(tmp_path / "sys").to_dict()
+    (results / "topology.json").write_text(json.dumps(topo))
+    text = report.render(results, {"findings": []}, None, tmp_path / "r.md").read_text()
+    assert (f"- **Firmware, not recorded**: firmware file {weights / 'node0'} says '300': ignored (a weight is a "
+            "whole number from 1 to 255)") in text
+    assert "- **Firmware**: weighted-interleave weights: not provided" in text and "node 0: 300" not in text
 
 
 def test_cross_system_report_side_by_side(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from numasweep.core import firmware
 from numasweep.core.topology import Topology, detect
 
@@ -119,3 +121,80 @@ def test_weight_writes_in_node_order():
     assert firmware.weight_writes({2: 1, 0: 3}) == [
         "echo 3 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node0",
         "echo 1 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node2"]
+
+
+def _ignored_lines(fw: firmware.Firmware) -> dict[str, str]:
+    """file name -> its "firmware file X says Y: ignored" line."""
+    return {Path(i.file).name: line for i, line in zip(fw.ignored, fw.notes())}
+
+
+def test_a_weight_outside_1_to_255_is_ignored_and_said(tmp_path):
+    root = hmat_tree(tmp_path)
+    for node, text in (("node0", "300"), ("node1", "0"), ("node3", "heavy")):
+        (root / firmware.WEIGHTS_DIR / node).write_text(text + "\n")
+    (root / firmware.WEIGHTS_DIR / "node2").write_text("255\n")
+    fw = firmware.read(root)
+    assert fw.weights == {2: 255}  # never "node 0: 300"
+    lines = _ignored_lines(fw)
+    assert sorted(lines) == ["node0", "node1", "node3"]
+    assert lines["node0"] == (f"firmware file {root / firmware.WEIGHTS_DIR / 'node0'} says '300': ignored "
+                              "(a weight is a whole number from 1 to 255)")
+    assert "says '0': ignored" in lines["node1"] and "says 'heavy': ignored" in lines["node3"]
+    assert "node 0" not in fw.summary()[2] and "node 2: 255" in fw.summary()[2]
+
+
+@pytest.mark.parametrize("name", firmware.AUTO_NAMES)
+def test_an_unknown_automatic_mode_is_ignored_not_taken_as_manual(tmp_path, name):
+    root = hmat_tree(tmp_path, auto=None)
+    (root / firmware.WEIGHTS_DIR / name).write_text("maybe\n")
+    fw = firmware.read(root)
+    assert fw.weights_auto is None and fw.weights == {0: 3, 1: 3, 3: 1}
+    assert fw.notes() == [f"firmware file {root / firmware.WEIGHTS_DIR / name} says 'maybe': ignored "
+                          "(the automatic mode is true or false)"]
+    assert fw.weights_mode().startswith("unknown") and "manual" not in fw.weights_mode()
+    # What the kernel writes, and what its parser (kstrtobool) reads, are known.
+    for text, auto in (("true", True), ("false", False), ("1", True), ("N", False)):
+        (root / firmware.WEIGHTS_DIR / name).write_text(text + "\n")
+        assert (firmware.read(root).weights_auto, firmware.read(root).ignored) == (auto, []), text
+
+
+def test_a_malformed_tier_node_list_is_ignored_with_its_file(tmp_path):
+    root = hmat_tree(tmp_path)
+    tiers = root / "devices/virtual/memory_tiering"
+    (tiers / "memory_tier4/nodelist").write_text("0-x\n")
+    (tiers / "memory_tier9").mkdir()
+    (tiers / "memory_tier9/nodelist").write_text("5-2\n")
+    fw = firmware.read(root)
+    assert [(t.id, t.nodes) for t in fw.tiers] == [(22, [3])]
+    lines = _ignored_lines(fw)
+    assert fw.notes()[0] == (f"firmware file {tiers / 'memory_tier4/nodelist'} says '0-x': ignored "
+                             "(not a node list such as 0-1,4)")
+    assert "says '5-2'" in fw.notes()[1] and set(lines) == {"nodelist"}
+    assert not any("CPU list" in line or "write e.g." in line for line in fw.notes())
+
+
+def test_an_hmat_number_that_is_not_one_is_ignored(tmp_path):
+    root = hmat_tree(tmp_path)
+    path = root / "devices/system/node/node0/access0/initiators/read_latency"
+    path.write_text("-80\n")
+    fw = firmware.read(root)
+    assert fw.pairs(0)[(0, 0)].read_latency_ns is None and fw.pairs(0)[(0, 0)].write_latency_ns == 90
+    assert fw.notes() == [f"firmware file {path} says '-80': ignored (not a whole number)"]
+
+
+def test_ignored_files_travel_with_the_topology_and_reach_its_output(tmp_path):
+    import shutil
+
+    shutil.copytree(TREES / "cxl-example", tmp_path / "cxl-example", symlinks=True)
+    sys_root = tmp_path / "cxl-example" / "sys"
+    hmat_tree(sys_root)
+    (sys_root / firmware.WEIGHTS_DIR / "node0").write_text("300\n")
+    topo = detect(sys_root, tmp_path / "cxl-example" / "proc")
+    again = Topology.from_json(topo.to_json())
+    assert again.firmware.notes() == topo.firmware.notes() and len(topo.firmware.notes()) == 1
+    out = tmp_path / "t.json"
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "topology", "--detect", "--sysfs", str(sys_root),
+                           "-o", str(out)], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [f"numasweep: warning: {topo.firmware.notes()[0]}"]
+    assert "node 0: 300" not in proc.stdout and "node 1: 3, node 3: 1" in proc.stdout

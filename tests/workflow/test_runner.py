@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.kernels import cannot_check
+from helpers.kernels import weights_folder
 from helpers.workflow import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
 
 
@@ -305,43 +305,36 @@ def test_sigint_to_snakemake_ends_the_job_and_keeps_finished_results(repo: Path,
     assert again and not again & {p.stem for p in finished if p.suffix == ".csv" and p.parent.name == "latency"}
 
 
-WEIGHTS = Path("/sys/kernel/mm/mempolicy/weighted_interleave/node0")
-
-
 def test_weights_left_by_a_killed_kernel_are_restored_by_the_next_run(kernels_bin: Path, tmp_path: Path) -> None:
-    if not WEIGHTS.exists() or not os.access(WEIGHTS, os.W_OK):
-        cannot_check("NOT RUN: no writable weighted-interleave weights here (Linux >= 6.9 and root)")
-    env = {**os.environ, "NUMASWEEP_WEIGHTS_STATE": str(tmp_path / "weights.state")}
-    before = WEIGHTS.read_text().strip()
-    target = "9" if before != "9" else "8"
+    """The weights are a constructed folder (helpers.kernels.weights_folder), `auto` on: the
+    host's own weights are never written by a test. A regular file does not turn `auto` off when a
+    weight is written, so the test does, as the kernel would."""
+    folder, env = weights_folder(tmp_path)
+    weight, auto = folder / "node0", folder / "auto"
     bw = [str(kernels_bin / "numa_bandwidth"), "--policy=weighted", "--mem-nodes=0"]
-    kernel = subprocess.Popen(bw + [f"--weights={target}", "--array-size=512M", "--ntimes=200",
-                                    f"--csv={tmp_path / 'a.csv'}"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    kernel = subprocess.Popen(bw + ["--weights=9", "--array-size=512M", "--ntimes=200", f"--csv={tmp_path / 'a.csv'}"],
+                              env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 30
-        while time.time() < deadline and WEIGHTS.read_text().strip() != target:
+        while time.time() < deadline and weight.read_text().strip() != "9" and kernel.poll() is None:
             time.sleep(0.02)
-        assert WEIGHTS.read_text().strip() == target and (tmp_path / "weights.state").exists()
+        assert weight.read_text().strip() == "9" and (tmp_path / "w.state").exists(), kernel.poll()
+        auto.write_text("false\n")
     finally:
         kernel.kill()
         kernel.wait()
-    try:
-        assert WEIGHTS.read_text().strip() == target  # SIGKILL: no handler could restore them
-        # The next job, through the job runner as the workflow runs it.
-        argv = _runjob(tmp_path, "true", job="b")
-        csv = tmp_path / "bench" / "b.csv"
-        argv[argv.index("--launch") + 1] = shlex.join(bw + ["--array-size=1M", "--ntimes=2", f"--csv={csv}.partial"])
-        argv[argv.index("--kernel") + 1] = bw[0]
-        nxt = subprocess.run(argv, env={**_env(), "NUMASWEEP_WEIGHTS_STATE": env["NUMASWEEP_WEIGHTS_STATE"]},
-                             capture_output=True, text=True, timeout=120)
-        assert nxt.returncode == 0, nxt.stderr
-        log = csv.with_suffix(".log").read_text()
-        assert f"left changed by killed run PID {kernel.pid}" in log, log
-        assert WEIGHTS.read_text().strip() == before
-        assert not (tmp_path / "weights.state").exists()
-    finally:
-        WEIGHTS.write_text(before)
+    assert weight.read_text().strip() == "9"  # SIGKILL: no handler could restore them
+    # The next job, through the job runner as the workflow runs it.
+    argv = _runjob(tmp_path, "true", job="b")
+    csv = tmp_path / "bench" / "b.csv"
+    argv[argv.index("--launch") + 1] = shlex.join(bw + ["--array-size=1M", "--ntimes=2", f"--csv={csv}.partial"])
+    argv[argv.index("--kernel") + 1] = bw[0]
+    nxt = subprocess.run(argv, env={**_env(), **env}, capture_output=True, text=True, timeout=120)
+    assert nxt.returncode == 0, nxt.stderr
+    log = csv.with_suffix(".log").read_text()
+    assert f"left changed by killed run PID {kernel.pid}" in log, log
+    assert weight.read_text().strip() == "1" and auto.read_text().strip() == "true"
+    assert not (tmp_path / "w.state").exists()
     # The provenance records it, and the report's data-quality notes say so.
     from numasweep.results import aggregate, quality
 

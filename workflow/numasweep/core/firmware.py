@@ -15,6 +15,12 @@ an error:
   from Linux 6.16, `auto` (true: the kernel sets the weights from HMAT/CDAT bandwidth; some
   builds name it `__auto_type`).
 
+A value the kernel could not have written (a weight outside 1..255, an `auto` that is neither
+true nor false, a node list that is not one, a number that is not a number) is not recorded:
+`Firmware.ignored` keeps one `Ignored` per such file, said as "firmware file X says Y: ignored"
+in the topology command's output and the report. It is the machine's file, so no config edit
+fixes it, and the rest of the view is still read.
+
 SLIT distances stay in `Topology.distances`. `read(sys_root)` takes the sysfs root, so a test
 reads a tree written under tmp_path in the same layout.
 """
@@ -26,11 +32,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from numasweep.core.errors import NumasweepError
 from numasweep.core.units import parse_cpulist
 
 NOT_PROVIDED = "not provided"
 WEIGHTS_DIR = "kernel/mm/mempolicy/weighted_interleave"
 AUTO_NAMES = ("auto", "__auto_type")
+# What the kernel's `auto` file may say (it writes true or false; kstrtobool reads these).
+AUTO_WORDS = {"true": True, "1": True, "y": True, "yes": True, "on": True,
+              "false": False, "0": False, "n": False, "no": False, "off": False}
+WEIGHT_RANGE = range(1, 256)
 # (file name, field name) of one HMAT access class.
 HMAT_FILES = (("read_latency", "read_latency_ns"), ("write_latency", "write_latency_ns"),
               ("read_bandwidth", "read_bandwidth_mb_s"), ("write_bandwidth", "write_bandwidth_mb_s"))
@@ -57,6 +68,19 @@ class Tier:
 
 
 @dataclass
+class Ignored:
+    """A firmware file whose value cannot be what the kernel means: left out of the view."""
+
+    file: str
+    says: str
+    why: str
+
+    def __str__(self) -> str:
+        says = self.says if len(self.says) <= 40 else self.says[:40] + "..."
+        return f"firmware file {self.file} says {says!r}: ignored ({self.why})"
+
+
+@dataclass
 class Firmware:
     access: list[Access] = field(default_factory=list)
     tiers: list[Tier] = field(default_factory=list)
@@ -64,6 +88,8 @@ class Firmware:
     weights: dict[int, int] = field(default_factory=dict)
     # True: the kernel sets the weights itself (auto); False: set by hand; None: no such switch.
     weights_auto: bool | None = None
+    # Files whose values were not recorded, each with what it said.
+    ignored: list[Ignored] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -79,6 +105,7 @@ class Firmware:
             tiers=[Tier(int(t["id"]), [int(n) for n in t["nodes"]]) for t in d.get("tiers", [])],
             weights={int(k): int(v) for k, v in (d.get("weights") or {}).items()},
             weights_auto=None if auto is None else bool(auto),
+            ignored=[Ignored(str(i["file"]), str(i["says"]), str(i["why"])) for i in d.get("ignored", [])],
         )
 
     def pairs(self, access_class: int) -> dict[tuple[int, int], Access]:
@@ -92,6 +119,8 @@ class Firmware:
         if not self.weights:
             return NOT_PROVIDED
         if self.weights_auto is None:
+            if any(Path(i.file).name in AUTO_NAMES for i in self.ignored):
+                return "unknown (its file is ignored, below)"
             return "manual (this kernel has no automatic mode)"
         return "auto (set by the kernel from HMAT/CDAT bandwidth)" if self.weights_auto else "manual"
 
@@ -107,6 +136,10 @@ class Firmware:
             f"weighted-interleave weights: {weights or NOT_PROVIDED} (mode: {self.weights_mode()})",
         ]
 
+    def notes(self) -> list[str]:
+        """One line per file whose value was ignored."""
+        return [str(i) for i in self.ignored]
+
 
 def _text(path: Path) -> str | None:
     try:
@@ -115,9 +148,15 @@ def _text(path: Path) -> str | None:
         return None
 
 
-def _number(path: Path) -> int | None:
+def _number(path: Path, ignored: list[Ignored]) -> int | None:
+    """A count the firmware gives; None where it gives none (no file, empty, 0)."""
     text = _text(path)
-    return int(text) if text and text.isdigit() and int(text) > 0 else None
+    if not text:
+        return None
+    if not text.isdigit():
+        ignored.append(Ignored(str(path), text, "not a whole number"))
+        return None
+    return int(text) or None
 
 
 def _numbered(folder: Path, prefix: str) -> list[tuple[int, Path]]:
@@ -127,12 +166,12 @@ def _numbered(folder: Path, prefix: str) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def read_access(sys_root: Path) -> list[Access]:
+def read_access(sys_root: Path, ignored: list[Ignored]) -> list[Access]:
     out = []
     for target, node_dir in _numbered(sys_root / "devices/system/node", "node"):
         for klass, access_dir in _numbered(node_dir, "access"):
             initiators = access_dir / "initiators"
-            values = {name: _number(initiators / f) for f, name in HMAT_FILES}
+            values = {name: _number(initiators / f, ignored) for f, name in HMAT_FILES}
             if not any(values.values()):
                 continue
             for initiator, _ in _numbered(initiators, "node"):
@@ -140,26 +179,47 @@ def read_access(sys_root: Path) -> list[Access]:
     return out
 
 
-def read_tiers(sys_root: Path) -> list[Tier]:
+def read_tiers(sys_root: Path, ignored: list[Ignored]) -> list[Tier]:
     tiers = []
     for tid, tier_dir in _numbered(sys_root / "devices/virtual/memory_tiering", "memory_tier"):
-        nodes = _text(tier_dir / "nodelist")
-        if nodes:
-            tiers.append(Tier(tid, parse_cpulist(nodes)))
+        path = tier_dir / "nodelist"
+        text = _text(path)
+        if not text:
+            continue
+        try:
+            tiers.append(Tier(tid, parse_cpulist(text)))
+        except NumasweepError:
+            ignored.append(Ignored(str(path), text, "not a node list such as 0-1,4"))
     return tiers
 
 
-def read_weights(sys_root: Path) -> tuple[dict[int, int], bool | None]:
+def read_weights(sys_root: Path, ignored: list[Ignored]) -> tuple[dict[int, int], bool | None]:
     folder = sys_root / WEIGHTS_DIR
-    weights = {n: w for n, p in _numbered(folder, "node") if (w := _number(p)) is not None}
-    auto = next((t for t in (_text(folder / name) for name in AUTO_NAMES) if t), None)
-    return weights, None if auto is None else auto.lower() in ("true", "1", "y", "yes")
+    weights = {}
+    for node, path in _numbered(folder, "node"):
+        text = _text(path)
+        if text is None:
+            continue
+        if text.isdigit() and int(text) in WEIGHT_RANGE:
+            weights[node] = int(text)
+        else:
+            ignored.append(Ignored(str(path), text, "a weight is a whole number from 1 to 255"))
+    for name in AUTO_NAMES:
+        text = _text(folder / name)
+        if not text:
+            continue
+        if text.lower() in AUTO_WORDS:
+            return weights, AUTO_WORDS[text.lower()]
+        ignored.append(Ignored(str(folder / name), text, "the automatic mode is true or false"))
+        break
+    return weights, None
 
 
 def read(sys_root: str | Path = "/sys") -> Firmware:
     root = Path(sys_root)
-    weights, auto = read_weights(root)
-    return Firmware(read_access(root), read_tiers(root), weights, auto)
+    ignored: list[Ignored] = []
+    weights, auto = read_weights(root, ignored)
+    return Firmware(read_access(root, ignored), read_tiers(root, ignored), weights, auto, ignored)
 
 
 def weight_writes(weights: dict[int, int]) -> list[str]:

@@ -20,6 +20,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -660,4 +661,6 @@ def main(argv: list[str]) -> int:
           + (f", under {topo.hypervisor}" if topo.hypervisor else ""))
     for line in topo.firmware.summary():
         print(f"  {line}")
+    for line in topo.firmware.notes():
+        print(f"numasweep: warning: {line}", file=sys.stderr)
     return 0
