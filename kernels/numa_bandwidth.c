@@ -758,13 +758,17 @@ int main(int argc, char **argv)
     ns_text csv = {0};
     ns_text_printf(&csv, "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,"
                          "array_bytes,bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,"
-                         "host,stores,bytes_per_element,first_touch_s,timer_ticks,variant\n");
+                         "host,stores,bytes_per_element,first_touch_s,timer_ticks,variant,on_cpu_pct\n");
     /* A run: one store kind with one shape (V_AUTO: each kernel its calibrated shape), its own
      * sequence of repetitions, as a separate STREAM run would be: with runs interleaved,
      * non-temporal stores would meet the lines a regular kernel before them left in the cache. */
     int run_stores[NSTORES * NVARIANTS], run_variant[NSTORES * NVARIANTS];
     /* times[(t * NKERNELS + k) * (NSTORES * NVARIANTS) + r] */
     double *times = malloc((size_t)o.ntimes * NKERNELS * NSTORES * NVARIANTS * sizeof *times);
+    /* least_on_cpu[r]: the least share of run r's counted repetitions' wall time (every kernel's)
+     * any thread ran on its CPU */
+    double least_on_cpu[NSTORES * NVARIANTS];
+    ns_oncpu_mark *marks = malloc((size_t)nthreads * sizeof *marks);
     int nt_skipped = 0, variant_skipped = 0;
     int failed = 0;
     for (int p = 0; p < NPATTERNS; p++) {
@@ -804,7 +808,10 @@ int main(int argc, char **argv)
         double read_sum = 0, expected_read = 0;
         for (int r = 0; r < nruns; r++) {
             int st = run_stores[r];
+            least_on_cpu[r] = 1.0;
             for (int t = 0; t < o.ntimes; t++) {
+                if (t == 1) /* the first repetition is not counted */
+                    ns_oncpu_team_begin(marks);
                 for (int k = 0; k < NKERNELS; k++) {
                     if (!o.kernels[k] || (k == K_READ && st != S_REGULAR))
                         continue;
@@ -815,6 +822,7 @@ int main(int argc, char **argv)
                         run_kernel(&A, k, st, v, k == K_READ ? &read_sum : NULL);
                 }
             }
+            ns_oncpu_team_least(marks, &least_on_cpu[r]);
         }
         int valid = validate(&o, &A, o.ntimes * nruns, read_sum, expected_read);
         failed |= !valid;
@@ -834,17 +842,21 @@ int main(int argc, char **argv)
             }
             double avg = total / (o.ntimes - 1);
             double moved = (double)kernel_words[k] * sizeof(double) * (double)A.count;
+            double on_cpu = least_on_cpu[r];
+            if (on_cpu < NS_RETAKE_BELOW)
+                ns_warn("a thread ran only %.0f%% of the repetitions' time on its CPU in %s %s: its CPU is shared "
+                        "with other work, the bandwidth is low", 100 * on_cpu, kernel_names[k], pattern_names[p]);
             if (best < 20 * resolution)
                 ns_warn("%s %s took %.0f ns, under 20 timer ticks: use a larger --array-size", kernel_names[k],
                         pattern_names[p], best * 1e9);
             ns_text_printf(&csv,
                            "%s,%s,%ld,%d,\"%s\",\"%s\",%s,\"%s\",\"%s\",%s,%zu,%.0f,%.1f,%.1f,%.1f,%d,%s,\"%s\",%s,%s,%d,"
-                           "%.4f,%.0f,%s\n",
+                           "%.4f,%.0f,%s,%.1f\n",
                            kernel_names[k], pattern_names[p], stride, nthreads, cpus, cpu_nodes, seen.name, mem_nodes,
                            weights, ns_pages_name(o.common.pages), bytes, moved, 1e-6 * moved / best,
                            1e-6 * moved / avg, 1e-6 * moved / worst, o.ntimes, valid ? "pass" : "fail", fractions, host,
                            store_names[st], kernel_words[k] * (int)sizeof(double), first_touch, best / resolution,
-                           variant_names[v]);
+                           variant_names[v], 100 * on_cpu);
             if (!o.common.quiet) { /* flushed: a log redirected to a file shows each row as it ends */
                 printf("%-8s %-7s %-13s %-11s %8ld %12.1f %10d %12.6f %12.6f %12.6f %s\n", kernel_names[k],
                        store_names[st], variant_names[v], pattern_names[p], stride, 1e-6 * moved / best,
@@ -865,6 +877,7 @@ int main(int argc, char **argv)
         printf("Validation: %s (final arrays vs. the kernels replayed on scalars, average relative error <= 1e-13)\n",
                failed ? "FAILED" : "passed");
     free(times);
+    free(marks);
     free(thread_cpu);
     ns_text_free(&csv);
     ns_buffer_free(&buf_a);

@@ -88,6 +88,7 @@ typedef struct {
     line *ln;
     int cpu;
     int cpu_seen;
+    double on_cpu; /* share of its wall time on its CPU, from ready to STOP */
     _Atomic int ready;
 } partner;
 
@@ -100,6 +101,8 @@ static void *partner_main(void *arg)
     partner *pt = arg;
     ns_pin_to_cpu(pt->cpu);
     int cpu0 = ns_current_cpu();
+    ns_oncpu_mark mark;
+    ns_oncpu_begin(&mark);
     atomic_store(&pt->ready, 1);
     for (;;) {
         uint64_t v;
@@ -110,12 +113,14 @@ static void *partner_main(void *arg)
         atomic_store_explicit(&pt->ln->value, v + 1, memory_order_release);
     }
     pt->cpu_seen = ns_current_cpu() == cpu0 ? cpu0 : -1;
+    pt->on_cpu = ns_oncpu_share(&mark);
     return NULL;
 }
 
 typedef struct {
     double median_ns, min_ns, max_ns;
     uint64_t round_trips;
+    double on_cpu_pct; /* least share of a sample's (the partner: the pair's) wall time on the CPU */
     int cpu_a_seen, cpu_b_seen;
     char fractions[1024];
     int line_node;
@@ -150,8 +155,11 @@ static void measure_pair(const options *o, int a, int b, pair_result *r)
         ns_die("out of memory");
     uint64_t v = 0;
     r->round_trips = 0;
+    double least_on_cpu = 1.0;
     for (int s = 0; s < samples; s++) {
         uint64_t trips = 0;
+        ns_oncpu_mark mark;
+        ns_oncpu_begin(&mark);
         double t0 = ns_seconds(), elapsed;
         do {
             for (long i = 0; i < o->round_trips; i++) {
@@ -166,6 +174,8 @@ static void measure_pair(const options *o, int a, int b, pair_result *r)
             trips += (uint64_t)o->round_trips;
             elapsed = ns_seconds() - t0;
         } while (elapsed < o->sampling.min_time);
+        double on_cpu = ns_oncpu_share(&mark);
+        least_on_cpu = on_cpu < least_on_cpu ? on_cpu : least_on_cpu;
         ns_per_trip[s] = elapsed * 1e9 / (double)trips;
         r->round_trips += trips;
     }
@@ -174,6 +184,7 @@ static void measure_pair(const options *o, int a, int b, pair_result *r)
     ns_summarize(ns_per_trip, samples, &r->median_ns, &r->min_ns, &r->max_ns);
     r->cpu_a_seen = ns_current_cpu() == cpu0 ? cpu0 : -1;
     r->cpu_b_seen = pt.cpu_seen;
+    r->on_cpu_pct = 100 * (pt.on_cpu < least_on_cpu ? pt.on_cpu : least_on_cpu);
     free(ns_per_trip);
     ns_buffer_free(&buf);
 }
@@ -221,20 +232,24 @@ int main(int argc, char **argv)
     ns_text csv = {0};
     ns_text_printf(&csv, "cpu_a,cpu_b,node_a,node_b,l3_group_a,l3_group_b,policy,mem_nodes,line_node,"
                          "line_page_fractions,round_trip_ns_median,round_trip_ns_min,round_trip_ns_max,"
-                         "one_way_ns,samples,round_trips,host\n");
+                         "one_way_ns,samples,round_trips,host,on_cpu_pct\n");
     for (size_t i = 0; i < npairs; i++) {
         pair_result r;
         measure_pair(&o, pairs[i][0], pairs[i][1], &r);
         if (r.cpu_a_seen < 0 || r.cpu_b_seen < 0)
             ns_warn("pair %d-%d: a thread moved CPU while measuring: its CPU column says -1", pairs[i][0],
                     pairs[i][1]);
+        if (r.on_cpu_pct < 100 * NS_RETAKE_BELOW)
+            ns_warn("pair %d-%d: a thread ran only %.0f%% of the time on its CPU: its CPU is shared with other "
+                    "work, the round trips are inflated", pairs[i][0], pairs[i][1], r.on_cpu_pct);
         int a = r.cpu_a_seen, b = r.cpu_b_seen;
         ns_format_int_list(r.policy.nodes, r.policy.nnodes, policy_nodes, sizeof policy_nodes);
-        ns_text_printf(&csv, "%d,%d,%d,%d,%d,%d,%s,\"%s\",%d,\"%s\",%.2f,%.2f,%.2f,%.2f,%d,%llu,%s\n", a, b,
+        ns_text_printf(&csv, "%d,%d,%d,%d,%d,%d,%s,\"%s\",%d,\"%s\",%.2f,%.2f,%.2f,%.2f,%d,%llu,%s,%.1f\n", a, b,
                        a < 0 ? -1 : ns_node_of_cpu(a), b < 0 ? -1 : ns_node_of_cpu(b),
                        a < 0 ? -1 : ns_l3_group_of_cpu(a), b < 0 ? -1 : ns_l3_group_of_cpu(b),
                        r.policy.name, policy_nodes, r.line_node, r.fractions,
-                       r.median_ns, r.min_ns, r.max_ns, r.median_ns / 2, o.sampling.samples, (unsigned long long)r.round_trips, host);
+                       r.median_ns, r.min_ns, r.max_ns, r.median_ns / 2, o.sampling.samples, (unsigned long long)r.round_trips, host,
+                       r.on_cpu_pct);
         if (o.common.csv)
             ns_csv_write(o.common.csv, &csv);
         if (!o.common.quiet) {

@@ -112,6 +112,7 @@ static void parse(int argc, char **argv, options *o)
 
 typedef struct {
     double best, avg, worst;
+    double on_cpu_pct; /* least share of the counted repetitions' wall time a thread ran on its CPU */
     int valid;
     int cpu_node;
     char src_fractions[4096], dst_fractions[4096];
@@ -179,7 +180,11 @@ static void measure_cell(const options *o, int src, int dst, int cpu_node, cell_
     ns_buffer_check_thp(&sbuf);
     ns_buffer_check_thp(&dbuf);
     double *times = malloc((size_t)o->ntimes * sizeof *times);
+    ns_oncpu_mark *marks = malloc((size_t)omp_get_max_threads() * sizeof *marks);
+    double least_on_cpu = 1.0;
     for (int t = 0; t < o->ntimes; t++) {
+        if (t == 1) /* the first repetition is not counted */
+            ns_oncpu_team_begin(marks);
         double t0 = ns_seconds();
 #pragma omp parallel
         {
@@ -189,6 +194,13 @@ static void measure_cell(const options *o, int src, int dst, int cpu_node, cell_
         }
         times[t] = ns_seconds() - t0;
     }
+    ns_oncpu_team_least(marks, &least_on_cpu);
+    free(marks);
+    r->on_cpu_pct = 100 * least_on_cpu;
+    if (least_on_cpu < NS_RETAKE_BELOW)
+        ns_warn("a thread ran only %.0f%% of the repetitions' time on its CPU copying node %d to node %d: its CPU "
+                "is shared with other work, the bandwidth is low",
+                100 * least_on_cpu, src, dst);
     r->best = 1e300;
     r->worst = 0;
     double total = 0;
@@ -252,7 +264,7 @@ int main(int argc, char **argv)
 
     ns_text csv = {0};
     ns_text_printf(&csv, "src_node,dst_node,cpu_node,threads,bytes,best_gb_s,avg_gb_s,min_gb_s,ntimes,validation,"
-                         "src_page_fractions,dst_page_fractions,host\n");
+                         "src_page_fractions,dst_page_fractions,host,on_cpu_pct\n");
     int ncells = o.matrix ? nnodes * nnodes : 1, failed = 0;
     cell_result *r = malloc(sizeof *r);
     for (int cell = 0; cell < ncells; cell++) {
@@ -266,9 +278,9 @@ int main(int argc, char **argv)
         measure_cell(&o, src, dst, cpu_node, r);
         failed |= !r->valid;
         double gb = (double)o.bytes / 1e9;
-        ns_text_printf(&csv, "%d,%d,%d,%d,%llu,%.3f,%.3f,%.3f,%d,%s,\"%s\",\"%s\",%s\n", src, dst, r->cpu_node, threads,
-                       (unsigned long long)o.bytes, gb / r->best, gb / r->avg, gb / r->worst, o.ntimes,
-                       r->valid ? "pass" : "fail", r->src_fractions, r->dst_fractions, host);
+        ns_text_printf(&csv, "%d,%d,%d,%d,%llu,%.3f,%.3f,%.3f,%d,%s,\"%s\",\"%s\",%s,%.1f\n", src, dst, r->cpu_node,
+                       threads, (unsigned long long)o.bytes, gb / r->best, gb / r->avg, gb / r->worst, o.ntimes,
+                       r->valid ? "pass" : "fail", r->src_fractions, r->dst_fractions, host, r->on_cpu_pct);
         if (o.common.csv)
             ns_csv_write(o.common.csv, &csv); /* after every cell: nothing measured is lost */
         if (!o.common.quiet) { /* flushed: a log redirected to a file shows each cell as it ends */

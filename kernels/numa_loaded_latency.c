@@ -285,7 +285,8 @@ int main(int argc, char **argv)
     ns_text_printf(&csv, "traffic,delay,chase_cpu,chase_node,chase_l3_group,load_threads,load_cpus,load_cpu_nodes,"
                          "load_l3_groups,strategy,policy,mem_nodes,weights,page_size,size_bytes,load_bytes,"
                          "latency_ns_median,latency_ns_min,latency_ns_max,spread_pct,samples,loads,load_gb_s,"
-                         "elapsed_s,chase_on_cpu_pct,chase_retaken,chase_page_fractions,load_page_fractions,host\n");
+                         "elapsed_s,chase_on_cpu_pct,chase_retaken,chase_page_fractions,load_page_fractions,host,"
+                         "load_on_cpu_pct\n");
     int seen_cpus[NS_MAX_CPUS];
     char cpus_text[MAX_TEXT], nodes_text[MAX_TEXT], groups_text[MAX_TEXT];
     for (int k = 0; k < o.nkinds; k++) {
@@ -295,8 +296,15 @@ int main(int argc, char **argv)
             if (delay != IDLE)
                 ns_load_run(team, o.kinds[k], delay);
             measure(&o, &p, per_load, team, &pt);
-            if (delay != IDLE)
+            /* The load threads' least share of the point's time on their CPUs (100 when idle). */
+            double load_on_cpu = 100.0;
+            if (delay != IDLE) {
                 ns_load_pause(team);
+                load_on_cpu = 100 * ns_load_least_on_cpu(team);
+            }
+            if (load_on_cpu < 100 * NS_RETAKE_BELOW)
+                ns_warn("a load thread ran only %.0f%% of the time on its CPU at delay %ld: its CPU is shared with "
+                        "other work, the load is lighter than asked", load_on_cpu, delay);
             /* Placement per row: the CPUs the chase and every load thread were found on
              * (-1: moved during the point), their nodes and L3 groups. */
             int n = ns_load_cpus_seen(team, seen_cpus);
@@ -310,14 +318,14 @@ int main(int argc, char **argv)
                         "its CPU is shared with other work, the latency is inflated", pt.on_cpu_pct, delay, pt.retaken);
             int cpu = pt.chase_cpu_seen;
             ns_text_printf(&csv, "%s,%ld,%d,%d,%d,%d,\"%s\",\"%s\",\"%s\",%s,%s,\"%s\",\"%s\",%s,%llu,%llu,%.3f,%.3f,"
-                                 "%.3f,%.2f,%d,%llu,%.4f,%.4f,%.1f,%d,\"%s\",\"%s\",%s\n",
+                                 "%.3f,%.2f,%d,%llu,%.4f,%.4f,%.1f,%d,\"%s\",\"%s\",%s,%.1f\n",
                            ns_traffic_name(o.kinds[k]), delay, cpu, cpu < 0 ? -1 : ns_node_of_cpu(cpu),
                            cpu < 0 ? -1 : ns_l3_group_of_cpu(cpu), n, cpus_text, nodes_text, groups_text,
                            o.cpus_given ? "list" : ns_place_strategy_name(o.strategy), seen.name, policy_nodes,
                            weights, ns_pages_name(o.common.pages), (unsigned long long)o.size,
                            (unsigned long long)o.load_size, pt.median_ns, pt.min_ns, pt.max_ns, pt.spread_pct,
                            o.sampling.samples, (unsigned long long)pt.loads, pt.load_gb_s, pt.elapsed_s, pt.on_cpu_pct > 100 ? 100.0 : pt.on_cpu_pct, pt.retaken, chase_fractions,
-                           load_fractions, host);
+                           load_fractions, host, load_on_cpu);
             if (o.common.csv)
                 ns_csv_write(o.common.csv, &csv); /* after every point: nothing measured is lost */
             if (!o.common.quiet) {

@@ -223,12 +223,17 @@ static void measure_cell(const options *o, const cell *c, ns_text *csv)
         for (int i = 0; i < n; i++)
             if (seen[i] < 0)
                 ns_warn("thread %d moved CPU while measuring %s: its CPU column says -1", i, ns_traffic_name(o->kinds[k]));
+        double on_cpu = ns_load_least_on_cpu(team);
+        if (on_cpu < NS_RETAKE_BELOW)
+            ns_warn("a thread ran only %.0f%% of the time on its CPU while measuring %s: its CPU is shared with "
+                    "other work, the bandwidth is low", 100 * on_cpu, ns_traffic_name(o->kinds[k]));
         ns_format_cpu_places(seen, n, cpus_text, nodes_text, groups_text, sizeof cpus_text);
-        ns_text_printf(csv, "%s,%d,\"%s\",\"%s\",\"%s\",%s,%s,\"%s\",\"%s\",%s,%llu,%.4f,%.4f,%.4f,%d,%.4f,\"%s\",%s\n",
+        ns_text_printf(csv, "%s,%d,\"%s\",\"%s\",\"%s\",%s,%s,\"%s\",\"%s\",%s,%llu,%.4f,%.4f,%.4f,%d,%.4f,\"%s\",%s,"
+                            "%.1f\n",
                        ns_traffic_name(o->kinds[k]), n, cpus_text, nodes_text, groups_text,
                        o->cpus_given ? "list" : ns_place_strategy_name(o->strategy), memory, mem_nodes, weights,
                        ns_pages_name(o->common.pages), (unsigned long long)o->size, median, min, max,
-                       o->sampling.samples, o->sampling.min_time, fractions, host);
+                       o->sampling.samples, o->sampling.min_time, fractions, host, 100 * on_cpu);
         if (o->common.csv)
             ns_csv_write(o->common.csv, csv); /* after every kind: nothing measured is lost */
         if (!o->common.quiet) {
@@ -291,7 +296,7 @@ int main(int argc, char **argv)
     }
     ns_text csv = {0};
     ns_text_printf(&csv, "traffic,threads,cpus,cpu_nodes,l3_groups,strategy,memory,mem_nodes,weights,page_size,"
-                         "size_bytes,gb_s_median,gb_s_min,gb_s_max,samples,sample_s,page_fractions,host\n");
+                         "size_bytes,gb_s_median,gb_s_min,gb_s_max,samples,sample_s,page_fractions,host,on_cpu_pct\n");
     for (int i = 0; i < ncells; i++)
         measure_cell(&o, &cells[i], &csv);
     free(cells);

@@ -7,6 +7,7 @@
 
 #include "ns_error.h"
 #include "ns_load.h"
+#include "ns_oncpu.h"
 #include "ns_options.h"
 #include "ns_place.h"
 #include "ns_topo.h"
@@ -35,6 +36,7 @@ typedef struct {
     _Alignas(64) _Atomic uint64_t bytes;
     _Atomic int active;
     int cpu, cpu_seen;
+    double on_cpu; /* share of the last run's wall time on its CPU */
     ns_buffer buf;
     pthread_t tid;
     struct ns_load_team *team;
@@ -155,6 +157,8 @@ static void *worker_main(void *arg)
         ns_traffic kind = t->kind;
         long delay = t->delay;
         w->cpu_seen = ns_current_cpu();
+        ns_oncpu_mark mark;
+        ns_oncpu_begin(&mark);
         atomic_store_explicit(&w->active, 1, memory_order_release);
         while (atomic_load_explicit(&t->state, memory_order_relaxed) == 1) {
             uint64_t moved = kind == NS_TRAFFIC_READ    ? read_block(buf, &line, lines, &w->sink)
@@ -165,6 +169,7 @@ static void *worker_main(void *arg)
         }
         if (ns_current_cpu() != w->cpu_seen)
             w->cpu_seen = -1;
+        w->on_cpu = ns_oncpu_share(&mark);
         atomic_store_explicit(&w->active, 0, memory_order_release);
     }
     return NULL;
@@ -244,6 +249,14 @@ int ns_load_cpus_seen(const ns_load_team *t, int *cpus)
     for (int i = 0; i < t->n; i++)
         cpus[i] = t->w[i].cpu_seen;
     return t->n;
+}
+
+double ns_load_least_on_cpu(const ns_load_team *t)
+{
+    double least = 1.0;
+    for (int i = 0; i < t->n; i++)
+        least = t->w[i].on_cpu < least ? t->w[i].on_cpu : least;
+    return least;
 }
 
 void ns_load_stop(ns_load_team *t)

@@ -52,6 +52,8 @@ void ns_load_placement(const ns_load_team *team, ns_placement *placement);
 /* CPUs the threads found themselves on in the last run, in thread order; a thread seen on two
  * CPUs in one run reports -1. Returns n. */
 int ns_load_cpus_seen(const ns_load_team *team, int *cpus);
+/* The least share (0..1) of the last run's wall time a thread ran on its CPU (ns_oncpu.h). */
+double ns_load_least_on_cpu(const ns_load_team *team);
 void ns_load_stop(ns_load_team *team);
 
 #ifdef __cplusplus

@@ -7,6 +7,7 @@
 #include "ns_cycle.h"
 #include "ns_error.h"
 #include "ns_load.h"
+#include "ns_oncpu.h"
 #include "ns_options.h"
 #include "ns_place.h"
 #include "ns_policy.h"

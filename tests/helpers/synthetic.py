@@ -573,7 +573,7 @@ def _bandwidth_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[d
                      "validation": "pass", "page_fractions": _fractions(topo, nodes, weights), "host": HOST,
                      "stores": "regular", "bytes_per_element": 8,
                      "first_touch_s": round(arrays * array / FIRST_TOUCH_B_S, 6),
-                     "timer_ticks": round(arrays * array / (b * 1e6) * 1e9), "variant": "loop"})
+                     "timer_ticks": round(arrays * array / (b * 1e6) * 1e9), "variant": "loop", "on_cpu_pct": 100.0})
     return rows
 
 
@@ -584,7 +584,7 @@ def _copy_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
              "bytes": parse_size(_arg(job, "size").replace("iB", "")), "best_gb_s": round(gb, 3),
              "avg_gb_s": round(gb * 0.95, 3), "min_gb_s": round(gb * 0.9, 3), "ntimes": 10, "validation": "pass",
              "src_page_fractions": _fractions(topo, [src]), "dst_page_fractions": _fractions(topo, [dst]),
-             "host": HOST}]
+             "host": HOST, "on_cpu_pct": 100.0}]
 
 
 def _gpu_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
@@ -629,7 +629,7 @@ def _loaded_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict
                          "samples": 5, "loads": 1000000, "load_gb_s": round(mb_s / 1000, 3), "elapsed_s": 0.5,
                          "chase_on_cpu_pct": 100.0, "chase_retaken": 0,
                          "chase_page_fractions": _fractions(topo, [mem]),
-                         "load_page_fractions": _fractions(topo, [mem]), "host": HOST})
+                         "load_page_fractions": _fractions(topo, [mem]), "host": HOST, "load_on_cpu_pct": 100.0})
     return rows
 
 
@@ -650,7 +650,7 @@ def _c2c_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
                          "line_node": line, "line_page_fractions": _fractions(topo, [line]),
                          "round_trip_ns_median": round(ns, 3), "round_trip_ns_min": round(ns * 0.98, 3),
                          "round_trip_ns_max": round(ns * 1.02, 3), "one_way_ns": round(ns / 2, 3), "samples": 5,
-                         "round_trips": int(_arg(job, "round-trips")), "host": HOST})
+                         "round_trips": int(_arg(job, "round-trips")), "host": HOST, "on_cpu_pct": 100.0})
     return rows
 
 
@@ -676,7 +676,7 @@ def _mix_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
                          "memory": memory, "mem_nodes": str(mem), "weights": "", "page_size": "4k",
                          "size_bytes": size, "gb_s_median": round(gb, 3), "gb_s_min": round(gb * 0.97, 3),
                          "gb_s_max": round(gb * 1.01, 3), "samples": 5, "sample_s": 0.2,
-                         "page_fractions": _fractions(topo, [mem]), "host": HOST})
+                         "page_fractions": _fractions(topo, [mem]), "host": HOST, "on_cpu_pct": 100.0})
     return rows
 
 

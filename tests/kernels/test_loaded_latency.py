@@ -51,8 +51,14 @@ def test_one_row_per_kind_and_delay_with_placement(kernels_bin, tmp_path, two_cp
         assert fractions(r["load_page_fractions"])[0] == 1.0
         assert float(r["latency_ns_min"]) <= float(r["latency_ns_median"]) <= float(r["latency_ns_max"])
         assert 0 < float(r["chase_on_cpu_pct"]) <= 100
-        gb_s = float(r["load_gb_s"])
-        assert gb_s == 0 if r["delay"] == "-1" else gb_s > 0, r
+        # The kernel guarantees the load ran (every thread active) during the point, not that it
+        # moved bytes within the chase's samples: a load thread whose CPU other work holds can
+        # miss them (20 ms here), and then its share of the time on its CPU says so.
+        gb_s, load_on_cpu = float(r["load_gb_s"]), float(r["load_on_cpu_pct"])
+        if r["delay"] == "-1":
+            assert gb_s == 0 and load_on_cpu == 100, r
+        else:
+            assert gb_s > 0 or load_on_cpu < 95, r
 
 
 def test_strategy_picks_the_cpus_but_the_chase(kernels_bin, tmp_path, two_cpus):

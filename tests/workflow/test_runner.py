@@ -86,8 +86,11 @@ def test_finished_job_is_published_and_archived_by_copy(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     csv = tmp_path / "bench" / "j1.csv"
     # one progress line: the job, its kernel, how long, its rows and table
-    assert re.fullmatch(rf"numasweep: j1 \(true\) measured in [0-9.]+ s: 1 row in {re.escape(str(csv))}",
+    # ... and its quality verdict (a table without share columns: quiet, or noisy by the load average)
+    assert re.fullmatch(rf"numasweep: j1 \(true\) measured in [0-9.]+ s: 1 row in {re.escape(str(csv))}"
+                        r"; (quiet|noisy: load average [0-9.]+ on [0-9]+ CPUs when the job ended)",
                         proc.stderr.strip()), proc.stderr
+    assert json.loads(csv.with_suffix(".json").read_text())["quality"]["tries"] == 1
     archived = {p.suffix: p for p in (tmp_path / "bench" / "archive").iterdir()}
     assert set(archived) == {".csv", ".json", ".log"}
     assert archived[".csv"].read_bytes() == csv.read_bytes()
@@ -352,3 +355,66 @@ def test_kernel_built_for_another_cpu_names_the_build_flags(tmp_path: Path) -> N
     assert proc.returncode == 128 + signal.SIGILL, proc.stderr
     assert "build.kernel_cflags" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / "bench" / "j1.csv").exists()
+
+
+# A table whose on_cpu_pct is 10 for the first `$1` tries, then 100 (a count in the folder).
+SHARED_FOR = ('n=$(( $(cat "$(dirname "${0#--csv=}")/tries" 2>/dev/null || echo 0) + 1 )); '
+              'echo $n > "$(dirname "${0#--csv=}")/tries"; pct=100; [ $n -le %d ] && pct=10; '
+              'echo "numa_x: warning: a thread ran only $pct%% of the time on its CPU"; '
+              'printf "size,value,on_cpu_pct\\n1,2.5,$pct\\n" > "${0#--csv=}"')
+
+
+@pytest.mark.parametrize("disturbed_tries, retry, tries, final", [(1, 2, 2, "not disturbed"), (9, 1, 2, "disturbed"),
+                                                                  (9, 0, 1, "disturbed")])
+def test_a_disturbed_job_is_measured_again_each_try_archived(tmp_path: Path, disturbed_tries: int, retry: int,
+                                                             tries: int, final: str) -> None:
+    proc = subprocess.run(_runjob(tmp_path, SHARED_FOR % disturbed_tries, "--retry-disturbed", str(retry),
+                                  "--retry-backoff", "0.1"), capture_output=True, text=True, env=_env(), timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    record = json.loads((tmp_path / "bench" / "j1.json").read_text())["quality"]
+    assert record["tries"] == tries and (record["verdict"] == "disturbed") == (final == "disturbed"), record
+    archived = sorted((tmp_path / "bench" / "archive").glob("j1.*.json"))
+    assert [json.loads(p.read_text())["quality"]["tries"] for p in archived] == list(range(1, tries + 1))
+    assert json.loads(archived[0].read_text())["quality"]["verdict"] == "disturbed"
+    lines = proc.stderr.strip().splitlines()
+    # one progress line per try, the verdict and the kernel's warning on it; a line per retry
+    measured = [ln for ln in lines if " measured in " in ln]
+    assert len(measured) == tries and len(lines) == 2 * tries - 1, proc.stderr
+    assert "; disturbed: a thread on its CPU 10% of the time; 1 kernel warning in the log, the first: a thread " \
+           "ran only 10% of the time on its CPU" in measured[0]
+    assert all("measuring again in" in ln for ln in lines if ln not in measured)
+
+
+def test_a_log_followed_while_the_job_waits_for_the_machine_is_followed_to_the_end(tmp_path: Path) -> None:
+    from numasweep.running import hostlock
+
+    log = tmp_path / "bench" / "j1.log"
+    holder = hostlock.HostLock("holder", system="other")
+    assert holder.acquire(0)
+    job = subprocess.Popen(_runjob(tmp_path, 'for i in 1 2 3; do echo step $i; sleep 0.3; done; echo last step; '
+                                             + WRITE), env=_env(), stderr=subprocess.PIPE, text=True)
+    tail = None
+    try:
+        deadline = time.time() + 30
+        while not (log.exists() and "waits for the machine" in log.read_text()):
+            assert time.time() < deadline and job.poll() is None, "the job's log never said it waits"
+            time.sleep(0.05)
+        assert f"PID {os.getpid()}" in log.read_text() and "job holder" in log.read_text()
+        tail = subprocess.Popen(["tail", "-n", "+1", "-f", str(log)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        holder.release()
+        _, err = job.communicate(timeout=60)
+        assert job.returncode == 0, err
+        time.sleep(1.5)  # tail -f polls the file about once a second
+        assert tail.poll() is None, tail.stderr.read()
+    finally:
+        holder.release()
+        if job.poll() is None:
+            job.kill()
+        if tail is not None:
+            tail.terminate()
+    out, err = tail.communicate(timeout=10)
+    assert "waits for the machine" in out and "has the machine now" in out and "last step" in out, out
+    assert out.index("waits for the machine") < out.index("step 1") < out.index("last step"), out
+    assert "inaccessible" not in err and "truncated" not in err, err

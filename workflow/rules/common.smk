@@ -418,6 +418,7 @@ BENCH_SHELL = (
     "exec python -m numasweep run-job --job-id {wildcards.job:q} --launch {params.launch:q}"
     " --grid {params.grid:q} --kernel {input.kernel:q} --topology {input.topology:q}"
     " --csv {output.csv:q} --provenance {output.provenance:q} --log {log:q}"
+    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}"
 )
 
 
@@ -427,6 +428,7 @@ BENCH_SHELL = (
 BATCH_SHELL = (
     "exec python -m numasweep run-batch --batch {wildcards.batch:q} --kernel {input.kernel:q}"
     " --topology {input.topology:q} --manifest {output.manifest:q} --log {log:q}{params.points}"
+    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}"
 )
 
 

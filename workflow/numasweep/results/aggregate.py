@@ -29,6 +29,7 @@ from numasweep.core.topology import Topology
 from numasweep.results import quality
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write, atomic_write_text, read_csv
+from numasweep.running import verdict
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
 
 # A kernel CSV without its benchmark's `required` columns (`Bench.required`) is malformed; each
@@ -148,6 +149,9 @@ def job_columns(csv: Path, columns: list[str]) -> dict:
     # The machine state it measured in (sys_* columns), for the report's data-quality notes.
     if "system" in meta:
         extra.update(quality.columns(meta["system"]))
+    # Its quality verdict (quality, quality_reason, quality_tries); results of before it have none.
+    if isinstance(meta.get("quality"), dict):
+        extra.update(verdict.columns(meta["quality"]))
     return extra
 
 

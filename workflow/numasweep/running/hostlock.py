@@ -25,7 +25,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TextIO
 
 from numasweep.core.errors import NumasweepError
 
@@ -152,6 +152,11 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def _say(line: str, log: TextIO | None) -> None:
+    for out in (sys.stderr, log) if log is not None else (sys.stderr,):
+        print(line, file=out, flush=True)
+
+
 class HostLock:
     """The machine's measurement lock for one job: `acquire` (waits, refuses or takes over) then
     `release`; `waited_s` is how long `acquire` waited."""
@@ -192,9 +197,11 @@ class HostLock:
             raise NumasweepError(f"{self.path}: cannot open the host lock ({exc.strerror}); "
                                  f"set {ENV_DIR} to a writable folder") from None
 
-    def acquire(self, wait_s: float | None = None, stopped: Callable[[], bool] = lambda: False) -> bool:
+    def acquire(self, wait_s: float | None = None, stopped: Callable[[], bool] = lambda: False,
+                log: TextIO | None = None) -> bool:
         """Take the lock, waiting up to `wait_s` seconds (default $NUMASWEEP_HOST_LOCK_WAIT or 3600);
-        False when `stopped()` became true while waiting; NumasweepError past the wait."""
+        False when `stopped()` became true while waiting; NumasweepError past the wait. The lines
+        about waiting go to stderr and to `log` (the job's log) too."""
         wait_s = wait_default() if wait_s is None else wait_s
         fd = self._open()
         began = time.monotonic()
@@ -219,9 +226,8 @@ class HostLock:
             # The holder writes its name just after it takes the lock: a job that finds the lock
             # in those moments says so once the name is there (or after a second without one).
             if not said and (self.holder() or waited >= 1.0):
-                print(f"numasweep: job {self.job_id} waits for the machine: {describe(self.holder())} "
-                      f"is measuring (host lock {self.path}); waiting up to {wait_s:g} s",
-                      file=sys.stderr, flush=True)
+                _say(f"numasweep: job {self.job_id} waits for the machine: {describe(self.holder())} "
+                     f"is measuring (host lock {self.path}); waiting up to {wait_s:g} s", log)
                 said = True
             time.sleep(POLL_S)
         self.waited_s = time.monotonic() - began
@@ -237,8 +243,7 @@ class HostLock:
             os.pwrite(fd, text.encode(), 0)
         self.fd = fd
         if said:
-            print(f"numasweep: job {self.job_id} has the machine now, after {self.waited_s:.1f} s",
-                  file=sys.stderr, flush=True)
+            _say(f"numasweep: job {self.job_id} has the machine now, after {self.waited_s:.1f} s", log)
         return True
 
     def release(self) -> None:

@@ -95,11 +95,13 @@ def record(
     csv_name: Path | None = None,
     host_lock_wait_s: float | None = None,
     sys_root: Path = Path("/sys"),
+    quality: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record of one finished job; `csv` is the table as written (it may still carry its
     temporary name), `csv_name` the name it is published under (default: `csv`);
     `host_lock_wait_s` the seconds the job waited for the machine before `start` (run-job's host
-    lock; None when not run through it); `sys_root` the sysfs the firmware's view is read from."""
+    lock; None when not run through it); `sys_root` the sysfs the firmware's view is read from;
+    `quality` the job's verdict, reason and tries (verdict.py; run-job decides it)."""
     csv_name = csv_name or csv
     if not csv.exists():
         raise NumasweepError(
@@ -134,6 +136,7 @@ def record(
         # HMAT, memory tiers and the weighted-interleave weights and mode while it measured: the
         # weights are a setting, so each job records its own (numasweep.core.firmware).
         "firmware": firmware.read(sys_root).to_dict(),
+        **({"quality": quality} if quality is not None else {}),
     }
 
 

@@ -26,8 +26,13 @@ What it guarantees (the rule's whole shell is this one command):
   nothing of the run published (its archive copies are removed, the earlier result stays) and is
   one line naming the folder.
 - One progress line per finished job on stderr (Snakemake's console, beside its "n of m steps
-  done"): the job, its kernel, how long it measured and how many rows it wrote. The kernel's own
-  progress, a line per finished size or step, goes to the job's log (`tail -f` it).
+  done"): the job, its kernel, how long it measured, how many rows it wrote, its quality verdict
+  (verdict.py) and the kernel's warnings summarised. The kernel's own progress, a line per
+  finished size or step, goes to the job's log (`tail -f` it); the log is opened before the job
+  waits for the host lock and says on whom it waits.
+- A disturbed job is measured again after a back-off (`--retry-backoff` seconds times the tries
+  so far), up to `--retry-disturbed` more tries (config retry_disturbed); each try is published
+  and archived, the last one stands, and its provenance `quality.tries` says how many ran.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from numasweep.core.io import atomic_write_text
 from numasweep.core import topology
 from numasweep.planning.batch import write_manifest
 from numasweep.planning.launch import PARTIAL
-from numasweep.running import hostlock, provenance
+from numasweep.running import hostlock, provenance, verdict
 
 PR_SET_PDEATHSIG = 1
 # Seconds between SIGTERM and SIGKILL to the job's process group.
@@ -63,6 +68,10 @@ LAUNCHER_PACKAGES = {
     "env": "coreutils",
 }
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Tries a disturbed job gets beyond its first (config retry_disturbed), and the back-off before
+# try n+1: n times this many seconds.
+DEFAULT_RETRY_DISTURBED = 2
+DEFAULT_RETRY_BACKOFF_S = 10.0
 
 
 def now_iso() -> str:
@@ -146,6 +155,7 @@ class Runner:
         self.stopped_by: int | None = None
         self.lock: JobLock | None = None
         self.host_lock: hostlock.HostLock | None = None
+        self.quality: dict = {}
 
     # ------------------------------------------------------------------ signals
     def on_signal(self, signum: int, frame) -> None:
@@ -210,21 +220,49 @@ class Runner:
         self.lock.acquire(a.lock_wait, f"job {a.job_id}")
         if self.stopped_by:
             return 128 + self.stopped_by
+        tries_allowed = 1 + max(0, getattr(a, "retry_disturbed", DEFAULT_RETRY_DISTURBED))
+        for tries in range(1, tries_allowed + 1):
+            rc = self.measure(argv, grid, tries)
+            if rc is not None:
+                return rc
+            if self.quality["verdict"] != "disturbed" or tries == tries_allowed:
+                return 0
+            # Disturbed with tries left: this try is published and archived; after a back-off the
+            # job is measured again, and the last try's result and verdict stand.
+            backoff = getattr(a, "retry_backoff", DEFAULT_RETRY_BACKOFF_S) * tries
+            print(f"numasweep: {a.job_id}: measuring again in {backoff:g} s (try {tries + 1} of {tries_allowed}, "
+                  f"retry_disturbed)", file=sys.stderr, flush=True)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            deadline = time.monotonic() + backoff
+            while time.monotonic() < deadline and not self.stopped_by:
+                time.sleep(0.1)
+            if self.stopped_by:
+                return 128 + self.stopped_by
+        return 0
+
+    def measure(self, argv: list[str], grid: dict, tries: int) -> int | None:
+        """One try: the launch line under the host lock, then the result published with its
+        quality verdict (self.quality); None when published, else the exit status."""
+        a = self.args
         # A partial table of an earlier, interrupted run is never continued.
         self.partial.unlink(missing_ok=True)
         a.log.parent.mkdir(parents=True, exist_ok=True)
         results = self.csv.parent.parent.resolve()
         self.host_lock = hostlock.HostLock(a.job_id, system=results.name, results=str(results))
-        if not self.host_lock.acquire(getattr(a, "host_lock_wait", None), stopped=lambda: bool(self.stopped_by)):
-            return 128 + (self.stopped_by or signal.SIGTERM)
-        try:
-            start, began = now_iso(), time.monotonic()
-            with open(a.log, "w") as log:
+        # The log is the job's from here: it says whom the job waits for, then what the kernel
+        # prints, so a `tail -f` started while the job waits follows it to the end.
+        with open(a.log, "w") as log:
+            if not self.host_lock.acquire(getattr(a, "host_lock_wait", None), stopped=lambda: bool(self.stopped_by),
+                                          log=log):
+                return 128 + (self.stopped_by or signal.SIGTERM)
+            try:
+                start, began = now_iso(), time.monotonic()
                 rc = self.launch(argv, log)
-            # The end of the measuring, inside the host lock: no other job's start comes before it.
-            end = now_iso()
-        finally:
-            self.host_lock.release()
+                # The end of the measuring, inside the host lock: no other job's start comes before it.
+                end = now_iso()
+                load_after = verdict.load_average()
+            finally:
+                self.host_lock.release()
         if self.stopped_by:
             name = signal.Signals(self.stopped_by).name
             print(f"numasweep: job {a.job_id} stopped by {name}; its process group was ended, "
@@ -248,11 +286,33 @@ class Runner:
         check_table(self.partial, a.log)
         # From here the result is finished: a stop signal waits until it is published.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        rows = table_rows(self.partial)
-        publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s)
-        print(progress_line(a.job_id, Path(a.kernel).name, time.monotonic() - began, rows, self.csv),
-              file=sys.stderr, flush=True)
-        return 0
+        rows = verdict.read_rows(self.partial)
+        self.quality = verdict.record(*verdict.decide(rows, load_after, os.cpu_count() or 1), tries)
+        publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s, quality=self.quality)
+        print(progress_line(a.job_id, Path(a.kernel).name, time.monotonic() - began, len(rows), self.csv)
+              + quality_note(self.quality, kernel_warnings(Path(a.log))), file=sys.stderr, flush=True)
+        return None
+
+
+def quality_note(quality: dict, warnings: list[str]) -> str:
+    """What the progress line adds: the verdict (with its reason unless quiet), the try, and the
+    kernel's warnings summarised (how many, the first)."""
+    note = f"; {quality['verdict']}" + (f": {quality['reason']}" if quality["verdict"] != "quiet" else "")
+    if quality["tries"] > 1:
+        note += f" (try {quality['tries']})"
+    if warnings:
+        note += (f"; {len(warnings)} kernel warning{'s' if len(warnings) != 1 else ''} in the log, "
+                 f"the first: {warnings[0]}")
+    return note
+
+
+def kernel_warnings(log: Path) -> list[str]:
+    """The kernel's `warning:` lines in the job's log, each once, without the program's name."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return []
+    return list(dict.fromkeys(ln.split("warning: ", 1)[1].strip() for ln in text.splitlines() if "warning: " in ln))
 
 
 def progress_line(job_id: str, kernel: str, seconds: float, rows: int, csv: Path) -> str:
@@ -337,11 +397,11 @@ def _archive_copy(src: Path, dest: Path) -> None:
 
 
 def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str, end: str | None = None,
-            host_lock_wait_s: float | None = None) -> None:
+            host_lock_wait_s: float | None = None, quality: dict | None = None) -> None:
     """Provenance, archive copies, then the result under its final name (rename last)."""
     end = end or now_iso()
     rec = provenance.record(a.job_id, start, a.launch, grid, a.kernel, a.topology, partial, end=end,
-                            csv_name=a.csv, host_lock_wait_s=host_lock_wait_s)
+                            csv_name=a.csv, host_lock_wait_s=host_lock_wait_s, quality=quality)
     restored = weights_restored(Path(a.log))
     if restored:
         rec.setdefault("system", {})["weights_restored"] = restored
@@ -412,6 +472,12 @@ def lock_wait_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--host-lock-wait", type=float, default=None,
                     help="seconds to wait for another campaign's measurement on this machine (the host "
                          f"lock; default {hostlock.DEFAULT_WAIT_S:g}, env {hostlock.ENV_WAIT})")
+    ap.add_argument("--retry-disturbed", type=int, default=DEFAULT_RETRY_DISTURBED,
+                    help="tries a job whose quality verdict is disturbed gets beyond its first (config "
+                         f"retry_disturbed, default {DEFAULT_RETRY_DISTURBED}; 0: none)")
+    ap.add_argument("--retry-backoff", type=float, default=DEFAULT_RETRY_BACKOFF_S,
+                    help="seconds before the second try, twice that before the third, and so on "
+                         f"(default {DEFAULT_RETRY_BACKOFF_S:g})")
 
 
 def main(argv: list[str]) -> int:
@@ -466,7 +532,8 @@ def run_batch(argv: list[str]) -> int:
         points.append(argparse.Namespace(job_id=job_id, launch=launch, grid=grid, kernel=args.kernel,
                                          topology=args.topology, csv=csv, provenance=folder / f"{job_id}.json",
                                          log=folder / f"{job_id}.log", lock_wait=args.lock_wait,
-                                         host_lock_wait=args.host_lock_wait))
+                                         host_lock_wait=args.host_lock_wait, retry_disturbed=args.retry_disturbed,
+                                         retry_backoff=args.retry_backoff))
         check_launch(points[-1])
     kernel_sha256 = provenance.sha256(args.kernel) if args.kernel.exists() else ""
     digest = topology.load(args.topology).digest()

@@ -1,0 +1,60 @@
+"""A job's quality verdict (numasweep.running.verdict): the rule on kernel tables as the kernels
+write them, and the columns the aggregated tables take from the provenance record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from numasweep.results import aggregate
+from numasweep.running import verdict
+
+LATENCY = {"rank": "0", "latency_ns_median": "100", "latency_ns_min": "99.5", "latency_ns_max": "100.5",
+           "samples": "5", "on_cpu_pct": "99.0", "retaken": "0"}
+BANDWIDTH = {"best_mb_s": "10000", "min_mb_s": "9900", "avg_mb_s": "9950", "on_cpu_pct": "99.5"}
+
+
+@pytest.mark.parametrize("row, load, expected, words", [
+    (LATENCY, 0.5, "quiet", "every thread on its CPU"),
+    ({**LATENCY, "on_cpu_pct": "2.0"}, 0.5, "disturbed", "rank 0 on its CPU 2% of the time"),
+    ({**LATENCY, "retaken": "5", "on_cpu_pct": "94.0"}, 0.5, "disturbed", "took every sample again"),
+    ({**LATENCY, "on_cpu_pct": "80.0"}, 0.5, "noisy", "rank 0 on its CPU 80% of the time"),
+    ({**LATENCY, "latency_ns_max": "103"}, 0.5, "noisy", "spread within the run 3.5%, above the target of 2%"),
+    (BANDWIDTH, 0.5, "quiet", "every thread"),
+    ({**BANDWIDTH, "min_mb_s": "9600"}, 0.5, "noisy", "above the target of 3%"),
+    ({**BANDWIDTH, "on_cpu_pct": "31.3"}, 0.5, "disturbed", "a thread on its CPU 31% of the time"),
+    ({"chase_on_cpu_pct": "100", "load_on_cpu_pct": "12", "chase_retaken": "0", "samples": "2"}, 0.5,
+     "disturbed", "a load thread on its CPU 12% of the time"),
+    (BANDWIDTH, 3.5, "noisy", "load average 3.5 on 2 CPUs"),
+    ({"size": "1", "value": "2.5"}, 0.5, "quiet", "every thread"),
+])
+def test_the_verdict_follows_the_rule(row, load, expected, words):
+    got, reason = verdict.decide([row], load, 2)
+    assert got == expected and words in reason, (got, reason)
+
+
+def test_the_worst_row_decides(tmp_path: Path):
+    rows = [LATENCY, {**LATENCY, "rank": "3", "on_cpu_pct": "40"}, {**LATENCY, "on_cpu_pct": "70"}]
+    assert verdict.decide(rows, None, 2) == ("disturbed", "rank 3 on its CPU 40% of the time")
+
+
+def _job(tmp_path: Path, quality: dict | None) -> Path:
+    csv = tmp_path / "latency" / "j1.csv"
+    csv.parent.mkdir(parents=True)
+    csv.write_text("size_bytes,latency_ns_median\n4096,1.2\n")
+    rec = {"job_id": "j1", "grid": {"repetition": 0}}
+    if quality is not None:
+        rec["quality"] = quality
+    csv.with_suffix(".json").write_text(json.dumps(rec))
+    return csv
+
+
+def test_the_tables_carry_the_verdict_and_old_records_go_without(tmp_path: Path):
+    csv = _job(tmp_path / "new", verdict.record("disturbed", "rank 0 on its CPU 2% of the time", 3))
+    extra = aggregate.job_columns(csv, ["size_bytes", "latency_ns_median"])
+    assert (extra["quality"], extra["quality_reason"], extra["quality_tries"]) == (
+        "disturbed", "rank 0 on its CPU 2% of the time", 3)
+    old = aggregate.job_columns(_job(tmp_path / "old", None), ["size_bytes", "latency_ns_median"])
+    assert not {"quality", "quality_reason", "quality_tries"} & set(old)

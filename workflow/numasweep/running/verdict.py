@@ -1,0 +1,132 @@
+"""The quality verdict of one job, decided by run-job when the job ends: quiet, noisy or disturbed,
+with the reason in words.
+
+The rule, from the kernel's table and the machine's load average:
+
+- disturbed: a rank or thread ran on its CPU under DISTURBED_ON_CPU_PCT (50%) of a sample's
+  (or the timed repetitions') wall time, by the kernel's least share columns (`on_cpu_pct`,
+  `chase_on_cpu_pct`, `load_on_cpu_pct`): other work had its CPU at least as long as it did;
+  or a latency kernel spent every retake it had (`retaken` reached `samples`): its CPU stayed
+  shared however often it measured again.
+- noisy: a share under NOISY_ON_CPU_PCT (90%); or a row's spread within the run (max - min over
+  the median, or over the best for bandwidths) above the kernel's target, SPREAD_TARGET_PCT
+  (2% latency, 3% bandwidth); or the 1-minute load average when the job ended above the
+  machine's CPUs (more runnable work than CPUs: something waited).
+- quiet otherwise.
+
+The first cause found in that order is the reason. A disturbed job is measured again (run-job's
+--retry-disturbed); what a job records is `{"verdict", "reason", "tries"}` in its provenance
+(provenance.record's `quality`), and the aggregated tables carry it as `quality`,
+`quality_reason` and `quality_tries`.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+VERDICTS = ("quiet", "noisy", "disturbed")
+DISTURBED_ON_CPU_PCT = 50.0
+NOISY_ON_CPU_PCT = 90.0
+# Share columns a kernel writes, and who ran under it.
+ON_CPU_COLUMNS = {"on_cpu_pct": "a thread", "chase_on_cpu_pct": "the chase", "load_on_cpu_pct": "a load thread"}
+# Retake columns and the samples they are counted against (numa_latency, numa_loaded_latency).
+RETAKEN_COLUMNS = {"retaken": "samples", "chase_retaken": "samples"}
+# Within-run spread: (high, low, reference) columns and the target in percent.
+SPREAD_TARGET_PCT = {"latency": 2.0, "bandwidth": 3.0}
+SPREAD_COLUMNS = (
+    ("latency_ns_max", "latency_ns_min", "latency_ns_median", "latency"),
+    ("round_trip_ns_max", "round_trip_ns_min", "round_trip_ns_median", "latency"),
+    ("best_mb_s", "min_mb_s", "best_mb_s", "bandwidth"),
+    ("best_gb_s", "min_gb_s", "best_gb_s", "bandwidth"),
+    ("gb_s_max", "gb_s_min", "gb_s_median", "bandwidth"),
+)
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def _who(row: dict[str, str], column: str) -> str:
+    rank = row.get("rank")
+    return f"rank {rank}" if column == "on_cpu_pct" and rank not in (None, "") else ON_CPU_COLUMNS[column]
+
+
+def least_on_cpu(rows: list[dict[str, str]]) -> tuple[float, str] | None:
+    """(least share in percent, who ran under it) over the table's share columns; None when the
+    kernel records none (gpu_xfer, tables of before the columns)."""
+    found = [(v, _who(row, col)) for row in rows for col in ON_CPU_COLUMNS
+             if (v := _number(row.get(col))) is not None]
+    return min(found, key=lambda f: f[0]) if found else None
+
+
+def retakes_spent(rows: list[dict[str, str]]) -> int:
+    """Rows whose kernel spent every retake (retaken >= samples)."""
+    spent = 0
+    for row in rows:
+        for col, of in RETAKEN_COLUMNS.items():
+            taken, samples = _number(row.get(col)), _number(row.get(of))
+            spent += taken is not None and samples is not None and samples > 0 and taken >= samples
+    return spent
+
+
+def worst_spread(rows: list[dict[str, str]]) -> tuple[float, float] | None:
+    """(spread in percent, its target) of the row furthest over its target; None when the table
+    has no spread columns."""
+    worst = None
+    for row in rows:
+        for hi_col, lo_col, ref_col, kind in SPREAD_COLUMNS:
+            hi, lo, ref = _number(row.get(hi_col)), _number(row.get(lo_col)), _number(row.get(ref_col))
+            if hi is None or lo is None or not ref:
+                continue
+            spread, target = 100 * (hi - lo) / ref, SPREAD_TARGET_PCT[kind]
+            if worst is None or spread / target > worst[0] / worst[1]:
+                worst = (spread, target)
+    return worst
+
+
+def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int) -> tuple[str, str]:
+    """(verdict, reason) of a job from its table's rows, the 1-minute load average when it ended
+    (None: unknown) and the machine's CPUs."""
+    share = least_on_cpu(rows)
+    if share and share[0] < DISTURBED_ON_CPU_PCT:
+        return "disturbed", f"{share[1]} on its CPU {share[0]:.0f}% of the time"
+    spent = retakes_spent(rows)
+    if spent:
+        return "disturbed", (f"{spent} row{'s' if spent != 1 else ''} took every sample again and stayed "
+                             f"under 95% on the CPU")
+    if share and share[0] < NOISY_ON_CPU_PCT:
+        return "noisy", f"{share[1]} on its CPU {share[0]:.0f}% of the time"
+    spread = worst_spread(rows)
+    if spread and spread[0] > spread[1]:
+        return "noisy", f"spread within the run {spread[0]:.1f}%, above the target of {spread[1]:g}%"
+    if load_after is not None and load_after > cpus:
+        return "noisy", f"load average {load_after:.1f} on {cpus} CPUs when the job ended"
+    return "quiet", "every thread on its CPU, spread within target"
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", errors="replace") as fh:
+        return list(csv.DictReader(fh))
+
+
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def record(verdict: str, reason: str, tries: int) -> dict[str, object]:
+    """The provenance record's `quality`."""
+    return {"verdict": verdict, "reason": reason, "tries": tries}
+
+
+def columns(quality: dict) -> dict[str, object]:
+    """The aggregated tables' columns of a provenance record's `quality`."""
+    return {"quality": quality.get("verdict"), "quality_reason": quality.get("reason"),
+            "quality_tries": quality.get("tries")}
