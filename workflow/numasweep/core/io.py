@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
 from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
+from numasweep.core.units import approx_size
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,8 +27,6 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 def space_needed(folder: str | os.PathLike, sizes: list[int]) -> str:
     """`they need 1.2 MiB, 40 KiB are free there`: files of `sizes` bytes in `folder`, each
     rounded up to whole blocks of its file system."""
-    from numasweep.core.units import approx_size
-
     place = Path(folder).absolute()
     while not place.exists() and place != place.parent:
         place = place.parent

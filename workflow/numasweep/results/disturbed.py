@@ -21,15 +21,15 @@ import numpy as np
 import pandas as pd
 
 from numasweep.core import registry
+from numasweep.running import verdict
 from numasweep.results import series
 
 VERDICT, REASON, TRIES = "quality", "quality_reason", "quality_tries"
-DISTURBED, NOISY, QUIET = "disturbed", "noisy", "quiet"
-# a rank that had its CPU less than half a sample's time measured the other work as much as the
-# memory; under 90 % its latencies are inflated by a measurable part
-DISTURBED_CPU_PCT = 50.0
-NOISY_CPU_PCT = 90.0
-ON_CPU = ("on_cpu_pct", "chase_on_cpu_pct")
+QUIET, NOISY, DISTURBED = verdict.VERDICTS
+# tables of before the verdict: the share rule of `running.verdict` on the kernel's own columns
+DISTURBED_CPU_PCT = verdict.DISTURBED_ON_CPU_PCT
+NOISY_CPU_PCT = verdict.NOISY_ON_CPU_PCT
+ON_CPU = tuple(verdict.ON_CPU_COLUMNS)
 READ = (VERDICT, REASON, TRIES) + ON_CPU     # the columns a verdict is read from
 
 
@@ -58,10 +58,10 @@ def job_verdicts(df: pd.DataFrame) -> pd.DataFrame:
         if REASON in df:
             out[REASON] = df[REASON].astype(object).where(df[REASON].notna(), "").astype(str)
         return out
-    column = next((c for c in ON_CPU if c in df), None)
-    if column is None:
+    present = [c for c in ON_CPU if c in df]
+    if not present:
         return out
-    share = pd.to_numeric(df[column], errors="coerce")
+    share = df[present].apply(pd.to_numeric, errors="coerce").min(axis=1)
     job = df["job_id"].astype(str) if "job_id" in df else pd.Series("", index=df.index)
     least = share.groupby(job).transform("min")
     who = "rank " + df["rank"].astype(str) if "rank" in df else pd.Series("a thread", index=df.index)
