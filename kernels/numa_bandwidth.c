@@ -236,6 +236,9 @@ static void parse(int argc, char **argv, options *o)
                        "give --stores=nt a shape too, e.g. --variant=loop,avx2");
         }
     }
+    /* a --csv that cannot be written is the one error said, before the default size's warning */
+    if (o->common.csv && !o->common.check_args)
+        ns_csv_check_path(o->common.csv);
     if (!o->array_bytes)
         o->array_bytes = default_array_bytes(&o->common);
     uint64_t n = o->array_bytes / sizeof(double);
