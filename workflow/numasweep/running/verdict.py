@@ -8,10 +8,12 @@ The rule, from the kernel's table and the machine's load average:
   `chase_on_cpu_pct`, `load_on_cpu_pct`): other work had its CPU at least as long as it did;
   or a latency kernel spent every retake it had (`retaken` reached `samples`): its CPU stayed
   shared however often it measured again.
-- noisy: a share under NOISY_ON_CPU_PCT (90%); or a row's spread within the run (max - min over
-  the median, or over the best for bandwidths) above the kernel's target, SPREAD_TARGET_PCT
-  (2% latency, 3% bandwidth); or the 1-minute load average when the job ended above the
-  machine's CPUs (more runnable work than CPUs: something waited).
+- noisy: a share under NOISY_ON_CPU_PCT (90%); or the typical row's spread within the run (the
+  median over the rows of max - min over the median, best - average over the best for
+  bandwidths) above the kernel's target, SPREAD_TARGET_PCT (2% latency from 256 MiB on and 5%
+  below, as numa_latency's --spread and --spread-small; 3% bandwidth); or the
+  1-minute load average when the job ended above the machine's CPUs (more runnable work than
+  CPUs: something waited).
 - quiet otherwise.
 
 The first cause found in that order is the reason. A disturbed job is measured again (run-job's
@@ -35,11 +37,14 @@ ON_CPU_COLUMNS = {"on_cpu_pct": "a thread", "chase_on_cpu_pct": "the chase", "lo
 RETAKEN_COLUMNS = {"retaken": "samples", "chase_retaken": "samples"}
 # Within-run spread: (high, low, reference) columns and the target in percent.
 SPREAD_TARGET_PCT = {"time": 2.0, "rate": 3.0}     # a time per load (latencies), a rate (bandwidths)
+# numa_latency's own targets: --spread (2 %) from 256 MiB on, --spread-small (5 %) below, where a
+# sample is short and a cache's edge spreads it
+SMALL_BYTES, SMALL_TARGET_PCT = 256 << 20, 5.0
 SPREAD_COLUMNS = (
     ("latency_ns_max", "latency_ns_min", "latency_ns_median", "time"),
     ("round_trip_ns_max", "round_trip_ns_min", "round_trip_ns_median", "time"),
-    ("best_mb_s", "min_mb_s", "best_mb_s", "rate"),
-    ("best_gb_s", "min_gb_s", "best_gb_s", "rate"),
+    ("best_mb_s", "avg_mb_s", "best_mb_s", "rate"),
+    ("best_gb_s", "avg_gb_s", "best_gb_s", "rate"),
     ("gb_s_max", "gb_s_min", "gb_s_median", "rate"),
 )
 
@@ -75,18 +80,26 @@ def retakes_spent(rows: list[dict[str, str]]) -> int:
 
 
 def worst_spread(rows: list[dict[str, str]]) -> tuple[float, float] | None:
-    """(spread in percent, its target) of the row furthest over its target; None when the table
-    has no spread columns."""
-    worst = None
+    """(spread in percent, its target) of the job's typical row: the median over its rows of the
+    spread against its target (one size or kernel over it, a cache's edge or a first timed
+    iteration, does not make a run noisy; most of them do); None when the table has no spread
+    columns. A bandwidth's spread is best over average (the figure reported is the best; the
+    slowest single iteration says little of the others)."""
+    found = []
     for row in rows:
         for hi_col, lo_col, ref_col, kind in SPREAD_COLUMNS:
             hi, lo, ref = _number(row.get(hi_col)), _number(row.get(lo_col)), _number(row.get(ref_col))
             if hi is None or lo is None or not ref:
                 continue
-            spread, target = 100 * (hi - lo) / ref, SPREAD_TARGET_PCT[kind]
-            if worst is None or spread / target > worst[0] / worst[1]:
-                worst = (spread, target)
-    return worst
+            target = SPREAD_TARGET_PCT[kind]
+            size = _number(row.get("size_bytes"))
+            if kind == "time" and size is not None and size < SMALL_BYTES:
+                target = SMALL_TARGET_PCT
+            found.append((100 * (hi - lo) / ref, target))
+    if not found:
+        return None
+    found.sort(key=lambda f: f[0] / f[1])
+    return found[(len(found) - 1) // 2]
 
 
 def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int) -> tuple[str, str]:

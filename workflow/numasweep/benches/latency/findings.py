@@ -475,10 +475,11 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
             while end + 1 < len(sizes) and t.per_size[end + 1]["significant"]:
                 end += 1
             after = ", ".join(f"{r['ratio_4k_to_huge']:.2f}x" for r in t.per_size[end + 1:][:4])
+            where = (f"at {size_words(t.onset_bytes)}" if sizes[end] == t.onset_bytes else
+                     f"from {size_words(t.onset_bytes)} to {size_words(sizes[end])}")
             span = (f"from {size_words(t.onset_bytes)} on" if end == len(sizes) - 1 else
-                    f"from {size_words(t.onset_bytes)} to {size_words(sizes[end])} (not beyond the floor at every "
-                    f"larger size: {after}{' ...' if len(sizes) - end - 1 > 4 else ''} from "
-                    f"{size_words(sizes[end + 1])} on)")
+                    f"{where} (not at every larger size: {after}{' ...' if len(sizes) - end - 1 > 4 else ''} "
+                    f"from {size_words(sizes[end + 1])} on)")
             summary = _opening(text, f"4 KiB pages are slower than {page_words(t.huge_page)} beyond the noise and the "
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor {span} (onset "
                                      f"{_size_iv(t.onset)}; the cost is half its largest at "
