@@ -220,3 +220,22 @@ def test_every_rise_of_a_measured_zen4_and_model_curve_is_told_once(zen4, tmp_pa
         curves += _curves(p.table.drop(columns=["locality", "l3_position"]), p.topology)
     for c in curves:
         assert _untold(c) == [], (c.series, _untold(c))
+
+
+XEON = MEASURED / "xeon-vm"
+
+
+def test_xeon_guest_tells_its_caches_and_never_the_reported_480_mib_l3() -> None:
+    """The default sweep on a 2-vCPU Intel Xeon KVM guest (AVX-512, AMX) whose sysfs reports a
+    480 MiB L3 (tests/fixtures/measured/README.md): the L1d exit named, no rise put on the
+    reported L3 (latency is memory's long before it), no rise from memory latency given a cache,
+    every rise told once, no job disturbed, the audit passes."""
+    found = analysis.analyse(XEON)["findings"]
+    assert audit.audit(found) == []
+    steps = [f["numbers"] for f in found if f["id"] == "cache_threshold"]
+    assert {n["config"] for n in steps if n["matched_cache"] == "L1d (per core)"} >= {"1 rank", "2 ranks, 2 per domain"}
+    assert not [n for n in steps if str(n["matched_cache"]).startswith("L3")], steps
+    assert all(not n["matched_cache"] for n in steps if n["latency_before_ns"] >= 60), steps
+    assert not [f for f in found if f["id"] == "not_concluded"]
+    for c in _results_curves(XEON):
+        assert _untold(c) == [], (c.series, _untold(c))
