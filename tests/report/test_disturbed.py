@@ -68,3 +68,14 @@ def test_compare_passes_or_fails_nothing_measured_while_disturbed(tmp_path: Path
     assert "Measured while disturbed, so neither passed nor failed" in result["markdown"]
     assert all("1 rank" not in r["series"] or "4 KiB" not in r["series"] or r["bench"] != "latency"
                for r in result["series"]), result["series"]
+
+
+def test_conclude_disturbed_draws_the_findings_and_says_so(tmp_path: Path) -> None:
+    """config conclude_disturbed (an emulated machine, a test rig): the findings come from every
+    job, and the report's first lines name the disturbed ones all the same."""
+    folder = _marked(tmp_path, "verdict")
+    found = analysis.analyse(folder, conclude_disturbed=True)["findings"]
+    assert not [f for f in found if f["id"] == "not_concluded"] and [f for f in found if f["id"] == "tlb_cost"]
+    text = report.render(folder, {"findings": found}, None, tmp_path / "concluded.md", conclude_disturbed=True)
+    head = "\n".join(text.read_text().splitlines()[:14])
+    assert "concluded all the same" in head and "3% of a sample's time" in head, head

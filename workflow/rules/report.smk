@@ -33,8 +33,9 @@ rule analyse:
         "../envs/report.yaml"
     params:
         results=results_folder,
+        conclude=" --conclude-disturbed" if CONFIG["conclude_disturbed"] else "",
     shell:
-        "python -m numasweep analyse --results {params.results:q} -o {output:q} > {log:q} 2>&1"
+        "python -m numasweep analyse --results {params.results:q} -o {output:q}{params.conclude} > {log:q} 2>&1"
 
 
 rule figures:
@@ -95,10 +96,11 @@ rule report_md:
         # The parent of the per-benchmark figure folders.
         figures=lambda wildcards, input: os.path.dirname(input.figures[0]),
         sections=" ".join(f"--section {shlex.quote(s)}" for s in REPORT_SECTIONS),
+        conclude=" --conclude-disturbed" if CONFIG["conclude_disturbed"] else "",
     shell:
         "python -m numasweep report --results {params.results:q} --findings {input.findings:q}"
         " --figures {params.figures:q} {params.sections} -o {output.md:q} --html {output.html:q}"
-        " > {log:q} 2>&1"
+        "{params.conclude} > {log:q} 2>&1"
 
 
 rule report:
@@ -129,5 +131,7 @@ rule hwloc_export:
         results=results_folder,
         # a function, not the path: lint takes a path string in params for a prefix
         base=lambda wildcards: HWLOC_BASE,
+        force=" --force" if CONFIG["conclude_disturbed"] else "",
     shell:
-        "python -m numasweep hwloc-export {params.results:q} --base {params.base:q} -o {output:q} > {log:q} 2>&1"
+        "python -m numasweep hwloc-export {params.results:q} --base {params.base:q} -o {output:q}{params.force}"
+        " > {log:q} 2>&1"

@@ -229,7 +229,7 @@ def not_concluded(left: list[disturbed.Left]) -> list[Finding]:
 # ---------------------------------------------------------------- entry points
 
 
-def analyse(results_dir: str | Path) -> dict:
+def analyse(results_dir: str | Path, conclude_disturbed: bool = False) -> dict:
     """All findings for one results folder (results/<system>/ or examples/<name>/): each
     benchmark's analyses (`Bench.analyse`) in the registry's order, then page placement."""
     results_dir = Path(results_dir)
@@ -241,7 +241,9 @@ def analyse(results_dir: str | Path) -> dict:
         raise NumasweepError(f"{results_dir}: no aggregated <bench>.csv; run `python -m numasweep aggregate` first")
     # no finding rests on a job measured while disturbed: the analyses see the others, and each
     # series left out is said as not concluded (results.disturbed)
-    frames, left = disturbed.split(frames)
+    frames, left = disturbed.split(frames, conclude_disturbed)
+    if conclude_disturbed:
+        left = []       # concluded all the same: the report's first lines say so
     parts = [part for name, table in frames.items() if registry.get(name).analyse
              for part in registry.get(name).analyse(table, topo)]
     findings = [f for part in parts for f in part()] + placement_verification(frames) + not_concluded(left)
@@ -253,8 +255,10 @@ def main(argv: list[str]) -> int:
                                 description="Compute findings.json from aggregated results.")
     p.add_argument("--results", required=True, help="results/<system> or examples/<name>")
     p.add_argument("-o", "--output", required=True, help="findings.json to write")
+    p.add_argument("--conclude-disturbed", action="store_true",
+                   help="draw findings from jobs measured while disturbed too (config conclude_disturbed)")
     args = p.parse_args(argv)
-    result = analyse(args.results)
+    result = analyse(args.results, args.conclude_disturbed)
     atomic_write_text(args.output, json_text(result) + "\n")
     print(f"{args.output}: {len(result['findings'])} findings for {result['system']}")
     return 0

@@ -535,7 +535,8 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
     return entries
 
 
-def system_context(results_dir: Path, findings: dict | None, figures_dir: Path | None, out_md: Path) -> dict:
+def system_context(results_dir: Path, findings: dict | None, figures_dir: Path | None, out_md: Path,
+                   conclude_disturbed: bool = False) -> dict:
     topology = aggregate.load_topology(results_dir)
     frames = aggregate.load_results(results_dir, UNREAD)
     if topology is None and not frames:
@@ -544,7 +545,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     every = (findings or {}).get("findings", [])
     audit.check(every, f"report of {results_dir}")
     # the headline rests on no job measured while disturbed; the first lines say which were
-    clean, left = disturbed.split(frames)
+    clean, left = disturbed.split(frames, conclude_disturbed)
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})
@@ -598,6 +599,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "findings": found,
         "headline_table": headline_table(clean, topology),
         "disturbed": [r.sentence() for r in left],
+        "concluded_disturbed": conclude_disturbed,
         "noisy": [r.sentence() for r in disturbed.noisy(clean)],
         "headlines": summary_lines([f for f in found if f["headline"]])[:SUMMARY_MAX],
         "more_headlines": max(0, len(summary_lines([f for f in found if f["headline"]])) - SUMMARY_MAX),
@@ -610,11 +612,12 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
 
 
 def render(results_dir: str | os.PathLike, findings: dict | None, figures_dir: str | os.PathLike | None,
-           out_md: str | os.PathLike, sections: list[str | os.PathLike] = ()) -> Path:
+           out_md: str | os.PathLike, sections: list[str | os.PathLike] = (), conclude_disturbed: bool = False) -> Path:
     """Write one system's report to `out_md` and return its path. `sections` are Markdown files
     written by other commands (`fleet`, `compare`) in the report's folder, included as they are."""
     out_md = Path(out_md)
-    context = system_context(Path(results_dir), findings, Path(figures_dir) if figures_dir else None, out_md)
+    context = system_context(Path(results_dir), findings, Path(figures_dir) if figures_dir else None, out_md,
+                             conclude_disturbed)
     for section in sections:
         if not Path(section).is_file():
             raise NumasweepError(f"{section}: no such report section; write it first (python -m numasweep "
@@ -699,6 +702,9 @@ def main(argv: list[str]) -> int:
                         help="a Markdown section to include (fleet.md, comparison.md), in the report's folder")
     parser.add_argument("-o", "--output", required=True, help="Markdown file to write")
     parser.add_argument("--html", help="also the same report as one HTML page (figures embedded), to this file")
+    parser.add_argument("--conclude-disturbed", action="store_true",
+                        help="findings and headline from jobs measured while disturbed too, said in the first lines "
+                             "(config conclude_disturbed)")
     args = parser.parse_args(argv)
     if len(args.results) > 2:
         raise NumasweepError("report: give --results once (one system) or twice (two systems side by side)")
@@ -707,7 +713,7 @@ def main(argv: list[str]) -> int:
     results = [Path(r) for r in args.results]
     findings = [load_findings(f, r) for f, r in zip(args.findings or [None] * len(results), results)]
     if len(results) == 1:
-        path = render(results[0], findings[0], args.figures, args.output, args.section)
+        path = render(results[0], findings[0], args.figures, args.output, args.section, args.conclude_disturbed)
     else:
         path = render_cross(results, findings, Path(args.figures) if args.figures else None, Path(args.output))
     print(path)

@@ -96,14 +96,16 @@ def _records(df: pd.DataFrame, bench: str, verdicts: pd.DataFrame, verdict: str)
     return out
 
 
-def split(frames: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], list[Left]]:
+def split(frames: dict[str, pd.DataFrame], conclude: bool = False) -> tuple[dict[str, pd.DataFrame], list[Left]]:
     """(the frames without their disturbed jobs, a benchmark left out when all its jobs were; the
-    series left out, one record each)."""
+    series measured while disturbed, one record each). `conclude` (config conclude_disturbed, for
+    emulated machines and test rigs whose timings are not the point): the frames whole, the
+    records still given, for the report to say so."""
     clean, left = {}, []
     for bench, df in frames.items():
         verdicts = job_verdicts(df)
         left += _records(df, bench, verdicts, DISTURBED)
-        keep = (verdicts[VERDICT] != DISTURBED).to_numpy()
+        keep = (verdicts[VERDICT] != DISTURBED).to_numpy() | conclude
         if keep.all():
             clean[bench] = df
         elif keep.any():
