@@ -201,13 +201,15 @@ def copy_repo_with_kernels(repo: Path, out: Path) -> None:
     compileall.compile_dir(out / "repo" / "workflow", quiet=1)
 
 
-def render_report(repo: Path, out: Path, system: str) -> str:
+def render_report(repo: Path, out: Path, system: str, conclude_disturbed: bool = False) -> str:
     """The report rendered here, with the workflow's `report` target, from the results a guest
     wrote under `out/repo` (`--config results=`), as a cluster's report is rendered from its
     results: rendering is Python on the aggregated tables, minutes under emulation and seconds
-    here. Its Markdown, or a failure with the report log's tail."""
+    here; `conclude_disturbed` as the guest's campaign says it. Its Markdown, or a failure with
+    the report log's tail."""
     proc = snakemake(out / "repo", "report", "--profile", "profiles/local", "--cores", "2",
-                     "--config", f"results=results/{system}")
+                     "--config", f"results=results/{system}",
+                     *(["conclude_disturbed=true"] if conclude_disturbed else []))
     log = out / "repo" / "logs" / system / "report" / "report_md.log"
     assert proc.returncode == 0, (
         f"the report did not render:\n{proc.stderr[-3000:]}\n{log.read_text()[-3000:] if log.exists() else ''}")
