@@ -449,14 +449,13 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     # Every curve is segmented over all its sizes, a 4 KiB curve paired with a huge-page one too:
     # its rise out of the last cache to memory is a story of its own (the TLB's share of it is
     # told by the pair's ratio, `tlb_partings`), never dropped.
-    paired_base: set[int] = set()
     curves_in: list[tuple[Series, str | None]] = list(zip(all_series, refusals(all_series, topology)))
     spreads = _run_spreads(table, series_keys)
     unstable = {id(s): _unstable(s, spreads, series_keys) for s, reason in curves_in if reason is None}
     stable = {id(s): _without_sizes(s, [size for size, _ in unstable[id(s)]]) for s, reason in curves_in
               if reason is None}
     # one BH family: every step of every measured curve that is segmented
-    tested = [(s, j, st) for s, reason in curves_in if reason is None and id(s) not in paired_base
+    tested = [(s, j, st) for s, reason in curves_in if reason is None
               for j, st in enumerate(_steps(stable[id(s)]))]
     steps = np.array([st for _, _, st in tested], float).reshape(-1, 3)       # (log ratio, se, dof) each
     pvals = [float(p) for p in stats.rise_pvalue(steps[:, 0], steps[:, 1], steps[:, 2], STEP_FLOOR)]
@@ -472,8 +471,6 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
         if reason is not None:
             curves.append(CurveLevels(**base, measured=False, gate_reason=reason, transitions=[], unseen=[],
                                       untested=[]))
-            continue
-        if id(s) in paired_base:
             continue
         step = float(np.median(np.diff(np.log2(s.sizes)))) if len(s.sizes) > 1 else 1.0
         transitions = _segment(stable[id(s)], rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
@@ -604,16 +601,6 @@ def _page_pairs(series: list[Series], page_col: str) -> list[tuple[Series, Serie
 
 def _without_pages(key: dict, page_col: str) -> dict:
     return {k: v for k, v in key.items() if k not in (page_col, GRID_PAGES)}
-
-
-def _below(small: Series, huge: Series) -> Series | None:
-    """The part of a 4 KiB curve that its huge-page curve does not cover (its sizes up to the
-    smallest huge-page size), segmented on its own: a default sweep measures huge pages only
-    at the large sizes, and the small caches are read off the 4 KiB curve there."""
-    keep = small.sizes <= huge.sizes.min()
-    if keep.sum() < 2:
-        return None
-    return Series(small.key, small.sizes[keep], small.logs[:, keep], small.run_se[:, keep], small.replicates)
 
 
 def _ratio_series(small: Series, huge: Series) -> Series:

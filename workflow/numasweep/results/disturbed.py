@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from numasweep.core import registry
@@ -117,7 +116,3 @@ def noisy(frames: dict[str, pd.DataFrame]) -> list[Left]:
     """The noisy series of each benchmark, one record each."""
     return [r for bench, df in frames.items() for r in _records(df, bench, job_verdicts(df), NOISY)]
 
-
-def disturbed_rows(df: pd.DataFrame) -> np.ndarray:
-    """Which rows of a table come from disturbed jobs."""
-    return (job_verdicts(df)[VERDICT] == DISTURBED).to_numpy()
