@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -51,6 +52,7 @@ sys.path.insert(0, str(REPO / "workflow"))
 from numasweep.core.errors import NumasweepError  # noqa: E402
 from numasweep.core.io import read_csv  # noqa: E402
 from numasweep.core.units import format_size, parse_size  # noqa: E402
+from numasweep.statistics import stats  # noqa: E402
 
 BIN = REPO / "build" / "bin"
 LATENCY_SIZES = "16K,64K,256K,1M,4M,16M,64M,256M,1G,4G"
@@ -146,38 +148,19 @@ def memcpy_threshold(binary: Path) -> tuple[int | None, str]:
     return int(m.group(1), 0), f"glibc's non-temporal threshold {format_size(int(m.group(1), 0))}"
 
 
-def build_stream(src: Path, ref_dir: Path, elements: int, loops: bool) -> Path:
+def build_stream(src: Path, ref_dir: Path, elements: int, loops: bool, ntimes: int = 20) -> Path:
     """STREAM as users build it (gcc -O3 -march=native -fopenmp), sized to our arrays. gcc turns
     its copy loop into memcpy, one call per thread's part (glibc streams a call of at least its
     non-temporal threshold with non-temporal stores: `memcpy_threshold`); with loops=True -fno-tree-loop-distribute-patterns keeps every kernel a loop of ordinary stores."""
     name = "stream_loops" if loops else "stream_gcc"
-    out = ref_dir / f"{name}_{elements}"
+    out = ref_dir / f"{name}_{elements}_{ntimes}"
     if not out.exists():
-        cmd = ["gcc", "-O3", "-march=native", "-fopenmp", f"-DSTREAM_ARRAY_SIZE={elements}", "-DNTIMES=20",
+        cmd = ["gcc", "-O3", "-march=native", "-fopenmp", f"-DSTREAM_ARRAY_SIZE={elements}", f"-DNTIMES={ntimes}",
                *(["-fno-tree-loop-distribute-patterns"] if loops else []), str(src), "-o", str(out)]
         if elements * 8 * 3 >= 2 << 30:
             cmd.insert(-3, "-mcmodel=medium")  # static arrays over 2 GiB
         run(cmd)
     return out
-
-
-def stream_mb_s(binary: Path, threads: int) -> dict[str, float]:
-    """STREAM's best rates (MB/s = 10^6 bytes/s) by function: Copy, Scale, Add, Triad."""
-    proc = run([binary], env={"OMP_NUM_THREADS": str(threads), **OMP_ENV})
-    rates = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(Copy|Scale|Add|Triad):\s+([0-9.]+)", proc.stdout,
-                                                                re.MULTILINE)}
-    if "Solution Validates" not in proc.stdout or len(rates) != 4:
-        fail(f"{binary}: no validated Copy/Scale/Add/Triad rates in its output")
-    return rates
-
-
-def likwid_mb_s(test: str, working_set_bytes: int, threads: int) -> float:
-    """likwid-bench MByte/s (10^6 bytes/s) over its whole run; its kB are 1000 bytes."""
-    proc = run(["likwid-bench", "-t", test, "-w", f"S0:{working_set_bytes // 1000}kB:{threads}"])
-    match = re.search(r"^MByte/s:\s+([0-9.]+)", proc.stdout, re.MULTILINE)
-    if not match:
-        fail(f"likwid-bench -t {test}: no 'MByte/s:' line in its output")
-    return float(match.group(1))
 
 
 # ---------------------------------------------------------------- bookkeeping
@@ -227,22 +210,27 @@ def verdict(ratio: float) -> str:
 
 # ---------------------------------------------------------------- bandwidth
 
-# (our row, reference tool, its figure) - like for like, bytes counted the STREAM way by all (no
-# write-allocate traffic). A likwid figure is a group of flavours: the comparison is with the
-# group's best flavour, the one of the highest median over the rounds.
+# What a pair compares: (our row, the statistic of ours, reference tool, its figure). Like for
+# like, bytes counted the STREAM way by all (no write-allocate traffic). Against STREAM our best
+# repetition is compared with its best; likwid reports a whole-run rate, so our average over the
+# repetitions is compared with it. A likwid figure is a group of flavours ("stream" = stream,
+# stream_sse, stream_avx_fma, ...): the pair runs the group's fastest flavour of a scouting pass.
 BANDWIDTH_PAIRS = [
-    ("triad regular", "STREAM loops", "Triad"),
-    ("triad regular", "STREAM gcc", "Triad"),
-    ("triad regular", "likwid", "stream"),
-    ("triad nt", "likwid", "stream_mem"),
-    ("copy regular", "STREAM loops", "Copy"),
-    ("copy regular", "likwid", "copy"),
-    ("copy nt", "STREAM gcc", "Copy"),      # or copy regular: `memcpy_threshold`
-    ("copy nt", "likwid", "copy_mem"),
-    ("read", "likwid", "load"),
-    ("write regular", "likwid", "store"),
-    ("write nt", "likwid", "store_mem"),
+    ("triad regular", "best", "STREAM loops", "Triad"),
+    ("copy regular", "best", "STREAM loops", "Copy"),
+    ("triad regular", "best", "STREAM gcc", "Triad"),
+    ("copy nt", "best", "STREAM gcc", "Copy"),      # or copy regular: `memcpy_threshold`
+    ("triad regular", "avg", "likwid", "stream"),
+    ("triad nt", "avg", "likwid", "stream_mem"),
+    ("copy regular", "avg", "likwid", "copy"),
+    ("copy nt", "avg", "likwid", "copy_mem"),
+    ("read", "avg", "likwid", "load"),
+    ("write regular", "avg", "likwid", "store"),
+    ("write nt", "avg", "likwid", "store_mem"),
 ]
+SHORT_ROWS = ("copy regular", "copy nt", "triad regular", "triad nt", "read")   # --short
+HALF_WIDTH = 0.02      # pairs are added until every ratio's 95% interval is within +-2%...
+MIN_PAIRS = 3          # ...with at least this many pairs
 
 
 def default_array_bytes() -> int:
@@ -257,148 +245,266 @@ def default_array_bytes() -> int:
 OUR_ROWS = ("copy regular", "copy nt", "triad regular", "triad nt", "read", "write regular", "write nt")
 
 
-def our_rows(table, record: Rounds, suffix: str = "") -> None:
-    """Our figures by row ("copy regular", "copy nt", "read", ...; with suffix, e.g. " avx2"):
-    best and average MB/s, and the code shape each row ran."""
-    for _, r in table.iterrows():
-        row = (f"{r['kernel']} {r['stores']}" if r["kernel"] != "read" else "read") + suffix
-        record.add(row, "ours", float(r["best_mb_s"]))
-        record.add(row, "ours avg", float(r["avg_mb_s"]))
-        record.shapes[row].append(str(r.get("variant", "unknown")))  # (builds before the column: unknown)
+def row_name(kernel: str, stores: str) -> str:
+    return kernel if kernel == "read" else f"{kernel} {stores}"
 
 
-def bandwidth_section(array_bytes: int, rounds: int, threads_list: list[int], stream_src: Path | None,
-                      ref_dir: Path, workdir: Path, shapes: bool, likwid_groups: list[str] | None = None) -> list[str]:
+def pair_verdict(ratio: stats.Interval) -> str:
+    """Within 3% only when the whole 95% interval is; below or above only when all of it is."""
+    if not (math.isfinite(ratio.low) and math.isfinite(ratio.high)):
+        return "undecided (one pair: no interval)"
+    span = f"{ratio.estimate:.3f} [{ratio.low:.3f}-{ratio.high:.3f}]"
+    if 1 - TARGET <= ratio.low and ratio.high <= 1 + TARGET:
+        return f"within 3%: {span}"
+    if ratio.high < 1 - TARGET:
+        return f"below by {1 - ratio.estimate:.1%}: {span}"
+    if ratio.low > 1 + TARGET:
+        return f"above by {ratio.estimate - 1:.1%}: {span}"
+    return f"undecided: {span}"
+
+
+def pair_interval(ratios: list[float]) -> stats.Interval:
+    """The ratio's 95% interval over the pairs: a t interval on the mean log ratio (pairs - 1 df);
+    the pairs are independent (each runs both tools afresh, back to back)."""
+    logs = [math.log(r) for r in ratios]
+    if len(logs) < 2:
+        return stats.Interval.unknown(ratios[0], "one pair")
+    return stats.t_interval(statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs)), len(logs) - 1)
+
+
+def frequency_behaviour() -> str:
+    """How the CPUs' clock may move, where Linux says: cpufreq driver, governor and the range of
+    the current frequencies, turbo/boost; else the 'cpu MHz' of /proc/cpuinfo (a VM's is usually
+    its host's nominal clock)."""
+    cpufreq = Path("/sys/devices/system/cpu/cpu0/cpufreq")
+    parts = []
+    if cpufreq.is_dir():
+        for name in ("scaling_driver", "scaling_governor"):
+            if (cpufreq / name).exists():
+                parts.append(f"{name.split('_')[1]} {(cpufreq / name).read_text().strip()}")
+        cur = [int(p.read_text()) for p in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq")]
+        if cur:
+            parts.append(f"current {min(cur) / 1e6:.2f}-{max(cur) / 1e6:.2f} GHz over {len(cur)} CPUs")
+        for knob, on in (("intel_pstate/no_turbo", "0"), ("cpufreq/boost", "1")):
+            path = Path("/sys/devices/system/cpu") / knob
+            if path.exists():
+                parts.append(f"turbo {'on' if path.read_text().strip() == on else 'off'}")
+    else:
+        mhz = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([0-9.]+)", Path("/proc/cpuinfo").read_text(), re.M)]
+        parts.append("no cpufreq (frequency not controlled by this OS)" + (
+            f", /proc/cpuinfo {min(mhz):.0f}-{max(mhz):.0f} MHz" if mhz else ""))
+    return "; ".join(parts)
+
+
+def omp_cpus(proc: subprocess.CompletedProcess[str]) -> str:
+    """The CPU list of each OpenMP thread, from libgomp's OMP_DISPLAY_AFFINITY lines."""
+    cpus = dict(re.findall(r"^omp thread (\d+) on CPUs (\S+)$", proc.stderr + proc.stdout, re.M))
+    return " ".join(f"{t}:{cpus[t]}" for t in sorted(cpus, key=int)) or "not printed"
+
+
+OMP_AFFINITY = {"OMP_DISPLAY_AFFINITY": "TRUE", "OMP_AFFINITY_FORMAT": "omp thread %n on CPUs %A"}
+
+
+def likwid_run(test: str, working_set_bytes: int, threads: int, iterations: int | None = None) -> dict[str, str]:
+    """likwid-bench's result lines ("MByte/s", "Time", "Data volume (Byte)", ...; MByte/s is
+    10^6 bytes/s over its whole run, its kB are 1000 bytes) and the hardware threads it ran on."""
+    proc = run(["likwid-bench", "-t", test, "-w", f"S0:{working_set_bytes // 1000}kB:{threads}",
+                *(["-i", str(iterations)] if iterations else [])])
+    out = dict(re.findall(r"^([A-Za-z][^:\n]*):\s+(\S+)", proc.stdout, re.M))
+    if "MByte/s" not in out:
+        fail(f"likwid-bench -t {test}: no 'MByte/s:' line in its output")
+    out["cpus"] = ",".join(re.findall(r"Thread \d+ running on hwthread (\d+)", proc.stdout))
+    return out
+
+
+def likwid_wall_check(test: str, working_set_bytes: int, threads: int) -> str:
+    """Does likwid-bench's own clock agree with the wall clock? Two runs of 10 and 30 iterations
+    per thread: the extra bytes over the extra wall time is a rate no thread's timing can raise
+    (start-up and initialisation cancel out); a reported rate far above it means the threads did
+    not all stream for the whole of the reported time."""
+    walls, volumes, reported = [], [], []
+    for iterations in (10, 30):
+        start = time.monotonic()
+        out = likwid_run(test, working_set_bytes, threads, iterations)
+        walls.append(time.monotonic() - start)
+        volumes.append(float(out["Data volume (Byte)"]))
+        reported.append(float(out["MByte/s"]))
+    wall_rate = (volumes[1] - volumes[0]) / (walls[1] - walls[0]) / 1e6
+    # Counting: every iteration moves the whole working set once, split among the threads.
+    counted = volumes[1] / (float(out["Iterations per thread"]) * working_set_bytes)
+    return (f"likwid-bench {test} clock check: reported {reported[1]:.0f} MB/s, wall clock over the extra "
+            f"20 iterations {wall_rate:.0f} MB/s (reported / wall {reported[1] / wall_rate:.3f}); bytes counted "
+            f"per iteration / working set {counted:.3f}")
+
+
+class Pairs:
+    """Per comparison (our row, our statistic, reference, figure): one ratio ours / reference per
+    pair, and what each pair saw (load, our code shape)."""
+
+    def __init__(self) -> None:
+        self.ratios: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+        self.ours: dict[tuple[str, str], list[float]] = defaultdict(list)
+        self.refs: dict[tuple[str, str], list[float]] = defaultdict(list)
+        self.shapes: dict[str, list[str]] = defaultdict(list)
+        self.loads: list[float] = []
+
+    def interval(self, key: tuple[str, str, str, str]) -> stats.Interval:
+        return pair_interval(self.ratios[key])
+
+    def settled(self, key: tuple[str, str, str, str]) -> bool:
+        values = self.ratios[key]
+        if len(values) < MIN_PAIRS:
+            return False
+        ratio = self.interval(key)
+        return max(ratio.high / ratio.estimate - 1, 1 - ratio.low / ratio.estimate) <= HALF_WIDTH
+
+
+def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Path | None, ref_dir: Path,
+                      workdir: Path, shapes: bool, likwid_groups: list[str] | None, rows: tuple[str, ...],
+                      max_pairs: int, budget_s: float, ntimes: int) -> list[str]:
     elements = array_bytes // 8
-    print(f"\n== bandwidth: {format_size(array_bytes)} per array ({array_bytes} bytes), {rounds} interleaved rounds, "
-          f"MB/s = 10^6 bytes/s counted as STREAM does, load average {load():.2f} ==")
-    print("against STREAM: best of 20 repetitions (the first not counted) on both sides; against likwid, whose "
-          "figure is its whole-run rate: our average over the repetitions, against the best of likwid's "
-          "flavours (the highest median over the rounds)")
+    print(f"\n== bandwidth: {format_size(array_bytes)} per array ({array_bytes} bytes), MB/s = 10^6 bytes/s "
+          f"counted as STREAM does, load average {load():.2f} ==")
+    print(f"each reference is paired with a run of ours just before or after it (the order alternates), so both "
+          f"see the same seconds of the machine; pairs are added until every ratio's 95% interval is within "
+          f"+-{HALF_WIDTH:.0%} ({MIN_PAIRS} pairs at least), {max_pairs} pairs or {budget_s:.0f} s per thread count. "
+          f"Against STREAM: best of {ntimes} repetitions on both sides; against likwid (a whole-run rate): "
+          "our average over the repetitions, against likwid's fastest flavour of a scouting pass")
+    print(f"CPU frequency: {frequency_behaviour()}")
     streams: dict[str, Path] = {}
     if stream_src:
-        streams["STREAM gcc"] = build_stream(stream_src, ref_dir, elements, loops=False)
-        streams["STREAM loops"] = build_stream(stream_src, ref_dir, elements, loops=True)
+        streams["STREAM gcc"] = build_stream(stream_src, ref_dir, elements, loops=False, ntimes=ntimes)
+        streams["STREAM loops"] = build_stream(stream_src, ref_dir, elements, loops=True, ntimes=ntimes)
         calls = "<memcpy@plt>" in run(["objdump", "-d", streams["STREAM gcc"]]).stdout
         print(f"STREAM gcc {'calls memcpy' if calls else 'does NOT call memcpy here'} for copy; STREAM loops keeps "
               "every kernel a loop")
     threshold, source = memcpy_threshold(streams["STREAM gcc"]) if streams else (None, "")
     flavours = likwid_flavours() if shutil.which("likwid-bench") else {}
-    if likwid_groups is not None:
-        flavours = {g: f for g, f in flavours.items() if g in likwid_groups}
+    if likwid_groups is not None:   # a group's name keeps the group, a flavour's name that flavour
+        flavours = {g: [f for f in names if g in likwid_groups or f in likwid_groups] for g, names in flavours.items()}
+        flavours = {g: names for g, names in flavours.items() if names}
     if flavours:
         print("likwid-bench flavours this CPU runs: " + "; ".join(f"{g}: {' '.join(f)}" for g, f in flavours.items()))
     verdicts = []
     for threads in threads_list:
-        record = Rounds()
         env = {"OMP_NUM_THREADS": str(threads), **OMP_ENV}
-        ours_cmd = [BIN / "numa_bandwidth", "--kernels=copy,triad,read,write", "--stores=regular,nt",
-                    f"--array-size={array_bytes // 1024}K", "--ntimes=20", "--quiet"]
+        record = Pairs()
+        # STREAM's copy is one memcpy per thread's part of the arrays: it streams with non-temporal
+        # stores only from glibc's threshold on, and is compared with our copy of the same stores
+        # (unknown threshold: with the non-temporal copy, as on most machines at 4x the LLC)
+        part = array_bytes // threads
+        streamed = threshold is None or part >= threshold
+        pairs = [(row if (tool, figure) != ("STREAM gcc", "Copy") or streamed else "copy regular", stat, tool, figure)
+                 for row, stat, tool, figure in BANDWIDTH_PAIRS]
+        pairs = [p for p in pairs if p[0] in rows and (p[2] in streams or p[2] == "likwid" and p[3] in flavours)]
+        print(f"\n-- {threads} thread{'s' if threads > 1 else ''}, load average {load():.2f}")
+        if "STREAM gcc" in streams:
+            print(f"STREAM gcc copy: memcpy of {format_size(part)} per thread, {'at or over' if streamed else 'under'} "
+                  f"{source}: {'non-temporal' if streamed else 'regular'} stores, compared with our copy "
+                  f"{'nt' if streamed else 'regular'}")
 
-        def ours_table(out: Path, *extra: str):
-            run([*ours_cmd, *extra, f"--csv={out}"], env=env)
+        def ours(needed: list[str], tag: str, *extra: str) -> tuple[dict[str, dict[str, float]], str]:
+            kernels = sorted({r.split()[0] for r in needed})
+            stores = sorted({r.split()[1] if " " in r else "regular" for r in needed})
+            out = workdir / f"bw-{threads}-{tag}.csv"
+            proc = run([BIN / "numa_bandwidth", f"--kernels={','.join(kernels)}", f"--stores={','.join(stores)}",
+                        f"--array-size={array_bytes // 1024}K", f"--ntimes={ntimes}", "--quiet", f"--csv={out}",
+                        *extra], env={**env, **OMP_AFFINITY})
             table = read_csv(out, required=["kernel", "stores", "best_mb_s", "avg_mb_s", "validation", "array_bytes"])
             if (table["validation"] != "pass").any() or int(table["array_bytes"].iloc[0]) != array_bytes:
                 fail(f"{out}: numa_bandwidth failed its validation or ran another size")
-            return table
+            got = {}
+            for _, r in table.iterrows():
+                name = row_name(r["kernel"], r["stores"]) + (f" {r['variant']}" if "--variant=all" in extra else "")
+                got[name] = {"best": float(r["best_mb_s"]), "avg": float(r["avg_mb_s"])}
+                record.shapes[name].append(str(r.get("variant", "unknown")))
+            return got, omp_cpus(proc)
 
-        def ours() -> None:
-            our_rows(ours_table(workdir / f"bw-{threads}.csv"), record)
+        def reference(tool: str, figure: str) -> tuple[dict[str, float], str]:
+            if tool == "likwid":
+                nstreams = LIKWID_STREAMS[figure.split("_")[0]]
+                out = likwid_run(figure, nstreams * array_bytes, threads)
+                return {figure: float(out["MByte/s"])}, out["cpus"]
+            proc = run([streams[tool]], env={"OMP_NUM_THREADS": str(threads), **OMP_ENV, **OMP_AFFINITY})
+            rates = {m.group(1): float(m.group(2))
+                     for m in re.finditer(r"^(Copy|Scale|Add|Triad):\s+([0-9.]+)", proc.stdout, re.M)}
+            if "Solution Validates" not in proc.stdout or len(rates) != 4:
+                fail(f"{streams[tool]}: no validated Copy/Scale/Add/Triad rates in its output")
+            return rates, omp_cpus(proc)
 
-        def ours_shapes() -> None:
-            table = ours_table(workdir / f"bw-shapes-{threads}.csv", "--variant=all")
-            for variant, part in table.groupby("variant"):
-                our_rows(part, record, f" {variant}")
-
-        tools: list[tuple[str, Callable[[], None]]] = [("ours", ours)]
-        if shapes:
-            tools.append(("ours shapes", ours_shapes))
-        for name, binary in streams.items():
-            def stream(name: str = name, binary: Path = binary) -> None:
-                for function, rate in stream_mb_s(binary, threads).items():
-                    record.add(function, name, rate)
-            tools.append((name, stream))
-        failed: dict[str, str] = {}  # a flavour that fails once (likwid 5.2.2's stream_mem crashes) is left out
-        for group, names in flavours.items():
-            for test in names:
-                def likwid(test: str = test, nstreams: int = LIKWID_STREAMS[group.split("_")[0]]) -> None:
-                    if test in failed:
-                        return
-                    try:
-                        record.add(test, "likwid", likwid_mb_s(test, nstreams * array_bytes, threads))
-                    except NumasweepError as exc:
-                        failed[test] = str(exc)
-                tools.append((f"likwid {test}", likwid))
-        print(f"-- {threads} thread{'s' if threads > 1 else ''}")
-
-        def tables() -> list[str]:
-            """The comparison tables over the rounds so far, and their target lines."""
-            found = []
-            print("our code shapes, as each round's calibration chose them: " + "; ".join(
-                f"{row} {'/'.join(sorted(set(record.shapes[row])))}" for row in OUR_ROWS if row in record.shapes))
-            print(f"{'ours':<14} {'stat':<4} {'reference':<30} {'ours MB/s':>10} {'ref MB/s':>10} {'ratio':>7} "
-                  f"{'[min-max]':>15}  target")
-            # STREAM's copy loop runs as one memcpy per thread's part of the arrays: it streams with
-            # non-temporal stores only from glibc's threshold on, and is compared with our copy of
-            # the same stores (unknown threshold: with the non-temporal copy, as on most machines
-            # at 4x the last-level cache)
-            part = array_bytes // threads
-            streamed = threshold is None or part >= threshold
-            if "STREAM gcc" in streams:
-                print(f"STREAM gcc copy: memcpy of {format_size(part)} per thread, "
-                      f"{'at or over' if streamed else 'under'} {source}: "
-                      f"{'non-temporal' if streamed else 'regular'} stores, compared with our copy "
-                      f"{'nt' if streamed else 'regular'}")
-            for row, tool, figure in BANDWIDTH_PAIRS:
-                if (tool, figure) == ("STREAM gcc", "Copy") and not streamed:
-                    row = "copy regular"
-                if tool == "likwid":
-                    group = [f for f in flavours.get(figure, []) if record.has(f, tool) and f not in failed]
-                    figure = max(group, key=lambda f: record.median(f, tool)) if group else figure
-                    ref_name = f"likwid best {figure}"
-                else:
-                    ref_name = f"{tool} {figure}"
-                if not record.has(figure, tool):
-                    why = ("no --stream-src given" if tool != "likwid" else "likwid-bench not installed"
-                           if not shutil.which("likwid-bench") else "left out by --likwid")
-                    print(f"{row:<14} {'':<4} {ref_name:<30} {'':>10} {'NOT RUN':>10}  ({why})")
+        # Scouting: every likwid flavour once (the fastest of each group is the one paired), and
+        # where each tool's threads run.
+        best: dict[str, str] = {}
+        scouted: dict[str, float] = {}
+        for group in sorted({f for _, _, t, f in pairs if t == "likwid"}):
+            for test in flavours[group]:
+                try:
+                    rate, cpus = reference("likwid", test)
+                except NumasweepError as exc:   # likwid 5.2.2's stream_mem crashes on some CPUs
+                    print(f"  likwid {test}: FAILED ({(re.findall(r'exited -?[0-9]+', str(exc)) or [str(exc)[:60]])[0]})")
                     continue
-                stat = "ours" if tool.startswith("STREAM") else "ours avg"
-                ratio, low, high = record.ratio((row, stat), (figure, tool))
-                print(f"{row:<14} {stat[5:] or 'best':<4} {ref_name:<30} {record.median(row, stat):>10.0f} "
-                      f"{record.median(figure, tool):>10.0f} {ratio:>7.3f} [{low:.3f}-{high:.3f}]  {verdict(ratio)}")
-                found.append(f"bandwidth {row} {threads}T ({'/'.join(sorted(set(record.shapes[row])))}) vs "
-                         f"{ref_name}: {ratio:.3f} [{low:.3f}-{high:.3f}] {verdict(ratio)} "
-                         f"(load {min(record.loads):.2f}-{max(record.loads):.2f})")
-            # Every flavour and shape, for the record: which code shape gives this machine's best.
-            print(f"{'':<14} {'every flavour: median MB/s over the rounds [min-max]; ours: average over the repetitions'}")
-            for group, names in flavours.items():
-                cells = [f"{f} {record.median(f, 'likwid'):.0f} [{min(record.values[(f, 'likwid')]):.0f}-"
-                         f"{max(record.values[(f, 'likwid')]):.0f}]" for f in names if record.has(f, "likwid")]
-                cells += [f"{f} FAILED ({(re.findall(r'exited -?[0-9]+', failed[f]) or [failed[f][:60]])[0]})"
-                          for f in names if f in failed]
-                print(f"  likwid {group:<11} " + ", ".join(cells))
-            # Every round's figures and load, for a closer look (e.g. at the quietest round).
-            (workdir / f"bw-rounds-{threads}.json").write_text(json.dumps(
-                {"loads": record.loads, "shapes": record.shapes,
-                 "values": {f"{row} | {tool}": v for (row, tool), v in record.values.items()}}, indent=1))
-            if shapes:
-                for base in OUR_ROWS:
-                    cells = [f"{row[len(base) + 1:]} {record.median(row, 'ours avg'):.0f} "
-                             f"[{min(record.values[(row, 'ours avg')]):.0f}-{max(record.values[(row, 'ours avg')]):.0f}]"
-                             for row in sorted({r for r, t in record.values if t == "ours avg" and r.startswith(base + " ")
-                                                and r.count(" ") == base.count(" ") + 1})]
-                    print(f"  ours {base:<13} " + ", ".join(cells))
-            sys.stdout.flush()
-            return found
+                scouted[test] = rate[test]
+            ok = [t for t in flavours[group] if t in scouted]
+            if ok:
+                best[group] = max(ok, key=scouted.__getitem__)
+                print(f"  likwid {group:<11} " + ", ".join(f"{t} {scouted[t]:.0f}" for t in ok) + f"  -> {best[group]}")
+        pairs = [(r, s, t, best.get(f, f)) for r, s, t, f in pairs if t != "likwid" or f in best]
+        placed = [f"ours {ours([pairs[0][0]], 'cpus')[1] if pairs else '-'}"]
+        placed += [f"{tool} {reference(tool, 'Copy')[1]}" for tool in streams]
+        placed += [f"likwid {likwid_run(next(iter(best.values())), 2 * array_bytes, threads)['cpus']}" if best else ""]
+        print("  threads on CPUs (thread:CPUs): " + "; ".join(p for p in placed if p))
+        if best:
+            print("  " + likwid_wall_check(best.get("copy", next(iter(best.values()))),
+                                           LIKWID_STREAMS[next(iter(best)).split("_")[0]] * array_bytes, threads))
+        if shapes:
+            got, _ = ours(list(rows), "shapes", "--variant=all")
+            print("  every shape of ours once, average MB/s: " + ", ".join(f"{k} {v['avg']:.0f}" for k, v in got.items()))
 
-        def so_far(done: int) -> None:
-            print(f"-- {threads} thread{'s' if threads > 1 else ''}, the first {done} of {rounds} rounds "
-                  "(kept in case the run is stopped before the last)", flush=True)
-            tables()
+        # The pairs: one per reference run, grouped by the run (one STREAM run gives Copy and Triad).
+        by_run: dict[tuple[str, str], list[tuple[str, str, str, str]]] = defaultdict(list)
+        for key in pairs:
+            by_run[(key[2], key[3])].append(key)
+        started = time.monotonic()
+        step = 0
+        while step < max_pairs and time.monotonic() - started < budget_s:
+            todo = [(run_key, keys) for run_key, keys in by_run.items() if not all(record.settled(k) for k in keys)]
+            if not todo:
+                break
+            for i, ((tool, figure), keys) in enumerate(todo[step % len(todo):] + todo[:step % len(todo)]):
+                order = ("ours", "ref") if (step + i) % 2 == 0 else ("ref", "ours")
+                got: dict[str, dict[str, float]] = {}
+                ref: dict[str, float] = {}
+                for side in order:
+                    if side == "ours":
+                        got = ours([k[0] for k in keys], "pair")[0]
+                    else:
+                        ref = reference(tool, figure)[0]
+                for row, stat, _, fig in keys:
+                    record.ratios[(row, stat, tool, fig)].append(got[row][stat] / ref[fig])
+                    record.ours[(row, stat)].append(got[row][stat])
+                    record.refs[(tool, fig)].append(ref[fig])
+            record.loads.append(load())
+            step += 1
+            print(f"  pair {step} done ({time.monotonic() - started:.0f} s), load average {record.loads[-1]:.2f}",
+                  flush=True)
 
-        interleave(rounds, tools, record, after_round=so_far)
-        verdicts += tables()
+        print(f"{'ours':<14} {'stat':<4} {'reference':<28} {'ours MB/s':>10} {'ref MB/s':>10} {'pairs':>5}  "
+              "verdict: ratio ours / reference [95% interval]")
+        for key in pairs:
+            row, stat, tool, figure = key
+            if not record.ratios[key]:
+                continue
+            ref_name = f"likwid {figure}" if tool == "likwid" else f"{tool} {figure}"
+            said = pair_verdict(record.interval(key))
+            shape = "/".join(sorted(set(record.shapes[row])))
+            print(f"{row:<14} {stat:<4} {ref_name:<28} {statistics.median(record.ours[(row, stat)]):>10.0f} "
+                  f"{statistics.median(record.refs[(tool, figure)]):>10.0f} {len(record.ratios[key]):>5}  {said}")
+            verdicts.append(f"bandwidth {row} {threads}T ({shape}) vs {ref_name}: {said} "
+                            f"({len(record.ratios[key])} pairs, load {min(record.loads):.2f}-{max(record.loads):.2f})")
+        (workdir / f"bw-pairs-{threads}.json").write_text(json.dumps(
+            {"loads": record.loads, "shapes": record.shapes, "scouted": scouted,
+             "ratios": {" | ".join(k): v for k, v in record.ratios.items()}}, indent=1))
+        sys.stdout.flush()
     return verdicts
 
 
@@ -575,7 +681,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keep", type=Path, help="keep the kernels' CSVs in this folder")
     parser.add_argument("--pages", default="4k,thp", help="page sizes of the latency section (default 4k,thp)")
     parser.add_argument("--likwid", help="likwid-bench groups to run, of copy,copy_mem,stream,stream_mem,load,store,"
-                        "store_mem (default all; fewer make the rounds shorter)")
+                        "store_mem (default all; fewer make the runs shorter), or single flavours of them "
+                        "(e.g. copy_avx512,stream_sse)")
+    parser.add_argument("--short", action="store_true",
+                        help="bandwidth: only read, copy and triad, regular and non-temporal, against likwid's copy, "
+                             "copy_mem, stream, stream_mem and load and STREAM (the 3%% question in minutes)")
+    parser.add_argument("--max-pairs", type=int, default=12,
+                        help="bandwidth: at most this many pairs per comparison (default 12)")
+    parser.add_argument("--budget", type=float, default=600,
+                        help="bandwidth: stop adding pairs after this many seconds per thread count (default 600)")
+    parser.add_argument("--ntimes", type=int, default=20,
+                        help="bandwidth: repetitions per run of ours and of STREAM (default 20)")
     parser.add_argument("--shapes", action="store_true",
                         help="bandwidth: also run our kernels in every code shape (--variant=all) and print them "
                              "beside likwid's flavours")
@@ -627,11 +743,16 @@ def main(argv: list[str]) -> int:
             if array_bytes <= 0 or array_bytes % 128000:
                 fail(f"--array-bytes {array_bytes}: give a positive multiple of 128000 (whole likwid kB of 1000 "
                      "bytes, whole KiB, whole doubles), e.g. 128000000")
-            groups = args.likwid.split(",") if args.likwid else None
-            if groups and set(groups) - {"copy", "copy_mem", "stream", "stream_mem", "load", "store", "store_mem"}:
-                fail(f"--likwid {args.likwid}: give groups of copy,copy_mem,stream,stream_mem,load,store,store_mem")
-            verdicts += bandwidth_section(array_bytes, args.rounds, threads, args.stream_src, args.ref_dir, workdir,
-                                          args.shapes, groups)
+            groups = args.likwid.split(",") if args.likwid else (
+                ["copy", "copy_mem", "stream", "stream_mem", "load"] if args.short else None)
+            if groups and not all(LIKWID_FLAVOUR.match(g) for g in groups):
+                fail(f"--likwid {args.likwid}: give groups of copy,copy_mem,stream,stream_mem,load,store,store_mem "
+                     "or flavours of them (copy_avx512, stream_mem_sse, ...)")
+            if args.max_pairs < 1 or args.ntimes < 2:
+                fail("--max-pairs must be at least 1 and --ntimes at least 2")
+            verdicts += bandwidth_section(array_bytes, threads, args.stream_src, args.ref_dir, workdir, args.shapes,
+                                          groups, SHORT_ROWS if args.short else OUR_ROWS, args.max_pairs,
+                                          args.budget, args.ntimes)
         if "latency" not in args.skip:
             multichase = multichase_binary(args.multichase) if args.multichase else None
             if args.baseline and not (args.baseline / "numa_latency").is_file():
