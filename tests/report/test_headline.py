@@ -115,3 +115,33 @@ def test_bandwidth_headline_from_categorical_columns() -> None:
     weighted = "threads on node 0, memory weighted on nodes 0,3, weights 2,1 / local, 1 thread"
     assert table[f"ratio to local, triad bandwidth {weighted}"][0] == "0.73x", sorted(table)
     assert not any(k.startswith("NUMA ratio") and " on nodes " in k for k in table), sorted(table)
+
+
+REPO = report.TEMPLATES.parents[1]
+# the shipped examples and the measured fixtures that hold an aggregated table
+SHIPPED = sorted({(str(p.parent.parent.relative_to(REPO)), p.parent.name)
+                  for p in [*REPO.glob("examples/*/*.csv"), *REPO.glob("tests/fixtures/measured/*/*.csv")]})
+
+
+@pytest.mark.parametrize("folder, name", SHIPPED)
+def test_every_summary_row_is_in_a_unit_its_preamble_defines(repo, tmp_path, folder, name) -> None:
+    """One convention per unit, said once above the table: every row's bandwidth is in a unit the
+    preamble defines, as the preamble counts it, or the row says how it counts instead."""
+    text = report.render(repo / folder / name, {"findings": []}, None, tmp_path / "r.md").read_text()
+    summary = text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0]
+    preamble = summary.split("\n| ", 1)[0]
+    table = rows(summary)
+    table = {k: v for k, v in table.items() if k != "measured" and not k.startswith(":---")}
+    assert table
+    for quantity, (value, _) in table.items():
+        unit = report.row_unit(value)
+        if unit == "ns" or unit is None:
+            assert unit or value.endswith("x") or value == "unknown", (quantity, value)
+            continue
+        assert report.UNIT_CONVENTIONS[unit] in " ".join(preamble.split()), (quantity, unit)
+        assert "GiB/s" not in value or "GiB/s" in quantity, quantity   # said in the row and the preamble alike
+        if quantity.startswith("node-to-node copy"):                   # numa_copy counts a byte once
+            assert "counted once" in quantity and "as STREAM counts a copy" in value, quantity
+    for unit, words in report.UNIT_CONVENTIONS.items():
+        if words in preamble:
+            assert any(report.row_unit(v) == unit for v, _ in table.values()), unit

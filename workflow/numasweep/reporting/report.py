@@ -449,13 +449,34 @@ def summary_lines(headlines: list[dict]) -> list[dict]:
     return out
 
 
-def headline_table(frames: dict[str, pd.DataFrame], topology: Topology | None) -> str | None:
+def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None) -> list[list[str]]:
     """What a user came for, from every benchmark's `headline` rows, in the registry's order."""
     rows = []
     for bench in registry.all_benches().values():
         if bench.headline is not None and bench.name in frames:
             rows += bench.headline(frames[bench.name], topology)
-    return md_table(["measured", "value", "95% interval"], rows, right={1}) if rows else None
+    return rows
+
+
+# How the summary counts each unit its rows give, said once above the table; a row that counts
+# otherwise says so beside its number (numa_copy counts each byte copied once).
+UNIT_CONVENTIONS = {
+    "GB/s": "bandwidth in GB/s (10^9 bytes/s), each byte read and each byte written counted, as STREAM counts them",
+    "GiB/s": "host-device transfers in GiB/s (2^30 bytes/s), as gpu_xfer measures them",
+}
+ROW_UNIT = re.compile(r"(?<![\w/])(GiB/s|GB/s|ns)(?![\w/])")
+
+
+def row_unit(value: str) -> str | None:
+    """The unit a headline value is given in: "9.6 GB/s (...)" -> "GB/s"; None for a ratio."""
+    found = ROW_UNIT.search(str(value))
+    return found.group(1) if found else None
+
+
+def headline_units(rows: list[list[str]]) -> str:
+    """The preamble's sentence on units: the convention of each bandwidth unit the rows use."""
+    used = {row_unit(row[1]) for row in rows}
+    return "; ".join(words for unit, words in UNIT_CONVENTIONS.items() if unit in used)
 
 
 def prepared_findings(findings: dict) -> list[dict]:
@@ -546,6 +567,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     audit.check(every, f"report of {results_dir}")
     # the headline rests on no job measured while disturbed; the first lines say which were
     clean, left = disturbed.split(frames, conclude_disturbed)
+    headline = headline_rows(clean, topology)
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})
@@ -597,7 +619,8 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "mode_comparison": modes,
         "placement": placement,
         "findings": found,
-        "headline_table": headline_table(clean, topology),
+        "headline_table": md_table(["measured", "value", "95% interval"], headline, right={1}) if headline else None,
+        "headline_units": headline_units(headline),
         "disturbed": [r.sentence() for r in left],
         "concluded_disturbed": conclude_disturbed,
         "noisy": [r.sentence() for r in disturbed.noisy(clean)],
