@@ -68,7 +68,7 @@ def test_no_two_summary_lines_say_the_same_thing_about_identical_runs(summary) -
 
 
 @pytest.mark.parametrize("example, expect", [
-    ("h100-vm", r"host-device read, pinned host memory, GPU 0 \(GiB/s, 2\^30 bytes/s\) \| [\d.]+ GiB/s \| [\d.]+ to [\d.]+ GiB/s \(3 runs\)"),
+    ("h100-vm", r"GPU copies host to device, pinned host memory, GPU 0 \(GiB/s, 2\^30 bytes/s\) \| [\d.]+ GiB/s \| [\d.]+ to [\d.]+ GiB/s \(3 runs\)"),
     ("ulisse", r"STREAM, best bandwidth, local memory \| [\d.]+ GB/s at 1 thread, peak [\d.]+ at \d+ threads \([\d.]+x\)"),
     ("ulisse", r"NUMA ratio, STREAM bandwidth threads on node 0, memory on node 1 / local"),
     ("lumi-g", r"L3 \(32 MiB per L3 group, 8 cores\) latency, at 16 MiB \| [\d.]+ ns \| [\d.]+ to [\d.]+ ns \(\d+ runs\)"),
@@ -145,3 +145,17 @@ def test_every_summary_row_is_in_a_unit_its_preamble_defines(repo, tmp_path, fol
     for unit, words in report.UNIT_CONVENTIONS.items():
         if words in preamble:
             assert any(report.row_unit(v) == unit for v, _ in table.values()), unit
+
+
+def test_gpu_rates_are_those_of_large_copies_with_the_peak_named(repo, tmp_path) -> None:
+    """h100-vm: pageable copies peak near 1 MiB and fall to about half at 256 MiB; the headline
+    gives the 256 MiB rate, the peak beside it by name, directions in words, and copies both ways
+    at once timed as one (pageable) in one row."""
+    text = report.render(repo / "examples" / "h100-vm", {"findings": []}, None, tmp_path / "r.md").read_text()
+    table = rows(text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])
+    (pageable,) = [v for k, v in table.items() if k.startswith("GPU copies host to device, pageable")]
+    match = re.fullmatch(r"([\d.]+) GiB/s at 256 MiB; peak ([\d.]+) at 512 KiB to 1 MiB", pageable[0])
+    assert match and 8 < float(match[1]) < 10 and float(match[2]) == pytest.approx(16.8), pageable
+    assert not any(" read" in k or " write" in k for k in table)
+    both = [k for k in table if "both at once, pageable" in k]
+    assert both == ["GPU copies each direction, both at once, pageable host memory, GPU 0 (GiB/s, 2^30 bytes/s)"]

@@ -450,8 +450,12 @@ def test_a_gpu_curve_that_falls_back_at_large_sizes_peaks_and_says_where_it_ends
     falls, holds = found["pageable"], found["pinned"]
     assert not falls.numbers["plateau_holds"] and holds.numbers["plateau_holds"]
     assert "peak at 20.0 GiB/s" in falls.summary and "from" not in falls.summary
-    assert "and move 10.0 GiB/s at the largest size, 256MiB" in falls.summary
+    assert "move 10.0 GiB/s (one run: no interval) at the largest size, 256MiB" in falls.summary
+    assert falls.numbers["large_gib_s"] == pytest.approx(10.0) and holds.numbers["large_gib_s"] == pytest.approx(50.0)
     assert "reach a plateau of 50.0 GiB/s (one run: no interval) from 4MiB on" in holds.summary
+    # pinned against pageable where large copies are: 50 against 10 GiB/s, not against the 20 GiB/s peak
+    (ratio,) = [f for f in gpu_xfer.gpu_transfers(pd.DataFrame(rows)) if f.id == "gpu_pinned"]
+    assert ratio.numbers["ratio"] == pytest.approx(5.0) and "large copies host to device" in ratio.summary
 
 
 def test_placement_flags_ranks_below_threshold() -> None:
