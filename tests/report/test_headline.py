@@ -159,3 +159,16 @@ def test_gpu_rates_are_those_of_large_copies_with_the_peak_named(repo, tmp_path)
     assert not any(" read" in k or " write" in k for k in table)
     both = [k for k in table if "both at once, pageable" in k]
     assert both == ["GPU copies each direction, both at once, pageable host memory, GPU 0 (GiB/s, 2^30 bytes/s)"]
+
+
+def test_dram_latency_is_read_on_the_memory_plateau_before_the_page_walk_rise(repo, tmp_path) -> None:
+    """LUMI-G: serial latency levels off at 104-113 ns from 1 GiB to 8 GiB and rises to about 130 ns
+    at 16 GiB, a rise no cache explains (page-table walks): DRAM is read at 8 GiB, and the 16 GiB
+    value is given as what it is."""
+    text = report.render(repo / "examples" / "lumi-g", {"findings": []}, None, tmp_path / "r.md").read_text()
+    table = rows(text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])
+    dram = {k: v for k, v in table.items() if k.startswith("DRAM latency, local memory")}
+    assert len(dram) == 4 and all(k.endswith("at 8 GiB") for k in dram), sorted(dram)
+    assert all(104 <= float(v[0].removesuffix(" ns")) <= 116 for v in dram.values()), dram
+    (walks,) = [(k, v) for k, v in table.items() if k.startswith("DRAM latency past the memory plateau")]
+    assert "at 16 GiB" in walks[0] and "TLB-affected" in walks[0] and float(walks[1][0].removesuffix(" ns")) > 125
