@@ -449,12 +449,27 @@ def summary_lines(headlines: list[dict]) -> list[dict]:
     return out
 
 
+# The mark of a headline value that rests on a noisy series; the footnote under the table says
+# what it means (the template's `noisy_mark`).
+NOISY_MARK = "†"
+
+
 def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None) -> list[list[str]]:
-    """What a user came for, from every benchmark's `headline` rows, in the registry's order."""
+    """What a user came for, from every benchmark's `headline` rows, in the registry's order. A
+    row that rests on a noisy job (one the benchmark's headline without its noisy jobs does not
+    give as it is) carries NOISY_MARK beside its value."""
     rows = []
     for bench in registry.all_benches().values():
-        if bench.headline is not None and bench.name in frames:
-            rows += bench.headline(frames[bench.name], topology)
+        if bench.headline is None or bench.name not in frames:
+            continue
+        df = frames[bench.name]
+        mine = bench.headline(df, topology)
+        noisy = (disturbed.job_verdicts(df)[disturbed.VERDICT] == disturbed.NOISY).to_numpy()
+        if noisy.any():
+            quiet = ({tuple(r) for r in bench.headline(df[~noisy].reset_index(drop=True), topology)}
+                     if not noisy.all() else set())
+            mine = [row if tuple(row) in quiet else [row[0], f"{row[1]} {NOISY_MARK}", *row[2:]] for row in mine]
+        rows += mine
     return rows
 
 
@@ -621,6 +636,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "findings": found,
         "headline_table": md_table(["measured", "value", "95% interval"], headline, right={1}) if headline else None,
         "headline_units": headline_units(headline),
+        "noisy_mark": NOISY_MARK if any(NOISY_MARK in str(row[1]) for row in headline) else None,
         "disturbed": [r.sentence() for r in left],
         "concluded_disturbed": conclude_disturbed,
         "noisy": [r.sentence() for r in disturbed.noisy(clean)],
