@@ -22,7 +22,7 @@ import pandas as pd
 from numasweep.benches import bandwidth
 from numasweep.core.registry import Bench, register
 from numasweep.core.topology import Topology
-from numasweep.core.units import count_words, format_size
+from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import heatmap, new_figure, save
@@ -136,7 +136,7 @@ def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
             rows = [[int(s)] + [float(v) for v in row] for s, row in wide.iterrows()]
             out.append({
                 "title": f"Copy bandwidth (GB/s), threads on node {node}, {count_words(threads, 'thread')}, "
-                         f"{format_size(int(nbytes))}{other}",
+                         f"{size_words(int(nbytes))}{other}",
                 "table": md_table(["source \\ destination"] + [str(c) for c in wide.columns], rows),
             })
     return out

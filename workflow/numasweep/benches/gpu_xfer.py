@@ -34,7 +34,7 @@ from matplotlib.patches import Rectangle
 from numasweep.core.registry import COMMON_SERIES, Bench, register
 from numasweep.core.errors import NumasweepError
 from numasweep.core.topology import Topology
-from numasweep.core.units import count_words, format_size, size_words
+from numasweep.core.units import count_words, size_words
 from numasweep.findings import analysis
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
@@ -246,7 +246,7 @@ def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
         for direction in TIMED_DIRECTIONS:
             wide = part.pivot_table(index=GPU_SIZE, columns="series",
                                     values=direction.bandwidth, aggfunc="median")
-            rows = [[format_size(int(s))] + [float(v) for v in row] for s, row in wide.iterrows()]
+            rows = [[size_words(int(s))] + [float(v) for v in row] for s, row in wide.iterrows()]
             out.append({
                 "title": f"Bandwidth (GiB/s) {direction.words}, {variant} host memory",
                 "table": md_table(["size"] + list(wide.columns), rows),

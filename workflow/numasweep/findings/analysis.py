@@ -26,7 +26,7 @@ import pandas as pd
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_text
-from numasweep.core.units import format_size, page_words, parse_page_fractions
+from numasweep.core.units import page_words, parse_page_fractions, size_words
 from numasweep.findings import levels
 from numasweep.results import aggregate, disturbed, series
 from numasweep.results.tables import nodes as _nodes
@@ -94,7 +94,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def size_text(nbytes: float) -> str:
-    return format_size(int(nbytes))
+    return size_words(nbytes)
 
 
 def in_parens(name: str) -> str:

@@ -27,7 +27,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.reporting.markdown import Md, fmt_number, fmt_value, md_block, md_code, md_table, md_text, md_url
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_cpulist, format_size
+from numasweep.core.units import format_cpulist, size_words
 from numasweep.findings import analysis, audit, firmware
 from numasweep.findings.levels import capacity_words
 
@@ -122,9 +122,9 @@ def cache_rows(topology: Topology) -> list[list[object]]:
         shared = sorted({len(i) for i in cache.instances})
         rows.append([
             f"L{cache.level} {cache.type}".strip(),
-            format_size(cache.size_bytes),
+            size_words(cache.size_bytes),
             len(cache.instances),
-            format_size(cache.size_bytes * len(cache.instances)) if cache.instances else "",
+            size_words(cache.size_bytes * len(cache.instances)) if cache.instances else "",
             ", ".join(str(s) for s in shared),
         ])
     return rows
@@ -277,7 +277,7 @@ def evidence_cell(column: str, value: object) -> object:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if column.endswith("size_bytes") and isinstance(value, (int, float)):
-        return format_size(int(value))
+        return size_words(int(value))
     if (column == "mb_s" or column.endswith("_mb_s")) and isinstance(value, (int, float)):
         return value / 1000.0           # MB/s as the kernel wrote it, GB/s as the report says
     if isinstance(value, float) and value.is_integer() and not column.startswith("ratio") \
@@ -678,7 +678,7 @@ def spec_rows(contexts: list[dict]) -> list[list[object]]:
             "NUMA nodes": str(len(nodes)),
             "memory-only nodes": ", ".join(str(n) for n in ctx["memory_only"]) or "none",
             "CPUs": str(sum(len(n.cpus) for n in nodes)),
-            "L3 per group": format_size(l3[0].size_bytes) if l3 else "",
+            "L3 per group": size_words(l3[0].size_bytes) if l3 else "",
             "L3 groups": str(len(topo.l3_groups) if topo else 0),
             "GPUs": str(len(topo.gpus) if topo else 0),
             "virtual machine": (topo.hypervisor if topo else None) or "no",

@@ -14,7 +14,7 @@ from numasweep.benches.latency import tables
 from numasweep.benches.latency.findings import REPLICATES
 from numasweep.benches.latency.tables import NAME
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size, page_words, parse_page_fractions, size_words
+from numasweep.core.units import page_words, parse_page_fractions, size_words
 from numasweep.findings import levels
 from numasweep.reporting import figures
 from numasweep.reporting.markdown import Md, md_table, md_text, measured
@@ -28,7 +28,7 @@ def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
     for variant, part in tables.latency_configs(tables.latency_table(latency)):
         part, hosts = over_hosts(with_memory_node(part))
         sizes = sorted(part["size_bytes"].unique())
-        header = ["rank", "CPU", "CPU node", "memory node"] + [format_size(int(s)) for s in sizes]
+        header = ["rank", "CPU", "CPU node", "memory node"] + [size_words(int(s)) for s in sizes]
         rows = []
         for _, r in tables.latency_lines(part):
             rank = r["rank"].iloc[0]
@@ -91,7 +91,7 @@ def placement_tables(latency: pd.DataFrame | None, topology: Topology | None) ->
             rows = wide.groupby(header, sort=True, dropna=False).median().reset_index().values.tolist()
         header += [f"node {n} (MiB)" for n in ids]
         over = f", median over {hosts} hosts" if hosts > digest.HOST_ROWS else ""
-        out.append({"title": f"{variant}, {format_size(size)} per rank{over}",
+        out.append({"title": f"{variant}, {size_words(size)} per rank{over}",
                     "table": md_table(header, rows, right=set(range(len(header) - len(ids), len(header))) | {0, 1, 2})})
     return out
 
@@ -110,7 +110,7 @@ def mode_comparison(latency: pd.DataFrame | None) -> str | None:
         med = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")
         worst = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="max")
         med = med.dropna()
-        rows = [[format_size(int(s)), float(med.loc[s, "concurrent"]), float(med.loc[s, "serial"]),
+        rows = [[size_words(int(s)), float(med.loc[s, "concurrent"]), float(med.loc[s, "serial"]),
                  float(worst.loc[s, "concurrent"]), float(worst.loc[s, "serial"])]
                 for s in med.index]
         parts.append((variant, md_table(["size", "concurrent median (ns)", "serial median (ns)",
@@ -133,7 +133,7 @@ def common_size_table(latencies: list[pd.DataFrame], names: list[str]) -> list[d
         sizes = sorted(set(medians[0].index) & set(medians[1].index))
         if not sizes:
             continue
-        rows = [[format_size(int(s)), float(medians[0][s]), float(medians[1][s]),
+        rows = [[size_words(int(s)), float(medians[0][s]), float(medians[1][s]),
                  float(medians[1][s] / medians[0][s])] for s in sizes]
         out.append({"title": f"Median latency over ranks (ns), {mode}",
                     "table": md_table(["size", names[0], names[1], f"{names[1]} / {names[0]}"], rows)})
