@@ -285,6 +285,8 @@ def evidence_cell(column: str, value: object) -> object:
         return int(value)
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
+    if column == "method" or column.endswith("_method"):
+        return analysis.method_words(value)
     return "" if value is None else value
 
 

@@ -777,7 +777,8 @@ def rank_scaling(latency: pd.DataFrame | None, topology: Topology | None = None)
             title=f"Rank scaling at {size} ({name})",
             summary=(f"From {rpds[0]} to {rpds[-1]} ranks per domain ({name}, {size}), the latency of a rank is "
                      f"{interval.text()} times the {base:.1f} ns at {rpds[0]} per domain "
-                     f"(geometric mean over the {len(top)} ranks of the largest run; {interval.method}){verdict}."),
+                     f"(geometric mean over the {len(top)} ranks of the largest run; {analysis.method_words(interval.method)})"
+                     f"{verdict}."),
             numbers={**{k: series.label(v) for k, v in key.items()}, "from_ranks_per_domain": int(rpds[0]),
                      "to_ranks_per_domain": int(rpds[-1]), "ratio": interval.estimate, "low": interval.low,
                      "high": interval.high, "level": interval.level, "base_ns": float(base), "claim": differs,
@@ -814,7 +815,7 @@ def placement_scaling(points: pd.DataFrame) -> list[Finding]:
             id="placement_scaling", bench="latency",
             title=f"Sequential vs interleaved ranks at {size} ({name})",
             summary=(f"With {rpd} ranks per domain ({name}, {size}), sequential placement gives "
-                     f"{interval.text()} times the latency of interleaved placement ({interval.method}); "
+                     f"{interval.text()} times the latency of interleaved placement ({analysis.method_words(interval.method)}); "
                      "at each rank count: " + ", ".join(f"{r} per domain {i.estimate:.2f}x" for r, i in by_count)
                      + "."),
             numbers={**{k: series.label(v) for k, v in key.items()}, RPD: rpd, "ratio": interval.estimate,

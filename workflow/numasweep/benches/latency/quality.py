@@ -81,7 +81,7 @@ QUALITY = RunQuality(
     columns=("spread_pct", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct", "retaken"),
     header=("series", f"spread % (median, >= {size_words(SPREAD_FROM_BYTES)})", "spread % (largest)", "at",
             "sample s (median)", "first touch s (max)", "cycle build s (max)", f"spread > {SPREAD_LIMIT_PCT:.0f}%",
-            "on CPU % (least)", "samples retaken"),
+            "on CPU % (least)", "samples taken again (a rank was off its CPU)"),
     runs=lambda df, keys, topo: latency_runs(df, keys),
     row=quality_row,
     reduce=(None, "median", "max", "at", "median", "max", "max", "over", "min", "sum"),
