@@ -445,9 +445,9 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) ->
         runs = f"{len(best['run_levels'])} and {len(worst['run_levels'])} runs"
         findings.append(Finding(
             id="gpu_weights", bench="gpu_xfer",
-            title=(f"Best weights for GPU {direction}s over nodes {nodes} "
+            title=(f"Best weights for GPU copies {DIRECTION_WORDS[direction]} over nodes {nodes} "
                    f"({pinned or 'pinning unknown'}, {count_words(ngpus, 'GPU')}, GPU {gpu_id})"),
-            summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest {direction} plateau "
+            summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest plateau of copies {DIRECTION_WORDS[direction]} "
                      f"({best['plateau_gib_s']:.1f} GiB/s), {_gpu_interval_text(ratio, runs, '{:.2f}x')} "
                      f"weights {worst['numa_weight']}."),
             numbers={"direction": direction, "numa_nodes": nodes, "best_weights": best["numa_weight"],
@@ -518,7 +518,7 @@ def aggregate(gpu: pd.DataFrame | None) -> list[Finding]:
                 "direction": direction, "ngpus": ngpus, "aggregate_gib_s": together,
                 "per_gpu_gib_s": {str(k): float(v) for k, v in each.items()},
                 "from_size_bytes": sizes[0]}
-            text = (f"Together the {ngpus} GPUs move {together:.1f} GiB/s ({direction}s, {_who(row)}, "
+            text = (f"Together the {ngpus} GPUs move {together:.1f} GiB/s (copies {DIRECTION_WORDS[direction]}, {_who(row)}, "
                     f"from {analysis.size_text(sizes[0])} on); each GPU {each.min():.1f} to {each.max():.1f} GiB/s.")
             alone = df[(df["ngpus"] == "1")]
             for col in SETTINGS:
@@ -534,7 +534,7 @@ def aggregate(gpu: pd.DataFrame | None) -> list[Finding]:
                          f"{scaling.text()} of {ngpus}x one GPU's.")
             findings.append(Finding(
                 id="gpu_aggregate", bench="gpu_xfer",
-                title=f"{ngpus} GPUs at once, {direction}s ({_who(row)})",
+                title=f"{ngpus} GPUs at once, copies {DIRECTION_WORDS[direction]} ({_who(row)})",
                 summary=text, numbers=numbers,
                 evidence=[{"size_bytes": int(s), "aggregate_gib_s": float(v)} for s, v in curve.items()],
             ))
@@ -570,8 +570,8 @@ def host_node(gpu: pd.DataFrame | None) -> list[Finding]:
             own_gib = float(own.median().reindex(sizes).median())
             findings.append(Finding(
                 id="gpu_host_node", bench="gpu_xfer",
-                title=f"GPU {row['gpu']}'s host node, {direction}s ({count_words(row['ngpus'], 'GPU')})",
-                summary=(f"GPU {row['gpu']} (on node {own_node}) moves {own_gib:.1f} GiB/s ({direction}s) with host "
+                title=f"GPU {row['gpu']}'s host node, copies {DIRECTION_WORDS[direction]} ({count_words(row['ngpus'], 'GPU')})",
+                summary=(f"GPU {row['gpu']} (on node {own_node}) moves {own_gib:.1f} GiB/s (copies {DIRECTION_WORDS[direction]}) with host "
                          f"memory on its own node, {r.text('{:.2f}x')} what it moves with memory on node {worst}"
                          + (f"; nodes {', '.join(sorted(n for n in ratios if n != worst))} lie between"
                             if len(ratios) > 1 else "") + "."),
@@ -625,8 +625,8 @@ def node_matrix(gpu: pd.DataFrame | None) -> list[Finding]:
             parts.append(f"GPU {g} ({where}): {row}")
         found.append(Finding(
             id="gpu_node_matrix", bench="gpu_xfer",
-            title=f"Host memory node by GPU, {direction}s",
-            summary=f"Plateau bandwidth in GiB/s by host memory node, {direction}s, each GPU alone: "
+            title=f"Host memory node by GPU, copies {DIRECTION_WORDS[direction]}",
+            summary=f"Plateau bandwidth in GiB/s by host memory node, copies {DIRECTION_WORDS[direction]}, each GPU alone: "
                     + "; ".join(parts) + ".",
             numbers={"direction": direction, "claim": False},
             evidence=[{"numa_node": n, "gpu": g, "own_node": own, **analysis.interval_numbers("gib_s", level)}
