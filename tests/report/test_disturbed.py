@@ -79,3 +79,25 @@ def test_conclude_disturbed_draws_the_findings_and_says_so(tmp_path: Path) -> No
     text = report.render(folder, {"findings": found}, None, tmp_path / "concluded.md", conclude_disturbed=True)
     head = "\n".join(text.read_text().splitlines()[:14])
     assert "concluded all the same" in head and "3% of a sample's time" in head, head
+
+
+def test_a_headline_value_that_rests_on_a_noisy_job_is_marked_and_footnoted(tmp_path: Path) -> None:
+    """The one-thread bandwidth job of the Zen 2 sweep noisy: the bandwidth rows that use it carry
+    the mark, and a footnote under the table says what it means; the latency rows, on quiet jobs
+    only, carry none."""
+    folder = tmp_path / "noisy"
+    shutil.copytree(ZEN2, folder)
+    table = pd.read_csv(folder / "bandwidth.csv")
+    hit = table["job_id"] == "bw-c0-local-t1-rep0"
+    table["quality"] = ["noisy" if h else "quiet" for h in hit]
+    table["quality_reason"] = ["a thread ran on its CPU 70% of a sample's time" if h else "" for h in hit]
+    table.to_csv(folder / "bandwidth.csv", index=False)
+    text = report.render(folder, {"findings": []}, None, tmp_path / "noisy.md").read_text()
+    summary = text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in summary.splitlines() if line.startswith("| ")]
+    marked = [r for r in rows if report.NOISY_MARK in r]
+    assert marked and all(", best bandwidth, local memory |" in r for r in marked), marked
+    assert not any(report.NOISY_MARK in r for r in rows if "latency" in r)
+    assert f"\n{report.NOISY_MARK} Rests on a noisy series" in summary
+    quiet = report.render(ZEN2, {"findings": []}, None, tmp_path / "quiet.md").read_text()
+    assert report.NOISY_MARK not in quiet

@@ -68,7 +68,7 @@ def test_no_two_summary_lines_say_the_same_thing_about_identical_runs(summary) -
 
 
 @pytest.mark.parametrize("example, expect", [
-    ("h100-vm", r"host-device read, pinned host memory, GPU 0 \(GiB/s, 2\^30 bytes/s\) \| [\d.]+ GiB/s \| [\d.]+ to [\d.]+ GiB/s \(3 runs\)"),
+    ("h100-vm", r"GPU copies host to device, pinned host memory, GPU 0 \(GiB/s, 2\^30 bytes/s\) \| [\d.]+ GiB/s \| [\d.]+ to [\d.]+ GiB/s \(3 runs\)"),
     ("ulisse", r"STREAM, best bandwidth, local memory \| [\d.]+ GB/s at 1 thread, peak [\d.]+ at \d+ threads \([\d.]+x\)"),
     ("ulisse", r"NUMA ratio, STREAM bandwidth threads on node 0, memory on node 1 / local"),
     ("lumi-g", r"L3 \(32 MiB per L3 group, 8 cores\) latency, at 16 MiB \| [\d.]+ ns \| [\d.]+ to [\d.]+ ns \(\d+ runs\)"),
@@ -115,3 +115,60 @@ def test_bandwidth_headline_from_categorical_columns() -> None:
     weighted = "threads on node 0, memory weighted on nodes 0,3, weights 2,1 / local, 1 thread"
     assert table[f"ratio to local, triad bandwidth {weighted}"][0] == "0.73x", sorted(table)
     assert not any(k.startswith("NUMA ratio") and " on nodes " in k for k in table), sorted(table)
+
+
+REPO = report.TEMPLATES.parents[1]
+# the shipped examples and the measured fixtures that hold an aggregated table
+SHIPPED = sorted({(str(p.parent.parent.relative_to(REPO)), p.parent.name)
+                  for p in [*REPO.glob("examples/*/*.csv"), *REPO.glob("tests/fixtures/measured/*/*.csv")]})
+
+
+@pytest.mark.parametrize("folder, name", SHIPPED)
+def test_every_summary_row_is_in_a_unit_its_preamble_defines(repo, tmp_path, folder, name) -> None:
+    """One convention per unit, said once above the table: every row's bandwidth is in a unit the
+    preamble defines, as the preamble counts it, or the row says how it counts instead."""
+    text = report.render(repo / folder / name, {"findings": []}, None, tmp_path / "r.md").read_text()
+    summary = text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0]
+    preamble = summary.split("\n| ", 1)[0]
+    table = rows(summary)
+    table = {k: v for k, v in table.items() if k != "measured" and not k.startswith(":---")}
+    assert table
+    for quantity, (value, _) in table.items():
+        unit = report.row_unit(value)
+        if unit == "ns" or unit is None:
+            assert unit or value.endswith("x") or value == "unknown", (quantity, value)
+            continue
+        assert report.UNIT_CONVENTIONS[unit] in " ".join(preamble.split()), (quantity, unit)
+        assert "GiB/s" not in value or "GiB/s" in quantity, quantity   # said in the row and the preamble alike
+        if quantity.startswith("node-to-node copy"):                   # numa_copy counts a byte once
+            assert "counted once" in quantity and "as STREAM counts a copy" in value, quantity
+    for unit, words in report.UNIT_CONVENTIONS.items():
+        if words in preamble:
+            assert any(report.row_unit(v) == unit for v, _ in table.values()), unit
+
+
+def test_gpu_rates_are_those_of_large_copies_with_the_peak_named(repo, tmp_path) -> None:
+    """h100-vm: pageable copies peak near 1 MiB and fall to about half at 256 MiB; the headline
+    gives the 256 MiB rate, the peak beside it by name, directions in words, and copies both ways
+    at once timed as one (pageable) in one row."""
+    text = report.render(repo / "examples" / "h100-vm", {"findings": []}, None, tmp_path / "r.md").read_text()
+    table = rows(text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])
+    (pageable,) = [v for k, v in table.items() if k.startswith("GPU copies host to device, pageable")]
+    match = re.fullmatch(r"([\d.]+) GiB/s at 256 MiB; peak ([\d.]+) at 512 KiB to 1 MiB", pageable[0])
+    assert match and 8 < float(match[1]) < 10 and float(match[2]) == pytest.approx(16.8), pageable
+    assert not any(" read" in k or " write" in k for k in table)
+    both = [k for k in table if "both at once, pageable" in k]
+    assert both == ["GPU copies each direction, both at once, pageable host memory, GPU 0 (GiB/s, 2^30 bytes/s)"]
+
+
+def test_dram_latency_is_read_on_the_memory_plateau_before_the_page_walk_rise(repo, tmp_path) -> None:
+    """LUMI-G: serial latency levels off at 104-113 ns from 1 GiB to 8 GiB and rises to about 130 ns
+    at 16 GiB, a rise no cache explains (page-table walks): DRAM is read at 8 GiB, and the 16 GiB
+    value is given as what it is."""
+    text = report.render(repo / "examples" / "lumi-g", {"findings": []}, None, tmp_path / "r.md").read_text()
+    table = rows(text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])
+    dram = {k: v for k, v in table.items() if k.startswith("DRAM latency, local memory")}
+    assert len(dram) == 4 and all(k.endswith("at 8 GiB") for k in dram), sorted(dram)
+    assert all(104 <= float(v[0].removesuffix(" ns")) <= 116 for v in dram.values()), dram
+    (walks,) = [(k, v) for k, v in table.items() if k.startswith("DRAM latency past the memory plateau")]
+    assert "at 16 GiB" in walks[0] and "TLB-affected" in walks[0] and float(walks[1][0].removesuffix(" ns")) > 125

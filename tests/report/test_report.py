@@ -16,7 +16,7 @@ from numasweep.core import firmware
 from numasweep.core.topology import Topology
 from numasweep.reporting import figures, report
 from numasweep.__main__ import main
-from numasweep.core.units import format_size
+from numasweep.core.units import size_words
 from numasweep.benches import bandwidth
 from numasweep.benches.latency import report as lat_report
 from numasweep.benches.latency import tables as lat_tables
@@ -64,7 +64,7 @@ def allowed_numbers(results: Path, findings: dict) -> set[str]:
         for col in ("size_bytes", "bytes", "access_size(bytes)"):
             if col in df:
                 sizes |= {int(v) for v in df[col].dropna()}
-    text += " ".join(format_size(s) for s in sizes)
+    text += " ".join(size_words(s) for s in sizes)
     return set(NUMBER.findall(text))
 
 
@@ -111,20 +111,20 @@ def test_raw_latency_table_matches_the_csv(full_report) -> None:
     block = text.split("**Latency (ns per load), concurrent**")[1].split("\n\n")[1]
     header, _, *rows = block.splitlines()
     sizes = [c.strip() for c in header.strip("|").split("|")][4:]
-    assert sizes == [format_size(MiB << i) for i in range(9)]
+    assert sizes == [size_words(MiB << i) for i in range(9)]
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         rank = int(cells[0])
         for size, cell in zip(sizes, cells[4:]):
             expected = df[(df["mode"] == "concurrent") & (df["rank"] == rank)
-                          & (df["size_bytes"].map(format_size) == size)]["latency_ns_median"].iloc[0]
+                          & (df["size_bytes"].map(size_words) == size)]["latency_ns_median"].iloc[0]
             assert cell == f"{expected:.2f}"
 
 
 def test_placement_pages_per_node_for_every_rank(full_report) -> None:
     _, text, _, _ = full_report
     section = text.split("## Placement verification")[1].split("\n## ")[0]
-    assert "**concurrent, 256MiB per rank**" in section and "**serial, 256MiB per rank**" in section
+    assert "**concurrent, 256 MiB per rank**" in section and "**serial, 256 MiB per rank**" in section
     # rank 2 runs on CPU 5 (node 1): all 256 MiB on node 1, none on nodes 0 and 2
     assert "| 2 | 5 | 1 | bind 1 | 0.00 | 256.00 | 0.00 |" in section
 
@@ -256,7 +256,7 @@ def test_lumi_g_example_report_carries_its_findings(repo: Path, tmp_path: Path) 
     text = report.render(example, findings, None, tmp_path / "r.md").read_text()
     assert "AMD EPYC 7A53 64-Core Processor" in text
     assert "| 0 | 0-15,64-79 | 0, 1 |" in text
-    assert "| L3 Unified | 32MiB | 8 | 256MiB | 16 |" in text
+    assert "| L3 Unified | 32 MiB | 8 | 256 MiB | 16 |" in text
     # the seed's concurrent table, rank 0 at 4096 MB
     assert "| 0 | 1 | 0 | 0 | 11.53 | 12.92 |" in text and "178.93" in text
     matched = [f for f in findings["findings"] if f["id"] == "cache_threshold"
@@ -396,11 +396,11 @@ def test_evidence_tables_keep_the_rows_a_finding_stands_on() -> None:
     lumi = [{"size_bytes": s, "ratio": 1.49 if s >= 1024 * MiB else 1.0, "ratio_low": 0.9, "ratio_high": 1.1,
              "units": 4, "differs": s >= 1024 * MiB} for s in sizes]
     text = report.evidence_table(lumi)
-    assert "4GiB" in text and "16GiB" in text and "not shown" not in text
+    assert "4 GiB" in text and "16 GiB" in text and "not shown" not in text
     long = [{**row, "size_bytes": 1024 << i, "differs": i in (30, 31)} for i, row in enumerate(lumi * 4)]
     text = report.evidence_table(long)
     shown = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ") and "iB" in line]
-    assert format_size(1024 << 30) in shown and format_size(1024 << 31) in shown
+    assert size_words(1024 << 30) in shown and size_words(1024 << 31) in shown
     assert len(shown) < len(long) and f"all {len(long)} rows are in findings.json" in text
     assert "none of them differs" in text
     header, align = text.splitlines()[:2]

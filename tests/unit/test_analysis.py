@@ -223,7 +223,7 @@ def test_tlb_peak_is_claimed_only_where_significant() -> None:
     assert n["claim"] and n["peak_claimed"] and n["max_size_bytes"] >= 64 * MIB
     assert 1 < n["max_ratio_low"] <= 1.3 <= n["max_ratio_high"]
     assert 32 * MIB <= n["location_bytes_low"] <= n["location_bytes"] <= n["location_bytes_high"] <= 64 * MIB
-    assert "at 4MiB" not in f.summary and "peaks at 1.30x" in f.summary
+    assert "at 4 MiB" not in f.summary and "peaks at 1.30x" in f.summary
 
 
 def test_huge_pages_at_the_large_sizes_only_leave_the_small_caches_to_the_4k_curve() -> None:
@@ -450,8 +450,12 @@ def test_a_gpu_curve_that_falls_back_at_large_sizes_peaks_and_says_where_it_ends
     falls, holds = found["pageable"], found["pinned"]
     assert not falls.numbers["plateau_holds"] and holds.numbers["plateau_holds"]
     assert "peak at 20.0 GiB/s" in falls.summary and "from" not in falls.summary
-    assert "and move 10.0 GiB/s at the largest size, 256MiB" in falls.summary
-    assert "reach a plateau of 50.0 GiB/s (one run: no interval) from 4MiB on" in holds.summary
+    assert "move 10.0 GiB/s (one run: no interval) at the largest size, 256 MiB" in falls.summary
+    assert falls.numbers["large_gib_s"] == pytest.approx(10.0) and holds.numbers["large_gib_s"] == pytest.approx(50.0)
+    assert "reach a plateau of 50.0 GiB/s (one run: no interval) from 4 MiB on" in holds.summary
+    # pinned against pageable where large copies are: 50 against 10 GiB/s, not against the 20 GiB/s peak
+    (ratio,) = [f for f in gpu_xfer.gpu_transfers(pd.DataFrame(rows)) if f.id == "gpu_pinned"]
+    assert ratio.numbers["ratio"] == pytest.approx(5.0) and "large copies host to device" in ratio.summary
 
 
 def test_placement_flags_ranks_below_threshold() -> None:

@@ -86,8 +86,19 @@ def test_absent_files_are_not_provided_never_an_error(tmp_path):
     assert fw.summary() == [
         "HMAT: not provided",
         "memory tiers: not provided",
-        "weighted-interleave weights: not provided (mode: not provided)",
+        "weighted-interleave weights: not provided",
     ]
+
+
+def test_automatic_weights_without_hmat_are_not_said_to_come_from_it(tmp_path):
+    """Right after "HMAT: not provided", the weights line does not say the kernel set them from HMAT."""
+    fw = firmware.read(hmat_tree(tmp_path))
+    assert fw.summary()[2] == ("weighted-interleave weights: node 0: 3, node 1: 3, node 3: 1; "
+                               "mode auto (set by the kernel from the firmware's bandwidth, HMAT or CDAT)")
+    bare = firmware.Firmware(weights={0: 1}, weights_auto=True)
+    assert bare.summary()[0] == "HMAT: not provided" and "HMAT/CDAT" not in bare.summary()[2]
+    assert bare.summary()[2].startswith("weighted-interleave weights: node 0: 1; mode auto (set by the kernel; "
+                                        "with no HMAT bandwidth here, its defaults")
 
 
 def test_detection_carries_the_view_into_topology_json(tmp_path):

@@ -74,8 +74,8 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     assert [r[2] for r in lat["rows"]] == [1.5, 3.5] and [r[-4] for r in lat["rows"]] == [0.4, 1.4]
     assert [r[-2:] for r in lat["rows"]] == [[61.0, 5], [99.5, 3]]
     shared, flag = lat["flagged"]                 # the 9 % at 1 MiB is below 256 MiB: not flagged
-    assert shared[0] == "CPU shared" and shared[1].startswith("rank 0, CPU 0: ran only 61% of a sample's time on its CPU at 1MiB")
-    assert flag[0] == "Spread" and flag[1].startswith("rank 1, CPU 1: samples spread 3.5% at 512MiB")
+    assert shared[0] == "CPU shared" and shared[1].startswith("rank 0, CPU 0: ran only 61% of a sample's time on its CPU at 1 MiB")
+    assert flag[0] == "Spread" and flag[1].startswith("rank 1, CPU 1: samples spread 3.5% at 512 MiB")
     assert [r[1:] for r in bw["rows"]] == [["nontemporal", "", 0.3, "", 2e5]] and bw["flagged"] == []
     frames["bandwidth"]["timer_ticks"] = 12.0
     (tick,) = quality.series_quality(frames)[1]["flagged"]
@@ -83,7 +83,7 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     text = report.render(tmp_path, {"findings": []}, None, tmp_path / "experimentation.md").read_text()
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
     assert "- **Spread**: " + flag[1] in part and "- **CPU shared**: " + shared[1] in part and "nontemporal" in part and "cycle build s" in part
-    assert "samples retaken" in part
+    assert "samples taken again (a rank was off its CPU)" in part and "samples retaken" not in part
     assert quality.series_quality({"latency": frames["latency"].drop(columns=list(registry.get("latency").quality.columns))}) \
         == []
 
@@ -127,7 +127,7 @@ def test_a_fleet_series_is_one_row_over_its_hosts_and_each_flag_one_sentence() -
     (lat,) = quality.series_quality({"latency": pd.DataFrame(rows)})
     assert [r[0] for r in lat["rows"]] == ["rank 0, CPU 0 (12 hosts)", "rank 1, CPU 1 (12 hosts)"]
     row = lat["rows"][0]
-    assert row[1] == pytest.approx(1.55) and row[2] == pytest.approx(2.1) and row[3] == "256MiB on n11"
+    assert row[1] == pytest.approx(1.55) and row[2] == pytest.approx(2.1) and row[3] == "256 MiB on n11"
     assert row[4] == pytest.approx(0.325) and row[5] == pytest.approx(1.2)
     assert row[7] == "1 of 12 hosts" and row[8] == 80.0 and row[9] == 24
     assert lat["numeric"] == {1, 2, 4, 5, 6, 8, 9}        # numbers right-aligned, the retakes' count too

@@ -256,7 +256,7 @@ def test_a_comparison_across_campaigns_lists_what_had_no_counterpart(tmp_path: P
                      "counterpart and are compared; not compared, for want of one (listed under *Not compared*): "
                      f"1 benchmark (bandwidth), 1 series, {len(SIZES) - 2} points of compared series."), first
     assert "1 of 1 compared series pass on the points both runs measured" in result["markdown"]
-    assert "| latency | rank=1, cpu=1 | this run | 7 | 4KiB, 16KiB, 64KiB, 256KiB, 1MiB, 4MiB, ... (7 in all) |" \
+    assert "| latency | rank=1, cpu=1 | this run | 7 | 4 KiB, 16 KiB, 64 KiB, 256 KiB, 1 MiB, 4 MiB, ... (7 in all) |" \
         in result["markdown"]
     # The other way round: what only the earlier run measured is listed as the earlier run's.
     store.record(a, db, "a")

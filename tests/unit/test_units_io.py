@@ -13,7 +13,7 @@ import yaml
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import ALIAS_VALUES, atomic_write_text, load_yaml, read_csv
-from numasweep.core.units import format_cpulist, format_size, parse_cpulist, parse_size, parse_sizes
+from numasweep.core.units import format_cpulist, format_size, parse_cpulist, parse_size, parse_sizes, size_words
 from numasweep.results.aggregate import read_table
 from helpers.workflow import TEST_CONFIGS
 
@@ -59,6 +59,12 @@ def test_format_size_round_trips():
         text = format_size(n)
         assert text.endswith("B")
     assert format_size(32 * MiB) == "32MiB"
+
+
+def test_a_reader_reads_every_size_in_a_binary_unit_to_three_figures():
+    """Sizes off the power-of-two grid too: never a count of bytes, never more than three figures."""
+    assert [size_words(n) for n in (4096, 279936, 1536 << 10, 1000 << 10, 16 << 30, 1 << 40)] == \
+        ["4 KiB", "273 KiB", "1.5 MiB", "0.977 MiB", "16 GiB", "1 TiB"]
 
 
 def test_cpulists_round_trip():

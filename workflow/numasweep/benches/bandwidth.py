@@ -49,7 +49,7 @@ from numasweep.core.registry import Bench, RunQuality, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, page_words, parse_cpulist
 from numasweep.findings import firmware, weights
-from numasweep.findings.analysis import Finding, in_parens, interval_numbers, size_text
+from numasweep.findings.analysis import Finding, in_parens, interval_numbers, method_words, size_text
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import PALETTE, count_axis, heatmap, new_figure, save
 from numasweep.reporting.markdown import md_table, measured
@@ -381,7 +381,7 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
     """One series' row of the data-quality table, and its flags."""
     flags = []
     cell, small = g["arrays"]
-    row = [name, ", ".join(g["stores"]), ", ".join(g["shapes"]), g["first_touch_s"], cell]
+    row = [name, ", ".join(g["stores"]), ", ".join(SHAPE_WORDS.get(v, v) for v in g["shapes"]), g["first_touch_s"], cell]
     if small:
         flags.append((f"Arrays under {LLC_FACTOR}x the last-level cache",
                       -float(cell.split("x")[0]), small))
@@ -394,9 +394,14 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
     return row, flags
 
 
+# The kernel's code shapes (its `variant` column, kernels/numa_bandwidth.c) in words.
+SHAPE_WORDS = {"loop": "plain loop", "scalar": "scalar code", "scalar-unroll": "scalar code, unrolled",
+               "avx2": "256-bit vectors", "avx2-unroll": "256-bit vectors, unrolled",
+               "avx512": "512-bit vectors", "avx512-unroll": "512-bit vectors, unrolled"}
+
 QUALITY = RunQuality(
     columns=("stores", "variant", "first_touch_s", "timer_ticks"),
-    header=("series", "stores", "code shapes", "first touch s (max)", "arrays / last-level cache",
+    header=("series", "stores", "loop code the kernel ran", "first touch s (max)", "arrays / last-level cache",
             "timer ticks (least)"),
     runs=bandwidth_runs,
     row=quality_row,
@@ -545,8 +550,9 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
         noise_rule = s.noise()[3]
         t0_text = count_words(t0, "thread")
         at = (f"{count_words(int(point.estimate), 'thread')} ({point.level * 100:.0f}% interval {point.low:.0f} to "
-              f"{point.high:.0f}; {point.method})" if np.isfinite(point.low)
-              else f"{count_words(int(point.estimate), 'thread')} ({point.method})" if col is not None else "")
+              f"{point.high:.0f}; {method_words(point.method)})" if np.isfinite(point.low)
+              else f"{count_words(int(point.estimate), 'thread')} ({method_words(point.method)})"
+              if col is not None else "")
         if claim and col is not None:
             text = f"rises {rise.text('{:.2f}x')} from {t0_text} to a plateau of {gb(plateau).text('{:.1f}')} GB/s, reached at {at}"
         elif claim:
@@ -607,9 +613,13 @@ def _two_count_rises(bandwidth: pd.DataFrame, two: list[Series], keys: list[str]
     rises = [_rise(s) for s in two]
     flags = stats.benjamini_hochberg([p for _, p in rises])
     findings = []
+    said: set[tuple[int, int]] = set()    # why no plateau is placed: said once per pair of counts
     for s, (rise, p), flag in zip(two, rises, flags):
         name = _series_name(s.key)
         t0, t1 = int(s.sizes[0]), int(s.sizes[-1])
+        why = "" if (t0, t1) in said else (f" A plateau needs three or more thread counts: with two ({t0} and "
+                                           f"{t1}), here and in every other series measured so, none is placed.")
+        said.add((t0, t1))
         span = f"from {t0} thread{'s' if t0 != 1 else ''} to {t1} threads"
         claim = bool(flag) and _beyond_floor(rise)
         what = "best" if metric == "best_mb_s" else "average"
@@ -631,8 +641,7 @@ def _two_count_rises(bandwidth: pd.DataFrame, two: list[Series], keys: list[str]
         medians = np.exp(s.center())
         findings.append(Finding(
             id="bandwidth_saturation", bench="bandwidth", title=f"Rise with threads: {name}",
-            summary=(f"{name[0].upper() + name[1:]}: {text}. A plateau needs three or more thread counts; "
-                     f"with two ({t0} and {t1}) none is placed."),
+            summary=f"{name[0].upper() + name[1:]}: {text}.{why}",
             numbers={"cpu_nodes": s.key["cpu_nodes"], "mem_nodes": s.key["mem_nodes"], "kernel": s.key["kernel"],
                      "policy": s.key["policy"], "metric": metric, "claim": claim, "thread_counts": 2,
                      **interval_numbers("saturation_threads", None), **interval_numbers("rise", rise),

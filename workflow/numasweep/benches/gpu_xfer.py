@@ -34,7 +34,7 @@ from matplotlib.patches import Rectangle
 from numasweep.core.registry import COMMON_SERIES, Bench, register
 from numasweep.core.errors import NumasweepError
 from numasweep.core.topology import Topology
-from numasweep.core.units import count_words, format_size
+from numasweep.core.units import count_words, size_words
 from numasweep.findings import analysis
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
@@ -69,8 +69,19 @@ GPU_DIRECTIONS = (
     Direction("bidirectional read", "host to device, both at once", "bidir_read_bw(gib/s)", None),
     Direction("bidirectional write", "device to host, both at once", "bidir_write_bw(gib/s)", None),
 )
-# Direction name -> its bandwidth column.
+# Direction name -> its bandwidth column, and its words (the summary's "host to device").
 GPU_BANDWIDTH = {d.name: d.bandwidth for d in GPU_DIRECTIONS}
+DIRECTION_WORDS = {d.name: d.words for d in GPU_DIRECTIONS}
+# The two directions of a copy both ways at once: where the kernel timed them as one (the two
+# columns equal at every row, as pageable copies are), one finding says both, under the first.
+BOTH_AT_ONCE = ("bidirectional read", "bidirectional write")
+
+
+def _timed_as_one(g: pd.DataFrame) -> bool:
+    """Whether a series' two directions at once hold the same value at every row: one
+    measurement given twice."""
+    a, b = (GPU_BANDWIDTH[d] for d in BOTH_AT_ONCE)
+    return a in g and b in g and np.array_equal(g[a].to_numpy(float), g[b].to_numpy(float), equal_nan=True)
 
 
 # The HIP build of gpu_xfer, which a sweep on AMD GPUs runs instead of the CUDA one.
@@ -235,7 +246,7 @@ def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
         for direction in TIMED_DIRECTIONS:
             wide = part.pivot_table(index=GPU_SIZE, columns="series",
                                     values=direction.bandwidth, aggfunc="median")
-            rows = [[format_size(int(s))] + [float(v) for v in row] for s, row in wide.iterrows()]
+            rows = [[size_words(int(s))] + [float(v) for v in row] for s, row in wide.iterrows()]
             out.append({
                 "title": f"Bandwidth (GiB/s) {direction.words}, {variant} host memory",
                 "table": md_table(["size"] + list(wide.columns), rows),
@@ -361,27 +372,40 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) ->
             holds = band == [int(s) for s in curve.index if s >= start]
             level, run_levels = _gpu_level(g, column, band)
             value, runs = level.estimate, len(run_levels)
+            # what large copies get: the plateau where it holds, else the rate at the largest size
+            largest = int(curve.index[-1])
+            large, large_runs = (level, run_levels) if holds else _gpu_level(g, column, [largest])
             plateaus.append({"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
                              "pinned": pinned, "ngpus": ngpus, "gpu": gpu_id, "label": label, "host": host,
-                             "plateau_gib_s": value, "from_size_bytes": start, "run_levels": run_levels})
+                             "plateau_gib_s": value, "from_size_bytes": start, "run_levels": run_levels,
+                             "large_gib_s": large.estimate, "large_runs": large_runs})
+            as_one = direction in BOTH_AT_ONCE and _timed_as_one(g)
+            if as_one and direction == BOTH_AT_ONCE[-1]:
+                continue        # said by the first direction of the two, for both
+            words = "each direction, both at once" if as_one else DIRECTION_WORDS[direction]
             who = f"{ngpus} GPU{'s' if ngpus not in ('', '1') else ''}, GPU {gpu_id}" + (f", {label}" if label else "")
             short, mem = _gpu_memory(policy, nodes, weight)
             pin = pinned
+            runs_text = f"{runs} runs"
             findings.append(Finding(
                 id="gpu_plateau", bench="gpu_xfer",
-                title=f"GPU {direction}: {short}, {pin or 'pinning unknown'} ({who})",
-                summary=(f"GPU {direction}s ({who}, {pin or 'pinning unknown'}, {mem}) "
-                         + (f"reach a plateau of {_gpu_interval_text(level, f'{runs} runs', '{:.1f} GiB/s')} from "
+                title=f"GPU copies {words}: {short}, {pin or 'pinning unknown'} ({who})",
+                summary=(f"GPU copies {words} ({who}, {pin or 'pinning unknown'}, {mem}) "
+                         + (f"reach a plateau of {_gpu_interval_text(level, runs_text, '{:.1f} GiB/s')} from "
                             f"{analysis.size_text(start)} on." if holds else
-                            f"peak at {_gpu_interval_text(level, f'{runs} runs', '{:.1f} GiB/s')} "
+                            f"move {_gpu_interval_text(large, runs_text, '{:.1f} GiB/s')} at the largest size, "
+                            f"{analysis.size_text(largest)}, and peak at "
+                            f"{_gpu_interval_text(level, runs_text, '{:.1f} GiB/s')} "
                             + (f"over {analysis.size_text(start)} to {analysis.size_text(band_end)}, the sizes" if band_end != start
                                else f"at {analysis.size_text(start)}, the only size")
-                            + f" within {(1 - SATURATION) * 100:.0f}% of the highest, and move "
-                            f"{float(curve.iloc[-1]):.1f} GiB/s at the largest size, {analysis.size_text(int(curve.index[-1]))}.")),
+                            + f" within {(1 - SATURATION) * 100:.0f}% of the highest.")),
                 numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "numa_weight": weight,
                          "pinned": pinned, "ngpus": ngpus, "gpu": gpu_id, "plateau_gib_s": value,
                          "low": level.low, "high": level.high, "runs": runs, "from_size_bytes": start,
-                         "plateau_holds": holds, "largest_size_gib_s": float(curve.iloc[-1])},
+                         "to_size_bytes": band_end, "plateau_holds": holds,
+                         "largest_size_gib_s": float(curve.iloc[-1]), "large_size_bytes": largest,
+                         "large_gib_s": large.estimate, "large_low": large.low, "large_high": large.high,
+                         "words": words},
                 evidence=[{"size_bytes": int(s), "gib_s": v} for s, v in curve.items()],
             ))
     table = pd.DataFrame(plateaus)
@@ -389,7 +413,7 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) ->
         return findings
     for (direction, policy, nodes, weight, ngpus, gpu_id, label, host), g in table.groupby(
             ["direction", "policy", "numa_nodes", "numa_weight", "ngpus", "gpu", "label", "host"]):
-        pins = {p: (v, r) for p, v, r in zip(g["pinned"], g["plateau_gib_s"], g["run_levels"])}
+        pins = {p: (v, r) for p, v, r in zip(g["pinned"], g["large_gib_s"], g["large_runs"])}
         pinned, pinned_runs = pins.get("pinned", (None, None))
         pageable, pageable_runs = pins.get("pageable", (None, None))
         if pinned is None or pageable is None:
@@ -398,11 +422,13 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) ->
         ratio, _, _ = stats.welch(pinned_runs, pageable_runs, method="Welch t interval over runs on the log ratio")
         runs = f"{len(pinned_runs)} and {len(pageable_runs)} runs"
         short, mem = _gpu_memory(policy, nodes, weight)
+        words = DIRECTION_WORDS[direction]
         findings.append(Finding(
             id="gpu_pinned", bench="gpu_xfer",
-            title=f"Pinned vs pageable GPU {direction}s ({short}, {count_words(ngpus, 'GPU')}, GPU {gpu_id})",
-            summary=(f"Pinned host memory gives {_gpu_interval_text(ratio, runs, '{:.2f}x')} the {direction} bandwidth "
-                     f"of pageable memory, each at its plateau or peak ({pinned:.1f} vs {pageable:.1f} GiB/s, {mem})."),
+            title=f"Pinned vs pageable GPU copies {words} ({short}, {count_words(ngpus, 'GPU')}, GPU {gpu_id})",
+            summary=(f"Pinned host memory gives {_gpu_interval_text(ratio, runs, '{:.2f}x')} the bandwidth of "
+                     f"pageable memory for large copies {words} ({pinned:.1f} vs {pageable:.1f} GiB/s, each at its "
+                     f"plateau where the curve holds one, else at the largest size; {mem})."),
             numbers={"direction": direction, "policy": policy, "numa_nodes": nodes, "pinned_gib_s": pinned,
                      "pageable_gib_s": pageable, "ratio": ratio.estimate, "low": ratio.low, "high": ratio.high,
                      "method": ratio.method},
@@ -419,9 +445,9 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) ->
         runs = f"{len(best['run_levels'])} and {len(worst['run_levels'])} runs"
         findings.append(Finding(
             id="gpu_weights", bench="gpu_xfer",
-            title=(f"Best weights for GPU {direction}s over nodes {nodes} "
+            title=(f"Best weights for GPU copies {DIRECTION_WORDS[direction]} over nodes {nodes} "
                    f"({pinned or 'pinning unknown'}, {count_words(ngpus, 'GPU')}, GPU {gpu_id})"),
-            summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest {direction} plateau "
+            summary=(f"Weights {best['numa_weight']} over nodes {nodes} give the highest plateau of copies {DIRECTION_WORDS[direction]} "
                      f"({best['plateau_gib_s']:.1f} GiB/s), {_gpu_interval_text(ratio, runs, '{:.2f}x')} "
                      f"weights {worst['numa_weight']}."),
             numbers={"direction": direction, "numa_nodes": nodes, "best_weights": best["numa_weight"],
@@ -492,7 +518,7 @@ def aggregate(gpu: pd.DataFrame | None) -> list[Finding]:
                 "direction": direction, "ngpus": ngpus, "aggregate_gib_s": together,
                 "per_gpu_gib_s": {str(k): float(v) for k, v in each.items()},
                 "from_size_bytes": sizes[0]}
-            text = (f"Together the {ngpus} GPUs move {together:.1f} GiB/s ({direction}s, {_who(row)}, "
+            text = (f"Together the {ngpus} GPUs move {together:.1f} GiB/s (copies {DIRECTION_WORDS[direction]}, {_who(row)}, "
                     f"from {analysis.size_text(sizes[0])} on); each GPU {each.min():.1f} to {each.max():.1f} GiB/s.")
             alone = df[(df["ngpus"] == "1")]
             for col in SETTINGS:
@@ -508,7 +534,7 @@ def aggregate(gpu: pd.DataFrame | None) -> list[Finding]:
                          f"{scaling.text()} of {ngpus}x one GPU's.")
             findings.append(Finding(
                 id="gpu_aggregate", bench="gpu_xfer",
-                title=f"{ngpus} GPUs at once, {direction}s ({_who(row)})",
+                title=f"{ngpus} GPUs at once, copies {DIRECTION_WORDS[direction]} ({_who(row)})",
                 summary=text, numbers=numbers,
                 evidence=[{"size_bytes": int(s), "aggregate_gib_s": float(v)} for s, v in curve.items()],
             ))
@@ -544,8 +570,8 @@ def host_node(gpu: pd.DataFrame | None) -> list[Finding]:
             own_gib = float(own.median().reindex(sizes).median())
             findings.append(Finding(
                 id="gpu_host_node", bench="gpu_xfer",
-                title=f"GPU {row['gpu']}'s host node, {direction}s ({count_words(row['ngpus'], 'GPU')})",
-                summary=(f"GPU {row['gpu']} (on node {own_node}) moves {own_gib:.1f} GiB/s ({direction}s) with host "
+                title=f"GPU {row['gpu']}'s host node, copies {DIRECTION_WORDS[direction]} ({count_words(row['ngpus'], 'GPU')})",
+                summary=(f"GPU {row['gpu']} (on node {own_node}) moves {own_gib:.1f} GiB/s (copies {DIRECTION_WORDS[direction]}) with host "
                          f"memory on its own node, {r.text('{:.2f}x')} what it moves with memory on node {worst}"
                          + (f"; nodes {', '.join(sorted(n for n in ratios if n != worst))} lie between"
                             if len(ratios) > 1 else "") + "."),
@@ -599,8 +625,8 @@ def node_matrix(gpu: pd.DataFrame | None) -> list[Finding]:
             parts.append(f"GPU {g} ({where}): {row}")
         found.append(Finding(
             id="gpu_node_matrix", bench="gpu_xfer",
-            title=f"Host memory node by GPU, {direction}s",
-            summary=f"Plateau bandwidth in GiB/s by host memory node, {direction}s, each GPU alone: "
+            title=f"Host memory node by GPU, copies {DIRECTION_WORDS[direction]}",
+            summary=f"Plateau bandwidth in GiB/s by host memory node, copies {DIRECTION_WORDS[direction]}, each GPU alone: "
                     + "; ".join(parts) + ".",
             numbers={"direction": direction, "claim": False},
             evidence=[{"numa_node": n, "gpu": g, "own_node": own, **analysis.interval_numbers("gib_s", level)}
@@ -634,10 +660,12 @@ def findings(gpu: pd.DataFrame | None, topology: Topology | None = None) -> list
 
 
 def headline(gpu: pd.DataFrame, topology: Topology | None = None) -> list[list[str]]:
-    """Host-device plateaus per direction and host memory (pinned, pageable), in GiB/s as the
-    kernel measures them, for host memory local to the GPU (or the first policy measured) and
-    the fewest GPUs: the `gpu_transfers` findings' numbers, one row each."""
-    found = [f.numbers for f in gpu_transfers(gpu, topology) if f.numbers.get("plateau_gib_s") is not None]
+    """Host-device rates per direction and host memory (pinned, pageable), in GiB/s as the kernel
+    measures them, for host memory local to the GPU (or the first policy measured) and the fewest
+    GPUs: what large copies get (the plateau where the curve holds one, else the rate at the
+    largest size, with the peak of the smaller sizes beside it, named), the `gpu_transfers`
+    findings' numbers, one row each."""
+    found = [f.numbers for f in gpu_transfers(gpu, topology) if f.numbers.get("large_gib_s") is not None]
     if not found:
         return []
     policies = sorted({str(n.get("policy", "")) for n in found}, key=lambda p: p != "local")
@@ -647,16 +675,19 @@ def headline(gpu: pd.DataFrame, topology: Topology | None = None) -> list[list[s
     for n in found:
         if (str(n.get("policy", "")), str(n.get("ngpus", "")), str(n.get("gpu", ""))) != (policies[0], ngpus[0], gpus[0]):
             continue
-        value = n.get("plateau_gib_s")
-        if value is None or not np.isfinite(value):
+        value = n["large_gib_s"]
+        if not np.isfinite(value):
             continue
-        low, high, runs = n.get("low"), n.get("high"), int(n.get("runs") or 1)
+        low, high, runs = n.get("large_low"), n.get("large_high"), int(n.get("runs") or 1)
         interval = (f"{low:.1f} to {high:.1f} GiB/s ({runs} runs)" if runs > 1 and low is not None
                     and np.isfinite(low) and np.isfinite(high) else "one run: no interval")
-        if n.get("plateau_holds") is False:
-            interval += "; no plateau: still changing at the largest size"
-        rows.append([f"host-device {n.get('direction')}, {n.get('pinned')} host memory, GPU {n.get('gpu')} "
-                     f"(GiB/s, 2^30 bytes/s)", f"{value:.1f} GiB/s", interval])
+        text = f"{value:.1f} GiB/s"
+        if not n.get("plateau_holds"):
+            peak_at = size_words(n["from_size_bytes"]) + (f" to {size_words(n['to_size_bytes'])}"
+                                                         if n["to_size_bytes"] != n["from_size_bytes"] else "")
+            text += f" at {size_words(n['large_size_bytes'])}; peak {n['plateau_gib_s']:.1f} at {peak_at}"
+        rows.append([f"GPU copies {n['words']}, {n.get('pinned')} host memory, GPU {n.get('gpu')} "
+                     f"(GiB/s, 2^30 bytes/s)", text, interval])
     return rows
 
 

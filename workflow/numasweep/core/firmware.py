@@ -122,7 +122,12 @@ class Firmware:
             if any(Path(i.file).name in AUTO_NAMES for i in self.ignored):
                 return "unknown (its file is ignored, below)"
             return "manual (this kernel has no automatic mode)"
-        return "auto (set by the kernel from HMAT/CDAT bandwidth)" if self.weights_auto else "manual"
+        if not self.weights_auto:
+            return "manual"
+        if self.access:
+            return "auto (set by the kernel from the firmware's bandwidth, HMAT or CDAT)"
+        # the kernel sets what it has figures for; without HMAT's, only a CXL device's CDAT gives any
+        return "auto (set by the kernel; with no HMAT bandwidth here, its defaults unless a CXL device's CDAT gave one)"
 
     def summary(self) -> list[str]:
         """One line per view, saying "not provided" where the machine does not say."""
@@ -133,7 +138,8 @@ class Firmware:
         return [
             f"HMAT: {', '.join(hmat) if classes else NOT_PROVIDED}",
             f"memory tiers: {tiers or NOT_PROVIDED}",
-            f"weighted-interleave weights: {weights or NOT_PROVIDED} (mode: {self.weights_mode()})",
+            f"weighted-interleave weights: {weights}; mode {self.weights_mode()}" if weights
+            else f"weighted-interleave weights: {NOT_PROVIDED}",
         ]
 
     def notes(self) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
 from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
-from numasweep.core.units import approx_size
+from numasweep.core.units import size_words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,8 +32,8 @@ def space_needed(folder: str | os.PathLike, sizes: list[int]) -> str:
         place = place.parent
     fs = os.statvfs(place)
     need = sum(-(-size // fs.f_frsize) * fs.f_frsize for size in sizes)
-    return f"{'it needs' if len(sizes) == 1 else 'they need'} {approx_size(need)}, " \
-           f"{approx_size(fs.f_bavail * fs.f_frsize)} are free there"
+    return f"{'it needs' if len(sizes) == 1 else 'they need'} {size_words(need)}, " \
+           f"{size_words(fs.f_bavail * fs.f_frsize)} are free there"
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], object], binary: bool = False,

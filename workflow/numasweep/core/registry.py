@@ -92,7 +92,9 @@ class Bench:
     report: Callable[..., dict] | None = None
     # headline(table, topology) -> [[quantity, value, interval]]: the rows the summary's headline
     # table opens with (what a user came for: idle latency per level, best bandwidth and its
-    # scaling, NUMA ratios), each value from the table with its interval or why there is none.
+    # scaling, NUMA ratios), each value from the table with its interval or why there is none;
+    # a rate in a unit the summary's preamble defines (reporting.report.UNIT_CONVENTIONS), and a
+    # row that counts its bytes otherwise says so beside its number.
     headline: Callable[..., list] | None = None
     # cross([table, table], [name, name], figure folder or None) -> (tables, PNG paths): two
     # systems side by side.

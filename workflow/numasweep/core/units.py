@@ -131,10 +131,13 @@ def parse_page_fractions(text: object) -> dict[int, float]:
     return out
 
 
-def approx_size(nbytes: float) -> str:
-    """A size read off a curve, to three figures: 47.3 MiB."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift:
+def size_words(nbytes: float) -> str:
+    """A size as a reader reads it, in the largest binary unit it reaches, to at most three
+    significant figures, a space before the unit: 32 KiB, 1 MiB, 47.3 MiB, 279936 -> 273 KiB.
+    The one spelling of sizes in reports, findings and messages; `format_size` is the exact one
+    the kernels and job names take."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 999.5 * (1 << (shift - 10)):      # four figures in the unit below: this one
             return f"{nbytes / (1 << shift):.3g} {unit}"
     return f"{nbytes:.3g} B"
 
@@ -184,9 +187,6 @@ def page_words(page: object) -> str:
     return PAGE_WORDS.get(text, f"{text} pages" if text else "")
 
 
-def size_words(nbytes: int) -> str:
-    """`format_size` with a space before the unit, as prose writes it: 32 KiB, 1 MiB."""
-    return re.sub(r"(\d)([KMG]?i?B)$", r"\1 \2", format_size(int(nbytes)))
 
 
 def count_words(n: object, word: str) -> str:

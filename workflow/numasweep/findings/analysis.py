@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import pandas as pd
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_text
-from numasweep.core.units import format_size, page_words, parse_page_fractions
+from numasweep.core.units import page_words, parse_page_fractions, size_words
 from numasweep.findings import levels
 from numasweep.results import aggregate, disturbed, series
 from numasweep.results.tables import nodes as _nodes
@@ -94,7 +95,32 @@ def _jsonable(value: Any) -> Any:
 
 
 def size_text(nbytes: float) -> str:
-    return format_size(int(nbytes))
+    return size_words(nbytes)
+
+
+# How an interval was computed, in the words a reader meets in the report: what it reads the
+# noise from. The exact method (test, degrees of freedom, draws) stays in findings.json and is
+# explained in docs/STATISTICS.md.
+METHOD_WORDS = (
+    (re.compile(r"^Welch t interval.*? over (\w+)"), r"the interval from the spread of each side's \1"),
+    (re.compile(r"^t interval over (\d+) units'"), r"the interval from the spread over the \1 ranks or runs compared"),
+    (re.compile(r"^t interval over (\d+) (\w+)"), r"the interval from the spread over the \1 \2"),
+    (re.compile(r"^t interval on the mean log ratio over (\d+) sizes"), r"the interval from the noise at each of the \1 sizes"),
+    (re.compile(r"^(?:normal|t) interval .*?from (?:the |the two points' )?within-run spread"),
+     "the interval from the spread within each run"),
+    (re.compile(r"^percentile bootstrap over (\d+\+?) ([\w ]+?)(?: \(|;|$)"), r"the interval from resampling the \1 \2"),
+)
+
+
+def method_words(method: str) -> str:
+    """An interval's method as the report says it: "t interval over 2 units' mean log ratio (1 df)"
+    -> "the interval from the spread over the 2 ranks or runs compared"; a method of no known form
+    (one that says there is no interval) as it is."""
+    for pattern, words in METHOD_WORDS:
+        found = pattern.match(str(method))
+        if found:
+            return found.expand(words)
+    return str(method)
 
 
 def in_parens(name: str) -> str:

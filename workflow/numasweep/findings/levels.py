@@ -64,7 +64,7 @@ from numasweep.statistics import stats
 from numasweep.statistics.contrasts import LATENCY
 from numasweep.statistics.stats import Interval, Series
 from numasweep.core.topology import Topology
-from numasweep.core.units import approx_size, format_size, size_words
+from numasweep.core.units import size_words
 
 STEP_FLOOR = 0.10          # a size step that adds at least 10 % latency may belong to a transition
 TRANSITION_FLOOR = 0.20    # a transition raises latency by at least 20 % from plateau to plateau
@@ -116,9 +116,9 @@ class Transition:
     def describe(self) -> str:
         where = f"from {size_words(self.from_size_bytes)} to {size_words(self.to_size_bytes)}"
         loc = self.location_bytes
-        at = f"half-way at {approx_size(loc.estimate)}"
+        at = f"half-way at {size_words(loc.estimate)}"
         if np.isfinite(loc.low):
-            at += f" ({approx_size(loc.low)} to {approx_size(loc.high)})"
+            at += f" ({size_words(loc.low)} to {size_words(loc.high)})"
         cause = (f"the {capacity_words(self.label, self.capacity_bytes)}" if self.label
                  else "nothing in the topology explains it" + "".join(f"; {c}" for c in self.caveats))
         return f"latency rises {self.ratio.text('{:.2f}x')} {where}, {at}: {cause}"
@@ -209,7 +209,7 @@ def plausibility(sizes: np.ndarray, latency_ns: np.ndarray, capacities: Sequence
     far = FAR_BEYOND * max(c.size_bytes for c in capacities) if capacities else NO_TOPOLOGY_FAR_BYTES
     beyond = latency_ns[sizes >= far]
     if len(beyond) and float(np.median(beyond)) < PREFETCH_MAX_NS:
-        return (f"latency stays at {float(np.median(beyond)):.1f} ns at {format_size(int(sizes[sizes >= far][0]))} "
+        return (f"latency stays at {float(np.median(beyond)):.1f} ns at {size_words(int(sizes[sizes >= far][0]))} "
                 f"and beyond, {FAR_BEYOND}x past the largest cache: no memory latency is that low, so the "
                 "kernel streamed through the prefetchers (a fixed stride, e.g. lmbench lat_mem_rd at stride 64) "
                 "rather than chasing dependent random pointers; not analysed as latency")

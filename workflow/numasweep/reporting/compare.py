@@ -38,7 +38,7 @@ from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 from numasweep.reporting.markdown import fmt_value, md_table, md_text
-from numasweep.core.units import convert, count_words, format_size, metric_unit, parse_size
+from numasweep.core.units import convert, count_words, metric_unit, parse_size, size_words
 
 # Identity columns that do not make two runs' points different measurements.
 NOT_COMPARED = ("system", "host")
@@ -142,7 +142,7 @@ def series_name(row: pd.Series, columns: list[str]) -> str:
     parts = []
     for col in columns:
         value = row[col]
-        shown = format_size(int(value)) if col.endswith("bytes") and isinstance(value, (int, np.integer)) \
+        shown = size_words(int(value)) if col.endswith("bytes") and isinstance(value, (int, np.integer)) \
             and value > 0 else series.label(value)
         parts.append(f"{col}={shown}")
     return ", ".join(parts) or "all"
@@ -214,7 +214,7 @@ def compare_runs(now: dict[str, pd.DataFrame], then: dict[str, pd.DataFrame],
 
 
 def _axis_text(value: int, axis: str | None) -> str:
-    return count_words(value, "thread") if axis == "threads" else format_size(value)
+    return count_words(value, "thread") if axis == "threads" else size_words(value)
 
 
 def _at(row: dict) -> str:

@@ -27,7 +27,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.reporting.markdown import Md, fmt_number, fmt_value, md_block, md_code, md_table, md_text, md_url
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_cpulist, format_size
+from numasweep.core.units import format_cpulist, size_words
 from numasweep.findings import analysis, audit, firmware
 from numasweep.findings.levels import capacity_words
 
@@ -122,9 +122,9 @@ def cache_rows(topology: Topology) -> list[list[object]]:
         shared = sorted({len(i) for i in cache.instances})
         rows.append([
             f"L{cache.level} {cache.type}".strip(),
-            format_size(cache.size_bytes),
+            size_words(cache.size_bytes),
             len(cache.instances),
-            format_size(cache.size_bytes * len(cache.instances)) if cache.instances else "",
+            size_words(cache.size_bytes * len(cache.instances)) if cache.instances else "",
             ", ".join(str(s) for s in shared),
         ])
     return rows
@@ -277,7 +277,7 @@ def evidence_cell(column: str, value: object) -> object:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if column.endswith("size_bytes") and isinstance(value, (int, float)):
-        return format_size(int(value))
+        return size_words(int(value))
     if (column == "mb_s" or column.endswith("_mb_s")) and isinstance(value, (int, float)):
         return value / 1000.0           # MB/s as the kernel wrote it, GB/s as the report says
     if isinstance(value, float) and value.is_integer() and not column.startswith("ratio") \
@@ -285,6 +285,8 @@ def evidence_cell(column: str, value: object) -> object:
         return int(value)
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
+    if column == "method" or column.endswith("_method"):
+        return analysis.method_words(value)
     return "" if value is None else value
 
 
@@ -449,13 +451,49 @@ def summary_lines(headlines: list[dict]) -> list[dict]:
     return out
 
 
-def headline_table(frames: dict[str, pd.DataFrame], topology: Topology | None) -> str | None:
-    """What a user came for, from every benchmark's `headline` rows, in the registry's order."""
+# The mark of a headline value that rests on a noisy series; the footnote under the table says
+# what it means (the template's `noisy_mark`).
+NOISY_MARK = "†"
+
+
+def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None) -> list[list[str]]:
+    """What a user came for, from every benchmark's `headline` rows, in the registry's order. A
+    row that rests on a noisy job (one the benchmark's headline without its noisy jobs does not
+    give as it is) carries NOISY_MARK beside its value."""
     rows = []
     for bench in registry.all_benches().values():
-        if bench.headline is not None and bench.name in frames:
-            rows += bench.headline(frames[bench.name], topology)
-    return md_table(["measured", "value", "95% interval"], rows, right={1}) if rows else None
+        if bench.headline is None or bench.name not in frames:
+            continue
+        df = frames[bench.name]
+        mine = bench.headline(df, topology)
+        noisy = (disturbed.job_verdicts(df)[disturbed.VERDICT] == disturbed.NOISY).to_numpy()
+        if noisy.any():
+            quiet = ({tuple(r) for r in bench.headline(df[~noisy].reset_index(drop=True), topology)}
+                     if not noisy.all() else set())
+            mine = [row if tuple(row) in quiet else [row[0], f"{row[1]} {NOISY_MARK}", *row[2:]] for row in mine]
+        rows += mine
+    return rows
+
+
+# How the summary counts each unit its rows give, said once above the table; a row that counts
+# otherwise says so beside its number (numa_copy counts each byte copied once).
+UNIT_CONVENTIONS = {
+    "GB/s": "bandwidth in GB/s (10^9 bytes/s), each byte read and each byte written counted, as STREAM counts them",
+    "GiB/s": "host-device transfers in GiB/s (2^30 bytes/s), as gpu_xfer measures them",
+}
+ROW_UNIT = re.compile(r"(?<![\w/])(GiB/s|GB/s|ns)(?![\w/])")
+
+
+def row_unit(value: str) -> str | None:
+    """The unit a headline value is given in: "9.6 GB/s (...)" -> "GB/s"; None for a ratio."""
+    found = ROW_UNIT.search(str(value))
+    return found.group(1) if found else None
+
+
+def headline_units(rows: list[list[str]]) -> str:
+    """The preamble's sentence on units: the convention of each bandwidth unit the rows use."""
+    used = {row_unit(row[1]) for row in rows}
+    return "; ".join(words for unit, words in UNIT_CONVENTIONS.items() if unit in used)
 
 
 def prepared_findings(findings: dict) -> list[dict]:
@@ -546,6 +584,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     audit.check(every, f"report of {results_dir}")
     # the headline rests on no job measured while disturbed; the first lines say which were
     clean, left = disturbed.split(frames, conclude_disturbed)
+    headline = headline_rows(clean, topology)
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})
@@ -597,7 +636,9 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "mode_comparison": modes,
         "placement": placement,
         "findings": found,
-        "headline_table": headline_table(clean, topology),
+        "headline_table": md_table(["measured", "value", "95% interval"], headline, right={1}) if headline else None,
+        "headline_units": headline_units(headline),
+        "noisy_mark": NOISY_MARK if any(NOISY_MARK in str(row[1]) for row in headline) else None,
         "disturbed": [r.sentence() for r in left],
         "concluded_disturbed": conclude_disturbed,
         "noisy": [r.sentence() for r in disturbed.noisy(clean)],
@@ -639,7 +680,7 @@ def spec_rows(contexts: list[dict]) -> list[list[object]]:
             "NUMA nodes": str(len(nodes)),
             "memory-only nodes": ", ".join(str(n) for n in ctx["memory_only"]) or "none",
             "CPUs": str(sum(len(n.cpus) for n in nodes)),
-            "L3 per group": format_size(l3[0].size_bytes) if l3 else "",
+            "L3 per group": size_words(l3[0].size_bytes) if l3 else "",
             "L3 groups": str(len(topo.l3_groups) if topo else 0),
             "GPUs": str(len(topo.gpus) if topo else 0),
             "virtual machine": (topo.hypervisor if topo else None) or "no",

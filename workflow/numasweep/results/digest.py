@@ -26,7 +26,7 @@ import math
 import re
 from typing import Any
 
-from numasweep.core.units import approx_size
+from numasweep.core.units import size_words
 
 HOST_ROWS = 8       # up to this many hosts, the report's tables keep a row per host
 FIELDS = 3          # intervals said per merged finding
@@ -66,7 +66,7 @@ def _finite(value: Any) -> bool:
 
 def _fmt(name: str, value: float) -> str:
     if name.endswith("_bytes"):
-        return approx_size(value)
+        return size_words(value)
     if "ratio" in name:
         return f"{value:.2f}x"
     # three significant digits, never in exponent form: 33,780 rather than 3.38e+04

@@ -38,7 +38,7 @@ from numasweep.benches.latency import tables
 from numasweep.benches.latency.tables import NAME, SERIES, WITHIN
 from numasweep.core.registry import COMMON_SERIES
 from numasweep.core.topology import Topology
-from numasweep.core.units import approx_size, format_size, page_words, size_words
+from numasweep.core.units import page_words, size_words
 from numasweep.findings import analysis, levels
 from numasweep.findings.analysis import Finding
 from numasweep.results import series
@@ -380,9 +380,9 @@ def _pool_one_rank(df: pd.DataFrame) -> pd.DataFrame:
 
 def _size_iv(interval: Interval) -> str:
     if not np.isfinite(interval.low):
-        return f"{approx_size(interval.estimate)} (no interval)"
-    return (f"{approx_size(interval.estimate)} ({interval.level * 100:.0f}% interval "
-            f"{approx_size(interval.low)} to {approx_size(interval.high)})")
+        return f"{size_words(interval.estimate)} (no interval)"
+    return (f"{size_words(interval.estimate)} ({interval.level * 100:.0f}% interval "
+            f"{size_words(interval.low)} to {size_words(interval.high)})")
 
 
 def _entries(onset: Interval) -> str:
@@ -777,7 +777,8 @@ def rank_scaling(latency: pd.DataFrame | None, topology: Topology | None = None)
             title=f"Rank scaling at {size} ({name})",
             summary=(f"From {rpds[0]} to {rpds[-1]} ranks per domain ({name}, {size}), the latency of a rank is "
                      f"{interval.text()} times the {base:.1f} ns at {rpds[0]} per domain "
-                     f"(geometric mean over the {len(top)} ranks of the largest run; {interval.method}){verdict}."),
+                     f"(geometric mean over the {len(top)} ranks of the largest run; {analysis.method_words(interval.method)})"
+                     f"{verdict}."),
             numbers={**{k: series.label(v) for k, v in key.items()}, "from_ranks_per_domain": int(rpds[0]),
                      "to_ranks_per_domain": int(rpds[-1]), "ratio": interval.estimate, "low": interval.low,
                      "high": interval.high, "level": interval.level, "base_ns": float(base), "claim": differs,
@@ -809,12 +810,12 @@ def placement_scaling(points: pd.DataFrame) -> list[Finding]:
             continue
         rpd, interval = max(by_count, key=lambda c: abs(math.log(c[1].estimate)))
         name = _name({**key, "strategy": ""})
-        size = format_size(int(key["size_bytes"]))
+        size = size_words(int(key["size_bytes"]))
         findings.append(Finding(
             id="placement_scaling", bench="latency",
             title=f"Sequential vs interleaved ranks at {size} ({name})",
             summary=(f"With {rpd} ranks per domain ({name}, {size}), sequential placement gives "
-                     f"{interval.text()} times the latency of interleaved placement ({interval.method}); "
+                     f"{interval.text()} times the latency of interleaved placement ({analysis.method_words(interval.method)}); "
                      "at each rank count: " + ", ".join(f"{r} per domain {i.estimate:.2f}x" for r, i in by_count)
                      + "."),
             numbers={**{k: series.label(v) for k, v in key.items()}, RPD: rpd, "ratio": interval.estimate,

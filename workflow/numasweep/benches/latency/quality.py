@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from numasweep.core.registry import RunQuality
-from numasweep.core.units import format_size
+from numasweep.core.units import size_words
 from numasweep.results import quality
 
 
@@ -49,7 +49,7 @@ def latency_runs(df: pd.DataFrame, keys: list[str]):
         got = {k: (None if pd.isna(v) else float(v)) for k, v in r.items()}
         spread_row, cpu_row = got.pop("spread_at_row", None), got.pop("on_cpu_at_row", None)
         got["spread_at"] = int(sizes.loc[int(spread_row)]) if spread_row is not None else None
-        got["on_cpu_at"] = format_size(int(sizes.loc[int(cpu_row)])) if cpu_row is not None and sizes is not None \
+        got["on_cpu_at"] = size_words(int(sizes.loc[int(cpu_row)])) if cpu_row is not None and sizes is not None \
             else ""
         got["retaken"] = int(got["retaken"]) if got.get("retaken") is not None else None
         for column in ("spread_median", "spread_max", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct"):
@@ -61,12 +61,12 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
     """One series' row of the data-quality table, and its flags."""
     flags = []
     worst, at, least = g["spread_max"], g["spread_at"], g["on_cpu_pct"]
-    row = [name, g["spread_median"], worst, format_size(at) if at else "", g["sample_s"],
+    row = [name, g["spread_median"], worst, size_words(at) if at else "", g["sample_s"],
            g["first_touch_s"], g["cycle_build_s"],
            "over" if worst is not None and worst > SPREAD_LIMIT_PCT else ""]
     if worst is not None and worst > SPREAD_LIMIT_PCT:
-        flags.append(("Spread", worst, f"samples spread {worst:.1f}% at {format_size(at)} (over "
-                      f"{SPREAD_LIMIT_PCT:.0f}% at {format_size(SPREAD_FROM_BYTES)} and above): the "
+        flags.append(("Spread", worst, f"samples spread {worst:.1f}% at {size_words(at)} (over "
+                      f"{SPREAD_LIMIT_PCT:.0f}% at {size_words(SPREAD_FROM_BYTES)} and above): the "
                       "machine disturbed the run, or it needs more --samples or --min-time"))
     # samples the kernel took again because a rank was off its CPU (older tables: none)
     row += [least, g["retaken"]]
@@ -79,9 +79,9 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
 
 QUALITY = RunQuality(
     columns=("spread_pct", "sample_s", "first_touch_s", "cycle_build_s", "on_cpu_pct", "retaken"),
-    header=("series", f"spread % (median, >= {format_size(SPREAD_FROM_BYTES)})", "spread % (largest)", "at",
+    header=("series", f"spread % (median, >= {size_words(SPREAD_FROM_BYTES)})", "spread % (largest)", "at",
             "sample s (median)", "first touch s (max)", "cycle build s (max)", f"spread > {SPREAD_LIMIT_PCT:.0f}%",
-            "on CPU % (least)", "samples retaken"),
+            "on CPU % (least)", "samples taken again (a rank was off its CPU)"),
     runs=lambda df, keys, topo: latency_runs(df, keys),
     row=quality_row,
     reduce=(None, "median", "max", "at", "median", "max", "max", "over", "min", "sum"),

@@ -11,9 +11,10 @@ import pandas as pd
 
 from numasweep.benches.latency import figures as latency_figures
 from numasweep.benches.latency import tables
+from numasweep.benches.latency.findings import REPLICATES
 from numasweep.benches.latency.tables import NAME
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_size, page_words, parse_page_fractions, size_words
+from numasweep.core.units import page_words, parse_page_fractions, size_words
 from numasweep.findings import levels
 from numasweep.reporting import figures
 from numasweep.reporting.markdown import Md, md_table, md_text, measured
@@ -27,7 +28,7 @@ def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
     for variant, part in tables.latency_configs(tables.latency_table(latency)):
         part, hosts = over_hosts(with_memory_node(part))
         sizes = sorted(part["size_bytes"].unique())
-        header = ["rank", "CPU", "CPU node", "memory node"] + [format_size(int(s)) for s in sizes]
+        header = ["rank", "CPU", "CPU node", "memory node"] + [size_words(int(s)) for s in sizes]
         rows = []
         for _, r in tables.latency_lines(part):
             rank = r["rank"].iloc[0]
@@ -90,7 +91,7 @@ def placement_tables(latency: pd.DataFrame | None, topology: Topology | None) ->
             rows = wide.groupby(header, sort=True, dropna=False).median().reset_index().values.tolist()
         header += [f"node {n} (MiB)" for n in ids]
         over = f", median over {hosts} hosts" if hosts > digest.HOST_ROWS else ""
-        out.append({"title": f"{variant}, {format_size(size)} per rank{over}",
+        out.append({"title": f"{variant}, {size_words(size)} per rank{over}",
                     "table": md_table(header, rows, right=set(range(len(header) - len(ids), len(header))) | {0, 1, 2})})
     return out
 
@@ -109,7 +110,7 @@ def mode_comparison(latency: pd.DataFrame | None) -> str | None:
         med = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="median")
         worst = part.pivot_table(index="size_bytes", columns="mode", values="latency_ns_median", aggfunc="max")
         med = med.dropna()
-        rows = [[format_size(int(s)), float(med.loc[s, "concurrent"]), float(med.loc[s, "serial"]),
+        rows = [[size_words(int(s)), float(med.loc[s, "concurrent"]), float(med.loc[s, "serial"]),
                  float(worst.loc[s, "concurrent"]), float(worst.loc[s, "serial"])]
                 for s in med.index]
         parts.append((variant, md_table(["size", "concurrent median (ns)", "serial median (ns)",
@@ -132,7 +133,7 @@ def common_size_table(latencies: list[pd.DataFrame], names: list[str]) -> list[d
         sizes = sorted(set(medians[0].index) & set(medians[1].index))
         if not sizes:
             continue
-        rows = [[format_size(int(s)), float(medians[0][s]), float(medians[1][s]),
+        rows = [[size_words(int(s)), float(medians[0][s]), float(medians[1][s]),
                  float(medians[1][s] / medians[0][s])] for s in sizes]
         out.append({"title": f"Median latency over ranks (ns), {mode}",
                     "table": md_table(["size", names[0], names[1], f"{names[1]} / {names[0]}"], rows)})
@@ -190,6 +191,25 @@ def _runs(part: pd.DataFrame) -> list[float]:
 MEMORY_CLASS = 0.5   # a level's latency at half of DRAM's or more is memory's, not a cache hit's
 
 
+def memory_plateau_end(curve: pd.DataFrame, topology: Topology | None) -> int:
+    """The largest size of a local latency curve's memory plateau: past its last transition (the
+    rise out of the last cache) and past every cache one core can use, the size before the first
+    step that rises beyond the noise and the step floor (`levels.latency_levels`' `rising`), where
+    loads start to pay for page-table walks; the largest size where no such step is, or where the
+    curve is no latency curve the analysis reads."""
+    sizes = sorted(int(s) for s in curve["size_bytes"].unique())
+    if len(sizes) < 2:
+        return sizes[-1]
+    (found,) = levels.latency_levels(curve.assign(_curve=0), topology, ["_curve"],
+                                     [c for c in REPLICATES if c in curve]).curves
+    if not found.measured:
+        return sizes[-1]
+    start = max([t.to_size_bytes for t in found.transitions]
+                + [c.size_bytes for c in levels.usable_capacities(topology)], default=0)
+    rises = [a for a, _ in found.rising if a >= start]
+    return min(rises, default=sizes[-1])
+
+
 def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
     """Idle latency per level: the runs of the fewest ranks (alone where serial runs exist), memory
     local, at the largest size measured that is at most half of each cache level (and above the
@@ -244,12 +264,22 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
     local_ns = {}
     dram_rows = []
     if sizes:
-        part, page = at(local, int(sizes[-1]))
+        _, page = at(local, int(sizes[-1]))
+        curve = local[local[page_col].astype(str) == page] if page_col else local
+        plateau = memory_plateau_end(curve, topology)
+        part, page = at(local, plateau)
         for node, mine in (part.groupby(cpu_node[part.index]) if cpu_node[part.index].nunique() > 1 else [("", part)]):
             local_ns[node], value, interval = measured(_runs(mine), "ns")
             on = f", CPUs on node {node}" if node != "" else ""
-            dram_rows.append([f"DRAM latency, local memory{on}, at {size_words(int(sizes[-1]))}"
+            dram_rows.append([f"DRAM latency, local memory{on}, at {size_words(plateau)}"
                               + (f", {page_words(page)}" if page else "") + alone, value, interval])
+        if plateau < sizes[-1]:
+            # beyond the plateau the loads pay for more than memory: page-table walks, which no cache explains
+            part, page = at(local, int(sizes[-1]))
+            _, value, interval = measured(_runs(part), "ns")
+            dram_rows.append([f"DRAM latency past the memory plateau (up to {size_words(plateau)}), local memory, at "
+                              f"{size_words(int(sizes[-1]))}" + (f", {page_words(page)}" if page else "") + alone
+                              + ": TLB-affected, the loads pay for page-table walks too", value, interval])
     dram = min(local_ns.values(), default=math.nan)
     for ns, row in cache_rows:
         # no cache's hit costs half a load from memory: a level that does is memory already (a
@@ -258,6 +288,8 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
             row[0] += f": already memory latency ({ns / dram:.0%} of DRAM's), no plateau of its own"
         rows.append(row)
     rows += dram_rows
+    if sizes and (~is_local & (df["size_bytes"] == plateau)).any():
+        largest = plateau            # remote memory where local memory's plateau is read
     remote = df[~is_local & (df["size_bytes"] == largest)]
     if remote.empty:
         return rows
