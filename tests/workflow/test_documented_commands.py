@@ -322,6 +322,33 @@ def test_documented_commands_work_as_written(block: Block, tmp_path: Path, reque
     assert not problem, problem
 
 
+EXAMPLE_TOPOLOGY = re.compile(r"`(python -m numasweep topology --arch \S+ -o (examples/[\w-]+/topology\.json))`")
+
+
+def example_topology_commands() -> list[tuple[str, str, str]]:
+    """(README, command, the file it writes) of each example's documented `topology --arch`."""
+    found = []
+    for readme in sorted((REPO / "examples").glob("*/README.md")):
+        for command, target in EXAMPLE_TOPOLOGY.findall(readme.read_text()):
+            found.append((str(readme.relative_to(REPO)), command, target))
+    return found
+
+
+def test_each_example_topology_command_writes_the_shipped_file(tmp_path: Path) -> None:
+    """An example README's `python -m numasweep topology --arch ... -o examples/<name>/topology.json`,
+    run as written in a fresh copy, writes that example's shipped topology.json byte for byte."""
+    commands = example_topology_commands()
+    assert {Path(target).parent.name for _, _, target in commands} >= {"lumi-g", "lumi-g-remote", "ulisse"}
+    copy = fresh_copy(tmp_path / "repo")
+    for readme, command, target in commands:
+        (copy / target).unlink()
+        proc = subprocess.run(["bash", "-c", command], cwd=copy, env=command_env(copy), capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, f"{readme}: `{command}` exited {proc.returncode}: {proc.stderr}"
+        assert (copy / target).read_bytes() == (REPO / target).read_bytes(), \
+            f"{readme}: `{command}` writes another {target} than the one shipped"
+
+
 # ------------------------------------------------------------------ the extractor and runner themselves
 
 PLANTED = """# A README
