@@ -1,6 +1,7 @@
 """Every command the documentation shows, run as written from a fresh copy of the repository.
 
-The documents: README.md, examples/README.md, config/README.md and docs/*.md. A shell block is a
+The documents: README.md, examples/README.md, config/README.md, bench/README.md and docs/*.md
+(and, apart, each example README's `topology --arch` command). A shell block is a
 fenced block (```) with no language or with `bash`, `sh` or `console`; other blocks (`text`
 listings, `yaml`, `json`) are not commands. In a shell block every line is one command (a line
 ending in `\\` goes on in the next), but for blank lines and lines starting with `#`; in a
@@ -12,6 +13,9 @@ them; each must exit 0 and print no Python traceback. The copy is what a clone h
 checkout's .venv linked in where it has one. How a command runs (`how`, the first that matches):
 
 - `bash scripts/numasweep.sh test` is not run: it is the command that runs this test;
+- a `bench/` script (bench/README.md) has its arguments parsed by its own parser and nothing
+  else (`tests/helpers/parse_only.py`): those commands run reference tools for half an hour or
+  measure the machine;
 - `bash scripts/numasweep.sh sweep` runs as written (installs what is missing, builds, measures
   the default sweep): the block is `slow`;
 - a command that needs a SLURM cluster makes its block `slow` and `slurm`. A block that starts
@@ -50,10 +54,10 @@ from helpers.slurmtest import ONE_NODE, STATE, Clusters
 from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake_env
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = ["README.md", "examples/README.md", "config/README.md", *sorted(
+DOCUMENTS = ["README.md", "examples/README.md", "config/README.md", "bench/README.md", *sorted(
     str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
 SHELL_LANGUAGES = {"", "bash", "sh", "console"}
-TIMEOUT_S = {"run": 600, "dry": 300, "slow": 1800, "slurm": 900, "slurm-dry": 300}
+TIMEOUT_S = {"parse": 60, "run": 600, "dry": 300, "slow": 1800, "slurm": 900, "slurm-dry": 300}
 
 pytestmark = pytest.mark.workflow
 
@@ -120,6 +124,7 @@ def shell_blocks(text: str, document: str) -> list[Block]:
 
 PLACEHOLDER_CONFIGS = {"my.yaml": {}, "my-campaign.yaml": {"compare": {"against": "previous"}}}
 CLUSTER_PROGRAMS = {"sinfo", "srun", "sacct", "squeue", "scontrol", "sbatch"}
+BENCH_SCRIPT = re.compile(r"^(\.venv/bin/)?python3? (bench/\w+\.py)\b")
 
 
 def words(command: str) -> list[str]:
@@ -139,10 +144,12 @@ def fleet_partition(command: str) -> str | None:
 
 
 def how(command: str) -> str:
-    """How the test runs a command: 'self', 'slow', 'slurm', 'slurm-dry', 'dry' or 'run'
+    """How the test runs a command: 'self', 'parse', 'slow', 'slurm', 'slurm-dry', 'dry' or 'run'
     (module docstring)."""
     if re.match(r"^bash scripts/numasweep\.sh test\b", command):
         return "self"
+    if BENCH_SCRIPT.match(command):
+        return "parse"
     if re.match(r"^bash scripts/numasweep\.sh sweep\b", command):
         return "slow"
     if needs_cluster(command):
@@ -226,6 +233,8 @@ def run_block(block: Block, copy: Path, partition: str | None = None) -> list[Ou
             outcomes.append(Outcome(command, mode, None, "not run: this is the command that runs this test"))
             continue
         text = dry(command.text) if mode in ("dry", "slurm-dry") else command.text
+        if mode == "parse":
+            text = BENCH_SCRIPT.sub(r"\g<1>python tests/helpers/parse_only.py \g<2>", text)
         try:
             proc = subprocess.run(["bash", "-c", text], cwd=copy, env=env, capture_output=True, text=True,
                                   timeout=TIMEOUT_S[mode])
@@ -397,6 +406,7 @@ def test_extractor_takes_commands_and_skips_comments_listings_and_output(tmp_pat
 def test_how_each_command_runs() -> None:
     assert how("bash scripts/numasweep.sh test   # every test") == "self"
     assert how("bash scripts/numasweep.sh sweep") == "slow"
+    assert how(".venv/bin/python bench/kernels.py --rounds 3 --skip cycle") == "parse"
     assert how("sinfo; srun -N 2 -l hostname") == "slurm"
     assert how("snakemake --profile profiles/slurm --configfile C --config 'fleet={\"partition\": \"x\"}'") == "slurm-dry"
     assert how("bash tests/slurm/cluster.sh up --nodes 2 --accounting") == "slurm"
@@ -423,6 +433,18 @@ def test_a_broken_documented_command_fails_the_test(tmp_path: Path) -> None:
     assert len(broken) == 1
     with pytest.raises(AssertionError):
         assert not problem, problem
+
+
+def test_a_bench_command_its_script_refuses_fails_the_test(tmp_path: Path) -> None:
+    """bench/ commands are parsed, not run: an option the script no longer has (`--jobs` of the
+    report subcommand) fails its block; the same script's good command passes, measuring nothing."""
+    block = Block("bench/README.md", 1, "", [
+        Command(2, ".venv/bin/python bench/pipeline.py report --rows 1000000 --hosts 1000   # a fleet"),
+        Command(3, ".venv/bin/python bench/pipeline.py report --rows 1000000 --jobs 2")])
+    copy = fresh_copy(tmp_path / "repo")
+    good, broken = run_block(block, copy)
+    assert good.mode == "parse" and not good.failed and not (copy / "results").exists(), good.output
+    assert broken.failed and broken.returncode == 2 and "unrecognized arguments: --jobs 2" in broken.output
 
 
 def test_a_traceback_fails_a_command_that_exits_0(tmp_path: Path) -> None:
