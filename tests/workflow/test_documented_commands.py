@@ -52,6 +52,8 @@ import pytest
 import yaml
 from helpers.slurmtest import ONE_NODE, STATE, Clusters
 from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake_env
+from numasweep.core.units import parse_size, parse_sizes
+from numasweep.planning import grid
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = ["README.md", "examples/README.md", "config/README.md", "bench/README.md", *sorted(
@@ -356,6 +358,55 @@ def test_each_example_topology_command_writes_the_shipped_file(tmp_path: Path) -
         assert proc.returncode == 0, f"{readme}: `{command}` exited {proc.returncode}: {proc.stderr}"
         assert (copy / target).read_bytes() == (REPO / target).read_bytes(), \
             f"{readme}: `{command}` writes another {target} than the one shipped"
+
+
+def test_a_bare_snakemake_compare_compares_with_the_previous_run_of_the_campaign(
+        tmp_path: Path, kernels_bin: Path) -> None:
+    """`snakemake compare` with no compare key and no reference, as README writes it, in a fresh
+    copy whose config/config.yaml is the tiny sweep's bandwidth and copy (the default sweep measures
+    for minutes): the first time it says in one line that this is the campaign's first run;
+    measured again, it compares with that run."""
+    copy = fresh_copy(tmp_path / "repo")
+    shutil.copytree(kernels_bin.parent, copy / "build", symlinks=True)
+    tiny = yaml.safe_load((TEST_CONFIGS / "tiny.yaml").read_text())
+    (copy / "config" / "config.yaml").write_text(yaml.safe_dump({**tiny, "latency": {"sweeps": []}}))
+    env = command_env(copy)
+
+    def bare_compare() -> tuple[str, str]:
+        proc = subprocess.run(["bash", "-c", "snakemake compare"], cwd=copy, env=env, capture_output=True,
+                              text=True, timeout=TIMEOUT_S["run"])
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and "Traceback" not in out, out[-4000:]
+        (section,) = (copy / "report").glob("*/comparison.md")
+        return out, section.read_text()
+
+    out, section = bare_compare()
+    first = [line for line in out.splitlines() if "this is its first run" in line]
+    assert len(first) == 1 and first[0].startswith("numasweep: report/"), out[-4000:]
+    assert "No earlier run of" in section and "### Against" not in section
+    for folder in [p for p in (copy / "results").iterdir() if p.is_dir()] + [copy / "report"]:
+        shutil.rmtree(folder)  # measured again from scratch, the store kept
+    out, section = bare_compare()
+    assert "first run" not in out and "nothing to compare with" not in out, out[-4000:]
+    assert "### Against run " in section and " series pass" in section, section
+
+
+def test_config_readme_example_reference_names_a_point_of_the_default_sweep() -> None:
+    """config/README.md's example `references` entry selects a point the default sweep measures
+    (a latency job of its mode with a rank of its number, at its size), so layered over
+    config/config.yaml it is checked, not `NO DATA`."""
+    text = (REPO / "config" / "README.md").read_text()
+    (block,) = re.findall(r"```yaml\n(compare:.*?)```", text, re.S)
+    (reference,) = yaml.safe_load(block)["references"]
+    where = reference["where"]
+    config = grid.validate_config(grid.layered_config([REPO / "config" / "config.yaml"]))
+    plan = grid.expand(config, grid.config_topology(str(REPO / "examples" / "ulisse" / "topology.json")))
+    size = parse_size(where["size_bytes"])
+    measuring = [job.id for job in plan.by_bench(reference["bench"])
+                 if ("--serial" in job.kernel_args) == (where["mode"] == "serial") and job.tasks > where["rank"]
+                 and any(size in parse_sizes(arg.split("=", 1)[1]) for arg in job.kernel_args
+                         if arg.startswith("--size="))]
+    assert measuring, f"config/README.md: no job of the default sweep measures {where}: the example reads NO DATA"
 
 
 # ------------------------------------------------------------------ the extractor and runner themselves
