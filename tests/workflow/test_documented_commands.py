@@ -409,6 +409,30 @@ def test_config_readme_example_reference_names_a_point_of_the_default_sweep() ->
     assert measuring, f"config/README.md: no job of the default sweep measures {where}: the example reads NO DATA"
 
 
+def test_the_job_group_recipe_dry_run_shows_what_docs_slurm_says(tmp_path: Path) -> None:
+    """docs/slurm.md's job-group recipe with `-n`: as many group jobs as the text says, and each
+    grouped point with `tasks` at most the `--resources tasks=T` limit beside its own
+    `srun --ntasks=N`, N above T for the multi-rank points, as its "What `-n` shows" explains."""
+    text = (REPO / "docs" / "slurm.md").read_text()
+    (recipe,) = [c.text for b in shell_blocks(text, "docs/slurm.md") for c in b.commands
+                 if c.text.startswith("snakemake --profile profiles/slurm") and "--resources tasks=" in c.text]
+    limit = int(re.search(r"--resources tasks=(\d+)", recipe).group(1))
+    promised = int(re.search(r"add `-n` to see (?:the |its )?(\d+) group jobs", text).group(1))
+    assert "**What `-n` shows of a job group.**" in text and f"`tasks={limit}`" in text
+    copy = fresh_copy(tmp_path / "repo")
+    proc = subprocess.run(["bash", "-c", dry(recipe)], cwd=copy, env=command_env(copy), capture_output=True,
+                          text=True, timeout=TIMEOUT_S["dry"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert len(re.findall(r"^\[.*\] Group job ", out, re.M)) == promised, out[-4000:]
+    pairs = re.findall(r"resources: [^\n]*\btasks=(\d+)\b[^\n]*\n(?:Shell command: )?[^\n]*srun [^\n]*--ntasks=(\d+)",
+                       out)
+    assert pairs, out[-4000:]
+    assert all(int(tasks) <= limit for tasks, _ in pairs), pairs
+    assert all(int(ranks) >= int(tasks) for tasks, ranks in pairs), pairs
+    assert (str(limit), "8") in pairs and any(int(ranks) > limit for _, ranks in pairs), pairs
+
+
 # ------------------------------------------------------------------ the extractor and runner themselves
 
 PLANTED = """# A README
