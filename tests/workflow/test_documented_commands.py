@@ -35,6 +35,12 @@ checkout's .venv linked in where it has one. How a command runs (`how`, the firs
 
 Placeholders a document leaves to the reader: `my.yaml` and `my-campaign.yaml` are the smallest
 sweep of tests/workflow/config/tiny.yaml (the second also compares with the previous run).
+
+Beside the blocks, what the documents promise of a command's effect: a bare `snakemake compare`
+compares with the previous run of the campaign (run twice for real, on the tiny sweep's
+bandwidth and copy); the examples' `topology --arch` commands write their shipped files; the
+job-group recipe's `-n` shows what docs/slurm.md says; config/README's example reference names
+a point the default sweep measures; the `report.html` README writes at the top is git-ignored.
 """
 
 from __future__ import annotations
@@ -431,6 +437,15 @@ def test_the_job_group_recipe_dry_run_shows_what_docs_slurm_says(tmp_path: Path)
     assert all(int(tasks) <= limit for tasks, _ in pairs), pairs
     assert all(int(ranks) >= int(tasks) for tasks, ranks in pairs), pairs
     assert (str(limit), "8") in pairs and any(int(ranks) > limit for _, ranks in pairs), pairs
+
+
+def test_the_report_html_readme_writes_at_the_top_is_ignored() -> None:
+    """`snakemake --report report.html` (README) leaves report.html at the top of a clone: git
+    ignores it, as it does results/ and report/."""
+    assert "snakemake --report report.html" in (REPO / "README.md").read_text()
+    for path in ("report.html", "results/x/latency.csv", "report/x/experimentation.html"):
+        proc = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
+        assert proc.returncode == 0, f"{path} is not ignored by .gitignore"
 
 
 # ------------------------------------------------------------------ the extractor and runner themselves
