@@ -45,6 +45,7 @@ a point the default sweep measures; the `report.html` README writes at the top i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -390,11 +391,14 @@ def test_a_bare_snakemake_compare_compares_with_the_previous_run_of_the_campaign
     first = [line for line in out.splitlines() if "this is its first run" in line]
     assert len(first) == 1 and first[0].startswith("numasweep: report/"), out[-4000:]
     assert "No earlier run of" in section and "### Against" not in section
+    (stored,) = (copy / "results").glob("*/stored.json")
+    first_run = json.loads(stored.read_text())["run_key"]
     for folder in [p for p in (copy / "results").iterdir() if p.is_dir()] + [copy / "report"]:
         shutil.rmtree(folder)  # measured again from scratch, the store kept
     out, section = bare_compare()
     assert "first run" not in out and "nothing to compare with" not in out, out[-4000:]
-    assert "### Against run " in section and " series pass" in section, section
+    # against the first run (its jobs, measured on a busy machine, may be held out as disturbed)
+    assert f"### Against run {first_run[:12]} " in section, section
 
 
 def test_config_readme_example_reference_names_a_point_of_the_default_sweep() -> None:
