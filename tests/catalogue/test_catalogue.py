@@ -515,6 +515,18 @@ for _column in BENCHES["latency"].positive:
              "line 3", "correct that cell")
 
 
+def _bad_skipped(tmp: Path) -> list[str]:
+    """A results folder whose skipped.json (the benchmarks the plan left out) is cut short."""
+    results = tmp / "cached"
+    shutil.copytree(REPO / "examples" / "lumi-g", results)
+    (results / "skipped.json").write_text('{"gpu_xfer": "the topology lists no GPU')
+    return PY + ["report", "--results", str(results), "-o", str(tmp / "report.md")]
+
+
+case("cached results", "skipped.json not JSON", _bad_skipped, "skipped.json: not readable JSON",
+     "rerun snakemake")
+
+
 # References are judged in the metric's own unit: ms and us convert to ns, GB/s and GiB/s to MB/s;
 # a unit of neither kind, or of the other kind, is one line naming the key path.
 def _reference(unit: str) -> Callable[[Path], list[str]]:

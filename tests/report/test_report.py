@@ -228,6 +228,30 @@ def test_a_firmware_value_that_was_ignored_is_said_in_the_system_section(tmp_pat
     assert "- **Firmware**: weighted-interleave weights: not provided" in text and "node 0: 300" not in text
 
 
+def test_each_skipped_benchmark_is_a_not_run_line_of_the_configuration(tmp_path: Path, capsys) -> None:
+    """skipped.json (rule skipped: the benchmarks the plan left out, and why) gives one "not run"
+    line per benchmark, with its reason, in the test configuration section; a folder without it
+    has no such part, and one whose file is not JSON ends the report in one line."""
+    results = write_results(tmp_path / "res", benches=("latency",))
+    text = report.render(results, {"findings": []}, None, tmp_path / "r.md").read_text()
+    assert "### Not run" not in text and "not run:" not in text
+    why = {"gpu_xfer": "the topology 'twin' lists no GPU; run it on a machine with GPUs",
+           "c2c": "its sweeps are empty (`c2c: {sweeps: []}`)"}
+    (results / "skipped.json").write_text(json.dumps(why))
+    text = report.render(results, {"findings": []}, None, tmp_path / "r.md").read_text()
+    configuration = text.split("## Test configuration")[1].split("\n## ")[0]
+    part = configuration.split("### Not run")[1].split("\n### ")[0]
+    assert [line for line in part.splitlines() if line] == [
+        f"- **{bench}**: not run: {report.md_text(why[bench])}" for bench in sorted(why)]
+    (results / "skipped.json").write_text("{not json")
+    (tmp_path / "f.json").write_text(json.dumps({"findings": []}))
+    assert main(["report", "--results", str(results), "--findings", str(tmp_path / "f.json"),
+                 "-o", str(tmp_path / "r2.md")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("numasweep: error:") and "skipped.json: not readable JSON" in err, err
+    assert not (tmp_path / "r2.md").exists()
+
+
 def test_cross_system_report_side_by_side(tmp_path: Path) -> None:
     a = write_results(tmp_path / "a", benches=("latency",), system="alpha")
     b = write_results(tmp_path / "b", benches=("latency", "bandwidth"), system="beta", hypervisor="QEMU")

@@ -192,6 +192,20 @@ def test_previous_is_the_previous_run_of_the_same_campaign(tmp_path: Path) -> No
     assert [r.campaign for r in store.runs(db, campaign="b")] == ["b"]
 
 
+def test_store_list_names_its_columns(tmp_path: Path) -> None:
+    """`store list` prints a header line, then one row a run under it, oldest first."""
+    db = tmp_path / "store.sqlite"
+    first, _ = store.record(write_run(tmp_path / "a", "a1"), db, "a")
+    second, _ = store.record(write_run(tmp_path / "a", "a2", within), db, "a")
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "store", "list", "--store", str(db)],
+                          capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.split() == ["run", "campaign", "system", "started", "hosts"]
+    assert [row.split()[:3] for row in rows] == [[first.short, "a", "model"], [second.short, "a", "model"]]
+    assert header.index("campaign") == rows[0].index("  a  ") + 2
+
+
 def test_a_schema_1_store_is_migrated(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
     with sqlite3.connect(db) as con:  # the schema before campaigns, with one run of results/a

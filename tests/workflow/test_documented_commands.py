@@ -1,6 +1,7 @@
 """Every command the documentation shows, run as written from a fresh copy of the repository.
 
-The documents: README.md, examples/README.md, config/README.md and docs/*.md. A shell block is a
+The documents: README.md, examples/README.md, config/README.md, bench/README.md and docs/*.md
+(and, apart, each example README's `topology --arch` command). A shell block is a
 fenced block (```) with no language or with `bash`, `sh` or `console`; other blocks (`text`
 listings, `yaml`, `json`) are not commands. In a shell block every line is one command (a line
 ending in `\\` goes on in the next), but for blank lines and lines starting with `#`; in a
@@ -12,6 +13,9 @@ them; each must exit 0 and print no Python traceback. The copy is what a clone h
 checkout's .venv linked in where it has one. How a command runs (`how`, the first that matches):
 
 - `bash scripts/numasweep.sh test` is not run: it is the command that runs this test;
+- a `bench/` script (bench/README.md) has its arguments parsed by its own parser and nothing
+  else (`tests/helpers/parse_only.py`): those commands run reference tools for half an hour or
+  measure the machine;
 - `bash scripts/numasweep.sh sweep` runs as written (installs what is missing, builds, measures
   the default sweep): the block is `slow`;
 - a command that needs a SLURM cluster makes its block `slow` and `slurm`. A block that starts
@@ -31,10 +35,17 @@ checkout's .venv linked in where it has one. How a command runs (`how`, the firs
 
 Placeholders a document leaves to the reader: `my.yaml` and `my-campaign.yaml` are the smallest
 sweep of tests/workflow/config/tiny.yaml (the second also compares with the previous run).
+
+Beside the blocks, what the documents promise of a command's effect: a bare `snakemake compare`
+compares with the previous run of the campaign (run twice for real, on the tiny sweep's
+bandwidth and copy); the examples' `topology --arch` commands write their shipped files; the
+job-group recipe's `-n` shows what docs/slurm.md says; config/README's example reference names
+a point the default sweep measures; the `report.html` README writes at the top is git-ignored.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -48,12 +59,14 @@ import pytest
 import yaml
 from helpers.slurmtest import ONE_NODE, STATE, Clusters
 from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake_env
+from numasweep.core.units import parse_size, parse_sizes
+from numasweep.planning import grid
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = ["README.md", "examples/README.md", "config/README.md", *sorted(
+DOCUMENTS = ["README.md", "examples/README.md", "config/README.md", "bench/README.md", *sorted(
     str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
 SHELL_LANGUAGES = {"", "bash", "sh", "console"}
-TIMEOUT_S = {"run": 600, "dry": 300, "slow": 1800, "slurm": 900, "slurm-dry": 300}
+TIMEOUT_S = {"parse": 60, "run": 600, "dry": 300, "slow": 1800, "slurm": 900, "slurm-dry": 300}
 
 pytestmark = pytest.mark.workflow
 
@@ -120,6 +133,7 @@ def shell_blocks(text: str, document: str) -> list[Block]:
 
 PLACEHOLDER_CONFIGS = {"my.yaml": {}, "my-campaign.yaml": {"compare": {"against": "previous"}}}
 CLUSTER_PROGRAMS = {"sinfo", "srun", "sacct", "squeue", "scontrol", "sbatch"}
+BENCH_SCRIPT = re.compile(r"^(\.venv/bin/)?python3? (bench/\w+\.py)\b")
 
 
 def words(command: str) -> list[str]:
@@ -139,10 +153,12 @@ def fleet_partition(command: str) -> str | None:
 
 
 def how(command: str) -> str:
-    """How the test runs a command: 'self', 'slow', 'slurm', 'slurm-dry', 'dry' or 'run'
+    """How the test runs a command: 'self', 'parse', 'slow', 'slurm', 'slurm-dry', 'dry' or 'run'
     (module docstring)."""
     if re.match(r"^bash scripts/numasweep\.sh test\b", command):
         return "self"
+    if BENCH_SCRIPT.match(command):
+        return "parse"
     if re.match(r"^bash scripts/numasweep\.sh sweep\b", command):
         return "slow"
     if needs_cluster(command):
@@ -226,6 +242,8 @@ def run_block(block: Block, copy: Path, partition: str | None = None) -> list[Ou
             outcomes.append(Outcome(command, mode, None, "not run: this is the command that runs this test"))
             continue
         text = dry(command.text) if mode in ("dry", "slurm-dry") else command.text
+        if mode == "parse":
+            text = BENCH_SCRIPT.sub(r"\g<1>python tests/helpers/parse_only.py \g<2>", text)
         try:
             proc = subprocess.run(["bash", "-c", text], cwd=copy, env=env, capture_output=True, text=True,
                                   timeout=TIMEOUT_S[mode])
@@ -322,6 +340,118 @@ def test_documented_commands_work_as_written(block: Block, tmp_path: Path, reque
     assert not problem, problem
 
 
+EXAMPLE_TOPOLOGY = re.compile(r"`(python -m numasweep topology --arch \S+ -o (examples/[\w-]+/topology\.json))`")
+
+
+def example_topology_commands() -> list[tuple[str, str, str]]:
+    """(README, command, the file it writes) of each example's documented `topology --arch`."""
+    found = []
+    for readme in sorted((REPO / "examples").glob("*/README.md")):
+        for command, target in EXAMPLE_TOPOLOGY.findall(readme.read_text()):
+            found.append((str(readme.relative_to(REPO)), command, target))
+    return found
+
+
+def test_each_example_topology_command_writes_the_shipped_file(tmp_path: Path) -> None:
+    """An example README's `python -m numasweep topology --arch ... -o examples/<name>/topology.json`,
+    run as written in a fresh copy, writes that example's shipped topology.json byte for byte."""
+    commands = example_topology_commands()
+    assert {Path(target).parent.name for _, _, target in commands} >= {"lumi-g", "lumi-g-remote", "ulisse"}
+    copy = fresh_copy(tmp_path / "repo")
+    for readme, command, target in commands:
+        (copy / target).unlink()
+        proc = subprocess.run(["bash", "-c", command], cwd=copy, env=command_env(copy), capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, f"{readme}: `{command}` exited {proc.returncode}: {proc.stderr}"
+        assert (copy / target).read_bytes() == (REPO / target).read_bytes(), \
+            f"{readme}: `{command}` writes another {target} than the one shipped"
+
+
+def test_a_bare_snakemake_compare_compares_with_the_previous_run_of_the_campaign(
+        tmp_path: Path, kernels_bin: Path) -> None:
+    """`snakemake compare` with no compare key and no reference, as README writes it, in a fresh
+    copy whose config/config.yaml is the tiny sweep's bandwidth and copy (the default sweep measures
+    for minutes): the first time it says in one line that this is the campaign's first run;
+    measured again, it compares with that run."""
+    copy = fresh_copy(tmp_path / "repo")
+    shutil.copytree(kernels_bin.parent, copy / "build", symlinks=True)
+    tiny = yaml.safe_load((TEST_CONFIGS / "tiny.yaml").read_text())
+    (copy / "config" / "config.yaml").write_text(yaml.safe_dump({**tiny, "latency": {"sweeps": []}}))
+    env = command_env(copy)
+
+    def bare_compare() -> tuple[str, str]:
+        proc = subprocess.run(["bash", "-c", "snakemake compare"], cwd=copy, env=env, capture_output=True,
+                              text=True, timeout=TIMEOUT_S["run"])
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and "Traceback" not in out, out[-4000:]
+        (section,) = (copy / "report").glob("*/comparison.md")
+        return out, section.read_text()
+
+    out, section = bare_compare()
+    first = [line for line in out.splitlines() if "this is its first run" in line]
+    assert len(first) == 1 and first[0].startswith("numasweep: report/"), out[-4000:]
+    assert "No earlier run of" in section and "### Against" not in section
+    (stored,) = (copy / "results").glob("*/stored.json")
+    first_run = json.loads(stored.read_text())["run_key"]
+    for folder in [p for p in (copy / "results").iterdir() if p.is_dir()] + [copy / "report"]:
+        shutil.rmtree(folder)  # measured again from scratch, the store kept
+    out, section = bare_compare()
+    assert "first run" not in out and "nothing to compare with" not in out, out[-4000:]
+    # against the first run (its jobs, measured on a busy machine, may be held out as disturbed)
+    assert f"### Against run {first_run[:12]} " in section, section
+
+
+def test_config_readme_example_reference_names_a_point_of_the_default_sweep() -> None:
+    """config/README.md's example `references` entry selects a point the default sweep measures
+    (a latency job of its mode with a rank of its number, at its size), so layered over
+    config/config.yaml it is checked, not `NO DATA`."""
+    text = (REPO / "config" / "README.md").read_text()
+    (block,) = re.findall(r"```yaml\n(compare:.*?)```", text, re.S)
+    (reference,) = yaml.safe_load(block)["references"]
+    where = reference["where"]
+    config = grid.validate_config(grid.layered_config([REPO / "config" / "config.yaml"]))
+    plan = grid.expand(config, grid.config_topology(str(REPO / "examples" / "ulisse" / "topology.json")))
+    size = parse_size(where["size_bytes"])
+    measuring = [job.id for job in plan.by_bench(reference["bench"])
+                 if ("--serial" in job.kernel_args) == (where["mode"] == "serial") and job.tasks > where["rank"]
+                 and any(size in parse_sizes(arg.split("=", 1)[1]) for arg in job.kernel_args
+                         if arg.startswith("--size="))]
+    assert measuring, f"config/README.md: no job of the default sweep measures {where}: the example reads NO DATA"
+
+
+def test_the_job_group_recipe_dry_run_shows_what_docs_slurm_says(tmp_path: Path) -> None:
+    """docs/slurm.md's job-group recipe with `-n`: as many group jobs as the text says, and each
+    grouped point with `tasks` at most the `--resources tasks=T` limit beside its own
+    `srun --ntasks=N`, N above T for the multi-rank points, as its "What `-n` shows" explains."""
+    text = (REPO / "docs" / "slurm.md").read_text()
+    (recipe,) = [c.text for b in shell_blocks(text, "docs/slurm.md") for c in b.commands
+                 if c.text.startswith("snakemake --profile profiles/slurm") and "--resources tasks=" in c.text]
+    limit = int(re.search(r"--resources tasks=(\d+)", recipe).group(1))
+    promised = int(re.search(r"add `-n` to see (?:the |its )?(\d+) group jobs", text).group(1))
+    assert "**What `-n` shows of a job group.**" in text and f"`tasks={limit}`" in text
+    copy = fresh_copy(tmp_path / "repo")
+    proc = subprocess.run(["bash", "-c", dry(recipe)], cwd=copy, env=command_env(copy), capture_output=True,
+                          text=True, timeout=TIMEOUT_S["dry"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert len(re.findall(r"^\[.*\] Group job ", out, re.M)) == promised, out[-4000:]
+    pairs = re.findall(r"resources: [^\n]*\btasks=(\d+)\b[^\n]*\n(?:Shell command: )?[^\n]*srun [^\n]*--ntasks=(\d+)",
+                       out)
+    assert pairs, out[-4000:]
+    assert all(int(tasks) <= limit for tasks, _ in pairs), pairs
+    assert all(int(ranks) >= int(tasks) for tasks, ranks in pairs), pairs
+    assert (str(limit), "8") in pairs and any(int(ranks) > limit for _, ranks in pairs), pairs
+
+
+def test_the_report_html_readme_writes_at_the_top_is_ignored() -> None:
+    """`snakemake --report report.html` (README) leaves report.html at the top of a clone: git
+    ignores it, as it does results/ and report/."""
+    assert "snakemake --report report.html" in (REPO / "README.md").read_text()
+    for path in ("report.html", "results/x/latency.csv", "report/x/experimentation.html"):
+        proc = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
+        assert proc.returncode == 0, f"{path} is not ignored by .gitignore"
+
+
 # ------------------------------------------------------------------ the extractor and runner themselves
 
 PLANTED = """# A README
@@ -370,6 +500,7 @@ def test_extractor_takes_commands_and_skips_comments_listings_and_output(tmp_pat
 def test_how_each_command_runs() -> None:
     assert how("bash scripts/numasweep.sh test   # every test") == "self"
     assert how("bash scripts/numasweep.sh sweep") == "slow"
+    assert how(".venv/bin/python bench/kernels.py --rounds 3 --skip cycle") == "parse"
     assert how("sinfo; srun -N 2 -l hostname") == "slurm"
     assert how("snakemake --profile profiles/slurm --configfile C --config 'fleet={\"partition\": \"x\"}'") == "slurm-dry"
     assert how("bash tests/slurm/cluster.sh up --nodes 2 --accounting") == "slurm"
@@ -396,6 +527,18 @@ def test_a_broken_documented_command_fails_the_test(tmp_path: Path) -> None:
     assert len(broken) == 1
     with pytest.raises(AssertionError):
         assert not problem, problem
+
+
+def test_a_bench_command_its_script_refuses_fails_the_test(tmp_path: Path) -> None:
+    """bench/ commands are parsed, not run: an option the script no longer has (`--jobs` of the
+    report subcommand) fails its block; the same script's good command passes, measuring nothing."""
+    block = Block("bench/README.md", 1, "", [
+        Command(2, ".venv/bin/python bench/pipeline.py report --rows 1000000 --hosts 1000   # a fleet"),
+        Command(3, ".venv/bin/python bench/pipeline.py report --rows 1000000 --jobs 2")])
+    copy = fresh_copy(tmp_path / "repo")
+    good, broken = run_block(block, copy)
+    assert good.mode == "parse" and not good.failed and not (copy / "results").exists(), good.output
+    assert broken.failed and broken.returncode == 2 and "unrecognized arguments: --jobs 2" in broken.output
 
 
 def test_a_traceback_fails_a_command_that_exits_0(tmp_path: Path) -> None:

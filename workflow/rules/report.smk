@@ -79,6 +79,8 @@ rule report_md:
         findings=f"{REPORT_DIR}/findings.json",
         figures=rules.figures.output,
         sections=REPORT_SECTIONS,
+        # the benchmarks the plan left out, each a "not run" line (a cached folder's, if it has one)
+        skipped=[] if FROM_CACHE else f"{RESULTS_DIR}/skipped.json",
     output:
         md=f"{REPORT_DIR}/experimentation.md",
         # The same report as one page, figures embedded; in `snakemake --report` as its own entry.

@@ -32,7 +32,9 @@ localrules:
 
 
 # The current results against the config's references and compare.against (`previous` or a
-# run key): report/<system>/comparison.md, a section of the report.
+# run key): report/<system>/comparison.md, a section of the report. With neither configured (a
+# bare `snakemake compare`), against the previous run of the same campaign. Its own lines (the
+# first run of a campaign, a comparison across campaigns) are shown on the console too.
 rule compare:
     input:
         topology=f"{RESULTS_DIR}/topology.json",
@@ -56,4 +58,4 @@ rule compare:
     shell:
         "python -m numasweep compare --results {params.results:q}"
         " --store {params.store:q} --campaign {params.campaign:q} --settings {params.settings:q} -o {output.md:q}"
-        " --json {output.json:q} > {log:q} 2>&1"
+        " --json {output.json:q} > {log:q} 2>&1; grep '^numasweep: ' {log:q} >&2 || true"

@@ -335,13 +335,13 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
                 for r in ref_rows if r["status"] != "pass"]
     earlier, note, unmatched, across = None, None, [], None
     if against:
-        if store_path is None or not store_path.exists():
+        if store_path is None or not store_path.exists() and against != "previous":
             raise NumasweepError(f"compare: no results store{f' {store_path}' if store_path else ''} to find "
                                  f"'{against}' in; give --store (store.path of the config)")
         # `previous`: the previous run of this campaign in this results folder on this topology.
         system = store.system_of(results_dir)
         campaign = store.campaign_of(results_dir, campaign)
-        same = store.runs(store_path, system, campaign, results_dir)
+        same = store.runs(store_path, system, campaign, results_dir) if store_path.exists() else []
         if against == "previous" and not [r for r in same if r.run_key != current]:
             # The first run of a campaign: nothing to compare with yet, which is no error.
             note = (f"No earlier run of {campaign} ({system}, {results_dir}) in {store_path}: this run is the "
@@ -392,8 +392,11 @@ def main(argv: list[str]) -> int:
         raise NumasweepError(f"--tolerance {tolerance}: give a fraction, e.g. 0.1 for 10%")
     against = args.against or (config.get("compare") or {}).get("against")
     if not refs and not against:
-        raise NumasweepError("compare: nothing to compare with; give --against previous (or a run key) or a "
-                             "--config with `references`")
+        if not args.store:
+            raise NumasweepError("compare: nothing to compare with; give --store (its previous run of this "
+                                 "campaign), --against a run key or a --config with `references`")
+        # Nothing configured (a bare `snakemake compare`): the previous run of the same campaign.
+        against = "previous"
     current = args.current
     if against == "previous" and current is None and args.store and args.store.exists():
         # The current results may already be in the store: then `previous` is the run before.
@@ -404,6 +407,9 @@ def main(argv: list[str]) -> int:
         atomic_write_text(args.json, json.dumps(result, indent=2, default=str) + "\n")
     failed = sum(r["status"] != "pass" for r in result["references"] + result["series"])
     print(f"{args.output}: {failed} failing of {len(result['references']) + len(result['series'])} checks")
+    if against == "previous" and result["against"] is None:
+        print(f"numasweep: {args.output}: no earlier run of campaign {store.campaign_of(args.results, args.campaign)} "
+              f"in {args.store}: this is its first run, the next one compares with it", file=sys.stderr)
     if result["across"]:
         # The sentence without its Markdown emphasis, and the fix.
         print(f"numasweep: warning: {args.output}: {result['across'].replace('**', '')} For a full comparison, "

@@ -243,6 +243,23 @@ def load_findings(path: str | os.PathLike | None, results_dir: Path) -> dict:
     return analysis.analyse(results_dir)
 
 
+def skipped_benches(results_dir: Path) -> list[dict]:
+    """The benchmarks the plan left out, and why (`skipped.json`, rule skipped), by name; none
+    where the folder has no such file (a cached example)."""
+    path = results_dir / "skipped.json"
+    if not path.exists():
+        return []
+    try:
+        skipped = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NumasweepError(f"{path}: not readable JSON ({getattr(exc, 'msg', None) or exc}); delete it and "
+                             "rerun snakemake, which writes it again") from None
+    if not isinstance(skipped, dict):
+        raise NumasweepError(f"{path}: not a mapping of benchmark to reason; delete it and rerun snakemake, "
+                             "which writes it again")
+    return [{"bench": bench, "why": str(why)} for bench, why in sorted(skipped.items())]
+
+
 # Evidence tables show every row up to this many; a longer one keeps its first rows, its last
 # and every row that carries the claim (`differs`), and says which rows it leaves out.
 EVIDENCE_ROWS = 40
@@ -630,6 +647,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "reserved": format_cpulist(topology.reserved_cpus) if topology and topology.reserved_cpus else None,
         "gpus": topology.gpus if topology else [],
         "commands": commands(frames, measured_on),
+        "skipped": skipped_benches(results_dir),
         "benches": sections,
         "subjects": [sub for sub in by_subject(found, subject_figures, parts["unmeasured"], other_content) if sub["shown"]],
         "cache_tally": cache_tally(found),

@@ -311,6 +311,10 @@ def main(argv: list[str]) -> int:
         return 0
     if not args.store.exists():
         raise NumasweepError(f"{args.store}: no results store; `snakemake` records every finished run there")
-    for run in runs(args.store, args.system, args.campaign):
-        print(f"{run.run_key[:12]}  {run.campaign or '-'}  {run.system}  {run.started or run.recorded}  {run.hosts}")
+    rows = [("run", "campaign", "system", "started", "hosts")] + [
+        (run.short, run.campaign or "-", run.system, run.started or run.recorded, run.hosts or "-")
+        for run in runs(args.store, args.system, args.campaign)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]))
     return 0
