@@ -143,6 +143,7 @@ else:
         else {}
     )
     SKIPPED = PLAN.skipped
+    MEASURES = grid.measures(CONFIG, BENCHES)
     # config group_compared: the comparisons of two or more points (Job.compared), each one
     # SLURM job group of that name (job_group below, rule compared in benchmarks.smk).
     GROUPS = {}
@@ -198,6 +199,11 @@ STORE = CONFIG["store"]["path"]
 REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
     f"{REPORT_DIR}/comparison.md"
 ] * COMPARE
+# What the sweeps say they measure (rule measures), which the report's configuration section
+# repeats; a cached folder's own file, where it has one.
+MEASURES_FILE = f"{RESULTS_DIR}/measures.json"
+if FROM_CACHE and not Path(MEASURES_FILE).exists():
+    MEASURES_FILE = []
 
 
 wildcard_constraints:

@@ -79,6 +79,7 @@ rule report_md:
         findings=f"{REPORT_DIR}/findings.json",
         figures=rules.figures.output,
         sections=REPORT_SECTIONS,
+        measures=MEASURES_FILE,
     output:
         md=f"{REPORT_DIR}/experimentation.md",
         # The same report as one page, figures embedded; in `snakemake --report` as its own entry.

@@ -359,6 +359,13 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
     return Plan(jobs=list(seen.values()), skipped=skipped)
 
 
+def measures(config: dict, benches: list[str]) -> list[dict]:
+    """What the sweeps of a validated config say they measure (their `measures`), for the
+    report's configuration section: one entry per sweep of these benchmarks that says it."""
+    return [{"bench": bench, "sweep": i + 1, "label": sw["label"], "measures": sw["measures"].strip()}
+            for bench in benches for i, sw in enumerate(config[bench]["sweeps"]) if sw["measures"]]
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m numasweep grid", description="List the jobs a config expands to."
