@@ -4,7 +4,9 @@ one group job, the same on every run."""
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -92,3 +94,30 @@ def test_group_compared_with_batches_is_refused_in_one_line(repo_copy: Path) -> 
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert "group_compared and batch: 4 cannot be combined" in out and "Traceback" not in out, out[-2000:]
+
+
+@pytest.mark.workflow
+def test_a_comparison_measured_before_is_listed_only_when_its_points_run_again(repo_copy: Path) -> None:
+    """Points all measured by an ungrouped run get no `compared` job (on SLURM it would take a
+    node to list them); once the list exists, a rebuilt kernel runs the points again as a group."""
+    pair = "lat-interleaved-d0.1.2.3-local-rep0"
+    points = [f"results/lumi-g/latency/lat-interleaved-d0.1.2.3-r2-local-{mode}-rep0.{ext}"
+              for mode in ("concurrent", "serial") for ext in ("csv", "json")]
+    # up to date, oldest first: the shared module, the kernel, the topology, the points
+    now = time.time()
+    for age, paths in enumerate((["build/lib/libnumasweep_common.a"], ["build/bin/numa_latency"],
+                                 ["results/lumi-g/topology.json"], points)):
+        for path in paths:
+            (repo_copy / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo_copy / path).touch()
+            os.utime(repo_copy / path, (now - 10 + age, now - 10 + age))
+    args = (*RECIPE, "--configfile", LUMI_G, "--config", "group_compared=true")
+    ids = frozenset(Path(p).stem for p in points)
+    groups = dry_run_groups(snakemake(repo_copy, *args, check=True).stdout)
+    assert len(groups) == 6 and not any(ids & group for group in groups), groups
+    (repo_copy / "logs/lumi-g/groups").mkdir(parents=True)
+    (repo_copy / f"logs/lumi-g/groups/{pair}.txt").touch()
+    (repo_copy / "build/bin/numa_latency").touch()
+    out = snakemake(repo_copy, *args, check=True).stdout
+    assert f"Group job {pair} " in out
+    assert ids in dry_run_groups(out)

@@ -50,7 +50,7 @@ if GROUPS:
         input:
             compared_points,
         output:
-            f"logs/{SYSTEM}/groups/{{group}}.txt",
+            group_list("{group}"),
         log:
             f"logs/{SYSTEM}/groups/{{group}}.log",
         group:

@@ -297,7 +297,21 @@ def job_results():
         f"{RESULTS_DIR}/{job.bench}/{job.id}.{ext}"
         for job in JOBS.values()
         for ext in ("csv", "json")
-    ] + [f"logs/{SYSTEM}/groups/{group}.txt" for group in GROUPS]
+    ] + [group_list(group) for group in GROUPS if group_needed(group)]
+
+
+def group_list(group):
+    return f"logs/{SYSTEM}/groups/{group}.txt"
+
+
+def group_needed(group):
+    """Whether a comparison's job is a target: while some point is missing, or once it was
+    written (then it runs again with its points, e.g. after a rebuild). Not for points all
+    measured by an ungrouped run: it would be an sbatch job of its own, on an exclusive node,
+    only to list them."""
+    return Path(group_list(group)).exists() or not all(
+        Path(path).exists() for path in group_csvs(group)
+    )
 
 
 def results_folder(wildcards, input):
@@ -395,9 +409,11 @@ def compared_points(wildcards):
     """The CSVs of a comparison's points: depending on them joins them into one group job
     (points that only share a group name stay apart in Snakemake, and `--group-components`
     would pack them in no fixed order)."""
-    return [
-        f"{RESULTS_DIR}/{job.bench}/{job.id}.csv" for job in GROUPS[wildcards.group]
-    ]
+    return group_csvs(wildcards.group)
+
+
+def group_csvs(group):
+    return [f"{RESULTS_DIR}/{job.bench}/{job.id}.csv" for job in GROUPS[group]]
 
 
 def compared_slurm_extra(wildcards):
