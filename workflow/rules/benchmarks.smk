@@ -54,7 +54,7 @@ if GROUPS:
         log:
             f"logs/{SYSTEM}/groups/{{group}}.log",
         group:
-            compared_group
+            "{group}"
         conda:
             "../envs/kernels.yaml"
         resources:

@@ -401,10 +401,6 @@ def job_group(wildcards):
     return job.compared if job is not None and job.compared in GROUPS else None
 
 
-def compared_group(wildcards):
-    return wildcards.group
-
-
 def compared_points(wildcards):
     """The CSVs of a comparison's points: depending on them joins them into one group job
     (points that only share a group name stay apart in Snakemake, and `--group-components`
@@ -458,10 +454,11 @@ def mpi_launcher(wildcards):
     # Job groups (config group_compared, or --groups latency=NAME for any MPI benchmark's rule;
     # docs/slurm.md): Snakemake merges the resources of a group's jobs into the group's one
     # sbatch job, and refuses a string resource on which they differ, such as 'srun' (several
-    # ranks) beside '' (one rank). Every grouped job gets the empty value: the group's sbatch takes --ntasks from the merged `tasks`, and
-    # inside it the plugin still runs each job's shell as is (it looks only for the key), so
-    # an MPI job's srun line keeps its --ntasks and --cpu-bind=map_cpu. (The groups are known
-    # only once the DAG is built, so this is asked per job.)
+    # ranks) beside '' (one rank). Every grouped job gets the empty value: the group's sbatch
+    # takes --ntasks from the merged `tasks`, and inside it the plugin still runs each job's
+    # shell as is (it looks only for the key), so an MPI job's srun line keeps its --ntasks and
+    # --cpu-bind=map_cpu. (The groups are known only once the DAG is built, so this is asked
+    # per job.)
     if job_of(wildcards).bench in workflow.group_settings.overwrite_groups or job_group(
         wildcards
     ):
