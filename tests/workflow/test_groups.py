@@ -15,6 +15,7 @@ import yaml
 
 from helpers.workflow import snakemake
 from numasweep.core import topology
+from numasweep.core.errors import NumasweepError
 from numasweep.planning import fleet, grid
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,6 +87,11 @@ def test_identical_dry_runs_give_the_same_groups_each_a_comparison(repo_copy: Pa
     assert any(pair <= set(group) for group in first), first
     # Snakemake needs one `mpi` value per group: the grouped MPI jobs get the empty one.
     assert "mpi=srun" not in runs[0]
+
+
+def test_group_compared_with_batches_is_refused_when_the_config_is_read() -> None:
+    with pytest.raises(NumasweepError, match="group_compared and batch: 4 cannot be combined.*set batch: 1"):
+        grid.validate_config({"group_compared": True, "batch": 4})
 
 
 @pytest.mark.workflow

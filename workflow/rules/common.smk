@@ -148,12 +148,6 @@ else:
     # SLURM job group of that name (job_group below, rule compared in benchmarks.smk).
     GROUPS = {}
     if CONFIG["group_compared"]:
-        if CONFIG["batch"] > 1:
-            raise WorkflowError(
-                f"config: group_compared and batch: {CONFIG['batch']} cannot be combined (a batch "
-                "packs points by their resources, a group by what is compared); set batch: 1 or "
-                "group_compared: false"
-            )
         for _job in PLAN.jobs:
             if _job.compared:
                 GROUPS.setdefault(_job.compared, []).append(_job)

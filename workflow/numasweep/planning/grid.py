@@ -221,6 +221,10 @@ def validate_config(config: dict, source: str = "config") -> dict:
         # the parent, so prefer an error that is not a oneOf summary.
         worst = max(errors, key=lambda e: len(e.absolute_path))
         raise NumasweepError(f"{source}: {_describe(worst)}")
+    if config["group_compared"] and config["batch"] > 1:
+        raise NumasweepError(f"{source}: group_compared and batch: {config['batch']} cannot be combined (a batch packs "
+                             "points by their resources, a group by what is compared); set batch: 1 or "
+                             "group_compared: false")
     nodes = list(config["fleet"]["nodes"])
     for i, node in enumerate(nodes):
         if node in nodes[:i]:
