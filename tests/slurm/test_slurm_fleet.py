@@ -178,7 +178,8 @@ def test_the_two_exclusive_benchmark_jobs_ran_at_once_on_the_two_nodes(
 
 @pytest.fixture(scope="module")
 def compared(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun]:
-    """Concurrent and serial latency, the seed's comparison, as one group `compare`.
+    """Concurrent and serial latency, the seed's comparison, as one job group (config
+    `group_compared`: the group is named by the comparison, and its `compared` job lists them).
 
     `--resources tasks=2` is the constraint Snakemake's group layering needs to place the two
     2-rank points one after another; without it the group would ask for their sum (4 tasks),
@@ -191,7 +192,7 @@ def compared(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRu
     seed_topology(workdir, SYSTEM)
     result = snakemake(
         workdir, "--configfile", "compare.yaml", "--slurm-status-command", "sacct",
-        "--groups", "latency=compare", "--group-components", "compare=2", "--resources", "tasks=2",
+        "--config", "group_compared=true", "--resources", "tasks=2",
     )
     return workdir, result
 
@@ -215,10 +216,13 @@ def test_compared_points_run_in_one_allocation_on_one_node_one_after_another(
     assert first["end"] <= second["start"], (
         f"the points overlapped: {first['start']}..{first['end']} and {second['start']}..{second['end']}"
     )
-    # The plugin files a group job's log under group_<group>.
-    assert re.search(rf"submitted with SLURM jobid {job.job_id} \(log: \S*/group_compare", result.output), (
+    # The plugin files a group job's log under group_<group>, here the comparison's name.
+    group = "lat-sequential-d0-local-rep0"
+    assert re.search(rf"submitted with SLURM jobid {job.job_id} \(log: \S*/group_{group}", result.output), (
         f"SLURM job {job.job_id} was not submitted as the group job"
     )
+    listed = (workdir / "logs" / SYSTEM / "groups" / f"{group}.txt").read_text().split()
+    assert sorted(listed) == sorted(str(p.relative_to(workdir)) for p in csvs), listed
 
 
 # On node2 the kernels run under a CPU quota: 1 ms of CPU time per 10 ms period for all of them

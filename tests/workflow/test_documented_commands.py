@@ -312,7 +312,7 @@ def test_the_documents_have_shell_blocks() -> None:
     commands = [c.text for p in BLOCKS for c in p.values[0].commands]
     assert "snakemake report --config results=examples/lumi-g                 # from cached tables only: no build, no benchmark" in commands
     assert any(c.startswith("snakemake --profile profiles/slurm --configfile config/campaigns/lumi-g.yaml "
-                            "--groups latency=compare") for c in commands), commands
+                            "--config group_compared=true") for c in commands), commands
     assert len(BLOCKS) >= 10
 
 

@@ -26,3 +26,17 @@ rule skipped:
         skipped=SKIPPED,
     script:
         "../scripts/skipped.py"
+
+
+# What each sweep says it measures (config `measures`), for the report ([] when none says).
+rule measures:
+    output:
+        f"{RESULTS_DIR}/measures.json",
+    log:
+        f"logs/{SYSTEM}/measures.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        measures=json.dumps(MEASURES, indent=2),
+    shell:
+        "printf '%s\\n' {params.measures:q} > {output:q} 2> {log:q}"

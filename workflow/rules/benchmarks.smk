@@ -26,6 +26,8 @@ for _spec in registry.all_benches().values():
             **_outputs,
         log:
             _log,
+        group:
+            job_group
         conda:
             "../envs/kernels.yaml"
         threads: 1 if _spec.mpi else job_threads
@@ -37,3 +39,28 @@ for _spec in registry.all_benches().values():
             **_params,
         shell:
             _shell
+
+
+# config group_compared: one job per comparison (GROUPS, common.smk), in the comparison's group
+# and depending on its points, which makes them one group job: one sbatch job, one node, the
+# points one after another. Its output lists the points; it runs in the group's environment.
+if GROUPS:
+
+    rule compared:
+        input:
+            compared_points,
+        output:
+            group_list("{group}"),
+        log:
+            f"logs/{SYSTEM}/groups/{{group}}.log",
+        group:
+            "{group}"
+        conda:
+            "../envs/kernels.yaml"
+        resources:
+            # A group's jobs must agree on every string resource: its points' values.
+            mpi="",
+            slurm_extra=compared_slurm_extra,
+            runtime=1,
+        shell:
+            "printf '%s\\n' {input:q} > {output:q} 2> {log:q}"

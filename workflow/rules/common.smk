@@ -107,6 +107,7 @@ if FROM_CACHE:
     JOBS = {}
     BATCHES = {}
     SKIPPED = {}
+    GROUPS = {}
     FLEET_NODES = CONFIG["fleet"]["nodes"]
 else:
     # The topology is needed while the DAG is built, so that `snakemake -n -p` prints the
@@ -142,6 +143,15 @@ else:
         else {}
     )
     SKIPPED = PLAN.skipped
+    MEASURES = grid.measures(CONFIG, BENCHES)
+    # config group_compared: the comparisons of two or more points (Job.compared), each one
+    # SLURM job group of that name (job_group below, rule compared in benchmarks.smk).
+    GROUPS = {}
+    if CONFIG["group_compared"]:
+        for _job in PLAN.jobs:
+            if _job.compared:
+                GROUPS.setdefault(_job.compared, []).append(_job)
+        GROUPS = {name: jobs for name, jobs in GROUPS.items() if len(jobs) > 1}
     for _line in batch.reopen_incomplete(RESULTS_DIR, list(BATCHES.values())):
         print(f"numasweep: warning: {_line}", file=sys.stderr)
 
@@ -183,11 +193,17 @@ STORE = CONFIG["store"]["path"]
 REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
     f"{REPORT_DIR}/comparison.md"
 ] * COMPARE
+# What the sweeps say they measure (rule measures), which the report's configuration section
+# repeats; a cached folder's own file, where it has one.
+MEASURES_FILE = f"{RESULTS_DIR}/measures.json"
+if FROM_CACHE and not Path(MEASURES_FILE).exists():
+    MEASURES_FILE = []
 
 
 wildcard_constraints:
     job=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     batch=r"b[0-9]+(-on-[A-Za-z0-9_.-]+)?",
+    group=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     bench="|".join(registry.names()),
     kernel="|".join(registry.kernels()),
 
@@ -275,7 +291,21 @@ def job_results():
         f"{RESULTS_DIR}/{job.bench}/{job.id}.{ext}"
         for job in JOBS.values()
         for ext in ("csv", "json")
-    ]
+    ] + [group_list(group) for group in GROUPS if group_needed(group)]
+
+
+def group_list(group):
+    return f"logs/{SYSTEM}/groups/{group}.txt"
+
+
+def group_needed(group):
+    """Whether a comparison's job is a target: while some point is missing, or once it was
+    written (then it runs again with its points, e.g. after a rebuild). Not for points all
+    measured by an ungrouped run: it would be an sbatch job of its own, on an exclusive node,
+    only to list them."""
+    return Path(group_list(group)).exists() or not all(
+        Path(path).exists() for path in group_csvs(group)
+    )
 
 
 def results_folder(wildcards, input):
@@ -358,6 +388,29 @@ def job_kernel(wildcards):
     return f"{BIN_DIR}/{job_of(wildcards).kernel}"
 
 
+def job_group(wildcards):
+    """A point's job group (config group_compared): its comparison, if that has other points;
+    None (no group) otherwise, also for a batch or an id not in the sweep."""
+    job = JOBS.get(getattr(wildcards, "job", None))
+    return job.compared if job is not None and job.compared in GROUPS else None
+
+
+def compared_points(wildcards):
+    """The CSVs of a comparison's points: depending on them joins them into one group job
+    (points that only share a group name stay apart in Snakemake, and `--group-components`
+    would pack them in no fixed order)."""
+    return group_csvs(wildcards.group)
+
+
+def group_csvs(group):
+    return [f"{RESULTS_DIR}/{job.bench}/{job.id}.csv" for job in GROUPS[group]]
+
+
+def compared_slurm_extra(wildcards):
+    # The points of a comparison share their node (fleet mode), so their slurm_extra.
+    return sbatch_options(GROUPS[wildcards.group][0])
+
+
 def job_tasks(wildcards):
     return job_of(wildcards).tasks
 
@@ -366,10 +419,14 @@ def job_gpus(wildcards):
     return job_of(wildcards).gpus
 
 
-def slurm_extra(wildcards):
+def sbatch_options(job):
     # A benchmark takes a node alone; a fleet job also names its node.
     # The plugin puts this text into the sbatch command line as is: one quoted word per option.
-    return f"'--exclusive'{fleet.slurm_nodelist(job_of(wildcards).grid)}"
+    return f"'--exclusive'{fleet.slurm_nodelist(job.grid)}"
+
+
+def slurm_extra(wildcards):
+    return sbatch_options(job_of(wildcards))
 
 
 def bench_resources(bench):
@@ -388,14 +445,17 @@ def mpi_launcher(wildcards):
     # owns the whole (exclusive) node; a non-empty one also marks an MPI job, which the
     # plugin refuses with a single task. One-rank jobs run without a launcher: empty.
     #
-    # Job groups (--groups latency=compare, docs/slurm.md, for any MPI benchmark's rule): Snakemake merges the resources of
-    # a group's jobs into the group's one sbatch job, and refuses a string resource on which
-    # they differ, such as 'srun' (several ranks) beside '' (one rank). In a grouped rule every
-    # job gets the empty value: the group's sbatch takes --ntasks from the merged `tasks`, and
-    # inside it the plugin still runs each job's shell as is (it looks only for the key), so
-    # an MPI job's srun line keeps its --ntasks and --cpu-bind=map_cpu. (The groups are known
-    # only once the DAG is built, so this is asked per job.)
-    if job_of(wildcards).bench in workflow.group_settings.overwrite_groups:
+    # Job groups (config group_compared, or --groups latency=NAME for any MPI benchmark's rule;
+    # docs/slurm.md): Snakemake merges the resources of a group's jobs into the group's one
+    # sbatch job, and refuses a string resource on which they differ, such as 'srun' (several
+    # ranks) beside '' (one rank). Every grouped job gets the empty value: the group's sbatch
+    # takes --ntasks from the merged `tasks`, and inside it the plugin still runs each job's
+    # shell as is (it looks only for the key), so an MPI job's srun line keeps its --ntasks and
+    # --cpu-bind=map_cpu. (The groups are known only once the DAG is built, so this is asked
+    # per job.)
+    if job_of(wildcards).bench in workflow.group_settings.overwrite_groups or job_group(
+        wildcards
+    ):
         return ""
     return LAUNCHER if job_of(wildcards).tasks > 1 else ""
 

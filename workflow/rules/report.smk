@@ -81,6 +81,7 @@ rule report_md:
         sections=REPORT_SECTIONS,
         # the benchmarks the plan left out, each a "not run" line (a cached folder's, if it has one)
         skipped=[] if FROM_CACHE else f"{RESULTS_DIR}/skipped.json",
+        measures=MEASURES_FILE,
     output:
         md=f"{REPORT_DIR}/experimentation.md",
         # The same report as one page, figures embedded; in `snakemake --report` as its own entry.

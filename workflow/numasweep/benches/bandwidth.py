@@ -87,6 +87,8 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
         ):
             cpus = grid.cpus_on(topo, node, threads, f"{where}.threads")
             pat = "" if pattern == "sequential" else f"-{pattern}"
+            # Compared: the thread counts and the weightings of one node set (the spec before '@').
+            node_set = grid.memory_word(memory.split("@")[0])
             yield grid.Job(
                 bench="bandwidth",
                 id=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{grid.memory_word(memory)}-t{threads}{pat}-rep{rep}",
@@ -109,6 +111,7 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
                 threads=threads,
                 cpus=cpus,
                 memory=memory,
+                compared=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{node_set}{pat}-rep{rep}",
             )
 
 

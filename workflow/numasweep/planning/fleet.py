@@ -47,7 +47,8 @@ def spread(plan, fleet_nodes: list[str]):
     """The plan with every job once per node (the plan itself when the list is empty)."""
     if not fleet_nodes:
         return plan
-    jobs = [replace(job, id=f"{job.id}-on-{node}", grid={**job.grid, NODE_COLUMN: node})
+    jobs = [replace(job, id=f"{job.id}-on-{node}", grid={**job.grid, NODE_COLUMN: node},
+                    compared=job.compared and f"{job.compared}-on-{node}")
             for job in plan.jobs for node in fleet_nodes]
     return replace(plan, jobs=jobs)
 

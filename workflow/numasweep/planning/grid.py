@@ -47,6 +47,11 @@ class Job:
     placements: tuple = ()  # MPI benchmarks: placement.RankPlacement per rank
     cpus: tuple[int, ...] = ()  # non-MPI jobs: the CPUs the threads run on
     memory: str = "local"  # non-MPI jobs: the memory spec numactl applies
+    # The comparison the point belongs to: the points one finding compares share it (concurrent
+    # and serial of one placement, the rank counts of one scaling series, the weightings of one
+    # node pair); "" for a point compared with none. Config `group_compared` runs each
+    # comparison as one SLURM job group (workflow/rules/benchmarks.smk).
+    compared: str = ""
 
 
 @dataclass
@@ -216,6 +221,10 @@ def validate_config(config: dict, source: str = "config") -> dict:
         # the parent, so prefer an error that is not a oneOf summary.
         worst = max(errors, key=lambda e: len(e.absolute_path))
         raise NumasweepError(f"{source}: {_describe(worst)}")
+    if config["group_compared"] and config["batch"] > 1:
+        raise NumasweepError(f"{source}: group_compared and batch: {config['batch']} cannot be combined (a batch packs "
+                             "points by their resources, a group by what is compared); set batch: 1 or "
+                             "group_compared: false")
     nodes = list(config["fleet"]["nodes"])
     for i, node in enumerate(nodes):
         if node in nodes[:i]:
@@ -352,6 +361,13 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
                      f"'{repeated[0]}'): each is measured once; drop the repeated value or sweep, or use "
                      "repetitions to measure a point again"])
     return Plan(jobs=list(seen.values()), skipped=skipped)
+
+
+def measures(config: dict, benches: list[str]) -> list[dict]:
+    """What the sweeps of a validated config say they measure (their `measures`), for the
+    report's configuration section: one entry per sweep of these benchmarks that says it."""
+    return [{"bench": bench, "sweep": i + 1, "label": sw["label"], "measures": sw["measures"].strip()}
+            for bench in benches for i, sw in enumerate(config[bench]["sweeps"]) if sw["measures"]]
 
 
 def main(argv: list[str]) -> int:

@@ -222,6 +222,21 @@ def _node_list(nodes: list[str]) -> str:
 # Placement verification
 
 
+def sweeps_measured(results_dir: Path) -> list[dict]:
+    """What the campaign's sweeps say they measure (config `measures`, written by the workflow
+    to measures.json in the results folder): the sweep, by its label or number, and its words;
+    [] for a folder without the file."""
+    path = results_dir / "measures.json"
+    if not path.exists():
+        return []
+    try:
+        return [{"sweep": f"{e['bench']} sweep {e['label'] or e['sweep']}", "measures": str(e["measures"])}
+                for e in json.loads(path.read_text())]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NumasweepError(f"{path}: not a list of what each sweep measures ({exc}); delete it and "
+                             "rerun snakemake, which writes it from the config's `measures`") from None
+
+
 # ---------------------------------------------------------------------------------------------
 # Findings
 
@@ -648,6 +663,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "gpus": topology.gpus if topology else [],
         "commands": commands(frames, measured_on),
         "skipped": skipped_benches(results_dir),
+        "sweeps_measured": sweeps_measured(results_dir),
         "benches": sections,
         "subjects": [sub for sub in by_subject(found, subject_figures, parts["unmeasured"], other_content) if sub["shown"]],
         "cache_tally": cache_tally(found),

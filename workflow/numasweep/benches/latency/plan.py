@@ -44,6 +44,11 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
                 f"{grid.id_prefix('lat', sw['label'])}-{strategy}-d{grid.nodes_word(domains)}-r{rpd}-"
                 f"{grid.memory_word(memory)}-{mode}{page_word}-rep{rep}"
             )
+            # Compared: the modes of one placement and the rank counts of one series.
+            compared = (
+                f"{grid.id_prefix('lat', sw['label'])}-{strategy}-d{grid.nodes_word(domains)}-"
+                f"{grid.memory_word(memory)}{page_word}-rep{rep}"
+            )
             args = [f"--size={sizes}", f"--pages={pages}"]
             if mode == "serial":
                 args.append("--serial")
@@ -64,6 +69,7 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
                 tasks=len(ranks),
                 threads=1,
                 placements=ranks,
+                compared=compared,
             )
 
 
