@@ -112,6 +112,7 @@ class Transition:
     label: str | None = None
     capacity_bytes: int | None = None
     caveats: list[str] = field(default_factory=list)
+    to_memory: bool = False          # a cache's exit that rises on to memory: the larger caches' exits inside it
 
     def describe(self) -> str:
         where = f"from {size_words(self.from_size_bytes)} to {size_words(self.to_size_bytes)}"
@@ -121,6 +122,9 @@ class Transition:
             at += f" ({size_words(loc.low)} to {size_words(loc.high)})"
         cause = (f"the {capacity_words(self.label, self.capacity_bytes)}" if self.label
                  else "nothing in the topology explains it" + "".join(f"; {c}" for c in self.caveats))
+        if self.to_memory:
+            cause += (f", and on to memory-level latency ({self.latency_after_ns:.0f} ns) with no plateau between: "
+                      "the exit from the larger caches is inside this rise, and its ratio is not this cache's alone")
         return f"latency rises {self.ratio.text('{:.2f}x')} {where}, {at}: {cause}"
 
 
@@ -362,6 +366,7 @@ def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], st
     that `_explains` allows; a transition left without one stays unexplained. A rise that starts
     at memory-level latency (MEMORY_NS) is no cache's exit: the data already come from memory."""
     pairs = []
+    largest = max((c.size_bytes for c in capacities), default=0)
     for i, t in enumerate(transitions):
         if t.latency_before_ns >= MEMORY_NS:
             continue
@@ -377,6 +382,10 @@ def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], st
         used_c.add(j)
         transitions[i].kind, transitions[i].label = "cache", capacities[j].label
         transitions[i].capacity_bytes = capacities[j].size_bytes
+        # a rise out of a cache below the last level that ends at memory's latency passed through
+        # the larger caches without a plateau (a virtual machine's small share of the last level,
+        # say): it is told as going on to memory, not as that cache's exit alone
+        transitions[i].to_memory = transitions[i].latency_after_ns >= MEMORY_NS and capacities[j].size_bytes < largest
 
 
 def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: Sequence[Capacity],

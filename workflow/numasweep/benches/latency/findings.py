@@ -426,12 +426,13 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
             findings.append(Finding(
                 id="cache_threshold", bench="latency",
                 title=(f"Latency step {size_words(t.from_size_bytes)} to {size_words(t.to_size_bytes)}: "
-                       f"{levels.capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}" + title),
+                       f"{levels.capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}"
+                       + (" and on to memory" if t.to_memory else "") + title),
                 summary=_opening(text, t.describe() + left_out),
                 numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
                          "size_bytes": t.to_size_bytes, **analysis.interval_numbers("step_ratio", t.ratio),
                          **analysis.interval_numbers("location_bytes", t.location_bytes), "latency_before_ns": t.latency_before_ns,
-                         "latency_after_ns": t.latency_after_ns, "matched_cache": t.label,
+                         "latency_after_ns": t.latency_after_ns, "matched_cache": t.label, "to_memory": t.to_memory,
                          "cache_bytes": t.capacity_bytes, "caveats": t.caveats, "p_value": t.p_value,
                          "noise_rule": curve.noise_rule,
                          "unstable_sizes": [{"size_bytes": size, "spread": spread} for size, spread in unstable]},
