@@ -14,8 +14,8 @@ checkout's .venv linked in where it has one. How a command runs (`how`, the firs
 
 - `bash scripts/numasweep.sh test` is not run: it is the command that runs this test;
 - a `bench/` script (bench/README.md) has its arguments parsed by its own parser and nothing
-  else (`tests/helpers/parse_only.py`): those commands run reference tools for half an hour or
-  measure the machine;
+  else (`tests/helpers/parse_only.py`), a `bench/` shell script has its syntax checked (`bash -n`):
+  those commands run reference tools for half an hour or measure the machine;
 - `bash scripts/numasweep.sh sweep` runs as written (installs what is missing, builds, measures
   the default sweep): the block is `slow`;
 - a command that needs a SLURM cluster makes its block `slow` and `slurm`. A block that starts
@@ -134,6 +134,7 @@ def shell_blocks(text: str, document: str) -> list[Block]:
 PLACEHOLDER_CONFIGS = {"my.yaml": {}, "my-campaign.yaml": {"compare": {"against": "previous"}}}
 CLUSTER_PROGRAMS = {"sinfo", "srun", "sacct", "squeue", "scontrol", "sbatch"}
 BENCH_SCRIPT = re.compile(r"^(\.venv/bin/)?python3? (bench/\w+\.py)\b")
+BENCH_SHELL = re.compile(r"^(\w+=\S* )*bash (bench/\w+\.sh)\b")   # a shell script of bench/: its syntax checked
 
 
 def words(command: str) -> list[str]:
@@ -157,7 +158,7 @@ def how(command: str) -> str:
     (module docstring)."""
     if re.match(r"^bash scripts/numasweep\.sh test\b", command):
         return "self"
-    if BENCH_SCRIPT.match(command):
+    if BENCH_SCRIPT.match(command) or BENCH_SHELL.match(command):
         return "parse"
     if re.match(r"^bash scripts/numasweep\.sh sweep\b", command):
         return "slow"
@@ -243,7 +244,9 @@ def run_block(block: Block, copy: Path, partition: str | None = None) -> list[Ou
             continue
         text = dry(command.text) if mode in ("dry", "slurm-dry") else command.text
         if mode == "parse":
-            text = BENCH_SCRIPT.sub(r"\g<1>python tests/helpers/parse_only.py \g<2>", text)
+            shell = BENCH_SHELL.match(text)
+            text = f"bash -n {shell.group(2)}" if shell else BENCH_SCRIPT.sub(
+                r"\g<1>python tests/helpers/parse_only.py \g<2>", text)
         try:
             proc = subprocess.run(["bash", "-c", text], cwd=copy, env=env, capture_output=True, text=True,
                                   timeout=TIMEOUT_S[mode])
@@ -501,6 +504,7 @@ def test_how_each_command_runs() -> None:
     assert how("bash scripts/numasweep.sh test   # every test") == "self"
     assert how("bash scripts/numasweep.sh sweep") == "slow"
     assert how(".venv/bin/python bench/kernels.py --rounds 3 --skip cycle") == "parse"
+    assert how("THREADS=8,1 STREAM= bash bench/host_run.sh KIT OUT 250") == "parse"
     assert how("sinfo; srun -N 2 -l hostname") == "slurm"
     assert how("snakemake --profile profiles/slurm --configfile C --config 'fleet={\"partition\": \"x\"}'") == "slurm-dry"
     assert how("bash tests/slurm/cluster.sh up --nodes 2 --accounting") == "slurm"
