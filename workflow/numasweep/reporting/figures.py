@@ -209,8 +209,9 @@ def full_node_matrix(matrix: pd.DataFrame, topology: Topology | None) -> pd.Data
 
 
 def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[Path]:
-    """Every figure the results support, each benchmark's drawers (`Bench.draw`) in turn; each
-    benchmark gets its folder even when it has none."""
+    """Every figure the results support, each benchmark's drawers (`Bench.draw`) in turn; the
+    folder of each benchmark with a table (`<bench>.csv`: the workflow's outputs) is made even
+    where it has no figure, that of a benchmark without one never."""
     figdir = Path(figdir)
     topology = aggregate.load_topology(results_dir)
     frames = aggregate.load_results(results_dir, UNREAD + REPORT_ONLY)
@@ -221,8 +222,9 @@ def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[
             for draw in bench.draw:
                 paths += draw(frames[bench.name], topology, drawn)
     drawn.write()
-    for bench in registry.all_benches():
-        (figdir / bench).mkdir(parents=True, exist_ok=True)
+    for bench in registry.names():
+        if (Path(results_dir) / f"{bench}.csv").exists():
+            (figdir / bench).mkdir(parents=True, exist_ok=True)
     return paths
 
 
