@@ -31,7 +31,6 @@ from numasweep.results import aggregate
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 LINESTYLES = ["-", "--", ":", "-."]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]   # lines of one colour told apart
 HEATMAP = "cividis"  # perceptually uniform and readable without red/green vision
 
 # Report width is about 800 px; 8 x 4.5 in at 100 dpi keeps labels legible without zooming.
@@ -194,10 +193,11 @@ def log_latency_axis(ax, label: str = "latency (ns per load)") -> None:
 NOT_MEASURED = "not measured"
 
 
-def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_label: str) -> None:
+def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_label: str,
+            diagonal: str = NOT_MEASURED) -> None:
     """A cpu-node x memory-node style matrix, each cell annotated with its value, or with "not
-    measured" where it has none; the colours span at least ANCHOR either side of the median, so
-    that a small spread looks small."""
+    measured" where it has none (`diagonal` on the diagonal: "same CPU" in a CPU x CPU map); the
+    colours span at least ANCHOR either side of the median, so that a small spread looks small."""
     values = matrix.to_numpy(dtype=float)
     finite = values[np.isfinite(values)]
     # colours anchored around the median (ANCHOR) at least: a spread of 1 % looks small
@@ -218,8 +218,10 @@ def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_l
             if np.isfinite(v):
                 ax.text(j, i, format(v, fmt), ha="center", va="center", fontsize=8,
                         color="white" if v < middle else "black")
-            else:
-                ax.text(j, i, NOT_MEASURED, ha="center", va="center", fontsize=7, color="0.4")
+            else:   # on two lines in the narrow cells of a wide matrix
+                empty = diagonal if i == j else NOT_MEASURED
+                ax.text(j, i, empty if values.shape[1] <= 6 else empty.replace(" ", "\n"), ha="center",
+                        va="center", fontsize=7, color="0.4")
     ax.figure.colorbar(image, ax=ax, label=unit)
 
 
