@@ -163,20 +163,6 @@ def plot_latency_matrix(latency: pd.DataFrame, topology: Topology | None, figdir
     return paths
 
 
-# The placement strategies in words (config/README.md, `strategy`).
-STRATEGY_WORDS = {"sequential": "cores in order", "interleaved": "one core per L3 group in turn"}
-
-
-def scaling_label(key: dict) -> str:
-    """A rank-scaling line in words: "cores in order, node 0", "one core per L3 group in turn, nodes 0-3"."""
-    strategy = str(key.get("strategy", "")).strip()
-    domains = str(key.get("domains", "")).strip()
-    parts = [STRATEGY_WORDS.get(strategy, strategy)]
-    if domains:
-        parts.append(f"{'node' if domains.isdigit() else 'nodes'} {domains}")
-    return ", ".join(p for p in parts if p)
-
-
 def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     """Median latency over a run's ranks against ranks per domain (`findings.rank_scaling`), its band
     the fastest to the slowest rank: one figure per configuration other than placement and domain
@@ -198,7 +184,7 @@ def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: 
                 curve = g.groupby("ranks_per_domain")["latency_ns_median"].agg(["median", "min", "max"])
                 ax.plot(curve.index, curve["median"], marker="o", markersize=3, color=colour,
                         linestyle="--" if name.get("strategy") == "interleaved" else "-",
-                        label=scaling_label(name))
+                        label=series.config_name(name, lines))
                 ax.fill_between(curve.index, curve["min"], curve["max"], color=colour, alpha=0.15, linewidth=0)
             ax.set_xlabel("ranks per domain")
             figures.count_axis(ax.xaxis)
@@ -206,7 +192,7 @@ def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: 
             ax.grid(True, which="both", alpha=0.3)
             ax.set_title(f"{format_size(int(size))} buffers")
             interleaved = "strategy" in rows and (rows["strategy"] == "interleaved").any()
-            dashed = "dashed: one core per L3 group in turn, " if interleaved else ""
+            dashed = f"dashed: {series.STRATEGY_WORDS['interleaved']}, " if interleaved else ""
             ax.legend(fontsize=7, loc="best", title=f"{dashed}band: fastest to slowest rank", title_fontsize=7)
         fig.suptitle(figures.titled("Latency against ranks per domain", variant))
         paths += figures.save(fig, figdir, NAME, "rank_scaling", variant)
