@@ -1,8 +1,9 @@
 """Figures from aggregated results: one PNG and one SVG per figure, under `<figdir>/<bench>/`.
 
 Each benchmark draws its own figures (`Bench.draw`, in its module under `numasweep.benches`);
-this module holds the conventions they share: the colour-blind-safe palette, figure size, the
-size axis, cache markers, heat maps, and file names `<kind>--<variant>.png`, from which
+this module holds the conventions they share: the colour-blind-safe palette and a colour per
+line, figure size, value axes that span at least ANCHOR around their median, the size axis,
+cache markers, heat maps, and file names `<kind>--<variant>.png`, from which
 Snakemake's report takes the figure kind and its variant (mode, kernel, memory kind). Every
 drawing function returns the paths it wrote and writes nothing when the data it needs is absent.
 """
@@ -259,7 +260,7 @@ def linestyle_key(used: set[str]) -> str | None:
 
 
 def full_node_matrix(matrix: pd.DataFrame, topology: Topology | None) -> pd.DataFrame:
-    """Every node of the system as a row and column, so a missing cell shows as blank."""
+    """Every node of the system as a row and column, so a missing cell says "not measured"."""
     if not topology or not topology.nodes:
         return matrix
     ids = topology.node_ids()
