@@ -735,8 +735,13 @@ def workstation() -> Topology:
 def write_default_sweep(folder: Path, topo: Topology | None = None) -> Path:
     """The jobs config/config.yaml plans on `topo` (the `workstation` by default), each job's CSV
     and the tables aggregated from them as the workflow aggregates them, under `folder`."""
-    topo = topo or workstation()
-    plan = grid.expand(grid.load_config_file(grid.DEFAULT_CONFIG), topo)
+    return write_sweep(folder, grid.DEFAULT_CONFIG, topo or workstation())
+
+
+def write_sweep(folder: Path, config: Path, topo: Topology) -> Path:
+    """The jobs the config file `config` plans on `topo`, each job's CSV and the tables aggregated
+    from them as the workflow aggregates them, under `folder`."""
+    plan = grid.expand(grid.load_config_file(config), topo)
     csvs = write_campaign(plan, topo, folder)
     write_folder(folder, None, {bench: aggregate.aggregate([c for c in csvs if c.parent.name == bench], bench)[0]
                                 for bench in plan.benches()})

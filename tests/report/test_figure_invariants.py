@@ -1,10 +1,18 @@
 """Every figure shows what it is drawn for, checked on the figure data (not pixels) of every
-shipped example, the synthetic results of helpers.synthetic and the default sweep's jobs on a
-model workstation (whose bandwidth runs carry each thread count's own CPU list):
+shipped example, the measured default sweeps of tests/fixtures/measured, the synthetic results of
+helpers.synthetic, the LUMI-G campaign's jobs and the default sweep's jobs on a model workstation
+(whose bandwidth runs carry each thread count's own CPU list), each modelled by helpers.synthetic:
 
 - a series along an axis with two or more values is one connected line, never single points;
 - legend entries are unique within an axes and read as words (no empty parts);
-- no two lines of one axes share colour, marker and line style;
+- titles and legends are words, not the results' code words ("..., all", "domains 0",
+  "sequential", column names); where an axes' lines differ in style, the legend says what the
+  styles stand for;
+- no two lines of one axes share a colour;
+- every value axis spans at least `figures.ANCHOR` either side of its lines' median, and holds
+  their bands: a change smaller than that (or than the noise) never fills the axis as a cliff;
+- where 4 KiB and huge pages were both measured, a figure draws them on one axis;
+- a figure folder is made only for a benchmark with results (no empty folder for the others);
 - axes that count (threads, ranks per domain) tick at whole numbers;
 - latency against size or ranks is drawn on a log y axis;
 - a heat map's colours span at least +-10 % around its median (a small spread looks small);
@@ -19,6 +27,7 @@ imported it) and drawn for real (matplotlib's Agg), so the checks read exactly w
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -26,13 +35,19 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
+from matplotlib.colors import to_hex
 
 from helpers import synthetic as model
 from numasweep.benches.gpu_xfer import GPU_DIRECTIONS
+from numasweep.benches.latency import tables as lat_tables
+from numasweep.core import registry, topology
+from numasweep.findings import levels
 from numasweep.reporting import figures
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if (p / "topology.json").exists())
+MEASURED = sorted(p for p in (ROOT / "tests" / "fixtures" / "measured").iterdir() if list(p.glob("*.csv")))
+LUMI_G = ROOT / "config" / "campaigns" / "lumi-g.yaml"
 COUNTS = ("threads", "ranks per domain", "ranks", "GPUs")
 
 
@@ -48,7 +63,11 @@ SPREAD = {"gpu_xfer": (lambda df: "repetition" in df and df["repetition"].nuniqu
 RESULTS: dict[str, Path] = {}     # each case's results folder, as the fixture wrote it
 
 CASES = {**{f"example-{p.name}": (lambda tmp, p=p: p) for p in EXAMPLES},
+         **{f"measured-{p.name}": (lambda tmp, p=p: p) for p in MEASURED},
          "synthetic": lambda tmp: model.write_results(tmp / "results" / "twin"),
+         # LUMI-G's campaign: interleaved and sequential ranks over 1, 2 and 4 nodes, two CCDs a node
+         "campaign-lumi-g": lambda tmp: model.write_sweep(tmp / "results" / "lumi-g", LUMI_G,
+                                                          topology.load(ROOT / "config" / "arch" / "lumi-g.yaml")),
          "default-sweep": lambda tmp: model.write_default_sweep(tmp / "results" / "desk")}
 
 
@@ -74,13 +93,19 @@ def drawn(request, tmp_path_factory) -> list[tuple[str, str, str, object]]:
         figures.draw_all(results, tmp / "fig")
     finally:
         mp.undo()
+    FOLDERS[request.param] = tmp / "fig"
     assert got, f"{request.param}: no figure drawn"
     return got
 
 
-def data_lines(ax) -> list:
-    """The lines that name a series (a legend entry); reference lines have none."""
-    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+data_lines = figures.data_lines
+FOLDERS: dict[str, Path] = {}     # each case's figure folder, as draw_all left it
+
+
+def results_table(request, bench: str) -> pd.DataFrame | None:
+    """The case's `<bench>.csv`, None where it has none."""
+    path = RESULTS[request.node.callspec.params["drawn"]] / f"{bench}.csv"
+    return pd.read_csv(path) if path.exists() else None
 
 
 def where(bench: str, kind: str, variant: str, ax) -> str:
@@ -118,10 +143,79 @@ def test_legend_entries_are_unique_words(drawn) -> None:
                 f"{where(bench, kind, variant, ax)}: an empty part in {text!r}"
 
 
-def test_lines_differ_in_colour_or_marker(drawn) -> None:
+def test_each_line_has_its_own_colour(drawn) -> None:
+    """Two ranks of one L3 group told apart by colour, not by a marker alone."""
     for bench, kind, variant, ax in every_axes(drawn):
-        styles = [(str(line.get_color()), line.get_marker(), line.get_linestyle()) for line in data_lines(ax)]
-        assert len(styles) == len(set(styles)), f"{where(bench, kind, variant, ax)}: two lines look alike {styles}"
+        colours = [to_hex(line.get_color()) for line in data_lines(ax)]
+        assert len(colours) == len(set(colours)), f"{where(bench, kind, variant, ax)}: two lines share a colour {colours}"
+
+
+# The results' own names, which a title or a legend says in words: a configuration named "all", a
+# domain list as "domains 0", the placement strategies' keys, column names.
+CODE_WORDS = re.compile(r"(^|, )all(,|$)|\bdomains \d|(^|, )(sequential|interleaved)(,|$)|\w_\w")
+
+
+def test_titles_and_legends_are_words(drawn) -> None:
+    for bench, kind, variant, fig in drawn:
+        texts = [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes]
+        for ax in fig.axes:
+            if ax.get_legend():
+                texts += [t.get_text() for t in ax.get_legend().get_texts()] + [ax.get_legend().get_title().get_text()]
+        for text in texts:
+            assert not CODE_WORDS.search(text), f"{bench}/{kind}--{variant}: code words in {text!r}"
+
+
+def test_line_styles_are_explained_in_the_legend(drawn) -> None:
+    """LUMI-G's dashed lines (a node's second L3 group) say so in the legend's title."""
+    for bench, kind, variant, ax in every_axes(drawn):
+        styles = {line.get_linestyle() for line in data_lines(ax)}
+        if len(styles) < 2:
+            continue
+        title = ax.get_legend().get_title().get_text() if ax.get_legend() else ""
+        missing = [figures.STYLE_WORDS[s] for s in styles if figures.STYLE_WORDS[s] != "solid"
+                   and figures.STYLE_WORDS[s] not in title]
+        assert not missing, f"{where(bench, kind, variant, ax)}: {missing} lines, legend title {title!r}"
+
+
+def test_a_small_change_never_fills_the_axis(drawn) -> None:
+    """Rank scaling's 144.79 to 145.60 ns (0.5 %) is not a diagonal across the whole axis: every
+    value axis spans ANCHOR around its lines' median at least, bands included."""
+    for bench, kind, variant, ax in every_axes(drawn):
+        lines = data_lines(ax)
+        if not lines:
+            continue
+        values = np.concatenate([np.asarray(line.get_ydata(), dtype=float) for line in lines])
+        values = values[np.isfinite(values)]
+        median = float(np.median(values))
+        lo, hi = sorted(ax.get_ylim())
+        assert lo <= (1 - figures.ANCHOR) * median + 1e-9 and hi >= (1 + figures.ANCHOR) * median - 1e-9, \
+            f"{where(bench, kind, variant, ax)}: axis {lo:.4g}..{hi:.4g} around a median of {median:.4g}"
+        for band in (c for c in ax.collections if isinstance(c, PolyCollection)):
+            ys = np.concatenate([path.vertices[:, 1] for path in band.get_paths()] or [[]])
+            ys = ys[np.isfinite(ys)]
+            assert not ys.size or (lo <= ys.min() + 1e-9 and ys.max() <= hi + 1e-9), \
+                f"{where(bench, kind, variant, ax)}: a band {ys.min():.4g}..{ys.max():.4g} beyond the axis {lo:.4g}..{hi:.4g}"
+
+
+def test_4k_and_huge_pages_share_a_figure_where_both_were_measured(drawn, request) -> None:
+    latency = results_table(request, "latency")
+    if latency is None or "page_size" not in latency:
+        return
+    pages = {str(p).lower() for p in latency["page_size"].dropna()}
+    if not (pages & levels.BASE_PAGES and pages - levels.BASE_PAGES):
+        return
+    legends = [{t.get_text() for t in fig.axes[0].get_legend().get_texts()}
+               for bench, kind, _, fig in drawn if (bench, kind) == ("latency", "latency_pages")]
+    assert any(any("4 KiB" in t for t in texts) and any("huge" in t for t in texts) for texts in legends), \
+        f"page kinds {sorted(pages)} measured, no figure draws 4 KiB and huge pages together: {legends}"
+
+
+def test_a_figure_folder_only_for_a_benchmark_with_results(drawn, request) -> None:
+    """No empty folder for the benchmarks that did not run (c2c, gpu_xfer, ... on a desktop)."""
+    case = request.node.callspec.params["drawn"]
+    folders = {p.name for p in FOLDERS[case].iterdir()}
+    tables = {b for b in registry.names() if (RESULTS[case] / f"{b}.csv").exists()}
+    assert folders == tables, f"figure folders {sorted(folders)}, results of {sorted(tables)}"
 
 
 def test_count_axes_tick_at_whole_numbers(drawn) -> None:
@@ -179,12 +273,44 @@ def test_lines_with_a_spread_have_their_band(drawn, request) -> None:
 
 def test_every_measured_gpu_direction_is_drawn(drawn, request) -> None:
     """Each direction a gpu_xfer run measured (both at once included) has its panel."""
-    results = RESULTS[request.node.callspec.params["drawn"]]
-    if not (results / "gpu_xfer.csv").exists():
+    df = results_table(request, "gpu_xfer")
+    if df is None:
         return
-    df = pd.read_csv(results / "gpu_xfer.csv")
     measured = {d.words for d in GPU_DIRECTIONS if d.bandwidth in df and df[d.bandwidth].notna().any()}
     for bench, kind, variant, fig in drawn:
         if (bench, kind) == ("gpu_xfer", "gpu_bandwidth"):
             panels = {ax.get_title() for ax in fig.axes}
             assert measured <= panels, f"{kind}--{variant}: {sorted(measured - panels)} not drawn"
+
+
+def test_gpu_panels_share_one_scale(drawn) -> None:
+    """Both directions at once read against one alone (pageable bidirectional is about half)."""
+    for bench, kind, variant, fig in drawn:
+        if (bench, kind) in (("gpu_xfer", "gpu_bandwidth"), ("gpu_xfer", "gpu_latency")):
+            limits = {tuple(np.round(ax.get_ylim(), 9)) for ax in fig.axes}
+            assert len(limits) == 1, f"{kind}--{variant}: panels on {sorted(limits)}"
+
+
+def test_a_matrix_cell_without_a_value_says_not_measured(drawn) -> None:
+    for bench, kind, variant, ax in every_axes(drawn):
+        for image in ax.get_images():
+            values = image.get_array()
+            if max(values.shape) > 16:      # colours only: no cell has text
+                continue
+            said = sum(t.get_text().replace("\n", " ") == figures.NOT_MEASURED for t in ax.texts)
+            assert said == int(np.ma.getmaskarray(values).sum()), \
+                f"{where(bench, kind, variant, ax)}: {int(np.ma.getmaskarray(values).sum())} empty cells, {said} say so"
+
+
+def test_a_latency_matrix_cell_never_mixes_l3_groups(drawn, request) -> None:
+    """LUMI-G: a node's two CCDs (1.5x apart when all ranks run) are rows of their own wherever
+    one node's ranks of a configuration sit in two L3 groups."""
+    latency = results_table(request, "latency")
+    if latency is None or not {"cpu_node", "mem_nodes", "l3_group"} <= set(latency.columns):
+        return
+    mixed = {variant for variant, part in lat_tables.latency_configs(lat_tables.latency_table(latency))
+             if (part.groupby(["cpu_node", "mem_nodes"])["l3_group"].nunique() > 1).any()}
+    for bench, kind, variant, ax in every_axes(drawn):
+        if (bench, kind) == ("latency", "latency_matrix") and variant in mixed:
+            rows = [t.get_text() for t in ax.get_yticklabels()]
+            assert rows and all("L3 group" in r for r in rows), f"{where(bench, kind, variant, ax)}: rows {rows}"

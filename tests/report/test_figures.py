@@ -46,10 +46,8 @@ def test_absent_benchmarks_draw_nothing(tmp_path: Path) -> None:
     results = write_results(tmp_path / "res", benches=("latency",))
     paths = figures.draw_all(results, tmp_path / "fig")
     assert paths and {p.parent.name for p in paths} == {"latency"}
-    # every bench folder exists (the workflow declares them) but only latency holds figures
-    for bench in ("bandwidth", "copy", "gpu_xfer"):
-        assert (tmp_path / "fig" / bench).is_dir()
-        assert list((tmp_path / "fig" / bench).iterdir()) == []
+    # a folder for each benchmark with a table (the workflow's outputs), none for the others
+    assert [p.name for p in (tmp_path / "fig").iterdir()] == ["latency"]
 
 
 def test_single_mode_has_no_concurrent_vs_serial(tmp_path: Path) -> None:
@@ -198,3 +196,14 @@ def test_copies_of_two_configurations_never_share_a_matrix(tmp_path: Path) -> No
     assert "| 0 | 20.00 | 12.50 |" in tables[0]["table"] and "| 0 | 10.00 | 6.25 |" in tables[1]["table"]
     # one configuration: the file and titles as before
     assert [p.name for p in copy_bench.plot_copy_matrix(fast, None, tmp_path / "one")][0] == "copy_matrix--all.png"
+
+
+def test_a_figure_of_one_configuration_is_named_without_all(tmp_path: Path) -> None:
+    """Its text in the report reads "concurrent vs serial", never "concurrent vs serial, all"."""
+    from numasweep.reporting import report
+
+    (tmp_path / "fig" / "latency").mkdir(parents=True)
+    for name in ("concurrent_vs_serial--all.png", "latency_vs_size--serial-4-kib-pages.png"):
+        (tmp_path / "fig" / "latency" / name).write_bytes(b"")
+    alts = sorted(e["alt"] for e in report.figure_entries(tmp_path / "fig", "latency", tmp_path / "report.md"))
+    assert alts == ["concurrent vs serial", "latency vs size, serial 4 kib pages"]

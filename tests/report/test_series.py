@@ -167,14 +167,15 @@ def test_bandwidth_store_variants_stay_apart_and_are_named(tmp_path):
 
 def test_configuration_names_say_what_each_number_counts() -> None:
     """Ranks per domain and the rank count both vary: a variant reads "2 ranks, 1 per domain", never
-    "1-2 ranks" (whose first number says nothing of what it counts), and one rank says no more."""
+    "1-2 ranks" (whose first number says nothing of what it counts), and one rank says no more; the
+    domains are the NUMA nodes they are ("nodes 0,1", not "domains 0,1")."""
     rows = [{"mode": "concurrent", "ranks_per_domain": per, "ranks": per * domains, "domains": "0,1"[:2 * domains - 1],
              "rank": 0, "size_bytes": MiB, "latency_ns_median": 90.0}
             for per in (1, 2) for domains in (1, 2)]
     names = [v for v, _ in lat_tables.latency_configs(lat_tables.latency_table(pd.DataFrame(rows)))]
-    assert sorted(names) == ["concurrent, domains 0, 1 rank", "concurrent, domains 0, 2 ranks, 2 per domain",
-                             "concurrent, domains 0,1, 2 ranks, 1 per domain",
-                             "concurrent, domains 0,1, 4 ranks, 2 per domain"], names
+    assert sorted(names) == ["concurrent, node 0, 1 rank", "concurrent, node 0, 2 ranks, 2 per domain",
+                             "concurrent, nodes 0,1, 2 ranks, 1 per domain",
+                             "concurrent, nodes 0,1, 4 ranks, 2 per domain"], names
 
 
 def test_categorical_identities_hold_the_same_text_and_group_in_the_same_order():

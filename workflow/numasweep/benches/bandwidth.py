@@ -51,7 +51,7 @@ from numasweep.core.units import count_words, format_size, page_words, parse_cpu
 from numasweep.findings import firmware, weights
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, method_words, size_text
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import PALETTE, count_axis, heatmap, new_figure, save
+from numasweep.reporting.figures import count_axis, heatmap, line_colours, new_figure, save, titled
 from numasweep.reporting.markdown import md_table, measured
 from numasweep.results import matrices, quality, series
 from numasweep.results.tables import as_label, as_text, node_lists, with_memory_node
@@ -249,11 +249,13 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: Topology | None
         if part["threads"].nunique() < 2:
             continue
         fig, (ax,) = new_figure()
-        for i, (_, rows) in enumerate(bandwidth_lines(part)):
+        lines = list(bandwidth_lines(part))
+        dashed = False
+        for colour, (_, rows) in zip(line_colours(len(lines)), lines):
             rows = rows.sort_values("threads")
             first = rows.iloc[0]
             remote = not pd.isna(first["memory_node"]) and str(int(first["memory_node"])) != first["cpu_nodes"]
-            colour = PALETTE[i % len(PALETTE)]
+            dashed |= remote
             ax.plot(rows["threads"], rows["best_mb_s"] / 1000, marker="o", markersize=3,
                     color=colour, linestyle="--" if remote else "-",
                     label=bandwidth_series_label(first["cpu_nodes"], first))
@@ -265,8 +267,9 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: Topology | None
         ax.set_ylabel("bandwidth (GB/s, 10^9 bytes/s)")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
-        ax.set_title(f"Bandwidth vs threads, {variant}")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.set_title(titled("Bandwidth vs threads", variant))
+        ax.legend(fontsize=7, loc="lower right", title="dashed: memory on another node" if dashed else None,
+                  title_fontsize=7)
         paths += save(fig, figdir, "bandwidth", "bandwidth_vs_threads", variant)
     return paths
 
@@ -284,7 +287,7 @@ def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, fi
             continue
         fig, (ax,) = new_figure(width=6.5)
         heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "CPU node", "memory node")
-        ax.set_title(f"Bandwidth with {count_words(part['threads'].max(), 'thread')}, {variant}")
+        ax.set_title(titled(f"Bandwidth with {count_words(part['threads'].max(), 'thread')}", variant))
         paths += save(fig, figdir, "bandwidth", "bandwidth_matrix", variant)
     return paths
 

@@ -175,7 +175,7 @@ def plot_c2c(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
             continue
         fig, (ax,) = new_figure(width=7.0)
         fig.set_figheight(6.0)
-        heatmap(ax, matrix, "round trip (ns)", ".0f", "CPU", "CPU")
+        heatmap(ax, matrix, "round trip (ns)", ".0f", "CPU", "CPU", diagonal="same CPU")
         for k in range(1, len(cpus)):
             if cpus[k][1] != cpus[k - 1][1] or cpus[k][2] != cpus[k - 1][2]:
                 width = 2.0 if cpus[k][1] != cpus[k - 1][1] else 0.6

@@ -38,7 +38,7 @@ from numasweep.core.units import count_words, size_words
 from numasweep.findings import analysis
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import LINESTYLES, PALETTE, heatmap, new_figure, save, size_axis
+from numasweep.reporting.figures import heatmap, line_colours, new_figure, save, size_axis
 from numasweep.reporting.markdown import md_table
 from numasweep.results import series
 from numasweep.results import series as ser
@@ -272,14 +272,14 @@ def plot_gpu(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list
             directions = [d for d in measured if getattr(d, column)]
             if not directions:
                 continue
-            fig, axes = new_figure(ncols=len(directions), width=max(11.0, 4.0 * len(directions)))
+            # one y scale for the panels: each direction's rate read against the others'
+            fig, axes = new_figure(ncols=len(directions), width=max(11.0, 4.0 * len(directions)), sharey=True)
+            lines = list(gpu_lines(part))
             for ax, direction in zip(axes, directions):
                 value = getattr(direction, column)
-                for i, (_, rows) in enumerate(gpu_lines(part)):
+                for colour, (_, rows) in zip(line_colours(len(lines)), lines):
                     rows = rows.sort_values(GPU_SIZE)
-                    colour = PALETTE[i % len(PALETTE)]
                     ax.plot(rows[GPU_SIZE], rows[value], marker="o", markersize=3, color=colour,
-                            linestyle=LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)],
                             label=gpu_label(rows.iloc[0]))
                     if (rows[f"{value}_hi"] > rows[f"{value}_lo"]).any():   # several runs: their range
                         ax.fill_between(rows[GPU_SIZE], rows[f"{value}_lo"], rows[f"{value}_hi"], color=colour,

@@ -27,7 +27,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import Bench, register
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import LINESTYLES, PALETTE, new_figure, save
+from numasweep.reporting.figures import line_colours, new_figure, save
 from numasweep.reporting.markdown import md_table
 from numasweep.results import series
 from numasweep.results.tables import as_text as _text
@@ -193,12 +193,13 @@ def plot_loaded_latency(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
     for name, words, part in loaded_configurations(table):
         fig, (ax,) = new_figure()
-        for i, (traffic, line) in enumerate(part.groupby("traffic", sort=False)):
+        lines = list(part.groupby("traffic", sort=False))
+        for colour, (traffic, line) in zip(line_colours(len(lines)), lines):
             line = line.assign(x=pd.to_numeric(line["load_gb_s"]), y=pd.to_numeric(line["latency_ns_median"]))
             line = line.groupby("x", as_index=False).agg(y=("y", "median"), lo=("latency_ns_min", "min"),
                                                          hi=("latency_ns_max", "max")).sort_values("x")
             ax.errorbar(line["x"], line["y"], yerr=[line["y"] - line["lo"], line["hi"] - line["y"]],
-                        color=PALETTE[i % len(PALETTE)], linestyle=LINESTYLES[i % len(LINESTYLES)], marker="o",
+                        color=colour, marker="o",
                         markersize=3, capsize=2, label=str(traffic))
         ax.set_xlabel("load bandwidth achieved (GB/s)")
         ax.set_ylabel("chase latency (ns)")

@@ -1,8 +1,9 @@
 """Figures from aggregated results: one PNG and one SVG per figure, under `<figdir>/<bench>/`.
 
 Each benchmark draws its own figures (`Bench.draw`, in its module under `numasweep.benches`);
-this module holds the conventions they share: the colour-blind-safe palette, figure size, the
-size axis, cache markers, heat maps, and file names `<kind>--<variant>.png`, from which
+this module holds the conventions they share: the colour-blind-safe palette and a colour per
+line, figure size, value axes that span at least ANCHOR around their median, the size axis,
+cache markers, heat maps, and file names `<kind>--<variant>.png`, from which
 Snakemake's report takes the figure kind and its variant (mode, kernel, memory kind). Every
 drawing function returns the paths it wrote and writes nothing when the data it needs is absent.
 """
@@ -31,7 +32,6 @@ from numasweep.results import aggregate
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 LINESTYLES = ["-", "--", ":", "-."]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]   # lines of one colour told apart
 HEATMAP = "cividis"  # perceptually uniform and readable without red/green vision
 
 # Report width is about 800 px; 8 x 4.5 in at 100 dpi keeps labels legible without zooming.
@@ -47,13 +47,15 @@ def slug(value: object) -> str:
 # Drawing helpers
 
 
-def new_figure(ncols: int = 1, width: float | None = None) -> tuple[Any, list]:
+def new_figure(ncols: int = 1, width: float | None = None, sharey: bool = False) -> tuple[Any, list]:
+    """A figure of `ncols` panels side by side; `sharey`: on one y scale, for panels whose values
+    are compared (a GPU's directions: both at once reads as half of one alone)."""
     # Figure objects without pyplot: no global figure state, no GUI backend, files only (Agg);
     # imported here, not at the top: the report imports this module for its loaders alone.
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width or FIGSIZE[0], FIGSIZE[1]), layout="constrained")
-    axes = fig.subplots(1, ncols, squeeze=False)
+    axes = fig.subplots(1, ncols, squeeze=False, sharey=sharey)
     return fig, list(axes[0])
 
 
@@ -69,7 +71,10 @@ class Drawn:
 
 
 def save(fig: Any, figdir: Path | Drawn, bench: str, kind: str, variant: str) -> list[Path]:
-    """The figure as PNG and SVG under `figdir/bench/`: written now, or kept in a `Drawn`."""
+    """The figure as PNG and SVG under `figdir/bench/`: written now, or kept in a `Drawn`. Every
+    value axis is widened to `ANCHOR` around its lines' median first (`anchor_value_axis`)."""
+    for ax in fig.axes:
+        anchor_value_axis(ax)
     drawn = figdir if isinstance(figdir, Drawn) else Drawn(Path(figdir))
     paths = []
     for ext in ("png", "svg"):
@@ -81,6 +86,55 @@ def save(fig: Any, figdir: Path | Drawn, bench: str, kind: str, variant: str) ->
     if drawn is not figdir:
         drawn.write()
     return paths
+
+
+# A value axis (and a heat map's colours) spans at least this fraction either side of its data's
+# median: a change of 0.5 % (rank scaling's 144.8 to 145.6 ns) is drawn as the flat line it is,
+# never as a cliff filling the axis; a change larger than that keeps the axis it fills.
+ANCHOR = 0.10
+
+
+def anchored_range(values: np.ndarray) -> tuple[float, float] | None:
+    """(lowest, highest) of the finite `values`, widened to ANCHOR around their median; None
+    when there are none."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return None
+    median = float(np.median(finite))
+    return min(float(finite.min()), (1 - ANCHOR) * median), max(float(finite.max()), (1 + ANCHOR) * median)
+
+
+def anchor_value_axis(ax) -> None:
+    """The y axis of the lines drawn (`data_lines`) widened to span `anchored_range` at least."""
+    values = np.concatenate([np.asarray(line.get_ydata(), dtype=float) for line in data_lines(ax)] or [[]])
+    span = anchored_range(values)
+    if span is None:
+        return
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(min(lo, span[0]), max(hi, span[1]))
+
+
+def data_lines(ax) -> list:
+    """The lines that name a series (a legend entry); reference lines (`_`-labelled) have none."""
+    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+def line_colours(count: int) -> list[str]:
+    """`count` distinct colours, one per line of a figure: the palette's, then (more lines than
+    it has) as many evenly spaced along a perceptually uniform map."""
+    if count <= len(PALETTE):
+        return PALETTE[:count]
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps["viridis"]
+    return [to_hex(cmap(i / (count - 1))) for i in range(count)]
+
+
+def titled(text: str, variant: str) -> str:
+    """A figure's title: `text`, then its configuration in words; `text` alone where the results
+    hold one configuration (the variant `series.configurations` names "all")."""
+    return text if variant == "all" else f"{text}, {variant}"
 
 
 def size_axis(ax, sizes: list[int], label: str = "buffer size") -> None:
@@ -137,15 +191,18 @@ def log_latency_axis(ax, label: str = "latency (ns per load)") -> None:
     ax.set_ylabel(label)
 
 
-def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_label: str) -> None:
-    """A cpu-node x memory-node style matrix, each cell annotated with its value; the colours
-    span at least 10 % either side of the median, so that a small spread looks small."""
+NOT_MEASURED = "not measured"
+
+
+def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_label: str,
+            diagonal: str = NOT_MEASURED) -> None:
+    """A cpu-node x memory-node style matrix, each cell annotated with its value, or with "not
+    measured" where it has none (`diagonal` on the diagonal: "same CPU" in a CPU x CPU map); the
+    colours span at least ANCHOR either side of the median, so that a small spread looks small."""
     values = matrix.to_numpy(dtype=float)
     finite = values[np.isfinite(values)]
-    # colours anchored at +-10 % around the median at least: a spread of 1 % looks small
-    median = float(np.median(finite)) if finite.size else 0.0
-    lo = min(float(finite.min()), 0.9 * median) if finite.size else None
-    hi = max(float(finite.max()), 1.1 * median) if finite.size else None
+    # colours anchored around the median (ANCHOR) at least: a spread of 1 % looks small
+    lo, hi = anchored_range(values) or (None, None)
     image = ax.imshow(np.ma.masked_invalid(values), cmap=HEATMAP, aspect="auto", vmin=lo, vmax=hi)
     ax.set_xticks(range(len(matrix.columns)), [str(c) for c in matrix.columns])
     ax.set_yticks(range(len(matrix.index)), [str(r) for r in matrix.index])
@@ -162,25 +219,40 @@ def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_l
             if np.isfinite(v):
                 ax.text(j, i, format(v, fmt), ha="center", va="center", fontsize=8,
                         color="white" if v < middle else "black")
+            else:   # on two lines in the narrow cells of a wide matrix
+                empty = diagonal if i == j else NOT_MEASURED
+                ax.text(j, i, empty if values.shape[1] <= 6 else empty.replace(" ", "\n"), ha="center",
+                        va="center", fontsize=7, color="0.4")
     ax.figure.colorbar(image, ax=ax, label=unit)
 
 
-def l3_styles(topology: Topology | None, df: pd.DataFrame) -> dict[int, tuple[str, str]]:
-    """Colour per L3 group, line style by the group's position inside its NUMA node (first CCD
-    solid, second dashed, ...), so that same-node CCDs read as pairs."""
-    groups = sorted(int(g) for g in df["l3_group"].dropna().unique())
-    position: dict[int, int] = {}
+def l3_linestyles(topology: Topology | None) -> dict[int, str]:
+    """Line style per L3 group by the group's place inside its NUMA node (first solid, second
+    dashed, ...), so that one node's L3 groups (CCDs) read as a pair; `linestyle_key` says so."""
+    styles: dict[int, str] = {}
     if topology and topology.l3_groups:
         cpu_node = {c: n.id for n in topology.nodes for c in n.cpus}
         seen: dict[int, int] = {}
         for index, cpus in enumerate(topology.l3_groups):
             node = cpu_node.get(min(cpus), -1)
-            position[index] = seen.get(node, 0)
-            seen[node] = position[index] + 1
-    return {
-        g: (PALETTE[i % len(PALETTE)], LINESTYLES[position.get(g, 0) % len(LINESTYLES)])
-        for i, g in enumerate(groups)
-    }
+            styles[index] = LINESTYLES[seen.get(node, 0) % len(LINESTYLES)]
+            seen[node] = seen.get(node, 0) + 1
+    return styles
+
+
+STYLE_WORDS = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dotted"}
+PLACE_WORDS = ("first", "second", "third", "fourth")
+
+
+def linestyle_key(used: set[str]) -> str | None:
+    """A legend title naming what the line styles `used` (`l3_linestyles`) stand for: "solid: a
+    node's first L3 group, dashed: its second"; None where every line is solid."""
+    places = [i for i, style in enumerate(LINESTYLES) if style in used]
+    if places in ([], [0]):
+        return None
+    return ", ".join(f"{STYLE_WORDS[LINESTYLES[i]]}: " + (f"a node's {PLACE_WORDS[i]} L3 group" if n == 0
+                                                          else f"its {PLACE_WORDS[i]}")
+                     for n, i in enumerate(places))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +260,7 @@ def l3_styles(topology: Topology | None, df: pd.DataFrame) -> dict[int, tuple[st
 
 
 def full_node_matrix(matrix: pd.DataFrame, topology: Topology | None) -> pd.DataFrame:
-    """Every node of the system as a row and column, so a missing cell shows as blank."""
+    """Every node of the system as a row and column, so a missing cell says "not measured"."""
     if not topology or not topology.nodes:
         return matrix
     ids = topology.node_ids()
@@ -209,8 +281,9 @@ def full_node_matrix(matrix: pd.DataFrame, topology: Topology | None) -> pd.Data
 
 
 def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[Path]:
-    """Every figure the results support, each benchmark's drawers (`Bench.draw`) in turn; each
-    benchmark gets its folder even when it has none."""
+    """Every figure the results support, each benchmark's drawers (`Bench.draw`) in turn; the
+    folder of each benchmark with a table (`<bench>.csv`: the workflow's outputs) is made even
+    where it has no figure, that of a benchmark without one never."""
     figdir = Path(figdir)
     topology = aggregate.load_topology(results_dir)
     frames = aggregate.load_results(results_dir, UNREAD + REPORT_ONLY)
@@ -221,8 +294,9 @@ def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[
             for draw in bench.draw:
                 paths += draw(frames[bench.name], topology, drawn)
     drawn.write()
-    for bench in registry.all_benches():
-        (figdir / bench).mkdir(parents=True, exist_ok=True)
+    for bench in registry.names():
+        if (Path(results_dir) / f"{bench}.csv").exists():
+            (figdir / bench).mkdir(parents=True, exist_ok=True)
     return paths
 
 

@@ -599,8 +599,8 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
             "kind": kind,
             "path": os.path.relpath(png, out_md.parent),
             "caption": registry.captions().get(kind, kind.replace("_", " ")),
-            # the variant's slug read as words: "latency vs size, concurrent 1 rank"
-            "alt": png.stem.replace("--", ", ").replace("_", " ").replace("-", " "),
+            # the variant's slug read as words: "latency vs size, concurrent 1 rank" (no ", all")
+            "alt": png.stem.removesuffix("--all").replace("--", ", ").replace("_", " ").replace("-", " "),
         })
     return entries
 

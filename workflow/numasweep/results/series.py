@@ -46,19 +46,25 @@ def label(value: object) -> str:
 # Columns whose bare number says nothing of what it numbers: the word put before it ("CPU 3").
 NUMBERED = {"rank": "rank", "cpu": "CPU", "cpu_node": "CPU node", "l3_group": "L3 group", "gpu": "GPU",
             "gpu_node": "GPU node", "src_node": "source node", "dst_node": "destination node",
-            "chase_node": "chase node", "domains": "domains"}
+            "chase_node": "chase node"}
 # Columns that count: the number before its noun ("2 threads").
 COUNTED = {"ranks": "rank", "threads": "thread", "ngpus": "GPU"}
+# The placement strategies in words (config/README.md, `strategy`).
+STRATEGY_WORDS = {"sequential": "cores in order", "interleaved": "one core per L3 group in turn"}
 
 
 def value_name(column: str, value: object) -> str:
     """A configuration value as a name says it, where the bare value would not tell what it
-    counts ("1-1 rank": one rank per domain, one rank): "2 ranks", "1 per domain", "domains 0,1",
-    "CPU 3", "4 KiB pages", "1 GiB"; a text value (a mode, a kernel) as it is, any other number
-    after its column's words."""
+    counts ("1-1 rank": one rank per domain, one rank): "2 ranks", "1 per domain", "nodes 0,1",
+    "CPU 3", "4 KiB pages", "1 GiB", a placement strategy in words ("cores in order"); a text
+    value (a mode, a kernel) as it is, any other number after its column's words."""
     text = label(value)
     if not text:
         return text
+    if column == "domains":
+        return f"{'node' if text.isdigit() else 'nodes'} {text}"
+    if column == "strategy":
+        return STRATEGY_WORDS.get(text, text)
     if column in COUNTED and text.isdigit():
         return count_words(text, COUNTED[column])
     if column == "ranks_per_domain":
@@ -77,7 +83,7 @@ def value_name(column: str, value: object) -> str:
 def config_name(values: dict, columns: list[str]) -> str:
     """A series' configuration in words, its columns in `columns` order but the rank count first
     and the ranks per domain after it, left out where one rank says it, and the sweep's `pages`
-    left to the kernel's `page_size`: "1 rank", "2 ranks, 2 per domain", "domains 0,1"."""
+    left to the kernel's `page_size`: "1 rank", "2 ranks, 2 per domain", "nodes 0,1"."""
     named = [c for c in columns if c in values and label(values[c]) != ""]
     if "ranks" in named and "ranks_per_domain" in named:
         named.remove("ranks_per_domain")

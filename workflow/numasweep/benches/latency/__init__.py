@@ -39,15 +39,19 @@ BENCH = register(Bench(
     axis="size_bytes",
     figures=(
         ("latency_vs_size", "Load-to-use latency of a random pointer chase against buffer size, "
-         "one line per rank coloured by L3 group, with the cache sizes marked; the band around a line "
+         "one line per rank, each its own colour (a node's second L3 group dashed), with the cache "
+         "sizes marked; the band around a line "
          "spans its runs' fastest to slowest sample where the kernel recorded them."),
         ("concurrent_vs_serial", "Latency measured with all ranks running at once divided by the "
          "latency of the same rank running alone, against buffer size."),
         ("latency_matrix", "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
-         "memory (columns) at the largest size measured."),
+         "memory (columns) at the largest size measured; a row per L3 group where one cell would mix "
+         "ranks of two L3 groups, and \"not measured\" in a cell no run measured."),
         ("rank_scaling", "Median latency over the ranks of a run against ranks per domain at the "
-         "largest buffer size, one line per placement and domain set (sequential solid, interleaved "
-         "dashed)."),
+         "largest buffer size, one line per placement and domain set (cores in order solid, one core "
+         "per L3 group in turn dashed), its band the fastest to the slowest rank."),
+        ("latency_pages", "Latency against buffer size with 4 KiB and with huge pages on one axis, "
+         "one line per page kind and rank: where the two part, the TLB no longer covers the buffer."),
         ("cross_latency_vs_size", "Median latency over ranks against buffer size on each system, one "
          "panel per mode."),
     ),
@@ -57,7 +61,7 @@ BENCH = register(Bench(
     mpi=True,
     subjects={
         "Caches": (("cache_threshold", "cache_unseen", "cache_untested"), ("latency_vs_size",)),
-        "TLB": (("tlb_cost",), ()),
+        "TLB": (("tlb_cost",), ("latency_pages",)),
         "DRAM and NUMA locality": (("latency_locality", "latency_ordering", "domain_asymmetry"), ("latency_matrix",)),
         "Contention and concurrency": (("mode_divergence",), ("concurrent_vs_serial",)),
         "Rank scaling": (("rank_scaling", "placement_scaling"), ("rank_scaling",)),
@@ -69,7 +73,7 @@ BENCH = register(Bench(
     check=plan.check,
     analyse=_analyse,
     draw=(figures.plot_latency_vs_size, figures.plot_concurrent_vs_serial, figures.plot_latency_matrix,
-          figures.plot_rank_scaling),
+          figures.plot_rank_scaling, figures.plot_pages),
     raw_tables=report.latency_raw_tables,
     quality=quality.QUALITY,
     report=report.report_parts,

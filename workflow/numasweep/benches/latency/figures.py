@@ -16,7 +16,7 @@ from numasweep.results import series
 from numasweep.results.tables import with_memory_node
 
 
-def across_hosts(part: pd.DataFrame, value: str) -> tuple[pd.DataFrame, int]:
+def across_hosts(part: pd.DataFrame, value: str, by: tuple[str, ...] = ()) -> tuple[pd.DataFrame, int]:
     """A fleet's configuration (several hosts): per line but for the host, and size, the median
     of `value` over the hosts, with their lowest and highest as the band (SPREAD), and how many
     hosts; the part itself and 1 otherwise. A thousand nodes' lines would hide one another (the
@@ -24,30 +24,33 @@ def across_hosts(part: pd.DataFrame, value: str) -> tuple[pd.DataFrame, int]:
     hosts = part["host"].nunique() if "host" in part else 1
     if hosts <= 1:
         return part, 1
-    keys = [c for c in WITHIN if c in part and c != "host"] + ["size_bytes"]
+    keys = [*by] + [c for c in WITHIN if c in part and c != "host"] + ["size_bytes"]
     by = part.groupby(keys, sort=True, dropna=False)[value]
     out = by.median().to_frame()
     out[SPREAD[0]], out[SPREAD[1]] = by.min(), by.max()
     return out.reset_index(), hosts
 
 
-def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | None) -> None:
-    """One line per rank against size, coloured by L3 group, styled by its place in the node;
+def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | None,
+                     by: tuple[str, ...] = ()) -> None:
+    """One line per rank (and value of the columns `by`, named first in its label) against size,
+    each its own colour, styled by its L3 group's place in its node (the legend's title says how);
     a band from each point's sample range where the table has one (`tables.SPREAD`). Over several
     hosts, one line per rank: the median over the hosts, the band their range (`across_hosts`)."""
-    styles = figures.l3_styles(topology, part)
-    part, hosts = across_hosts(part, value)
+    styles = figures.l3_linestyles(topology)
+    part, hosts = across_hosts(part, value, by)
     over = f", median of {hosts} nodes" if hosts > 1 else ""
-    in_group: dict[int, int] = {}     # lines drawn so far per L3 group: each rank of one its own marker
-    for _, rows in tables.latency_lines(part):
+    lines = list(tables.latency_lines(part, by))
+    used: set[str] = set()
+    for colour, (_, rows) in zip(figures.line_colours(len(lines)), lines):
         rows = rows.sort_values("size_bytes")
         rank = rows["rank"].iloc[0]
         group = int(rows["l3_group"].iloc[0])
-        colour, style = styles.get(group, (figures.PALETTE[0], "-"))
-        marker = figures.MARKERS[in_group.get(group, 0) % len(figures.MARKERS)]
-        in_group[group] = in_group.get(group, 0) + 1
-        ax.plot(rows["size_bytes"], rows[value], marker=marker, markersize=3, color=colour,
-                linestyle=style, label=f"rank {rank} (CPU {rows['cpu'].iloc[0]}, L3 group {group}){over}")
+        style = styles.get(group, "-")
+        used.add(style)
+        kind = series.config_name(rows.iloc[0].to_dict(), list(by))
+        ax.plot(rows["size_bytes"], rows[value], marker="o", markersize=3, color=colour, linestyle=style,
+                label=(f"{kind}, " if kind else "") + f"rank {rank} (CPU {rows['cpu'].iloc[0]}, L3 group {group}){over}")
         if (value == "latency_ns_median" or hosts > 1) and set(SPREAD) <= set(rows.columns) \
                 and rows[SPREAD[0]].notna().any():
             ax.fill_between(rows["size_bytes"], rows[SPREAD[0]], rows[SPREAD[1]], color=colour, alpha=0.15,
@@ -55,24 +58,30 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | No
     if hosts > 1:
         ax.text(0.99, 0.01, f"band: lowest to highest of {hosts} nodes", transform=ax.transAxes, fontsize=7,
                 ha="right", va="bottom")
-    ax.legend(fontsize=7, ncol=2 if part["rank"].nunique() > 8 else 1, loc="best")
+    ax.legend(fontsize=7, ncol=2 if part["rank"].nunique() > 8 else 1, loc="best",
+              title=figures.linestyle_key(used), title_fontsize=7)
 
 
 def plot_latency_vs_size(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
-    table = tables.latency_table(latency)
-    for variant, part in tables.latency_configs(table):
-        sizes = sorted(part["size_bytes"].unique())
-        if len(sizes) < 2:
-            continue
-        fig, (ax,) = figures.new_figure()
-        plot_rank_curves(ax, part, "latency_ns_median", topology)
-        figures.draw_cache_markers(ax, topology, sizes)
-        figures.size_axis(ax, sizes)
-        figures.log_latency_axis(ax)
-        ax.set_title(f"Latency vs buffer size, {variant}")
-        paths += figures.save(fig, figdir, NAME, "latency_vs_size", variant)
+    for variant, part in tables.latency_configs(tables.latency_table(latency)):
+        if part["size_bytes"].nunique() >= 2:
+            paths += size_figure(part, topology, figdir, "latency_vs_size", variant, "Latency vs buffer size")
     return paths
+
+
+def size_figure(part: pd.DataFrame, topology: Topology | None, figdir: Path, kind: str, variant: str,
+                title: str, by: tuple[str, ...] = ()) -> list[Path]:
+    """Latency against size, one line per rank (and value of `by`: `plot_rank_curves`), the cache
+    sizes marked, on a log axis."""
+    sizes = sorted(part["size_bytes"].unique())
+    fig, (ax,) = figures.new_figure()
+    plot_rank_curves(ax, part, "latency_ns_median", topology, by)
+    figures.draw_cache_markers(ax, topology, sizes)
+    figures.size_axis(ax, sizes)
+    figures.log_latency_axis(ax)
+    ax.set_title(figures.titled(title, variant))
+    return figures.save(fig, figdir, NAME, kind, variant)
 
 
 def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
@@ -93,20 +102,31 @@ def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: Topology | None, 
         ax.axhline(1.0, color="0.3", linewidth=1)
         figures.size_axis(ax, sorted(part["size_bytes"].unique()))
         ax.set_ylabel("concurrent / serial latency (ratio)")
-        ax.set_title(f"Concurrent vs serial latency, {variant}")
+        ax.set_title(figures.titled("Concurrent vs serial latency", variant))
         paths += figures.save(fig, figdir, NAME, "concurrent_vs_serial", variant)
     return paths
 
 
-def latency_matrix(part: pd.DataFrame) -> pd.DataFrame | None:
-    """Median latency by (cpu node, memory node) at the largest size; None with a single cell."""
+def latency_matrix(part: pd.DataFrame, topology: Topology | None = None) -> pd.DataFrame | None:
+    """Median latency by (cpu node, memory node) at the largest size, every node of the system a
+    row and a column (`figures.full_node_matrix`); a row per L3 group of a node instead where one
+    cell holds ranks of two or more L3 groups (a median of two CCDs hides their asymmetry). None
+    with a single cell."""
     rows = with_memory_node(part[part["size_bytes"] == part["size_bytes"].max()])
     rows = rows.dropna(subset=["memory_node"])
     if rows.empty:
         return None
-    matrix = rows.pivot_table(index="cpu_node", columns="memory_node",
+    split = "l3_group" in rows and bool((rows.groupby(["cpu_node", "memory_node"])["l3_group"].nunique() > 1).any())
+    if not split:
+        matrix = rows.pivot_table(index="cpu_node", columns="memory_node",
+                                  values="latency_ns_median", aggfunc="median")
+        return figures.full_node_matrix(matrix, topology) if matrix.size > 1 else None
+    matrix = rows.pivot_table(index=["cpu_node", "l3_group"], columns="memory_node",
                               values="latency_ns_median", aggfunc="median")
-    return matrix if matrix.size > 1 else None
+    matrix.index = [f"node {int(node)}, L3 group {int(group)}" for node, group in matrix.index]
+    if topology and topology.nodes:
+        matrix = matrix.reindex(columns=topology.node_ids())
+    return matrix
 
 
 def node_samples(latency: pd.DataFrame) -> pd.DataFrame:
@@ -131,20 +151,22 @@ def node_samples(latency: pd.DataFrame) -> pd.DataFrame:
 def plot_latency_matrix(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     paths: list[Path] = []
     for variant, part in tables.latency_configs(tables.latency_table(latency)):
-        matrix = latency_matrix(part)
+        matrix = latency_matrix(part, topology)
         if matrix is None:
             continue
-        matrix = figures.full_node_matrix(matrix, topology)
-        fig, (ax,) = figures.new_figure(width=6.5)
-        figures.heatmap(ax, matrix, "latency (ns per load)", ".1f", "CPU node", "memory node")
-        ax.set_title(f"Latency at {format_size(int(part['size_bytes'].max()))}, {variant}")
+        per_group = not pd.api.types.is_numeric_dtype(matrix.index)   # rows named "node 0, L3 group 1"
+        fig, (ax,) = figures.new_figure(width=8.0 if per_group else 6.5)
+        figures.heatmap(ax, matrix, "latency (ns per load)", ".1f",
+                        "CPU: NUMA node and L3 group" if per_group else "CPU node", "memory node")
+        ax.set_title(figures.titled(f"Latency at {format_size(int(part['size_bytes'].max()))}", variant))
         paths += figures.save(fig, figdir, NAME, "latency_matrix", variant)
     return paths
 
 
 def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
-    """Median latency over a run's ranks against ranks per domain (`findings.rank_scaling`): one figure
-    per configuration other than placement and domain set, one panel per size."""
+    """Median latency over a run's ranks against ranks per domain (`findings.rank_scaling`), its band
+    the fastest to the slowest rank: one figure per configuration other than placement and domain
+    set, one panel per size."""
     points = findings.scaling_points(latency)
     if points.empty:
         return []
@@ -155,20 +177,39 @@ def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: 
         fig, axes = figures.new_figure(ncols=len(sizes), width=max(8.0, 4.5 * len(sizes)))
         for ax, size in zip(axes, sizes):
             rows = part[part["size_bytes"] == size]
-            for i, (key, g) in enumerate(rows.groupby(lines, sort=True)):
+            groups = list(rows.groupby(lines, sort=True))
+            for colour, (key, g) in zip(figures.line_colours(len(groups)), groups):
                 key = key if isinstance(key, tuple) else (key,)
                 name = dict(zip(lines, key))
-                curve = g.groupby("ranks_per_domain")["latency_ns_median"].median()
-                ax.plot(curve.index, curve.values, marker="o", markersize=3,
-                        color=figures.PALETTE[i % len(figures.PALETTE)],
+                curve = g.groupby("ranks_per_domain")["latency_ns_median"].agg(["median", "min", "max"])
+                ax.plot(curve.index, curve["median"], marker="o", markersize=3, color=colour,
                         linestyle="--" if name.get("strategy") == "interleaved" else "-",
-                        label=f"{name.get('strategy', '')}, domains {name.get('domains', '')}")
+                        label=series.config_name(name, lines))
+                ax.fill_between(curve.index, curve["min"], curve["max"], color=colour, alpha=0.15, linewidth=0)
             ax.set_xlabel("ranks per domain")
             figures.count_axis(ax.xaxis)
             figures.log_latency_axis(ax, "median latency over ranks (ns per load)")
             ax.grid(True, which="both", alpha=0.3)
             ax.set_title(f"{format_size(int(size))} buffers")
-            ax.legend(fontsize=7, loc="best")
-        fig.suptitle(f"Latency against ranks per domain, {variant}")
+            interleaved = "strategy" in rows and (rows["strategy"] == "interleaved").any()
+            dashed = f"dashed: {series.STRATEGY_WORDS['interleaved']}, " if interleaved else ""
+            ax.legend(fontsize=7, loc="best", title=f"{dashed}band: fastest to slowest rank", title_fontsize=7)
+        fig.suptitle(figures.titled("Latency against ranks per domain", variant))
         paths += figures.save(fig, figdir, NAME, "rank_scaling", variant)
+    return paths
+
+
+# The columns naming a run's page kind: the sweep's `pages` and the kernel's `page_size`.
+PAGES = ("pages", "page_size")
+
+
+def plot_pages(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
+    """4 KiB and huge pages on one axis (where the TLB's reach shows): per configuration but the
+    page kind, measured with two or more kinds, each rank's line per page kind against size."""
+    table = tables.latency_table(latency)
+    by = tuple(c for c in PAGES if c in table)
+    paths: list[Path] = []
+    for variant, part in series.configurations(table, NAME, first="mode", without=by):
+        if by and len(part.groupby(list(by), dropna=False)) >= 2 and part["size_bytes"].nunique() >= 2:
+            paths += size_figure(part, topology, figdir, "latency_pages", variant, "4 KiB against huge pages", by)
     return paths

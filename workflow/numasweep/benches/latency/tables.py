@@ -39,9 +39,10 @@ def latency_configs(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return series.configurations(df, NAME, first="mode")
 
 
-def latency_lines(part: pd.DataFrame):
-    """(key, rows) per line of one latency configuration: one per rank (and host, CPU)."""
-    cols = [c for c in WITHIN if c in part]
+def latency_lines(part: pd.DataFrame, by: tuple[str, ...] = ()):
+    """(key, rows) per line of one latency configuration: one per rank (and host, CPU), and per
+    value of the columns `by` (the page kinds of one figure)."""
+    cols = [*by] + [c for c in WITHIN if c in part]
     return part.groupby(cols, sort=True, dropna=False)
 
 
