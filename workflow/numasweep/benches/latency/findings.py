@@ -746,12 +746,10 @@ def curve_columns(points: pd.DataFrame, without: tuple[str, ...] = ()) -> list[s
 
 
 def _name(key: dict) -> str:
-    parts = [f"{key.get('strategy', '')}".strip(), f"domains {key.get('domains', '')}"]
-    for col in ("mode", "memory", "pages", "label", "system", "host"):
-        value = str(key.get(col, "")).strip()
-        if value:
-            parts.append(page_words(value) if col == "pages" else value)
-    return ", ".join(p for p in parts if p and p != "domains ")
+    """A scaling series in words: "cores in order, nodes 0-3, concurrent, 4 KiB pages"."""
+    parts = [series.value_name(col, str(key.get(col, "")).strip())
+             for col in ("strategy", "domains", "mode", "memory", "pages", "label", "system", "host")]
+    return ", ".join(p for p in parts if p)
 
 
 def rank_scaling(latency: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
@@ -814,9 +812,10 @@ def placement_scaling(points: pd.DataFrame) -> list[Finding]:
         size = size_words(int(key["size_bytes"]))
         findings.append(Finding(
             id="placement_scaling", bench="latency",
-            title=f"Sequential vs interleaved ranks at {size} ({name})",
-            summary=(f"With {rpd} ranks per domain ({name}, {size}), sequential placement gives "
-                     f"{interval.text()} times the latency of interleaved placement ({analysis.method_words(interval.method)}); "
+            title=f"Ranks on cores in order vs one core per L3 group in turn at {size} ({name})",
+            summary=(f"With {rpd} ranks per domain ({name}, {size}), ranks on cores in order see "
+                     f"{interval.text()} times the latency of ranks placed one core per L3 group in turn "
+                     f"({analysis.method_words(interval.method)}); "
                      "at each rank count: " + ", ".join(f"{r} per domain {i.estimate:.2f}x" for r, i in by_count)
                      + "."),
             numbers={**{k: series.label(v) for k, v in key.items()}, RPD: rpd, "ratio": interval.estimate,
