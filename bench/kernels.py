@@ -11,20 +11,24 @@ belong to the machine and to how busy it was):
    builds it, copy -> memcpy, which streams with non-temporal stores only above glibc's
    threshold; and with its loops kept as loops), and likwid-bench: every flavour of its kernels
    this CPU runs (scalar, SSE, AVX, AVX-512, with FMA where listed), ordinary and `_mem`
-   non-temporal, compared with the best flavour of each; 1 and 2 threads.
+   non-temporal, compared with the fastest flavour of each; 1 and 2 threads (--threads).
 2. latency: numa_latency against bench/ref_chase.c (the same definition, written apart) and
    multichase (64-byte stride, full-buffer random), 4k and THP pages, 16 KiB to 4 GiB; the
    spread of the samples of each, and the set-up times (first touch, cycle build).
 3. cycle: the time to build the pointer-chase cycle over 4 GiB (numa_latency --self-test).
 4. sweep: the wall time of the seed's sweep `numa_latency --size=1-1024` for one rank.
 
-Every comparison runs the tools interleaved, round by round, so that a slow phase of a shared
-machine falls on all of them; printed: the ratio ours / reference (of the medians over the
-rounds) with the range of the per-round ratios, and the load average. A reference that is not
-present is reported as NOT RUN. Targets (printed, never asserted): within 3%; latency spread
-at or under 2% from 256 MiB on, under 5% below.
+Bandwidth runs in pairs: ours and one reference back to back (the order alternating), one
+ratio per pair, a 95% interval over the pairs, pairs added until it is within +-2% or a cap;
+the verdict is "within 3%", "below"/"above" (all of the interval) or "undecided". Latency runs
+the tools interleaved, round by round, so that a slow phase of a shared machine falls on all of
+them; printed: the ratio ours / reference (of the medians over the rounds) with the range of the
+per-round ratios, and the load average. A reference that is not present is reported as NOT RUN.
+Targets (printed, never asserted): within 3%; latency spread at or under 2% from 256 MiB on,
+under 5% below.
 
-Also: --shapes (our kernels in every code shape beside likwid's flavours), --pages 4k|thp|4k,thp
+Also: --short (read, copy, triad, regular and non-temporal), --max-pairs, --budget, --ntimes,
+--shapes (our kernels in every code shape beside likwid's flavours), --pages 4k|thp|4k,thp
 (latency), --baseline DIR (latency: an earlier build's numa_latency in the same rounds, to
 compare before and after a change), --bin DIR (our kernels from DIR, not built).
 """
@@ -190,18 +194,14 @@ class Rounds:
         return statistics.median(a) / statistics.median(b), min(per_round), max(per_round)
 
 
-def interleave(rounds: int, tools: list[tuple[str, Callable[[], None]]], record: Rounds,
-               after_round: Callable[[int], None] | None = None) -> None:
-    """Every tool once per round, the order rotated each round. `after_round(r)` (when given) runs
-    after each round but the last, so that a run stopped early still leaves its tables so far."""
+def interleave(rounds: int, tools: list[tuple[str, Callable[[], None]]], record: Rounds) -> None:
+    """Every tool once per round, the order rotated each round."""
     for r in range(rounds):
         order = tools[r % len(tools):] + tools[:r % len(tools)]
         for _, measure in order:
             measure()
         record.loads.append(load())
         print(f"  round {r + 1}/{rounds} done, load average {record.loads[-1]:.2f}", flush=True)
-        if after_round and r + 1 < rounds:
-            after_round(r + 1)
 
 
 def verdict(ratio: float) -> str:
