@@ -432,6 +432,15 @@ BATCH_SHELL = (
 )
 
 
+def repeat_options(bench):
+    """run-job's options of config repeat_until for `bench` (numasweep/statistics/repeat.py):
+    none where the benchmark has no target or max_repeats is 0."""
+    until = CONFIG["repeat_until"]
+    if not until.get(bench) or not until["max_repeats"]:
+        return ""
+    return f" --repeat-until {until[bench]:g} --max-repeats {int(until['max_repeats'])}"
+
+
 def bench_rule(bench):
     """(outputs, log, params, shell) of a benchmark's rule: one job per point, or per batch."""
     folder = f"{RESULTS_DIR}/{bench}"
@@ -440,13 +449,13 @@ def bench_rule(bench):
             {"manifest": f"{folder}/{batch.FOLDER}/{{batch}}.json"},
             f"{folder}/{batch.FOLDER}/{{batch}}.log",
             {"points": batch_points},
-            BATCH_SHELL,
+            BATCH_SHELL + repeat_options(bench),
         )
     return (
         {"csv": f"{folder}/{{job}}.csv", "provenance": f"{folder}/{{job}}.json"},
         f"{folder}/{{job}}.log",
         {"launch": launch_line(bench), "grid": grid_values},
-        BENCH_SHELL,
+        BENCH_SHELL + repeat_options(bench),
     )
 
 
