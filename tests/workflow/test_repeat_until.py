@@ -29,16 +29,24 @@ SCRIPT = ('v=$(head -n1 "$VALUES"); sed -i 1d "$VALUES"; echo "run with $v MB/s"
           'printf "kernel,threads,best_mb_s,avg_mb_s,validation\\ncopy,1,9000,8990,ok\\ntriad,1,%s,%s,ok\\n" "$v" "$v" > "${0#--csv=}"')
 
 
-def _runjob(tmp: Path, values: list[float], *extra: str, repetition: int = 0) -> subprocess.CompletedProcess:
+def _runjob(tmp: Path, values: list[float], *extra: str, repetition: int = 0, batch: bool = False
+            ) -> subprocess.CompletedProcess:
+    """run-job (or run-batch with this one point) of job j1 whose runs write `values` in turn."""
     (tmp / "values").write_text("".join(f"{v}\n" for v in values))
     kernel = tmp / "numa_bandwidth"
     shutil.copy("/bin/true", kernel)
     csv = tmp / "bandwidth" / "j1.csv"
     launch = shlex.join(["env", f"VALUES={tmp / 'values'}", "bash", "-c", SCRIPT, f"--csv={csv}.partial"])
-    argv = [sys.executable, "-m", "numasweep", "run-job", "--job-id", "j1", "--launch", launch,
-            "--grid", json.dumps({"repetition": repetition}), "--kernel", str(kernel),
-            "--topology", str(TOPO), "--csv", str(csv), "--provenance", str(csv.with_suffix(".json")),
-            "--log", str(csv.with_suffix(".log")), "--retry-disturbed", "0", *extra]
+    grid = json.dumps({"repetition": repetition})
+    common = ["--kernel", str(kernel), "--topology", str(TOPO), "--retry-disturbed", "0", *extra]
+    if batch:
+        argv = [sys.executable, "-m", "numasweep", "run-batch", "--batch", "b1", "--point", "j1", launch, grid,
+                "--manifest", str(tmp / "bandwidth" / "batches" / "b1.json"),
+                "--log", str(tmp / "bandwidth" / "batches" / "b1.log"), *common]
+    else:
+        argv = [sys.executable, "-m", "numasweep", "run-job", "--job-id", "j1", "--launch", launch, "--grid", grid,
+                "--csv", str(csv), "--provenance", str(csv.with_suffix(".json")), "--log", str(csv.with_suffix(".log")),
+                *common]
     env = snakemake_env()
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "workflow")
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
@@ -103,3 +111,10 @@ def test_the_widest_interval_is_the_headlines() -> None:
     width, where = repeat.widest(runs, bandwidth.BENCH)
     iv = stats.unit_mean_interval(np.log(values).reshape(-1, 1))
     assert where == "best_mb_s, kernel triad" and width == pytest.approx((iv.high - iv.low) / 2 / iv.estimate)
+
+
+def test_a_batchs_point_runs_until_its_interval_answers_too(tmp_path: Path) -> None:
+    proc = _runjob(tmp_path, [10000, 14000, 8000], "--repeat-until", "0.03", "--max-repeats", "1", batch=True)
+    assert proc.returncode == 0, proc.stderr
+    assert _runs(tmp_path) == [("0", "10000"), ("1", "14000")]
+    assert json.loads((tmp_path / "bandwidth" / "j1.json").read_text())["repeat_until"]["runs"] == 2
