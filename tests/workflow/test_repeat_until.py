@@ -16,9 +16,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import yaml
 
-from helpers.workflow import snakemake_env
+from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake, snakemake_env
 from numasweep.benches import bandwidth
 from numasweep.results import aggregate
 from numasweep.statistics import repeat, stats
@@ -118,3 +120,27 @@ def test_a_batchs_point_runs_until_its_interval_answers_too(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert _runs(tmp_path) == [("0", "10000"), ("1", "14000")]
     assert json.loads((tmp_path / "bandwidth" / "j1.json").read_text())["repeat_until"]["runs"] == 2
+
+
+@pytest.mark.slow
+def test_a_sweep_with_repeat_until_gives_each_point_its_runs_and_the_headline_intervals(repo: Path,
+                                                                                       tmp_path: Path) -> None:
+    """Through snakemake: each benchmark's rule hands its own target to its jobs (rules made in
+    one loop share one shell line), and the report's headline values come with intervals."""
+    work = copy_repo(repo, tmp_path / "numasweep")
+    config = yaml.safe_load((TEST_CONFIGS / "tiny.yaml").read_text())
+    config.update(latency={"sweeps": []}, repeat_until={"bandwidth": 0.5, "copy": 0.001, "max_repeats": 1})
+    (tmp_path / "repeat.yaml").write_text(yaml.safe_dump(config))
+    proc = snakemake(work, "--profile", "profiles/local", "--configfile", str(tmp_path / "repeat.yaml"),
+                     "--config", "system=repeat", timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    results = work / "results" / "repeat"
+    for bench, target in (("bandwidth", 0.5), ("copy", 0.001)):
+        (record,) = [json.loads(p.read_text()) for p in (results / bench).glob("*.json")]
+        # one run has no interval: with max_repeats 1 every point runs twice
+        assert record["repeat_until"]["target"] == target and record["repeat_until"]["runs"] == 2, record
+        table = pd.read_csv(results / f"{bench}.csv")
+        assert sorted(table["repetition"].unique()) == [0, 1]
+    report = (work / "report" / "repeat" / "experimentation.md").read_text()
+    headline = report.split("| measured | value | 95% interval |", 1)[1].split("\n\n", 1)[0]
+    assert "(2 runs)" in headline and "one run: no interval" not in headline, headline
