@@ -2,8 +2,8 @@
 measures is as narrow as the campaign asks, or the cap on runs is reached.
 
 A point's values are its benchmark's measured columns (`Bench.metrics`) at each of its rows, a
-row named by the benchmark's series and axis columns the kernel writes (a latency job's rank and
-size, a bandwidth job's STREAM kernel). After each run, each value's interval over the runs so
+row named by the benchmark's series and axis columns that tell a run's rows apart (a latency job's
+rank and size, a bandwidth job's STREAM kernel). After each run, each value's interval over the runs so
 far is the one the report's headline gives it (`stats.unit_mean_interval` on the log of one value
 per run: the geometric mean with a t interval over the runs); while the widest relative
 half-width, (high - low) / 2 / estimate, is above the benchmark's target, the kernel runs again
@@ -38,8 +38,10 @@ def _number(text: str | None) -> float:
 
 def widest(runs: Runs, bench: registry.Bench) -> tuple[float, str]:
     """(the widest relative half-width of a value's 95% interval over `runs`, that value in
-    words: its column and row); inf while a value has fewer than two runs."""
-    keys = [c for c in dict.fromkeys((*bench.identity, *((bench.axis,) if bench.axis else ()))) if c in runs[0][0]]
+    words: its column and what tells its row from the run's others); inf while a value has fewer
+    than two runs."""
+    keys = [c for c in dict.fromkeys((*bench.identity, *((bench.axis,) if bench.axis else ())))
+            if len({row.get(c) for row in runs[0]}) > 1]
     values: dict[tuple[str, ...], list[float]] = {}
     for run in runs:
         for row in run:
