@@ -171,6 +171,13 @@ PLAN_TIME.update({
     "c2c CPU not in the topology": ({"c2c": {"sweeps": [{"cpus": [0, 999]}]}},
                                     "c2c.sweeps[0].cpus: CPU(s) 999 are not in the topology", "pick CPUs it has"),
 })
+# repeat_until: a target is a relative half-width above 0 and at most 1, for a benchmark by its name.
+PLAN_TIME.update({
+    "repeat_until target of 0": ({"repeat_until": {"latency": 0, "max_repeats": 2}}, "repeat_until.latency: 0",
+                                 "minimum of 0"),
+    "repeat_until benchmark misspelt": ({"repeat_until": {"latnecy": 0.02}}, "repeat_until: unknown key 'latnecy'",
+                                        "known keys: bandwidth"),
+})
 for _name, (_config, *_says) in PLAN_TIME.items():
     case("config", _name, _grid(_config), *_says)
 

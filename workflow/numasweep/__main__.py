@@ -16,8 +16,9 @@ COMMANDS = {
     "topology": ("numasweep.core.topology", "detect the topology or load an arch file; write topology.json"),
     "plan": ("numasweep.planning.plan", "preview a placement: per-rank table and launch lines"),
     "grid": ("numasweep.planning.grid", "list the jobs a config expands to"),
-    "run-job": ("numasweep.running.runjob", "run one benchmark job: lock, launch, archive, provenance"),
-    "run-batch": ("numasweep.running.runjob:run_batch", "run the grid points of one batch (config key batch) as run-job does"),
+    # run-job and run-batch are the runner's (running.runjob), handed repeat_until's intervals
+    "run-job": ("numasweep.statistics.repeat:run_job", "run one benchmark job: lock, launch, archive, provenance"),
+    "run-batch": ("numasweep.statistics.repeat:run_batch", "run the grid points of one batch (config key batch) as run-job does"),
     "aggregate": ("numasweep.results.aggregate", "merge per-job CSVs into one tidy CSV per benchmark"),
     "import-legacy": ("numasweep.results.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
     "analyse": ("numasweep.findings.analysis", "compute findings.json from aggregated results"),

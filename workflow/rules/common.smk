@@ -478,7 +478,7 @@ BENCH_SHELL = (
     "exec python -m numasweep run-job --job-id {wildcards.job:q} --launch {params.launch:q}"
     " --grid {params.grid:q} --kernel {input.kernel:q} --topology {input.topology:q}"
     " --csv {output.csv:q} --provenance {output.provenance:q} --log {log:q}"
-    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}"
+    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}{{params.repeat}}"
 )
 
 
@@ -488,8 +488,19 @@ BENCH_SHELL = (
 BATCH_SHELL = (
     "exec python -m numasweep run-batch --batch {wildcards.batch:q} --kernel {input.kernel:q}"
     " --topology {input.topology:q} --manifest {output.manifest:q} --log {log:q}{params.points}"
-    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}"
+    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}{{params.repeat}}"
 )
+
+
+def repeat_options(bench):
+    """run-job's options of config repeat_until for `bench` (numasweep/statistics/repeat.py):
+    none where the benchmark has no target or max_repeats is 0. A param of the rule, not part of
+    its shell: every benchmark's rule, made in one loop (benchmarks.smk), runs the shell string
+    of the loop's last pass, so the shell is one string for all of them."""
+    until = CONFIG["repeat_until"]
+    if not until.get(bench) or not until["max_repeats"]:
+        return ""
+    return f" --repeat-until {until[bench]:g} --max-repeats {int(until['max_repeats'])}"
 
 
 def bench_rule(bench):
@@ -499,13 +510,17 @@ def bench_rule(bench):
         return (
             {"manifest": f"{folder}/{batch.FOLDER}/{{batch}}.json"},
             f"{folder}/{batch.FOLDER}/{{batch}}.log",
-            {"points": batch_points},
+            {"points": batch_points, "repeat": repeat_options(bench)},
             BATCH_SHELL,
         )
     return (
         {"csv": f"{folder}/{{job}}.csv", "provenance": f"{folder}/{{job}}.json"},
         f"{folder}/{{job}}.log",
-        {"launch": launch_line(bench), "grid": grid_values},
+        {
+            "launch": launch_line(bench),
+            "grid": grid_values,
+            "repeat": repeat_options(bench),
+        },
         BENCH_SHELL,
     )
 

@@ -26,7 +26,7 @@ import pandas as pd
 from numasweep.core import registry
 from numasweep.core.registry import Bench
 from numasweep.core.topology import Topology
-from numasweep.results import quality
+from numasweep.results import quality, series
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write, atomic_write_text, read_csv
 from numasweep.running import verdict
@@ -139,6 +139,10 @@ def job_columns(csv: Path, columns: list[str]) -> dict:
         grid = dict(meta["grid"])
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise NumasweepError(f"{meta_path}: malformed provenance record ({exc}); rerun its job") from None
+    # A job that ran its kernel more than once (repeat_until, statistics.repeat) numbers the runs
+    # in its table's own `repetition` column, which stands for the grid's.
+    if series.REPETITION in columns:
+        grid.pop(series.REPETITION, None)
     clash = sorted(set(grid) & set(columns))
     if clash:
         raise NumasweepError(

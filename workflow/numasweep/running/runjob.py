@@ -33,14 +33,24 @@ What it guarantees (the rule's whole shell is this one command):
 - A disturbed job is measured again after a back-off (`--retry-backoff` seconds times the tries
   so far), up to `--retry-disturbed` more tries (config retry_disturbed); each try is published
   and archived, the last one stands, and its provenance `quality.tries` says how many ran.
+- Runs until the interval answers (config repeat_until, `--repeat-until` and `--max-repeats`):
+  within one try and one hold of the host lock, the kernel runs again while the widest 95%
+  interval of the point's values over its runs is wider than the target (statistics.repeat), up
+  to `--max-repeats` more runs. The runs are one result, each row with its run's number in a
+  `repetition` column, which stands for the grid's: the sweep's repetition r numbers its runs
+  r * (max_repeats + 1) + k, k = 0 for the first, so no two runs of a point share a number. The
+  log says why each run was added; the provenance's `repeat_until` and the console line say how
+  many ran and how wide the widest interval ended.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import ctypes
 import datetime as dt
 import json
+import math
 import os
 import shlex
 import shutil
@@ -49,6 +59,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
 from numasweep.core.io import atomic_write_text
@@ -72,6 +83,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # try n+1: n times this many seconds.
 DEFAULT_RETRY_DISTURBED = 2
 DEFAULT_RETRY_BACKOFF_S = 10.0
+# The column that numbers the runs of a job measured more than once (repeat_until).
+REPETITION = "repetition"
 
 
 def now_iso() -> str:
@@ -147,8 +160,12 @@ class JobLock:
 
 
 class Runner:
-    def __init__(self, args: argparse.Namespace):
+    def __init__(self, args: argparse.Namespace, widest_for: Callable | None = None):
+        """`widest_for(kernel)` gives repeat_until's measure of a job's runs (statistics.repeat):
+        (the widest relative half-width of a value's 95% interval over them, that value)."""
         self.args = args
+        self.widest_for = widest_for
+        self.repeated: dict = {}
         self.csv: Path = args.csv
         self.partial = Path(f"{args.csv}{PARTIAL}")
         self.proc: subprocess.Popen | None = None
@@ -257,7 +274,7 @@ class Runner:
                 return 128 + (self.stopped_by or signal.SIGTERM)
             try:
                 start, began = now_iso(), time.monotonic()
-                rc = self.launch(argv, log)
+                rc = self.launch_until(argv, grid, log)
                 # The end of the measuring, inside the host lock: no other job's start comes before it.
                 end = now_iso()
                 load_after = verdict.load_average()
@@ -288,10 +305,65 @@ class Runner:
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         rows = verdict.read_rows(self.partial)
         self.quality = verdict.record(*verdict.decide(rows, load_after, os.cpu_count() or 1), tries)
-        publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s, quality=self.quality)
+        publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s, quality=self.quality,
+                repeated=self.repeated)
         print(progress_line(a.job_id, Path(a.kernel).name, time.monotonic() - began, len(rows), self.csv)
-              + quality_note(self.quality, kernel_warnings(Path(a.log))), file=sys.stderr, flush=True)
+              + repeat_note(self.repeated) + quality_note(self.quality, kernel_warnings(Path(a.log))),
+              file=sys.stderr, flush=True)
         return None
+
+    def launch_until(self, argv: list[str], grid: dict, log) -> int:
+        """The launch line, run again while repeat_until asks (`--repeat-until`, `--max-repeats`);
+        the runs' rows end in the partial table as one, numbered (self.repeated says how many and
+        how wide). The exit status of the last run."""
+        a = self.args
+        target, cap = getattr(a, "repeat_until", None), getattr(a, "max_repeats", 0)
+        self.repeated = {}
+        if not target or not cap:
+            return self.launch(argv, log)
+        if self.widest_for is None:
+            raise NumasweepError("--repeat-until needs the intervals of statistics.repeat; run it as "
+                                 "`python -m numasweep run-job`")
+        widest = self.widest_for(Path(a.kernel))
+        runs: list[list[dict[str, str]]] = []
+        while True:
+            rc = self.launch(argv, log)
+            if rc != 0 or self.stopped_by:
+                return rc
+            check_table(self.partial, a.log)
+            runs.append(verdict.read_rows(self.partial))
+            width, where = widest(runs)
+            if width <= target or len(runs) > cap:
+                break
+            print(f"numasweep: repeat_until: run {len(runs) + 1} of at most {cap + 1}: the widest 95% interval "
+                  f"is {half_width_words(width)} ({where}), the target ±{target:.1%}", file=log, flush=True)
+        first = int(grid.get(REPETITION, 0)) * (cap + 1)
+        write_rows([{**row, REPETITION: str(first + k)} for k, run in enumerate(runs) for row in run], self.partial)
+        self.repeated = {"target": target, "max_repeats": cap, "runs": len(runs),
+                         "widest_half_width": width if math.isfinite(width) else None, "widest": where}
+        return 0
+
+
+def half_width_words(width: float | None) -> str:
+    """A relative half-width as the log and the console say it: "±1.2%", or "unknown" (one run, or
+    a value not measured in two)."""
+    return f"±{width:.1%}" if width is not None and math.isfinite(width) else "unknown"
+
+
+def repeat_note(repeated: dict) -> str:
+    """What the progress line says of repeat_until: the runs and how wide the widest interval ended."""
+    if not repeated:
+        return ""
+    return (f"; {repeated['runs']} runs, widest 95% interval {half_width_words(repeated['widest_half_width'])} "
+            f"(repeat_until ±{repeated['target']:.1%})")
+
+
+def write_rows(rows: list[dict[str, str]], path: Path) -> None:
+    """Rows as a CSV table, their columns in the order they first come."""
+    with open(path, "w", newline="") as fh:
+        out = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(c for row in rows for c in row)))
+        out.writeheader()
+        out.writerows(rows)
 
 
 def quality_note(quality: dict, warnings: list[str]) -> str:
@@ -397,11 +469,13 @@ def _archive_copy(src: Path, dest: Path) -> None:
 
 
 def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str, end: str | None = None,
-            host_lock_wait_s: float | None = None, quality: dict | None = None) -> None:
+            host_lock_wait_s: float | None = None, quality: dict | None = None, repeated: dict | None = None) -> None:
     """Provenance, archive copies, then the result under its final name (rename last)."""
     end = end or now_iso()
     rec = provenance.record(a.job_id, start, a.launch, grid, a.kernel, a.topology, partial, end=end,
                             csv_name=a.csv, host_lock_wait_s=host_lock_wait_s, quality=quality)
+    if repeated:
+        rec["repeat_until"] = repeated
     restored = weights_restored(Path(a.log))
     if restored:
         rec.setdefault("system", {})["weights_restored"] = restored
@@ -478,9 +552,15 @@ def lock_wait_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--retry-backoff", type=float, default=DEFAULT_RETRY_BACKOFF_S,
                     help="seconds before the second try, twice that before the third, and so on "
                          f"(default {DEFAULT_RETRY_BACKOFF_S:g})")
+    ap.add_argument("--repeat-until", type=float, default=None, metavar="HALF_WIDTH",
+                    help="run the kernel again while the widest 95%% interval of the point's values over its runs "
+                         "is wider than this relative half-width (config repeat_until; 0.02: ±2%%)")
+    ap.add_argument("--max-repeats", type=int, default=0,
+                    help="runs beyond the first, at most, with --repeat-until (default 0: none)")
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], widest_for: Callable | None = None) -> int:
+    """run-job; `widest_for` as Runner takes it (statistics.repeat.run_job gives it)."""
     ap = argparse.ArgumentParser(prog="python -m numasweep run-job", description=__doc__.splitlines()[0])
     ap.add_argument("--job-id", required=True)
     ap.add_argument("--launch", required=True, help="the launch line, as `snakemake -n -p` shows it")
@@ -493,7 +573,7 @@ def main(argv: list[str]) -> int:
     lock_wait_option(ap)
     args = ap.parse_args(argv)
     check_launch(args)
-    return Runner(args).run()
+    return Runner(args, widest_for).run()
 
 
 def already_measured(point: argparse.Namespace, kernel_sha256: str, topology_digest: str) -> bool:
@@ -510,7 +590,7 @@ def already_measured(point: argparse.Namespace, kernel_sha256: str, topology_dig
         return False
 
 
-def run_batch(argv: list[str]) -> int:
+def run_batch(argv: list[str], widest_for: Callable | None = None) -> int:
     """`python -m numasweep run-batch`: the points of one batch (numasweep.planning.batch), one after
     another through Runner, each published as a single job's; then the batch's manifest."""
     ap = argparse.ArgumentParser(prog="python -m numasweep run-batch",
@@ -533,7 +613,8 @@ def run_batch(argv: list[str]) -> int:
                                          topology=args.topology, csv=csv, provenance=folder / f"{job_id}.json",
                                          log=folder / f"{job_id}.log", lock_wait=args.lock_wait,
                                          host_lock_wait=args.host_lock_wait, retry_disturbed=args.retry_disturbed,
-                                         retry_backoff=args.retry_backoff))
+                                         retry_backoff=args.retry_backoff, repeat_until=args.repeat_until,
+                                         max_repeats=args.max_repeats))
         check_launch(points[-1])
     kernel_sha256 = provenance.sha256(args.kernel) if args.kernel.exists() else ""
     digest = topology.load(args.topology).digest()
@@ -547,7 +628,7 @@ def run_batch(argv: list[str]) -> int:
                 print(f"{point.job_id}: kept (measured with this launch line, kernel and topology)",
                       file=log, flush=True)
                 continue
-            runner = Runner(point)
+            runner = Runner(point, widest_for)
             try:
                 rc = runner.run()
             except NumasweepError as exc:

@@ -1,0 +1,146 @@
+"""repeat_until: run-job runs a point's kernel again while the widest 95% interval of its values
+over its runs is wider than the target, up to --max-repeats more runs; the runs are one result,
+numbered in its `repetition` column, which the aggregated table and the report's headline read as
+runs. The launch lines are bash scripts that write the next of a list of values each run, under a
+kernel file named numa_bandwidth, so the bandwidth benchmark's columns and target are the ones
+read; nothing is mocked."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake, snakemake_env
+from numasweep.benches import bandwidth
+from numasweep.results import aggregate
+from numasweep.statistics import repeat, stats
+
+TOPO = Path(__file__).resolve().parents[2] / "examples" / "lumi-g" / "topology.json"
+# Each run takes the first line of VALUES (and removes it) as its triad's best MB/s.
+SCRIPT = ('v=$(head -n1 "$VALUES"); sed -i 1d "$VALUES"; echo "run with $v MB/s"; '
+          'printf "kernel,threads,best_mb_s,avg_mb_s,validation\\ncopy,1,9000,8990,ok\\ntriad,1,%s,%s,ok\\n" "$v" "$v" > "${0#--csv=}"')
+
+
+def _runjob(tmp: Path, values: list[float], *extra: str, repetition: int = 0, batch: bool = False
+            ) -> subprocess.CompletedProcess:
+    """run-job (or run-batch with this one point) of job j1 whose runs write `values` in turn."""
+    (tmp / "values").write_text("".join(f"{v}\n" for v in values))
+    kernel = tmp / "numa_bandwidth"
+    shutil.copy("/bin/true", kernel)
+    csv = tmp / "bandwidth" / "j1.csv"
+    launch = shlex.join(["env", f"VALUES={tmp / 'values'}", "bash", "-c", SCRIPT, f"--csv={csv}.partial"])
+    grid = json.dumps({"repetition": repetition})
+    common = ["--kernel", str(kernel), "--topology", str(TOPO), "--retry-disturbed", "0", *extra]
+    if batch:
+        argv = [sys.executable, "-m", "numasweep", "run-batch", "--batch", "b1", "--point", "j1", launch, grid,
+                "--manifest", str(tmp / "bandwidth" / "batches" / "b1.json"),
+                "--log", str(tmp / "bandwidth" / "batches" / "b1.log"), *common]
+    else:
+        argv = [sys.executable, "-m", "numasweep", "run-job", "--job-id", "j1", "--launch", launch, "--grid", grid,
+                "--csv", str(csv), "--provenance", str(csv.with_suffix(".json")), "--log", str(csv.with_suffix(".log")),
+                *common]
+    env = snakemake_env()
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "workflow")
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+
+
+def _runs(tmp: Path) -> list[tuple[str, str]]:
+    table = (tmp / "bandwidth" / "j1.csv").read_text().splitlines()
+    header = table[0].split(",")
+    return [(row["repetition"], row["best_mb_s"]) for row in
+            (dict(zip(header, line.split(","))) for line in table[1:]) if row["kernel"] == "triad"]
+
+
+def test_runs_that_agree_end_after_two(tmp_path: Path) -> None:
+    proc = _runjob(tmp_path, [10000, 10001, 20000], "--repeat-until", "0.03", "--max-repeats", "4")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert _runs(tmp_path) == [("0", "10000"), ("1", "10001")]
+    record = json.loads((tmp_path / "bandwidth" / "j1.json").read_text())["repeat_until"]
+    assert record["runs"] == 2 and record["target"] == 0.03 and record["widest_half_width"] < 0.03, record
+    # one progress line, with the runs and how wide the widest interval ended
+    (line,) = proc.stderr.strip().splitlines()
+    assert re.search(r"measured in .*; 2 runs, widest 95% interval ±0\.[01]% \(repeat_until ±3\.0%\)", line), line
+    log = (tmp_path / "bandwidth" / "j1.log").read_text()
+    assert "repeat_until: run 2 of at most 5: the widest 95% interval is unknown (best_mb_s, kernel copy" in log, log
+
+
+def test_runs_that_disagree_go_on_to_the_cap_numbered_after_the_sweeps_repetitions(tmp_path: Path) -> None:
+    proc = _runjob(tmp_path, [10000, 14000, 8000, 12000], "--repeat-until", "0.03", "--max-repeats", "2",
+                   repetition=1)
+    assert proc.returncode == 0, proc.stderr
+    # repetition 1 of the sweep: its runs are 1 * (2 + 1) + 0, 1, 2
+    assert _runs(tmp_path) == [("3", "10000"), ("4", "14000"), ("5", "8000")]
+    log = (tmp_path / "bandwidth" / "j1.log").read_text()
+    assert log.count("run with") == 3 and "run 3 of at most 3: the widest 95% interval is ±" in log
+    assert "(best_mb_s, kernel triad)" in log, log
+    record = json.loads((tmp_path / "bandwidth" / "j1.json").read_text())["repeat_until"]
+    assert record["runs"] == 3 and record["widest_half_width"] > 0.03
+    # the aggregated table reads each run as a repetition of the point, the grid's number left
+    table = aggregate.read_job(tmp_path / "bandwidth" / "j1.csv", "bandwidth")
+    assert sorted(table["repetition"].astype(int).unique()) == [3, 4, 5]
+    # the report's headline gives the point an interval over its three runs
+    (row, *_) = [r for r in bandwidth.headline(table, None) if r[0].startswith("triad")]
+    assert "(3 runs)" in row[2], row
+
+
+def test_without_repeat_until_a_point_runs_once_and_its_table_is_the_kernels(tmp_path: Path) -> None:
+    proc = _runjob(tmp_path, [10000, 10001])
+    assert proc.returncode == 0, proc.stderr
+    assert "repetition" not in (tmp_path / "bandwidth" / "j1.csv").read_text()
+    assert "repeat_until" not in json.loads((tmp_path / "bandwidth" / "j1.json").read_text())
+    assert (tmp_path / "values").read_text() == "10001\n"
+
+
+@pytest.mark.parametrize("values, width", [([100.0], float("inf")), ([100.0, 100.0], 0.0)])
+def test_one_run_has_no_interval_and_runs_alike_one_of_no_width(values: list[float], width: float) -> None:
+    runs = [[{"kernel": "triad", "threads": "1", "best_mb_s": str(v)}] for v in values]
+    assert repeat.widest(runs, bandwidth.BENCH) == (width, "best_mb_s")
+
+
+def test_the_widest_interval_is_the_headlines() -> None:
+    values = [100.0, 104.0, 97.0]
+    runs = [[{"kernel": "copy", "best_mb_s": "50"}, {"kernel": "triad", "best_mb_s": str(v)}] for v in values]
+    width, where = repeat.widest(runs, bandwidth.BENCH)
+    iv = stats.unit_mean_interval(np.log(values).reshape(-1, 1))
+    assert where == "best_mb_s, kernel triad" and width == pytest.approx((iv.high - iv.low) / 2 / iv.estimate)
+
+
+def test_a_batchs_point_runs_until_its_interval_answers_too(tmp_path: Path) -> None:
+    proc = _runjob(tmp_path, [10000, 14000, 8000], "--repeat-until", "0.03", "--max-repeats", "1", batch=True)
+    assert proc.returncode == 0, proc.stderr
+    assert _runs(tmp_path) == [("0", "10000"), ("1", "14000")]
+    assert json.loads((tmp_path / "bandwidth" / "j1.json").read_text())["repeat_until"]["runs"] == 2
+
+
+@pytest.mark.slow
+def test_a_sweep_with_repeat_until_gives_each_point_its_runs_and_the_headline_intervals(repo: Path,
+                                                                                       tmp_path: Path) -> None:
+    """Through snakemake: each benchmark's rule hands its own target to its jobs (rules made in
+    one loop share one shell line), and the report's headline values come with intervals."""
+    work = copy_repo(repo, tmp_path / "numasweep")
+    config = yaml.safe_load((TEST_CONFIGS / "tiny.yaml").read_text())
+    config.update(latency={"sweeps": []}, repeat_until={"bandwidth": 0.5, "copy": 0.001, "max_repeats": 1})
+    (tmp_path / "repeat.yaml").write_text(yaml.safe_dump(config))
+    proc = snakemake(work, "--profile", "profiles/local", "--configfile", str(tmp_path / "repeat.yaml"),
+                     "--config", "system=repeat", timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    results = work / "results" / "repeat"
+    for bench, target in (("bandwidth", 0.5), ("copy", 0.001)):
+        (record,) = [json.loads(p.read_text()) for p in (results / bench).glob("*.json")]
+        # one run has no interval: with max_repeats 1 every point runs twice
+        assert record["repeat_until"]["target"] == target and record["repeat_until"]["runs"] == 2, record
+        table = pd.read_csv(results / f"{bench}.csv")
+        assert sorted(table["repetition"].unique()) == [0, 1]
+    report = (work / "report" / "repeat" / "experimentation.md").read_text()
+    headline = report.split("| measured | value | 95% interval |", 1)[1].split("\n\n", 1)[0]
+    assert "(2 runs)" in headline and "one run: no interval" not in headline, headline
