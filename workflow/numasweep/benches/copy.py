@@ -25,7 +25,7 @@ from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import heatmap, new_figure, save
+from numasweep.reporting.figures import count_axis, heatmap, line_colours, new_figure, save, titled
 from numasweep.reporting.markdown import fmt_value, md_table, measured
 from numasweep.results import series
 from numasweep.results.tables import as_text
@@ -124,6 +124,34 @@ def plot_copy_matrix(copy: pd.DataFrame, topology: Topology | None, figdir: Path
         fig.suptitle(f"Copy bandwidth, {count_words(rows['threads'].max(), 'thread')}, "
                      f"{format_size(int(rows['bytes'].max()))}" + ("" if variant == "all" else f", {variant}"))
         paths += save(fig, figdir, "copy", "copy_matrix", variant)
+    return paths
+
+
+def plot_copy_vs_threads(copy: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
+    """Per configuration measured at two thread counts or more, each node pair's copy bandwidth
+    (median over runs, largest size) against threads, a line per pair and node of the threads,
+    with its runs' range (slowest to fastest repetition) as a band."""
+    paths: list[Path] = []
+    for variant, config in series.configurations(copy, "copy", without=("threads", "bytes")):
+        if config["threads"].nunique() < 2:
+            continue
+        rows = config[config["bytes"] == config["bytes"].max()]
+        table = rows.groupby(["cpu_node", "src_node", "dst_node", "threads"])["best_gb_s"].agg(
+            ["median", "min", "max"]).reset_index()
+        lines = list(table.groupby(["cpu_node", "src_node", "dst_node"], sort=True))
+        fig, (ax,) = new_figure()
+        for colour, ((cpu, src, dst), line) in zip(line_colours(len(lines)), lines):
+            ax.plot(line["threads"], line["median"], marker="o", markersize=3, color=colour,
+                    label=f"node {src} to node {dst}, threads on node {cpu}")
+            ax.fill_between(line["threads"], line["min"], line["max"], color=colour, alpha=0.15, linewidth=0)
+        ax.set_xlabel("threads")
+        count_axis(ax.xaxis)
+        ax.set_ylabel("copy bandwidth (GB/s, each byte copied counted once)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.set_title(titled(f"Copy bandwidth vs threads, {size_words(int(rows['bytes'].max()))}", variant))
+        ax.legend(fontsize=7, loc="lower right")
+        paths += save(fig, figdir, "copy", "copy_vs_threads", variant)
     return paths
 
 
@@ -245,16 +273,18 @@ BENCH = register(Bench(
     figures=(
         ("copy_matrix", "Copy bandwidth from a source node (rows) to a destination node (columns), "
          "one panel per node running the copying threads."),
+        ("copy_vs_threads", "Copy bandwidth of each node pair against the number of copying threads, "
+         "each byte copied counted once; the band spans the runs."),
     ),
     series=SERIES,
     within=WITHIN,
     metrics={"best_gb_s": True},
     not_checked="numa_copy records no within-run spread or timer columns to check",
-    subjects={"Bandwidth": (("copy_matrix",), ("copy_matrix",))},
+    subjects={"Bandwidth": (("copy_matrix",), ("copy_matrix", "copy_vs_threads"))},
     expand=expand,
     check=check,
     analyse=lambda table, topo: [functools.partial(copy_matrix, table, topo)],
-    draw=(plot_copy_matrix,),
+    draw=(plot_copy_matrix, plot_copy_vs_threads),
     raw_tables=copy_raw_tables,
     headline=headline,
     placement=(("src_page_fractions", "src_node", "job_id"), ("dst_page_fractions", "dst_node", "job_id")),
