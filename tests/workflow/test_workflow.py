@@ -41,7 +41,7 @@ CAMPAIGNS = {
     # one rank) and two ranks in both modes with 4 KiB pages, and one rank with transparent huge
     # pages (left out where THP is off); 2 thread counts; the one node pair (0, 0); no GPU, so
     # gpu_xfer is skipped.
-    "config/config.yaml": {"latency": 3 + (system_state.thp_enabled() != "never"), "bandwidth": 2, "copy": 1},
+    "config/config.yaml": {"latency": 3 + (system_state.thp_enabled() != "never"), "bandwidth": 2, "copy": 2},
 }
 
 
