@@ -53,7 +53,10 @@ static const char *variant_names[NVARIANTS] = {"loop", "scalar", "scalar-unroll"
                                                "avx512-unroll"};
 #define VARIANT_HINT "auto, all, or a list of loop, scalar, scalar-unroll, avx2, avx2-unroll, avx512, avx512-unroll"
 #define V_AUTO (-1)
-#define CALIBRATION_ROUNDS 3
+/* One timed run per shape: shapes that differ by more than a busy machine's noise are told apart
+ * by one; those within it cost the same either way, and the calibration stays under the
+ * measurement's own time (each run is a pass over the whole arrays). */
+#define CALIBRATION_ROUNDS 1
 
 /* Whether this binary on this CPU runs the shape; if not, why in *why. */
 static int variant_runs_here(int v, const char **why)
@@ -740,8 +743,8 @@ int main(int argc, char **argv)
                o.stores[S_REGULAR] && o.stores[S_NT] ? "regular and nt" : o.stores[S_NT] ? "nt" : "regular",
                o.variant_auto ? "auto, calibrated among" : "asked for", shapes);
         if (calibrated) {
-            printf("  calibration: best MB/s of %d runs of each shape per kernel, the fastest chosen\n",
-                   CALIBRATION_ROUNDS);
+            printf("  calibration: best MB/s of %d run%s of each shape per kernel, the fastest chosen\n",
+                   CALIBRATION_ROUNDS, CALIBRATION_ROUNDS == 1 ? "" : "s");
             for (int st = 0; st < NSTORES; st++)
                 for (int k = 0; k < NKERNELS; k++) {
                     if (!o.stores[st] || !o.kernels[k] || (k == K_READ && st != S_REGULAR))

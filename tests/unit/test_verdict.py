@@ -20,6 +20,8 @@ BANDWIDTH = {"best_mb_s": "10000", "min_mb_s": "9900", "avg_mb_s": "9950", "on_c
     (LATENCY, 0.5, "quiet", "every thread on its CPU"),
     ({**LATENCY, "on_cpu_pct": "2.0"}, 0.5, "disturbed", "rank 0 on its CPU 2% of the time"),
     ({**LATENCY, "retaken": "5", "on_cpu_pct": "94.0"}, 0.5, "disturbed", "took every sample again"),
+    # retakes spent, but the samples kept ran at 95% or more: the retakes did their job
+    ({**LATENCY, "retaken": "6", "on_cpu_pct": "97.4"}, 0.5, "quiet", "every thread on its CPU"),
     ({**LATENCY, "on_cpu_pct": "80.0"}, 0.5, "noisy", "rank 0 on its CPU 80% of the time"),
     ({**LATENCY, "latency_ns_max": "103"}, 0.5, "noisy", "spread within the run 3.5%, above the target of 2%"),
     (BANDWIDTH, 0.5, "quiet", "every thread"),

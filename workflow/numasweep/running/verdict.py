@@ -6,8 +6,11 @@ The rule, from the kernel's table and the machine's load average:
 - disturbed: a rank or thread ran on its CPU under DISTURBED_ON_CPU_PCT (50%) of a sample's
   (or the timed repetitions') wall time, by the kernel's least share columns (`on_cpu_pct`,
   `chase_on_cpu_pct`, `load_on_cpu_pct`): other work had its CPU at least as long as it did;
-  or a latency kernel spent every retake it had (`retaken` reached `samples`): its CPU stayed
-  shared however often it measured again.
+  or a latency kernel spent every retake it had (`retaken` reached `samples`) and the samples it
+  kept still ran under RETAKE_BELOW_PCT (95%, the kernels' NS_RETAKE_BELOW) on the CPU: its CPU
+  stayed shared however often it measured again. Retakes spent on samples kept at 95% or more did
+  their job (ranks measuring together retake together, and a sample length tried again for its
+  spread adds samples to lose).
 - noisy: a share under NOISY_ON_CPU_PCT (90%); or the typical row's spread within the run (the
   median over the rows of max - min over the median, best - average over the best for
   bandwidths) above the kernel's target, SPREAD_TARGET_PCT (2% latency from 256 MiB on and 5%
@@ -33,8 +36,10 @@ DISTURBED_ON_CPU_PCT = 50.0
 NOISY_ON_CPU_PCT = 90.0
 # Share columns a kernel writes, and who ran under it.
 ON_CPU_COLUMNS = {"on_cpu_pct": "a thread", "chase_on_cpu_pct": "the chase", "load_on_cpu_pct": "a load thread"}
-# Retake columns and the samples they are counted against (numa_latency, numa_loaded_latency).
-RETAKEN_COLUMNS = {"retaken": "samples", "chase_retaken": "samples"}
+# Retake columns: (the samples they are counted against, the share of the samples kept)
+# (numa_latency, numa_loaded_latency); the share under which a kernel takes a sample again.
+RETAKEN_COLUMNS = {"retaken": ("samples", "on_cpu_pct"), "chase_retaken": ("samples", "chase_on_cpu_pct")}
+RETAKE_BELOW_PCT = 95.0
 # Within-run spread: (high, low, reference) columns and the target in percent.
 SPREAD_TARGET_PCT = {"time": 2.0, "rate": 3.0}     # a time per load (latencies), a rate (bandwidths)
 # numa_latency's own targets: --spread (2 %) from 256 MiB on, --spread-small (5 %) below, where a
@@ -70,12 +75,14 @@ def least_on_cpu(rows: list[dict[str, str]]) -> tuple[float, str] | None:
 
 
 def retakes_spent(rows: list[dict[str, str]]) -> int:
-    """Rows whose kernel spent every retake (retaken >= samples)."""
+    """Rows whose kernel spent every retake (retaken >= samples) and kept samples still under
+    RETAKE_BELOW_PCT on the CPU."""
     spent = 0
     for row in rows:
-        for col, of in RETAKEN_COLUMNS.items():
-            taken, samples = _number(row.get(col)), _number(row.get(of))
-            spent += taken is not None and samples is not None and samples > 0 and taken >= samples
+        for col, (of, share_col) in RETAKEN_COLUMNS.items():
+            taken, samples, share = _number(row.get(col)), _number(row.get(of)), _number(row.get(share_col))
+            spent += (taken is not None and samples is not None and samples > 0 and taken >= samples
+                      and (share is None or share < RETAKE_BELOW_PCT))
     return spent
 
 
