@@ -192,7 +192,7 @@ def test_tlb_parts_4k_from_huge_pages_with_intervals() -> None:
     assert n["max_ratio_low"] <= 1.3 <= n["max_ratio_high"] and n["max_ratio"] == pytest.approx(1.3, rel=0.03)
     assert n["onset_bytes_low"] <= 64 * MIB <= n["onset_bytes_high"]
     # the reach the onset implies, in 4 KiB entries
-    assert n["tlb_entries_4k"] == 64 * MIB // 4096 and "about 16,384 entries of 4 KiB" in f.summary
+    assert n["tlb_entries_4k"] == 64 * MIB // 4096 and "at most about 16,384 entries of 4 KiB" in f.summary
     assert [f for f in latency(small) if f.id == "tlb_cost"] == []
 
 

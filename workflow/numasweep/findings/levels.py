@@ -666,6 +666,9 @@ def tlb_partings(pairs: list[tuple[Series, Series]], page_col: str, q: float = s
                                                (grown.max(axis=1) - 1) / 2).tolist()]
             location = Interval(float(loc), float(np.quantile(locs, 0.025)), float(np.quantile(locs, 0.975)),
                                 stats.LEVEL, f"percentile bootstrap over {len(r.replicates)} replicate pairs")
+            if location.high <= location.low:
+                # every draw crossed at one grid size: the grid, not the data, bounds it
+                location = _on_grid(location, r.sizes, int(np.argmin(np.abs(np.log2(r.sizes / loc)))))
         out.append(TlbParting(
             series=_without_pages(s.key, page_col), huge_page=str(h.key.get(page_col)),
             onset_bytes=int(r.sizes[onset]) if onset is not None else None, onset=onset_iv,

@@ -386,10 +386,10 @@ def _size_iv(interval: Interval) -> str:
 
 
 def _entries(onset: Interval) -> str:
-    """The TLB entries an onset implies: reach / 4 KiB, with the onset's interval."""
+    """The TLB entries an onset bounds: at most onset / 4 KiB, with the onset's interval."""
     if not np.isfinite(onset.low):
-        return f"about {onset.estimate / 4096:,.0f} entries of 4 KiB (no interval)"
-    return (f"about {onset.estimate / 4096:,.0f} entries of 4 KiB ({onset.level * 100:.0f}% interval "
+        return f"at most about {onset.estimate / 4096:,.0f} entries of 4 KiB (no interval)"
+    return (f"at most about {onset.estimate / 4096:,.0f} entries of 4 KiB ({onset.level * 100:.0f}% interval "
             f"{onset.low / 4096:,.0f} to {onset.high / 4096:,.0f})")
 
 
@@ -485,8 +485,9 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                                      f"{levels.TLB_FLOOR * 100:.0f}% floor {span} (onset "
                                      f"{_size_iv(t.onset)}; the cost is half its largest at "
                                      f"{_size_iv(t.location_bytes)}); {top}: the TLB reach, not a cache; "
-                                     f"the onset puts the 4 KiB pages' TLB reach near {size_words(t.onset_bytes)}: "
-                                     f"{_entries(t.onset)}")
+                                     f"page walks cost this much only beyond the reach, so the 4 KiB pages' TLB "
+                                     f"reach is at most {size_words(t.onset_bytes)} (below the onset if the caches "
+                                     f"absorb the first walks): {_entries(t.onset)}")
         elif flagged := [r["size_bytes"] for r in t.per_size if r["significant"]]:
             # a size beyond the floor and the noise that starts no run of two: said as it is, so the
             # sentence and its table agree, and no reach is read from it
