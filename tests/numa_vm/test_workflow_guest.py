@@ -164,7 +164,7 @@ def test_hwloc_export_of_the_guests_results_reads_in_lstopo(guest: GuestRun) -> 
     topo = topology.load(results / "topology.json")
     cpusets = {n.id: hwloc_cpuset(n.cpus) for n in topo.nodes if n.cpus}
     measured = matrices.measured(aggregate.load_results(results))
-    for quantity, (name, _, factor) in hwloc_export.ATTRIBUTES.items():
+    for quantity, (name, factor) in hwloc_export.ATTRIBUTES.items():
         expected = {(mem, cpusets[cpu]): max(1, round(value * factor))
                     for (cpu, mem), value in matrices.cells(measured[quantity]).items()}
         assert printed.get(name) == expected, (

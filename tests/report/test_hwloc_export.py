@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -26,14 +27,15 @@ def lstopo(*args: str) -> str:
     return proc.stdout
 
 
-def memattrs(path: Path) -> dict[str, dict[tuple[int, str], int]]:
-    """lstopo --memattrs as {attribute: {(target NUMANode logical index, initiator cpuset): value}}."""
+def memattrs(path: Path, *args: str) -> dict[str, dict[tuple[int, str], int]]:
+    """lstopo --memattrs as {attribute: {(target NUMANode logical index, initiator cpuset): value}};
+    with "-p", the target's OS index."""
     out: dict[str, dict[tuple[int, str], int]] = {}
     name = ""
-    for line in lstopo("--input", str(path), "--memattrs").splitlines():
+    for line in lstopo("--input", str(path), "--memattrs", *args).splitlines():
         if m := re.match(r"Memory attribute #\d+ name `(\w+)'", line):
             name = m.group(1)
-        elif m := re.match(r"\s+NUMANode L#(\d+) = (\d+) from cpuset (0x[0-9a-f,x]+)", line):
+        elif m := re.match(r"\s+NUMANode [LP]#(\d+) = (\d+) from cpuset (0x[0-9a-f,x]+)", line):
             out.setdefault(name, {})[(int(m.group(1)), m.group(3))] = int(m.group(2))
     return out
 
@@ -54,6 +56,34 @@ def test_measured_latency_of_a_four_node_machine_is_what_lstopo_prints(tmp_path)
     assert len(want) == 4 and {mem for _, mem in matrices.cells(measured)} == {3}
     assert memattrs(out)["Latency"] == want
     assert "Bandwidth" not in memattrs(out)  # lumi-g measured no bandwidth: hwloc's stays empty
+
+
+def test_nodes_are_the_os_nodes_where_hwloc_numbers_them_otherwise(tmp_path):
+    """hwloc-annotate names a NUMA node by hwloc's logical index: a base whose OS numbers run
+    another way (OS node 3 is hwloc's first) still gets each value on the OS node measured, from
+    the cpuset of the OS node the ranks ran on."""
+    order = [3, 1, 2, 0]  # the OS node of each package
+    base = lstopo("--input", f"pack:4 [numa(indexes={','.join(map(str, order))})] core:2 pu:1", "--of", "xml", "-")
+    measured = matrices.measured(aggregate.load_results(REPO / "examples" / "lumi-g-remote"))
+    out = tmp_path / "measured.xml"
+    out.write_text(hwloc_export.export(base, measured))
+    want = {(mem, f"0x{3 << 2 * order.index(cpu):08x}"): round(v)
+            for (cpu, mem), v in matrices.cells(measured["latency_ns"]).items()}
+    assert memattrs(out, "-p")["Latency"] == want
+    assert memattrs(out)["Latency"].keys() == {(0, cpuset) for _, cpuset in want}  # OS node 3 is L#0
+
+
+def test_without_hwloc_the_export_says_how_to_install_it(tmp_path):
+    base = tmp_path / "base.xml"
+    base.write_text(lstopo("--input", "pack:4 [numa] core:2 pu:1", "--of", "xml", "-"))
+    (tmp_path / "bin").mkdir()
+    out = tmp_path / "measured.xml"
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "hwloc-export", str(REPO / "examples" / "lumi-g-remote"),
+                           "--base", str(base), "-o", str(out)], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PATH": str(tmp_path / "bin")})
+    line = proc.stderr.strip()
+    assert proc.returncode == 2 and not out.exists(), proc.stderr
+    assert "\n" not in line and "not found: install hwloc (apt-get install hwloc" in line, line
 
 
 def test_this_machine_with_both_attributes(tmp_path):

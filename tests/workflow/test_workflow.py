@@ -428,7 +428,7 @@ def test_hwloc_export_writes_the_measured_matrices_into_this_machines_topology(s
                            timeout=60)
     assert shown.returncode == 0, shown.stderr
     measured = matrices.measured(aggregate.load_results(results))
-    for quantity, (name, _, factor) in hwloc_export.ATTRIBUTES.items():
+    for quantity, (name, factor) in hwloc_export.ATTRIBUTES.items():
         (value,) = matrices.cells(measured[quantity]).values()  # one node here: the (0, 0) cell
         block = shown.stdout.split(f"name `{name}'", 1)[1].split("Memory attribute", 1)[0]
         assert re.search(rf"NUMANode L#0 = {max(1, round(value * factor))} from cpuset", block), shown.stdout

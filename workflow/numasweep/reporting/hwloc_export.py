@@ -7,12 +7,13 @@ numasweep measured into an hwloc XML topology instead, so that such a runtime, p
 file (HWLOC_XMLFILE=FILE, or hwloc_topology_set_xml), uses the measurement.
 
 The file is an hwloc XML topology of the machine measured (`lstopo --of xml`, taken on that
-machine, or run here) with the `Latency` and `Bandwidth` attributes replaced by one
-`memattr_value` per cell of the measured matrices: target the memory node's NUMANode object
-(by its gp_index), initiator the CPU node's cpuset; the element and attribute names are those
-hwloc's own XML export writes (hwloc/topology-xml.c). Units are hwloc's: Latency in
-nanoseconds, Bandwidth in MiB/s (the bandwidth kernel counts MB/s, 10^6 bytes). Check the file
-with `lstopo --input FILE --memattrs`.
+machine, or run here) with its `Latency` and `Bandwidth` attributes set by hwloc's
+`hwloc-annotate`, one value per cell of the measured matrices: target the memory node's NUMANode
+(by its logical index, which `hwloc-info` gives), initiator the CPU node's cpuset. The base's
+values of a measured attribute are dropped first (hwloc-annotate sets values, it cannot remove
+them), so firmware numbers are not mixed with measured ones. Units are hwloc's: Latency in nanoseconds,
+Bandwidth in MiB/s (the bandwidth kernel counts MB/s, 10^6 bytes). Check the file with
+`lstopo --input FILE --memattrs`.
 
 `python -m numasweep hwloc-export RESULTS [--base XML] -o OUT.xml`; the workflow takes the base
 on the machine measured (`hwloc-export --lstopo -o results/<system>/hwloc.xml`, rule
@@ -22,8 +23,10 @@ hwloc_topology) and writes the export beside the report (rule hwloc_export).
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -33,27 +36,30 @@ from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 from numasweep.results import aggregate, disturbed, matrices
 
-# quantity -> (hwloc attribute, its flags, factor from our unit to hwloc's). Flags as hwloc
-# defines them: HIGHER_FIRST 1, LOWER_FIRST 2, NEED_INITIATOR 4.
+# quantity -> (hwloc attribute, factor from our unit to hwloc's).
 ATTRIBUTES = {
-    "latency_ns": ("Latency", 2 | 4, 1.0),
-    "bandwidth_mb_s": ("Bandwidth", 1 | 4, 1e6 / 2**20),
+    "latency_ns": ("Latency", 1.0),
+    "bandwidth_mb_s": ("Bandwidth", 1e6 / 2**20),
 }
 HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE topology SYSTEM "hwloc2.dtd">\n'
-# Children of <topology> that hwloc writes after its memory attributes.
-AFTER_MEMATTRS = ("cpukind", "info", "memtier", "pci_locality")
+
+
+def hwloc(tool: str, *args: str) -> str:
+    """The standard output of hwloc's command `tool` (lstopo: `lstopo-no-graphics` where hwloc was
+    built without graphics); a missing tool or a failed run is one NumasweepError."""
+    path = shutil.which(tool) or (tool == "lstopo" and shutil.which("lstopo-no-graphics"))
+    if not path:
+        raise NumasweepError(f"{tool} not found: install hwloc (apt-get install hwloc, or the site's hwloc "
+                             "module)")
+    proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise NumasweepError(f"{tool} failed: {(proc.stderr or proc.stdout).strip()[:200]}")
+    return proc.stdout
 
 
 def machine_xml() -> str:
     """`lstopo --of xml` of this machine."""
-    lstopo = shutil.which("lstopo") or shutil.which("lstopo-no-graphics")   # hwloc built without graphics
-    if not lstopo:
-        raise NumasweepError("lstopo not found: install hwloc (apt-get install hwloc), or pass --base "
-                             "with the XML `lstopo --of xml` wrote on the machine measured")
-    proc = subprocess.run([lstopo, "--of", "xml", "-"], capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise NumasweepError(f"lstopo --of xml failed: {(proc.stderr or proc.stdout).strip()[:200]}")
-    return proc.stdout
+    return hwloc("lstopo", "--of", "xml", "-")
 
 
 def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML", mark: str | None = None) -> str:
@@ -68,37 +74,38 @@ def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML"
     numa = {int(o.get("os_index", -1)): o for o in root.iter("object") if o.get("type") == "NUMANode"}
     if root.tag != "topology" or not numa:
         raise NumasweepError(f"{where}: not an hwloc topology with NUMA nodes; give what `lstopo --of xml` writes")
-    children = list(root)
-    at = next((i for i, c in enumerate(children) if c.tag in AFTER_MEMATTRS), len(children))
-    added = []
-    for quantity, (name, flags, factor) in ATTRIBUTES.items():
-        matrix = measured.get(quantity)
-        if matrix is None:
+    values = {}
+    for quantity, (name, factor) in ATTRIBUTES.items():
+        if measured.get(quantity) is None:
             continue
-        for old in [c for c in root if c.tag == "memattr" and c.get("name") == name]:
-            root.remove(old)
-        attr = ET.Element("memattr", name=name, flags=str(flags))
-        for (cpu, mem), value in sorted(matrices.cells(matrix).items()):
+        values[name] = []
+        for (cpu, mem), value in sorted(matrices.cells(measured[quantity]).items()):
             for node, role in ((cpu, "CPU"), (mem, "memory")):
                 if node not in numa:
                     raise NumasweepError(
                         f"{where}: no NUMA node {node} (the {role} node of a measured {quantity} cell); "
                         f"give --base the XML of the machine measured (nodes here: {sorted(numa)})")
-            ET.SubElement(attr, "memattr_value", target_obj_type="NUMANode",
-                          target_obj_gp_index=numa[mem].get("gp_index", ""),
-                          value=str(max(1, round(value * factor))),
-                          initiator_cpuset=numa[cpu].get("cpuset", ""))
-        added.append(attr)
-    if not added:
+            values[name].append((cpu, mem, max(1, round(value * factor))))
+    if not values:
         raise NumasweepError("no measured latency or bandwidth matrix to export: the results need the "
                              "latency or bandwidth benchmark with threads or ranks on single nodes")
-    # No XML comment to say where the numbers come from: hwloc's parsers stop at one.
-    root[at:at] = added
-    machine = next((c for c in root if c.tag == "object"), None)
-    if mark and machine is not None:
-        machine.insert(0, ET.Element("info", name="NumasweepDisturbed", value=mark))
-    ET.indent(root, space="  ")
-    return HEADER + ET.tostring(root, encoding="unicode") + "\n"
+    for old in [c for c in root if c.tag == "memattr" and c.get("name") in values]:
+        root.remove(old)
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = str(Path(tmp) / "topology.xml")
+        Path(xml).write_text(HEADER + ET.tostring(root, encoding="unicode") + "\n")
+        # hwloc-annotate names a NUMA node by its logical index; the matrices by the OS's.
+        logical = {int(os_index): index for index, os_index in
+                   re.findall(r"logical index = (\d+)\n os index = (\d+)", hwloc("hwloc-info", "--input", xml,
+                                                                                   "NUMANode:all"))}
+        for name, cells in values.items():
+            for cpu, mem, value in cells:
+                hwloc("hwloc-annotate", xml, xml, f"NUMANode:{logical[mem]}", "memattr", name,
+                      numa[cpu].get("cpuset", ""), str(value))
+        if mark:
+            # No XML comment to say where the numbers come from: hwloc's parsers stop at one.
+            hwloc("hwloc-annotate", "--ri", xml, xml, "root", "info", "NumasweepDisturbed", mark)
+        return Path(xml).read_text()
 
 
 def read_base(path: str) -> str:
@@ -126,7 +133,8 @@ def main(argv: list[str]) -> int:
                          "machine measured (the workflow's hwloc_topology rule)")
     ap.add_argument("-o", "--output", required=True, help="hwloc XML to write")
     ap.add_argument("--force", action="store_true",
-                    help="export series measured while disturbed too (the XML then says so in a comment)")
+                    help="export series measured while disturbed too (the machine object's NumasweepDisturbed "
+                         "info then says so)")
     args = ap.parse_args(argv)
     if args.lstopo:
         atomic_write_text(args.output, machine_xml())
