@@ -683,6 +683,7 @@ def _mix_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
     return rows
 
 
+# The rows of each registered benchmark (tests/unit/test_registry.py fails on one without).
 ROWS = {"latency": _latency_rows, "bandwidth": _bandwidth_rows, "copy": _copy_rows, "gpu_xfer": _gpu_rows,
         "loaded_latency": _loaded_rows, "c2c": _c2c_rows, "mix_bandwidth": _mix_rows}
 
