@@ -23,8 +23,10 @@ from typing import Callable
 import pytest
 import yaml
 
+from helpers.kernels import CPU_KERNELS, assert_covers
 from helpers.workflow import copy_repo
 from numasweep.__main__ import main
+from numasweep.core.registry import all_benches
 
 REPO = Path(__file__).resolve().parents[2]
 LUMI = REPO / "config" / "arch" / "lumi-g.yaml"
@@ -56,6 +58,9 @@ def case(category: str, name: str, argv, *says: str, rc: int = 2, keep=None, che
 
 
 # ------------------------------------------------------------------ config
+NO_SWEEPS = {b: {"sweeps": []} for b in all_benches()}  # every benchmark's section, nothing to run
+
+
 def _grid(config: dict | str) -> Callable[[Path], list[str]]:
     def argv(tmp: Path) -> list[str]:
         path = tmp / "bad.yaml"
@@ -73,7 +78,7 @@ CONFIGS = {
     "domain not in arch": ({"latency": {"sweeps": [{"domains": [[0, 9]]}]}}, "node 9"),
     "too many ranks": ({"latency": {"sweeps": [{"domains": [[0]], "ranks_per_domain": [99]}]}}, "latency.sweeps[0]"),
     "too many threads": ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [999]}]}}, "999 threads"),
-    "empty sweep": ({b: {"sweeps": []} for b in ("latency", "bandwidth", "copy", "gpu_xfer")}, "the sweep is empty"),
+    "empty sweep": (NO_SWEEPS, "the sweep is empty"),
     "sweeps not a list": ({"latency": {"sweeps": 3}}, "latency.sweeps"),
     "mode unknown": ({"latency": {"sweeps": [{"domains": [[0]], "mode": ["sideways"]}]}}, "mode"),
     "strategy unknown": ({"latency": {"sweeps": [{"domains": [[0]], "strategy": ["random"]}]}}, "strategy"),
@@ -199,8 +204,7 @@ PLAN_WARNINGS = {
                                             "mix_bandwidth.sweeps[0].memory: node:1 is ignored with matrix: true"),
 }
 for _name, (_config, *_says) in PLAN_WARNINGS.items():
-    case("config", _name, _grid({b: {"sweeps": []} for b in ("latency", "bandwidth", "copy", "gpu_xfer")} | _config),
-         "warning", *_says, rc=0)
+    case("config", _name, _grid(NO_SWEEPS | _config), "warning", *_says, rc=0)
 
 
 def _no_srun(tmp: Path) -> list[str]:
@@ -208,8 +212,7 @@ def _no_srun(tmp: Path) -> list[str]:
     (tmp / "bin").mkdir()
     (tmp / "bin" / "srun").write_text("#!/bin/sh\nexit 1\n")
     (tmp / "bin" / "srun").chmod(0o755)
-    argv = _grid({"launcher": "srun", "srun_mpi": "pmi9",
-                  **{b: {"sweeps": []} for b in ("bandwidth", "copy", "gpu_xfer")},
+    argv = _grid({"launcher": "srun", "srun_mpi": "pmi9", **NO_SWEEPS,
                   "latency": {"sweeps": [{"domains": [[0]], "sizes": "64K"}]}})(tmp)
     return ["env", f"PATH={tmp / 'bin'}:{os.environ['PATH']}"] + argv
 
@@ -389,6 +392,7 @@ KERNEL_OPTION_CASES = {
                            ("--cpu-nodes=200", "node 200 is not an online node"),
                            ("--matrix --local-memory", "--matrix chooses the CPUs by node")],
 }
+
 for _kernel, _bad in KERNEL_ARGS.items():
     for _arg in _bad:
         case("kernel CLI", f"{_kernel} {_arg}",
@@ -483,8 +487,6 @@ def _bad_job(bench: str, column: str, cell: str) -> Callable[[Path], list[str]]:
         return PY + ["aggregate", "--bench", bench, "-o", str(tmp / f"{bench}.csv"), str(job)]
     return argv
 
-
-from numasweep.core.registry import all_benches  # noqa: E402
 
 BENCHES = all_benches()
 
@@ -851,6 +853,10 @@ def test_catalogue_table_is_current() -> None:
     table = (REPO / "docs" / "catalogue.md").read_text()
     for item in CASES:
         assert f"| {item.category} | {item.name} |" in table, f"docs/catalogue.md lacks: {item.name}"
+
+
+def test_every_cpu_kernel_has_kernel_cli_cases() -> None:
+    assert_covers(KERNEL_ARGS, CPU_KERNELS, "test_catalogue.py's KERNEL_ARGS")
 
 
 def table() -> str:

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from numasweep.core import registry
+
 REPO = Path(__file__).resolve().parents[2]
+
+# The kernels `make -C kernels cpu` builds: one per benchmark whose jobs drive no GPU.
+CPU_KERNELS = tuple(b.kernel for b in registry.all_benches().values() if not b.gpus)
 
 # Open MPI refuses root without these; the test machine runs as root.
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -32,6 +37,14 @@ def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         reader = csv.DictReader(f)
         rows = list(reader)
         return list(reader.fieldnames or []), rows
+
+
+def assert_covers(data, names, where: str) -> None:
+    """What a test keeps per benchmark or per kernel (commands, rows, arguments) has an entry for
+    each of `names` (the registry's): a new benchmark fails here, saying what to add, rather than
+    being left out of the test without a word."""
+    missing = [name for name in names if name not in data]
+    assert not missing, f"{where} has no entry for {', '.join(missing)}: add one for each"
 
 
 def contract_columns(kernel: str) -> list[str]:

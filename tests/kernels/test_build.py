@@ -6,9 +6,7 @@ import re
 
 import pytest
 
-from helpers.kernels import REPO, run, run_ok
-
-CPU_KERNELS = ("numa_latency", "numa_bandwidth", "numa_copy", "numa_loaded_latency", "numa_c2c", "numa_mix_bandwidth")
+from helpers.kernels import CPU_KERNELS, REPO, run, run_ok
 
 
 @pytest.mark.slow

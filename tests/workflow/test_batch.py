@@ -27,13 +27,13 @@ import yaml
 
 from numasweep.planning import grid
 from numasweep.running import runjob
-from numasweep.core import topology
+from numasweep.core import registry, topology
 from test_runner import SLOW, WRITE, _children_groups, _env, _group_members  # run-job's test helpers
 from helpers.workflow import TEST_CONFIGS, copy_repo, job_counts, snakemake
 
 REPO = Path(__file__).resolve().parents[2]
 
-BENCH_RULES = ("latency", "bandwidth", "copy", "gpu_xfer")
+BENCH_RULES = registry.names()  # a benchmark's name is its Snakemake rule
 
 
 def _plan(campaign: str, sets: list[str] = ()):

@@ -19,14 +19,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from numasweep.core import system_state
+from numasweep.core import registry, system_state
 from numasweep.reporting import hwloc_export
 from numasweep.results import aggregate, matrices
 from helpers.workflow import TEST_CONFIGS, copy_repo, job_counts, planned_jobs, snakemake, snakemake_env
 
 REPO = Path(__file__).resolve().parents[2]
 
-BENCH_RULES = ("latency", "bandwidth", "copy", "gpu_xfer")
+BENCH_RULES = registry.names()  # a benchmark's name is its Snakemake rule
 
 # Each campaign's grid as the seeds designed it (config/README.md explains the arithmetic).
 CAMPAIGNS = {
@@ -535,7 +535,7 @@ def test_no_other_job_runs_beside_a_benchmark(swept: Path) -> None:
     """Under the local profile every job takes the benchmark slot: no build, aggregate or report
     job overlaps a benchmark job in time (nor two benchmarks each other)."""
     jobs = _job_intervals(swept)
-    benches = [j for j in jobs if j[0] in ("latency", "bandwidth", "copy", "gpu_xfer")]
+    benches = [j for j in jobs if j[0] in BENCH_RULES]
     assert len(benches) == 4 and len(jobs) > len(benches), jobs
     for bench in benches:
         for other in jobs:
