@@ -102,6 +102,13 @@ typedef struct {
     ns_common_options common;
 } options;
 
+/* Whether kernel k runs with stores st: both asked for, and the read kernel, which stores
+ * nothing, with the regular stores only. */
+static int kernel_runs(const options *o, int k, int st)
+{
+    return o->stores[st] && o->kernels[k] && (k != K_READ || st == S_REGULAR);
+}
+
 enum { OPT_ARRAY_SIZE = NS_OPT_KERNEL, OPT_NTIMES, OPT_KERNELS, OPT_PATTERN, OPT_STRIDE, OPT_THREADS, OPT_SEED, OPT_STORES, OPT_VARIANT };
 
 static const struct option long_options[] = {
@@ -140,7 +147,6 @@ static void usage(void)
            ns_common_help());
 }
 
-/* "a,b" -> flags for each name found; ends the program on an unknown name. */
 /* STREAM's rule: each array at least 4x the last-level caches together (rounded up to MiB, at
  * least 64 MiB), so that no kernel runs from cache. Capped so that the three arrays take at most
  * half the free memory of the target nodes, with a warning: the figures may then include cache. */
@@ -165,6 +171,28 @@ static uint64_t default_array_bytes(const ns_common_options *common)
         bytes = cap;
     }
     return bytes;
+}
+
+/* --variant with shapes named (or all): those this CPU does not run are refused (all: left out),
+ * and each store kind asked for needs a shape with a form for it. */
+static void check_variants(options *o)
+{
+    for (int v = 0; v < NVARIANTS; v++) {
+        const char *why;
+        if (o->variants[v] && !variant_runs_here(v, &why)) {
+            if (o->variants[v] == 1)
+                ns_die("--variant=%s: %s: use --variant=auto or a shape it runs", variant_names[v], why);
+            o->variants[v] = 0; /* all: those it runs */
+        }
+    }
+    for (int st = 0; st < NSTORES; st++) {
+        int any = 0;
+        for (int v = 0; v < NVARIANTS; v++)
+            any |= o->variants[v] && variant_has_stores(v, st);
+        if (o->stores[st] && !any)
+            ns_die("--variant: loop has no form with non-temporal stores (the compiler picks the stores): "
+                   "give --stores=nt a shape too, e.g. --variant=loop,avx2");
+    }
 }
 
 static void parse(int argc, char **argv, options *o)
@@ -221,24 +249,8 @@ static void parse(int argc, char **argv, options *o)
     if (o->stores[S_NT])
         ns_die("--stores=nt: non-temporal stores are built for x86-64 only: use --stores=regular");
 #endif
-    if (!o->variant_auto) {
-        for (int v = 0; v < NVARIANTS; v++) {
-            const char *why;
-            if (o->variants[v] && !variant_runs_here(v, &why)) {
-                if (o->variants[v] == 1)
-                    ns_die("--variant=%s: %s: use --variant=auto or a shape it runs", variant_names[v], why);
-                o->variants[v] = 0; /* all: those it runs */
-            }
-        }
-        for (int st = 0; st < NSTORES; st++) {
-            int any = 0;
-            for (int v = 0; v < NVARIANTS; v++)
-                any |= o->variants[v] && variant_has_stores(v, st);
-            if (o->stores[st] && !any)
-                ns_die("--variant: loop has no form with non-temporal stores (the compiler picks the stores): "
-                       "give --stores=nt a shape too, e.g. --variant=loop,avx2");
-        }
-    }
+    if (!o->variant_auto)
+        check_variants(o);
     /* a --csv that cannot be written is the one error said, before the default size's warning */
     if (o->common.csv && !o->common.check_args)
         ns_csv_check_path(o->common.csv);
@@ -604,64 +616,96 @@ static int validate(const options *o, const arrays *A, int repetitions, double r
     return ok;
 }
 
-int main(int argc, char **argv)
+/* --version: provenance records this text: the shapes built, and which of them this CPU runs. */
+static void print_version(void)
 {
-    ns_set_program("numa_bandwidth");
-    options o;
-    parse(argc, argv, &o);
-    if (o.common.version && !o.common.help && !o.common.check_args) {
-        /* Provenance records this text: the shapes built, and which of them this CPU runs. */
-        ns_print_version(NS_BUILD_COMMIT, NS_BUILD_FLAGS);
-        printf("  code shapes:");
-        for (int v = 0; v < NVARIANTS; v++) {
-            const char *why;
-            int here = variant_runs_here(v, &why);
-            printf(" %s%s%s%s", variant_names[v], here ? "" : " (not here: ", why, here ? "" : ")");
-        }
-        printf("\n");
-        return 0;
+    ns_print_version(NS_BUILD_COMMIT, NS_BUILD_FLAGS);
+    printf("  code shapes:");
+    for (int v = 0; v < NVARIANTS; v++) {
+        const char *why;
+        int here = variant_runs_here(v, &why);
+        printf(" %s%s%s%s", variant_names[v], here ? "" : " (not here: ", why, here ? "" : ")");
     }
-    ns_common_info(&o.common, usage, NS_BUILD_COMMIT, NS_BUILD_FLAGS);
-    if (o.threads)
-        omp_set_num_threads(o.threads);
+    printf("\n");
+}
 
-    size_t n = o.array_bytes / sizeof(double);
+/* The arrays' starting values, written with the kernels' own schedule: the first touch, and
+ * again before each pattern. */
+static void fill_arrays(const arrays *A)
+{
+    double *a = A->a, *b = A->b, *c = A->c;
+    const size_t n = A->n;
+#pragma omp parallel for schedule(static)
+    for (size_t j = 0; j < n; j++) {
+        a[j] = 1.0;
+        b[j] = 2.0;
+        c[j] = 0.0;
+    }
+}
+
+/* The mappings behind the arrays. */
+typedef struct {
+    ns_buffer a, b, c, idx;
+} buffers;
+
+/* Maps the three arrays (and the random pattern's index array) with the pages and policy asked
+ * for, after checking the memory they need is free, and touches them. Returns the first touch's
+ * seconds. */
+static double set_up_arrays(const options *o, buffers *buf, arrays *A)
+{
+    size_t n = o->array_bytes / sizeof(double);
     size_t bytes = n * sizeof(double);
-    uint64_t need = 3 * (uint64_t)bytes + (o.patterns[P_RANDOM] ? n * sizeof(uint32_t) : 0);
-    ns_check_free_memory(&o.common.policy, o.common.pages, need);
-    ns_policy_apply_weights(&o.common.policy);
+    uint64_t need = 3 * (uint64_t)bytes + (o->patterns[P_RANDOM] ? n * sizeof(uint32_t) : 0);
+    ns_check_free_memory(&o->common.policy, o->common.pages, need);
+    ns_policy_apply_weights(&o->common.policy);
 
-    ns_buffer buf_a, buf_b, buf_c, buf_idx = {0};
-    ns_buffer_alloc(&buf_a, bytes, o.common.pages, &o.common.policy);
-    ns_buffer_alloc(&buf_b, bytes, o.common.pages, &o.common.policy);
-    ns_buffer_alloc(&buf_c, bytes, o.common.pages, &o.common.policy);
-    arrays A = {.a = buf_a.addr, .b = buf_b.addr, .c = buf_c.addr, .n = n, .stride = o.stride};
+    buf->idx = (ns_buffer){0};
+    ns_buffer_alloc(&buf->a, bytes, o->common.pages, &o->common.policy);
+    ns_buffer_alloc(&buf->b, bytes, o->common.pages, &o->common.policy);
+    ns_buffer_alloc(&buf->c, bytes, o->common.pages, &o->common.policy);
+    *A = (arrays){.a = buf->a.addr, .b = buf->b.addr, .c = buf->c.addr, .n = n, .stride = o->stride};
 
     /* First touch with the kernels' own schedule, so each thread's part lands where it runs.
      * Timed: on a large machine mapping the pages dominates the set-up and varies. */
     double touch0 = ns_seconds();
-#pragma omp parallel for schedule(static)
-    for (size_t j = 0; j < n; j++) {
-        A.a[j] = 1.0;
-        A.b[j] = 2.0;
-        A.c[j] = 0.0;
-    }
+    fill_arrays(A);
     double first_touch = ns_seconds() - touch0;
-    ns_buffer_check_thp(&buf_a);
-    ns_buffer_check_thp(&buf_b);
-    ns_buffer_check_thp(&buf_c);
-    if (o.patterns[P_RANDOM]) {
-        ns_buffer_alloc(&buf_idx, n * sizeof(uint32_t), o.common.pages, &o.common.policy);
-        A.idx = buf_idx.addr;
+    ns_buffer_check_thp(&buf->a);
+    ns_buffer_check_thp(&buf->b);
+    ns_buffer_check_thp(&buf->c);
+    if (o->patterns[P_RANDOM]) {
+        ns_buffer_alloc(&buf->idx, n * sizeof(uint32_t), o->common.pages, &o->common.policy);
+        A->idx = buf->idx.addr;
 #pragma omp parallel for schedule(static)
         for (size_t j = 0; j < n; j++)
-            A.idx[j] = 0;
+            A->idx[j] = 0;
         ns_rng rng;
-        ns_rng_seed(&rng, o.seed);
-        ns_random_order(A.idx, n, &rng);
+        ns_rng_seed(&rng, o->seed);
+        ns_random_order(A->idx, n, &rng);
     }
+    return first_touch;
+}
 
-    /* Where the threads run and where the pages are. */
+static void free_arrays(buffers *buf)
+{
+    ns_buffer_free(&buf->a);
+    ns_buffer_free(&buf->b);
+    ns_buffer_free(&buf->c);
+    ns_buffer_free(&buf->idx);
+}
+
+/* What the header and every CSV row say about the run: where the threads run, the policy the
+ * kernel reports for the arrays and where their pages are, the timer and the first touch. */
+typedef struct {
+    int nthreads;
+    char cpus[8192], cpu_nodes[1024], host[64], mem_nodes[1024], weights[1024], fractions[4096];
+    ns_observed_policy seen;
+    double resolution, first_touch;
+} run_info;
+
+/* The threads' distinct CPUs, ascending, and their nodes in that order. */
+static void find_threads(run_info *info)
+{
     int nthreads = omp_get_max_threads();
     int *thread_cpu = calloc((size_t)nthreads, sizeof *thread_cpu);
 #pragma omp parallel
@@ -670,207 +714,283 @@ int main(int argc, char **argv)
         nthreads = omp_get_num_threads();
         thread_cpu[omp_get_thread_num()] = ns_current_cpu();
     }
-    char cpus[8192], cpu_nodes[1024], host[64], mem_nodes[1024], weights[1024], fractions[4096];
-    {
-        /* Distinct CPUs of the threads, ascending, and their nodes in that order. */
-        qsort(thread_cpu, (size_t)nthreads, sizeof *thread_cpu, cmp_int);
-        int ncpu = 0, nodes[NS_MAX_NODES], nn = 0;
-        for (int i = 0; i < nthreads; i++)
-            if (!ncpu || thread_cpu[ncpu - 1] != thread_cpu[i])
-                thread_cpu[ncpu++] = thread_cpu[i];
-        ns_format_cpulist(thread_cpu, ncpu, cpus, sizeof cpus);
-        for (int i = 0; i < ncpu; i++) {
-            int node = ns_node_of_cpu(thread_cpu[i]), seen = 0;
-            for (int j = 0; j < nn; j++)
-                seen |= nodes[j] == node;
-            if (!seen && nn < NS_MAX_NODES)
-                nodes[nn++] = node;
-        }
-        ns_format_int_list(nodes, nn, cpu_nodes, sizeof cpu_nodes);
+    info->nthreads = nthreads;
+    qsort(thread_cpu, (size_t)nthreads, sizeof *thread_cpu, cmp_int);
+    int ncpu = 0, nodes[NS_MAX_NODES], nn = 0;
+    for (int i = 0; i < nthreads; i++)
+        if (!ncpu || thread_cpu[ncpu - 1] != thread_cpu[i])
+            thread_cpu[ncpu++] = thread_cpu[i];
+    ns_format_cpulist(thread_cpu, ncpu, info->cpus, sizeof info->cpus);
+    for (int i = 0; i < ncpu; i++) {
+        int node = ns_node_of_cpu(thread_cpu[i]), seen = 0;
+        for (int j = 0; j < nn; j++)
+            seen |= nodes[j] == node;
+        if (!seen && nn < NS_MAX_NODES)
+            nodes[nn++] = node;
     }
-    ns_hostname(host, sizeof host);
+    ns_format_int_list(nodes, nn, info->cpu_nodes, sizeof info->cpu_nodes);
+    free(thread_cpu);
+}
+
+/* Where the threads run and where the pages are. */
+static void find_run_info(const options *o, const arrays *A, double first_touch, run_info *info)
+{
+    find_threads(info);
+    ns_hostname(info->host, sizeof info->host);
     ns_placement placement;
     ns_placement_clear(&placement);
-    size_t page = ns_pages_bytes(o.common.pages);
-    ns_placement_query(&placement, A.a, bytes, page);
-    ns_placement_query(&placement, A.b, bytes, page);
-    ns_placement_query(&placement, A.c, bytes, page);
-    ns_placement_format(&placement, fractions, sizeof fractions);
-    ns_observed_policy seen;
-    ns_policy_observe(A.a, &seen);
-    ns_format_int_list(seen.nodes, seen.nnodes, mem_nodes, sizeof mem_nodes);
-    ns_format_int_list(seen.weights, seen.nweights, weights, sizeof weights);
+    size_t bytes = A->n * sizeof(double), page = ns_pages_bytes(o->common.pages);
+    ns_placement_query(&placement, A->a, bytes, page);
+    ns_placement_query(&placement, A->b, bytes, page);
+    ns_placement_query(&placement, A->c, bytes, page);
+    ns_placement_format(&placement, info->fractions, sizeof info->fractions);
+    ns_policy_observe(A->a, &info->seen);
+    ns_format_int_list(info->seen.nodes, info->seen.nnodes, info->mem_nodes, sizeof info->mem_nodes);
+    ns_format_int_list(info->seen.weights, info->seen.nweights, info->weights, sizeof info->weights);
+    info->resolution = ns_timer_resolution();
+    info->first_touch = first_touch;
+}
 
-    double resolution = ns_timer_resolution();
-    /* The shapes this CPU runs; with --variant=auto, the fastest of them per kernel and stores on
-     * these arrays (sequential pattern). */
+/* The shapes this CPU runs; with --variant=auto, the fastest of them per kernel and stores on
+ * these arrays (sequential pattern), and every shape's calibration rate in MB/s (0 where not
+ * timed). */
+typedef struct {
     int runs_here[NVARIANTS];
+    int calibrated;
+    int chosen[NSTORES][NKERNELS];
+    double rate[NSTORES][NKERNELS][NVARIANTS];
+} shapes;
+
+static void find_shapes(const options *o, arrays *A, shapes *sh)
+{
     for (int v = 0; v < NVARIANTS; v++) {
         const char *why;
-        runs_here[v] = variant_runs_here(v, &why);
+        sh->runs_here[v] = variant_runs_here(v, &why);
     }
-    int chosen[NSTORES][NKERNELS];
-    double calibration[NSTORES][NKERNELS][NVARIANTS];
-    int calibrated = o.variant_auto && o.patterns[P_SEQUENTIAL];
-    if (calibrated) {
-        A.pattern = P_SEQUENTIAL;
-        A.count = n;
-        for (int st = 0; st < NSTORES; st++)
-            for (int k = 0; k < NKERNELS; k++)
-                if (o.stores[st] && o.kernels[k] && (k != K_READ || st == S_REGULAR))
-                    chosen[st][k] = calibrate(&A, k, st, runs_here, calibration[st][k]);
-    }
-    if (!o.common.quiet) {
-        char size_text[32];
-        ns_format_size(bytes, size_text, sizeof size_text);
-        char shapes[256] = "";
-        for (int v = 0; v < NVARIANTS; v++)
-            if (o.variant_auto ? runs_here[v] : o.variants[v])
-                snprintf(shapes + strlen(shapes), sizeof shapes - strlen(shapes), "%s%s", *shapes ? " " : "",
-                         variant_names[v]);
-        printf("numa_bandwidth: STREAM kernels, %d threads on CPUs %s (nodes %s), OMP_PROC_BIND=%s OMP_PLACES=%s\n"
-               "  3 arrays of %s (%zu doubles) each, %d repetitions (first not counted), pages %s\n"
-               "  policy %s nodes %s%s%s, pages found on %s (move_pages, <= %d pages per array)\n"
-               "  bytes counted as STREAM does: copy/scale 16, add/triad 24, read/write 8 per element;\n"
-               "  no write-allocate traffic, no index array. Timer resolution %.0f ns. First touch %.3f s.\n"
-               "  stores: %s (nt = non-temporal); gcc's STREAM runs copy as memcpy,\n"
-               "  which streams above glibc's threshold: compare its copy with our nt copy there.\n"
-               "  code shapes (sequential pattern): %s: %s\n",
-               nthreads, cpus, cpu_nodes, getenv("OMP_PROC_BIND") ? getenv("OMP_PROC_BIND") : "unset",
-               getenv("OMP_PLACES") ? getenv("OMP_PLACES") : "unset", size_text, n, o.ntimes,
-               ns_pages_name(o.common.pages), seen.name, *mem_nodes ? mem_nodes : "-", *weights ? " weights " : "",
-               weights, fractions, NS_PLACEMENT_MAX_SAMPLES, resolution * 1e9, first_touch,
-               o.stores[S_REGULAR] && o.stores[S_NT] ? "regular and nt" : o.stores[S_NT] ? "nt" : "regular",
-               o.variant_auto ? "auto, calibrated among" : "asked for", shapes);
-        if (calibrated) {
-            printf("  calibration: best MB/s of %d run%s of each shape per kernel, the fastest chosen\n",
-                   CALIBRATION_ROUNDS, CALIBRATION_ROUNDS == 1 ? "" : "s");
-            for (int st = 0; st < NSTORES; st++)
-                for (int k = 0; k < NKERNELS; k++) {
-                    if (!o.stores[st] || !o.kernels[k] || (k == K_READ && st != S_REGULAR))
-                        continue;
-                    printf("    %-6s %-7s", kernel_names[k], store_names[st]);
-                    for (int v = 0; v < NVARIANTS; v++)
-                        if (calibration[st][k][v] > 0)
-                            printf(" %s %.0f", variant_names[v], calibration[st][k][v]);
-                    printf("  -> %s\n", variant_names[chosen[st][k]]);
-                }
-        }
-        printf("%-8s %-7s %-13s %-11s %8s %12s %10s %12s %12s %12s %s\n", "Kernel", "Stores", "Variant", "Pattern",
-               "Stride", "Best MB/s", "Bytes/elem", "Avg time", "Min time", "Max time", "Validation");
-        fflush(stdout);
-    }
+    sh->calibrated = o->variant_auto && o->patterns[P_SEQUENTIAL];
+    if (!sh->calibrated)
+        return;
+    A->pattern = P_SEQUENTIAL;
+    A->count = A->n;
+    for (int st = 0; st < NSTORES; st++)
+        for (int k = 0; k < NKERNELS; k++)
+            if (kernel_runs(o, k, st))
+                sh->chosen[st][k] = calibrate(A, k, st, sh->runs_here, sh->rate[st][k]);
+}
 
-    ns_text csv = {0};
-    ns_text_printf(&csv, "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,"
-                         "array_bytes,bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,"
-                         "host,stores,bytes_per_element,first_touch_s,timer_ticks,variant,on_cpu_pct\n");
-    /* A run: one store kind with one shape (V_AUTO: each kernel its calibrated shape), its own
-     * sequence of repetitions, as a separate STREAM run would be: with runs interleaved,
-     * non-temporal stores would meet the lines a regular kernel before them left in the cache. */
-    int run_stores[NSTORES * NVARIANTS], run_variant[NSTORES * NVARIANTS];
-    /* times[(t * NKERNELS + k) * (NSTORES * NVARIANTS) + r] */
-    double *times = malloc((size_t)o.ntimes * NKERNELS * NSTORES * NVARIANTS * sizeof *times);
-    /* least_on_cpu[r]: the least share of run r's counted repetitions' wall time (every kernel's)
-     * any thread ran on its CPU */
-    double least_on_cpu[NSTORES * NVARIANTS];
-    ns_oncpu_mark *marks = malloc((size_t)nthreads * sizeof *marks);
-    int nt_skipped = 0, variant_skipped = 0;
-    int failed = 0;
-    for (int p = 0; p < NPATTERNS; p++) {
-        if (!o.patterns[p])
-            continue;
-        /* Fresh values so each pattern's validation starts from the same state. */
-#pragma omp parallel for schedule(static)
-        for (size_t j = 0; j < n; j++) {
-            A.a[j] = 1.0;
-            A.b[j] = 2.0;
-            A.c[j] = 0.0;
-        }
-        A.pattern = p;
-        A.count = p == P_STRIDED ? (n + (size_t)o.stride - 1) / (size_t)o.stride : n;
-        /* The strided and random patterns run regular stores with the plain loop. */
-        int nruns = 0;
-        for (int st = 0; st < NSTORES; st++) {
-            if (!o.stores[st])
-                continue;
-            if (p != P_SEQUENTIAL) {
-                nt_skipped |= st == S_NT;
-                if (st == S_REGULAR) {
-                    for (int v = 0; v < NVARIANTS; v++)
-                        variant_skipped |= !o.variant_auto && v != V_LOOP && o.variants[v];
-                    run_stores[nruns] = st, run_variant[nruns++] = V_LOOP;
-                }
-                continue;
-            }
-            if (o.variant_auto) {
-                run_stores[nruns] = st, run_variant[nruns++] = V_AUTO;
-                continue;
-            }
-            for (int v = 0; v < NVARIANTS; v++)
-                if (o.variants[v] && variant_has_stores(v, st))
-                    run_stores[nruns] = st, run_variant[nruns++] = v;
-        }
-        double read_sum = 0, expected_read = 0;
-        for (int r = 0; r < nruns; r++) {
-            int st = run_stores[r];
-            least_on_cpu[r] = 1.0;
-            for (int t = 0; t < o.ntimes; t++) {
-                if (t == 1) /* the first repetition is not counted */
-                    ns_oncpu_team_begin(marks);
-                for (int k = 0; k < NKERNELS; k++) {
-                    if (!o.kernels[k] || (k == K_READ && st != S_REGULAR))
-                        continue;
-                    int v = run_variant[r] == V_AUTO ? chosen[st][k] : run_variant[r];
-                    if (k == K_READ)
-                        expected_read = A.a[p == P_RANDOM ? A.idx[0] : 0] * (double)A.count;
-                    times[(t * NKERNELS + k) * (NSTORES * NVARIANTS) + r] =
-                        run_kernel(&A, k, st, v, k == K_READ ? &read_sum : NULL);
-                }
-            }
-            ns_oncpu_team_least(marks, &least_on_cpu[r]);
-        }
-        int valid = validate(&o, &A, o.ntimes * nruns, read_sum, expected_read);
-        failed |= !valid;
-        long stride = p == P_SEQUENTIAL ? 1 : p == P_STRIDED ? o.stride : 0;
+static void print_calibration(const options *o, const shapes *sh)
+{
+    printf("  calibration: best MB/s of %d run%s of each shape per kernel, the fastest chosen\n", CALIBRATION_ROUNDS,
+           CALIBRATION_ROUNDS == 1 ? "" : "s");
+    for (int st = 0; st < NSTORES; st++)
         for (int k = 0; k < NKERNELS; k++) {
-          for (int r = 0; r < nruns; r++) {
-            int st = run_stores[r];
-            if (!o.kernels[k] || (k == K_READ && st != S_REGULAR))
+            if (!kernel_runs(o, k, st))
                 continue;
-            int v = run_variant[r] == V_AUTO ? chosen[st][k] : run_variant[r];
+            printf("    %-6s %-7s", kernel_names[k], store_names[st]);
+            for (int v = 0; v < NVARIANTS; v++)
+                if (sh->rate[st][k][v] > 0)
+                    printf(" %s %.0f", variant_names[v], sh->rate[st][k][v]);
+            printf("  -> %s\n", variant_names[sh->chosen[st][k]]);
+        }
+}
+
+/* What runs where and how it is counted, the calibration, and the table's column titles. */
+static void print_header(const options *o, const arrays *A, const run_info *info, const shapes *sh)
+{
+    char size_text[32];
+    ns_format_size(A->n * sizeof(double), size_text, sizeof size_text);
+    char names[256] = "";
+    for (int v = 0; v < NVARIANTS; v++)
+        if (o->variant_auto ? sh->runs_here[v] : o->variants[v])
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? " " : "",
+                     variant_names[v]);
+    printf("numa_bandwidth: STREAM kernels, %d threads on CPUs %s (nodes %s), OMP_PROC_BIND=%s OMP_PLACES=%s\n"
+           "  3 arrays of %s (%zu doubles) each, %d repetitions (first not counted), pages %s\n"
+           "  policy %s nodes %s%s%s, pages found on %s (move_pages, <= %d pages per array)\n"
+           "  bytes counted as STREAM does: copy/scale 16, add/triad 24, read/write 8 per element;\n"
+           "  no write-allocate traffic, no index array. Timer resolution %.0f ns. First touch %.3f s.\n"
+           "  stores: %s (nt = non-temporal); gcc's STREAM runs copy as memcpy,\n"
+           "  which streams above glibc's threshold: compare its copy with our nt copy there.\n"
+           "  code shapes (sequential pattern): %s: %s\n",
+           info->nthreads, info->cpus, info->cpu_nodes, getenv("OMP_PROC_BIND") ? getenv("OMP_PROC_BIND") : "unset",
+           getenv("OMP_PLACES") ? getenv("OMP_PLACES") : "unset", size_text, A->n, o->ntimes,
+           ns_pages_name(o->common.pages), info->seen.name, *info->mem_nodes ? info->mem_nodes : "-",
+           *info->weights ? " weights " : "", info->weights, info->fractions, NS_PLACEMENT_MAX_SAMPLES,
+           info->resolution * 1e9, info->first_touch,
+           o->stores[S_REGULAR] && o->stores[S_NT] ? "regular and nt" : o->stores[S_NT] ? "nt" : "regular",
+           o->variant_auto ? "auto, calibrated among" : "asked for", names);
+    if (sh->calibrated)
+        print_calibration(o, sh);
+    printf("%-8s %-7s %-13s %-11s %8s %12s %10s %12s %12s %12s %s\n", "Kernel", "Stores", "Variant", "Pattern",
+           "Stride", "Best MB/s", "Bytes/elem", "Avg time", "Min time", "Max time", "Validation");
+    fflush(stdout);
+}
+
+#define MAX_RUNS (NSTORES * NVARIANTS)
+
+/* The runs of one pattern. A run: one store kind with one shape (V_AUTO: each kernel its
+ * calibrated shape), its own sequence of repetitions, as a separate STREAM run would be: with
+ * runs interleaved, non-temporal stores would meet the lines a regular kernel before them left
+ * in the cache. */
+typedef struct {
+    int n;
+    int stores[MAX_RUNS], variant[MAX_RUNS];
+    /* least_on_cpu[r]: the least share of run r's counted repetitions' wall time (every
+     * kernel's) any thread ran on its CPU */
+    double least_on_cpu[MAX_RUNS];
+    double *times; /* times[(t * NKERNELS + k) * MAX_RUNS + r], see time_of */
+} runs;
+
+/* Repetition t's time of kernel k in run r. */
+static double *time_of(const runs *R, int t, int k, int r) { return &R->times[(t * NKERNELS + k) * MAX_RUNS + r]; }
+
+/* The shape kernel k runs in run r. */
+static int run_shape(const runs *R, const shapes *sh, int r, int k)
+{
+    return R->variant[r] == V_AUTO ? sh->chosen[R->stores[r]][k] : R->variant[r];
+}
+
+/* The runs of pattern p. The strided and random patterns run regular stores with the plain loop;
+ * *nt_skipped and *variant_skipped are set when that leaves out stores or shapes asked for. */
+static void plan_runs(const options *o, int p, runs *R, int *nt_skipped, int *variant_skipped)
+{
+    R->n = 0;
+    for (int st = 0; st < NSTORES; st++) {
+        if (!o->stores[st])
+            continue;
+        if (p != P_SEQUENTIAL) {
+            *nt_skipped |= st == S_NT;
+            if (st == S_REGULAR) {
+                for (int v = 0; v < NVARIANTS; v++)
+                    *variant_skipped |= !o->variant_auto && v != V_LOOP && o->variants[v];
+                R->stores[R->n] = st, R->variant[R->n++] = V_LOOP;
+            }
+            continue;
+        }
+        if (o->variant_auto) {
+            R->stores[R->n] = st, R->variant[R->n++] = V_AUTO;
+            continue;
+        }
+        for (int v = 0; v < NVARIANTS; v++)
+            if (o->variants[v] && variant_has_stores(v, st))
+                R->stores[R->n] = st, R->variant[R->n++] = v;
+    }
+}
+
+/* Every run's repetitions of the kernels, timed, with the least share of time on CPU; the read
+ * kernel's last sum and the value it must have in *read_sum and *expected_read. */
+static void measure_runs(const options *o, const arrays *A, const shapes *sh, runs *R, ns_oncpu_mark *marks,
+                         double *read_sum, double *expected_read)
+{
+    for (int r = 0; r < R->n; r++) {
+        int st = R->stores[r];
+        R->least_on_cpu[r] = 1.0;
+        for (int t = 0; t < o->ntimes; t++) {
+            if (t == 1) /* the first repetition is not counted */
+                ns_oncpu_team_begin(marks);
+            for (int k = 0; k < NKERNELS; k++) {
+                if (!kernel_runs(o, k, st))
+                    continue;
+                if (k == K_READ)
+                    *expected_read = A->a[A->pattern == P_RANDOM ? A->idx[0] : 0] * (double)A->count;
+                *time_of(R, t, k, r) = run_kernel(A, k, st, run_shape(R, sh, r, k), k == K_READ ? read_sum : NULL);
+            }
+        }
+        ns_oncpu_team_least(marks, &R->least_on_cpu[r]);
+    }
+}
+
+/* Each kernel's rows of one pattern, in the CSV and the table, with the warnings they call for. */
+static void report_rows(const options *o, const arrays *A, const run_info *info, const shapes *sh, const runs *R,
+                        int valid, ns_text *csv)
+{
+    int p = A->pattern;
+    long stride = p == P_SEQUENTIAL ? 1 : p == P_STRIDED ? o->stride : 0;
+    for (int k = 0; k < NKERNELS; k++) {
+        for (int r = 0; r < R->n; r++) {
+            int st = R->stores[r];
+            if (!kernel_runs(o, k, st))
+                continue;
+            int v = run_shape(R, sh, r, k);
             double best = INFINITY, worst = 0, total = 0;
-            for (int t = 1; t < o.ntimes; t++) {
-                double x = times[(t * NKERNELS + k) * (NSTORES * NVARIANTS) + r];
+            for (int t = 1; t < o->ntimes; t++) {
+                double x = *time_of(R, t, k, r);
                 best = x < best ? x : best;
                 worst = x > worst ? x : worst;
                 total += x;
             }
-            double avg = total / (o.ntimes - 1);
-            double moved = (double)kernel_words[k] * sizeof(double) * (double)A.count;
-            double on_cpu = least_on_cpu[r];
+            double avg = total / (o->ntimes - 1);
+            double moved = (double)kernel_words[k] * sizeof(double) * (double)A->count;
+            double on_cpu = R->least_on_cpu[r];
             if (on_cpu < NS_RETAKE_BELOW)
                 ns_warn("a thread ran only %.0f%% of the repetitions' time on its CPU in %s %s: its CPU is shared "
                         "with other work, the bandwidth is low", 100 * on_cpu, kernel_names[k], pattern_names[p]);
-            if (best < 20 * resolution)
+            if (best < 20 * info->resolution)
                 ns_warn("%s %s took %.0f ns, under 20 timer ticks: use a larger --array-size", kernel_names[k],
                         pattern_names[p], best * 1e9);
-            ns_text_printf(&csv,
+            ns_text_printf(csv,
                            "%s,%s,%ld,%d,\"%s\",\"%s\",%s,\"%s\",\"%s\",%s,%zu,%.0f,%.1f,%.1f,%.1f,%d,%s,\"%s\",%s,%s,%d,"
                            "%.4f,%.0f,%s,%.1f\n",
-                           kernel_names[k], pattern_names[p], stride, nthreads, cpus, cpu_nodes, seen.name, mem_nodes,
-                           weights, ns_pages_name(o.common.pages), bytes, moved, 1e-6 * moved / best,
-                           1e-6 * moved / avg, 1e-6 * moved / worst, o.ntimes, valid ? "pass" : "fail", fractions, host,
-                           store_names[st], kernel_words[k] * (int)sizeof(double), first_touch, best / resolution,
-                           variant_names[v], 100 * on_cpu);
-            if (!o.common.quiet) { /* flushed: a log redirected to a file shows each row as it ends */
+                           kernel_names[k], pattern_names[p], stride, info->nthreads, info->cpus, info->cpu_nodes,
+                           info->seen.name, info->mem_nodes, info->weights, ns_pages_name(o->common.pages),
+                           A->n * sizeof(double), moved, 1e-6 * moved / best, 1e-6 * moved / avg,
+                           1e-6 * moved / worst, o->ntimes, valid ? "pass" : "fail", info->fractions, info->host,
+                           store_names[st], kernel_words[k] * (int)sizeof(double), info->first_touch,
+                           best / info->resolution, variant_names[v], 100 * on_cpu);
+            if (!o->common.quiet) { /* flushed: a log redirected to a file shows each row as it ends */
                 printf("%-8s %-7s %-13s %-11s %8ld %12.1f %10d %12.6f %12.6f %12.6f %s\n", kernel_names[k],
                        store_names[st], variant_names[v], pattern_names[p], stride, 1e-6 * moved / best,
                        kernel_words[k] * (int)sizeof(double), avg, best, worst, valid ? "pass" : "FAIL");
                 fflush(stdout);
             }
-          }
         }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    ns_set_program("numa_bandwidth");
+    options o;
+    parse(argc, argv, &o);
+    if (o.common.version && !o.common.help && !o.common.check_args) {
+        print_version();
+        return 0;
+    }
+    ns_common_info(&o.common, usage, NS_BUILD_COMMIT, NS_BUILD_FLAGS);
+    if (o.threads)
+        omp_set_num_threads(o.threads);
+
+    buffers buf;
+    arrays A;
+    double first_touch = set_up_arrays(&o, &buf, &A);
+    run_info info;
+    find_run_info(&o, &A, first_touch, &info);
+    shapes sh;
+    find_shapes(&o, &A, &sh);
+    if (!o.common.quiet)
+        print_header(&o, &A, &info, &sh);
+
+    ns_text csv = {0};
+    ns_text_printf(&csv, "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,"
+                         "array_bytes,bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,"
+                         "host,stores,bytes_per_element,first_touch_s,timer_ticks,variant,on_cpu_pct\n");
+    runs R;
+    R.times = malloc((size_t)o.ntimes * NKERNELS * MAX_RUNS * sizeof *R.times);
+    ns_oncpu_mark *marks = malloc((size_t)info.nthreads * sizeof *marks);
+    int nt_skipped = 0, variant_skipped = 0;
+    int failed = 0;
+    for (int p = 0; p < NPATTERNS; p++) {
+        if (!o.patterns[p])
+            continue;
+        fill_arrays(&A); /* fresh values so each pattern's validation starts from the same state */
+        A.pattern = p;
+        A.count = p == P_STRIDED ? (A.n + (size_t)o.stride - 1) / (size_t)o.stride : A.n;
+        plan_runs(&o, p, &R, &nt_skipped, &variant_skipped);
+        double read_sum = 0, expected_read = 0;
+        measure_runs(&o, &A, &sh, &R, marks, &read_sum, &expected_read);
+        int valid = validate(&o, &A, o.ntimes * R.n, read_sum, expected_read);
+        failed |= !valid;
+        report_rows(&o, &A, &info, &sh, &R, valid, &csv);
         if (o.common.csv)
             ns_csv_write(o.common.csv, &csv); /* after every pattern: nothing measured is lost */
     }
@@ -882,13 +1002,9 @@ int main(int argc, char **argv)
     if (!o.common.quiet)
         printf("Validation: %s (final arrays vs. the kernels replayed on scalars, average relative error <= 1e-13)\n",
                failed ? "FAILED" : "passed");
-    free(times);
+    free(R.times);
     free(marks);
-    free(thread_cpu);
     ns_text_free(&csv);
-    ns_buffer_free(&buf_a);
-    ns_buffer_free(&buf_b);
-    ns_buffer_free(&buf_c);
-    ns_buffer_free(&buf_idx);
+    free_arrays(&buf);
     return failed ? 1 : 0;
 }

@@ -238,22 +238,23 @@ static void finalize_on_error(void) { MPI_Finalize(); }
 /* A failure of one rank mid-run: the others wait in a collective, so all must be stopped. */
 static void abort_on_error(void) { MPI_Abort(MPI_COMM_WORLD, NS_EXIT_USAGE); }
 
-static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_comm, result *r)
+/* Maps the buffer (the policy applied before first touch), touches it and links the random
+ * cycle, both timed, and starts *r with them, the host, the policy the kernel reports for the
+ * buffer and where its pages are. Returns the cycle's start. */
+static void *set_up_buffer(const options *o, int rank, uint64_t size, ns_buffer *buf, result *r)
 {
-    ns_buffer buf;
-    ns_buffer_alloc(&buf, size, o->common.pages, &o->common.policy);
-    size_t nslots = size / NS_CHASE_SLOT_BYTES;
+    ns_buffer_alloc(buf, size, o->common.pages, &o->common.policy);
     ns_rng rng;
     ns_rng_seed(&rng, o->seed * 0x100000001b3ull + (uint64_t)rank * 1000003u + size);
     double first_touch, cycle_build;
-    void *start = ns_chase_prepare(buf.addr, size, &rng, &first_touch, &cycle_build);
-    ns_buffer_check_thp(&buf);
+    void *start = ns_chase_prepare(buf->addr, size, &rng, &first_touch, &cycle_build);
+    ns_buffer_check_thp(buf);
 
     ns_placement placement;
     ns_placement_clear(&placement);
-    ns_placement_query(&placement, buf.addr, size, ns_pages_bytes(o->common.pages));
+    ns_placement_query(&placement, buf->addr, size, ns_pages_bytes(o->common.pages));
     ns_observed_policy seen;
-    ns_policy_observe(buf.addr, &seen);
+    ns_policy_observe(buf->addr, &seen);
 
     memset(r, 0, sizeof *r);
     r->rank = rank;
@@ -268,27 +269,92 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     int placed[NS_MAX_NODES];
     int nplaced = ns_placement_nodes(&placement, placed, NS_MAX_NODES);
     ns_format_int_list(placed, nplaced, r->placed_nodes, sizeof r->placed_nodes);
+    return start;
+}
 
-    /* Warm-up: up to one pass over the cycle (at most ~min-time), which also calibrates the
-     * load count of a sample. */
-    void *p = start;
-    double per_load = ns_chase_warm(&p, nslots, o->min_time);
+/* A rank's chase through one buffer while it takes its samples. */
+typedef struct {
+    void *p;               /* where the chase is */
+    double per_load;       /* seconds per load: from the warm-up, then from the last sample */
+    int retakes_left;      /* for the size, over every sample length tried */
+    MPI_Comm barrier_comm; /* the ranks measuring together; MPI_COMM_NULL when alone */
+} chase;
 
-    r->cpu = ns_current_cpu();
+/* --samples samples of sample_s seconds each, in ns per load into ns_per_load, their loads in
+ * r->loads and the samples taken again counted in r->retaken. Returns the least share of a
+ * sample's wall time the rank ran on its CPU. */
+static double take_samples(const options *o, chase *c, double sample_s, double *ns_per_load, result *r)
+{
+    void *p = c->p;
+    double least_on_cpu = 1.0;
+    r->loads = 0;
+    for (int s = 0; s < o->samples; s++) {
+        if (c->barrier_comm != MPI_COMM_NULL)
+            MPI_Barrier(c->barrier_comm);
+        uint64_t batch = (uint64_t)(sample_s / c->per_load / 4) + 16;
+        uint64_t loads = 0;
+        double cpu0 = ns_thread_cpu_seconds();
+        double t0 = ns_seconds(), elapsed;
+        do {
+            p = ns_chase(p, batch);
+            loads += batch;
+            elapsed = ns_seconds() - t0;
+        } while (elapsed < sample_s);
+        double on_cpu = (ns_thread_cpu_seconds() - cpu0) / elapsed;
+        /* A sample the rank was partly off its CPU for timed the other work too: it is taken
+         * again, up to as many times as there are samples. The rule looks at what the CPU did
+         * (CPU time against wall time), never at the latency measured. Ranks measuring at once
+         * retake together. */
+        int off = on_cpu < NS_RETAKE_BELOW && c->retakes_left > 0, any_off = off;
+        if (c->barrier_comm != MPI_COMM_NULL)
+            MPI_Allreduce(&off, &any_off, 1, MPI_INT, MPI_MAX, c->barrier_comm);
+        if (any_off) {
+            c->retakes_left--;
+            r->retaken++;
+            s--;
+            continue;
+        }
+        least_on_cpu = on_cpu < least_on_cpu ? on_cpu : least_on_cpu;
+        ns_per_load[s] = elapsed * 1e9 / (double)loads;
+        c->per_load = elapsed / (double)loads;
+        r->loads += loads;
+    }
+    c->p = p;
+    return least_on_cpu;
+}
+
+/* The warnings on the samples kept in r: their spread above the target, the rank off its CPU. */
+static void warn_about_samples(const result *r, double target, const char *tried_text, double least_on_cpu)
+{
+    int large = r->size_bytes >= ADAPT_FROM_BYTES;
+    char s[32];
+    ns_format_size(r->size_bytes, s, sizeof s);
+    if (target > 0 && r->spread_pct > target)
+        ns_warn("rank %d at %s: samples spread %.1f%% with %.2f s each, above the --spread%s target of %.1f%% "
+                "(load average %s): other work on this machine or its host; kept the quietest %s (the least "
+                "spread over the ranks measuring together) of those tried (this rank: %s); the median still stands",
+                r->rank, s, r->spread_pct, r->sample_s, large ? "" : "-small", target, load_average(),
+                large ? "sample length" : "set of samples", tried_text);
+    if (least_on_cpu < NS_RETAKE_BELOW)
+        ns_warn("rank %d ran only %.0f%% of a sample's time at %s, after taking %d samples again: its CPU is "
+                "shared with other work, latencies are inflated", r->rank, 100 * least_on_cpu, s, r->retaken);
+}
+
+/* The samples of r's size, taken again while their spread is above the target; the quietest set
+ * tried is kept in r. */
+static void take_quietest_samples(const options *o, chase *c, result *r)
+{
     double *ns_per_load = malloc((size_t)o->samples * sizeof *ns_per_load);
     if (!ns_per_load)
         ns_die("out of memory");
-    double least_on_cpu = 1.0;
-    double sample_s = o->min_time, spread;
+    double sample_s = o->min_time;
     /* From 256 MiB each try doubles the sample length up to --max-time; below, each try keeps
      * it, and there are as many tries as the doubling allows. */
-    int large = size >= ADAPT_FROM_BYTES;
+    int large = r->size_bytes >= ADAPT_FROM_BYTES;
     double target = large ? o->spread_pct : o->spread_small_pct;
     int adapt = target > 0, tries = 1;
     for (double s = o->min_time; 2 * s <= o->max_time; s *= 2)
         tries++;
-    r->retaken = 0;
-    int retakes_left = o->samples; /* for the size, over every sample length tried */
     /* The quietest sample length so far: its figures, its spread over all ranks (the one the
      * ranks decide on together, so they keep the same samples), and every length's in words. */
     struct {
@@ -298,45 +364,13 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     int tried = 0;
     char tried_text[MAX_TEXT] = "";
     for (;;) {
-        r->loads = 0;
-        least_on_cpu = 1.0;
-        for (int s = 0; s < o->samples; s++) {
-            if (barrier_comm != MPI_COMM_NULL)
-                MPI_Barrier(barrier_comm);
-            uint64_t batch = (uint64_t)(sample_s / per_load / 4) + 16;
-            uint64_t loads = 0;
-            double cpu0 = ns_thread_cpu_seconds();
-            double t0 = ns_seconds(), elapsed;
-            do {
-                p = ns_chase(p, batch);
-                loads += batch;
-                elapsed = ns_seconds() - t0;
-            } while (elapsed < sample_s);
-            double on_cpu = (ns_thread_cpu_seconds() - cpu0) / elapsed;
-            /* A sample the rank was partly off its CPU for timed the other work too: it is taken
-             * again, up to as many times as there are samples. The rule looks at what the CPU did
-             * (CPU time against wall time), never at the latency measured. Ranks measuring at once
-             * retake together. */
-            int off = on_cpu < NS_RETAKE_BELOW && retakes_left > 0, any_off = off;
-            if (barrier_comm != MPI_COMM_NULL)
-                MPI_Allreduce(&off, &any_off, 1, MPI_INT, MPI_MAX, barrier_comm);
-            if (any_off) {
-                retakes_left--;
-                r->retaken++;
-                s--;
-                continue;
-            }
-            least_on_cpu = on_cpu < least_on_cpu ? on_cpu : least_on_cpu;
-            ns_per_load[s] = elapsed * 1e9 / (double)loads;
-            per_load = elapsed / (double)loads;
-            r->loads += loads;
-        }
+        double least_on_cpu = take_samples(o, c, sample_s, ns_per_load, r);
         ns_summarize(ns_per_load, o->samples, &r->median_ns, &r->min_ns, &r->max_ns);
-        spread = 100 * (r->max_ns - r->min_ns) / r->median_ns;
+        double spread = 100 * (r->max_ns - r->min_ns) / r->median_ns;
         /* Ranks measuring at once take their samples together: they decide together. */
         double worst = spread;
-        if (barrier_comm != MPI_COMM_NULL)
-            MPI_Allreduce(&spread, &worst, 1, MPI_DOUBLE, MPI_MAX, barrier_comm);
+        if (c->barrier_comm != MPI_COMM_NULL)
+            MPI_Allreduce(&spread, &worst, 1, MPI_DOUBLE, MPI_MAX, c->barrier_comm);
         if (tried == 0 || worst < kept.worst) {
             kept.median_ns = r->median_ns, kept.min_ns = r->min_ns, kept.max_ns = r->max_ns;
             kept.sample_s = sample_s, kept.spread = spread, kept.worst = worst;
@@ -354,24 +388,23 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     r->loads = kept.loads;
     r->sample_s = kept.sample_s;
     r->spread_pct = kept.spread;
-    least_on_cpu = kept.least_on_cpu;
-    r->on_cpu_pct = 100 * least_on_cpu;
-    if (adapt && kept.spread > target) {
-        char s[32];
-        ns_format_size(size, s, sizeof s);
-        ns_warn("rank %d at %s: samples spread %.1f%% with %.2f s each, above the --spread%s target of %.1f%% "
-                "(load average %s): other work on this machine or its host; kept the quietest %s (the least "
-                "spread over the ranks measuring together) of those tried (this rank: %s); the median still stands",
-                rank, s, kept.spread, kept.sample_s, large ? "" : "-small", target, load_average(),
-                large ? "sample length" : "set of samples", tried_text);
-    }
-    if (least_on_cpu < NS_RETAKE_BELOW) {
-        char s[32];
-        ns_format_size(size, s, sizeof s);
-        ns_warn("rank %d ran only %.0f%% of a sample's time at %s, after taking %d samples again: its CPU is "
-                "shared with other work, latencies are inflated", rank, 100 * least_on_cpu, s, r->retaken);
-    }
-    chase_sink = p;
+    r->on_cpu_pct = 100 * kept.least_on_cpu;
+    free(ns_per_load);
+    warn_about_samples(r, target, tried_text, kept.least_on_cpu);
+}
+
+static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_comm, result *r)
+{
+    ns_buffer buf;
+    chase c = {.retakes_left = o->samples, .barrier_comm = barrier_comm};
+    c.p = set_up_buffer(o, rank, size, &buf, r);
+    /* Warm-up: up to one pass over the cycle (at most ~min-time), which also calibrates the
+     * load count of a sample. */
+    c.per_load = ns_chase_warm(&c.p, size / NS_CHASE_SLOT_BYTES, o->min_time);
+
+    r->cpu = ns_current_cpu();
+    take_quietest_samples(o, &c, r);
+    chase_sink = c.p;
     int cpu_after = ns_current_cpu();
     if (cpu_after != r->cpu) {
         char s[32];
@@ -382,7 +415,6 @@ static void measure(const options *o, int rank, uint64_t size, MPI_Comm barrier_
     r->samples = o->samples;
     r->cpu_node = ns_node_of_cpu(r->cpu);
     r->l3_group = ns_l3_group_of_cpu(r->cpu);
-    free(ns_per_load);
     ns_buffer_free(&buf);
 }
 
@@ -449,6 +481,64 @@ static void print_table(const options *o, const result *all, int ranks)
     printf(".\n");
 }
 
+/* Refuse before allocating anything: every rank checks its largest size (with the ranks of
+ * its host that hold buffers at the same time); the lowest failing rank explains. */
+static void refuse_without_memory(const options *o, int rank, int ranks, int local_ranks)
+{
+    uint64_t largest = 0;
+    for (size_t i = 0; i < o->nsizes; i++)
+        largest = o->sizes[i] > largest ? o->sizes[i] : largest;
+    int holders = o->serial ? 1 : local_ranks;
+    char what[96], want[32], msg[1024];
+    ns_format_size(largest, want, sizeof want);
+    if (holders > 1)
+        snprintf(what, sizeof what, "size %s for each of %d ranks on this host", want, holders);
+    else
+        snprintf(what, sizeof what, "size %s", want);
+    /* The chase's scratch space (4 bytes per 64-byte slot) is allocated alongside the buffer, on
+     * ordinary pages: it must not count against the reserved huge pages of --pages=2m|1g. */
+    int hugetlb = o->common.pages == NS_PAGES_2M || o->common.pages == NS_PAGES_1G;
+    uint64_t need = (largest + (hugetlb ? 0 : largest / 16)) * (uint64_t)holders;
+    int problem = ns_free_memory_problem(&o->common.policy, o->common.pages, need, what, msg, sizeof msg);
+    int failing = problem ? rank : ranks, first_failing;
+    MPI_Allreduce(&failing, &first_failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first_failing < ranks) {
+        ns_set_quiet_errors(rank != first_failing);
+        ns_die("rank %d: %s", first_failing, problem ? msg : "");
+    }
+    ns_set_quiet_errors(0);
+}
+
+/* What is measured and how, before the first size. */
+static void print_header(const options *o, int ranks)
+{
+    int nodes[NS_MAX_NODES];
+    int nnodes = ns_online_nodes(nodes, NS_MAX_NODES);
+    printf("numa_latency: pointer chase, one random cycle over %d-byte slots, dependent loads\n"
+           "  ranks %d (%s), samples %d of >= %.3g s each, pages %s, policy %s, seed %llu\n"
+           "  nodes online %d, timer resolution %.0f ns, placement from move_pages on <= %d pages per buffer\n",
+           NS_CHASE_SLOT_BYTES, ranks, o->serial ? "serial" : "concurrent", o->samples, o->min_time,
+           ns_pages_name(o->common.pages), ns_policy_kind_name(o->common.policy.kind),
+           (unsigned long long)o->seed, nnodes, ns_timer_resolution() * 1e9, NS_PLACEMENT_MAX_SAMPLES);
+    fflush(stdout);
+}
+
+/* One size on every rank: all at once, a barrier before each sample, or (--serial) one rank
+ * after another. */
+static void measure_size(const options *o, int rank, int ranks, uint64_t size, result *mine)
+{
+    if (o->serial) {
+        for (int turn = 0; turn < ranks; turn++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (turn == rank)
+                measure(o, rank, size, MPI_COMM_NULL, mine);
+        }
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        measure(o, rank, size, MPI_COMM_WORLD, mine);
+    }
+}
+
 int main(int argc, char **argv)
 {
     ns_set_program("numa_latency");
@@ -473,30 +563,7 @@ int main(int argc, char **argv)
     ns_set_quiet_errors(rank != 0);
     ns_set_exit_hook(finalize_on_error);
 
-    /* Refuse before allocating anything: every rank checks its largest size (with the ranks of
-     * its host that hold buffers at the same time); the lowest failing rank explains. */
-    uint64_t largest = 0;
-    for (size_t i = 0; i < o.nsizes; i++)
-        largest = o.sizes[i] > largest ? o.sizes[i] : largest;
-    int holders = o.serial ? 1 : local_ranks;
-    char what[96], want[32], msg[1024];
-    ns_format_size(largest, want, sizeof want);
-    if (holders > 1)
-        snprintf(what, sizeof what, "size %s for each of %d ranks on this host", want, holders);
-    else
-        snprintf(what, sizeof what, "size %s", want);
-    /* The chase's scratch space (4 bytes per 64-byte slot) is allocated alongside the buffer, on
-     * ordinary pages: it must not count against the reserved huge pages of --pages=2m|1g. */
-    int hugetlb = o.common.pages == NS_PAGES_2M || o.common.pages == NS_PAGES_1G;
-    uint64_t need = (largest + (hugetlb ? 0 : largest / 16)) * (uint64_t)holders;
-    int problem = ns_free_memory_problem(&o.common.policy, o.common.pages, need, what, msg, sizeof msg);
-    int failing = problem ? rank : ranks, first_failing;
-    MPI_Allreduce(&failing, &first_failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first_failing < ranks) {
-        ns_set_quiet_errors(rank != first_failing);
-        ns_die("rank %d: %s", first_failing, problem ? msg : "");
-    }
-    ns_set_quiet_errors(0);
+    refuse_without_memory(&o, rank, ranks, local_ranks);
     if (ranks > 1)
         ns_set_exit_hook(abort_on_error);
 
@@ -515,17 +582,8 @@ int main(int argc, char **argv)
                 rank, list);
     }
 
-    if (rank == 0 && !o.common.quiet) {
-        int nodes[NS_MAX_NODES];
-        int nnodes = ns_online_nodes(nodes, NS_MAX_NODES);
-        printf("numa_latency: pointer chase, one random cycle over %d-byte slots, dependent loads\n"
-               "  ranks %d (%s), samples %d of >= %.3g s each, pages %s, policy %s, seed %llu\n"
-               "  nodes online %d, timer resolution %.0f ns, placement from move_pages on <= %d pages per buffer\n",
-               NS_CHASE_SLOT_BYTES, ranks, o.serial ? "serial" : "concurrent", o.samples, o.min_time,
-               ns_pages_name(o.common.pages), ns_policy_kind_name(o.common.policy.kind),
-               (unsigned long long)o.seed, nnodes, ns_timer_resolution() * 1e9, NS_PLACEMENT_MAX_SAMPLES);
-        fflush(stdout);
-    }
+    if (rank == 0 && !o.common.quiet)
+        print_header(&o, ranks);
 
     double started = ns_seconds();
     result *all = rank == 0 ? calloc(o.nsizes * (size_t)ranks, sizeof *all) : NULL;
@@ -538,16 +596,7 @@ int main(int argc, char **argv)
                              "page_fractions,sample_s,spread_pct,first_touch_s,cycle_build_s,on_cpu_pct,retaken\n");
     for (size_t i = 0; i < o.nsizes; i++) {
         result mine;
-        if (o.serial) {
-            for (int turn = 0; turn < ranks; turn++) {
-                MPI_Barrier(MPI_COMM_WORLD);
-                if (turn == rank)
-                    measure(&o, rank, o.sizes[i], MPI_COMM_NULL, &mine);
-            }
-        } else {
-            MPI_Barrier(MPI_COMM_WORLD);
-            measure(&o, rank, o.sizes[i], MPI_COMM_WORLD, &mine);
-        }
+        measure_size(&o, rank, ranks, o.sizes[i], &mine);
         MPI_Gather(&mine, sizeof mine, MPI_BYTE, rank == 0 ? &all[i * (size_t)ranks] : NULL, sizeof mine, MPI_BYTE,
                    0, MPI_COMM_WORLD);
         if (rank == 0) {
