@@ -34,6 +34,7 @@
 #include "transfer.h"
 
 #include "numasweep.h"
+#include "ns_timing.h"
 
 namespace {
 
@@ -224,9 +225,14 @@ private:
 };
 
 // One measurement (a size, a direction) on all GPUs at once: measure(transfer, barrier) on one
-// thread per GPU. Rethrows the first failure of any GPU.
+// thread per GPU. Rethrows the first failure of any GPU. on_cpu[g]: lowered to the share of the
+// measurement's wall time GPU g's thread ran on its CPU (CPU time over wall time). The thread
+// copies pageable memory itself, and while pinned copies run it waits in the runtime, which spins
+// where there are more CPUs than GPU contexts (the runtimes' default scheduling): a share well
+// under 1 means other work had its CPU and the timings include that wait.
 template <typename Timing, typename Measure>
-std::vector<Timing> measure_all(std::vector<std::unique_ptr<GpuTransfer>> &transfers, int samples, Measure measure)
+std::vector<Timing> measure_all(std::vector<std::unique_ptr<GpuTransfer>> &transfers, int samples,
+                                std::vector<double> &on_cpu, Measure measure)
 {
     std::size_t n = transfers.size();
     std::vector<Timing> timings(n);
@@ -237,7 +243,11 @@ std::vector<Timing> measure_all(std::vector<std::unique_ptr<GpuTransfer>> &trans
         threads.emplace_back([&, g] {
             CountingBarrier counting(barrier);
             try {
+                double cpu0 = ns_thread_cpu_seconds(), t0 = ns_seconds();
                 timings[g] = measure(*transfers[g], counting);
+                double wall = ns_seconds() - t0;
+                if (wall > 0)
+                    on_cpu[g] = std::min(on_cpu[g], (ns_thread_cpu_seconds() - cpu0) / wall);
             } catch (...) {
                 failures[g] = std::current_exception();
                 counting.drain(samples);
@@ -253,11 +263,13 @@ std::vector<Timing> measure_all(std::vector<std::unique_ptr<GpuTransfer>> &trans
 }
 
 std::vector<TransferTiming> measure_direction(std::vector<std::unique_ptr<GpuTransfer>> &transfers,
-                                              Direction direction, const TransferPlan &plan)
+                                              Direction direction, const TransferPlan &plan,
+                                              std::vector<double> &on_cpu)
 {
-    return measure_all<TransferTiming>(transfers, plan.samples, [&](GpuTransfer &transfer, SampleBarrier &barrier) {
-        return transfer.measure(direction, plan, barrier);
-    });
+    return measure_all<TransferTiming>(transfers, plan.samples, on_cpu,
+                                       [&](GpuTransfer &transfer, SampleBarrier &barrier) {
+                                           return transfer.measure(direction, plan, barrier);
+                                       });
 }
 
 std::string format_list(const int *values, int count)
@@ -302,7 +314,8 @@ PolicyColumns describe_policy(const Options &options, const HostBuffer &buffer)
 
 const char csv_header[] =
     "ngpus,numa_nodes,numa_weight,access_size(bytes),read_latency(ms),read_bw(gib/s),write_latency(ms),"
-    "write_bw(gib/s),gpu,gpu_node,pinned,policy,page_fractions,host,bidir_read_bw(gib/s),bidir_write_bw(gib/s)\n";
+    "write_bw(gib/s),gpu,gpu_node,pinned,policy,page_fractions,host,bidir_read_bw(gib/s),bidir_write_bw(gib/s),"
+    "on_cpu_pct\n";
 
 std::string latency_ms(bool measured, const TransferTiming &timing)
 {
@@ -391,13 +404,14 @@ int main(int argc, char **argv)
             TransferPlan plan{size, options.iterations, options.samples};
             std::vector<TransferTiming> reads(gpus.size()), writes(gpus.size());
             std::vector<BidirectionalTiming> boths(gpus.size());
+            std::vector<double> on_cpu(gpus.size(), 1.0);
             if (options.read)
-                reads = measure_direction(transfers, Direction::read, plan);
+                reads = measure_direction(transfers, Direction::read, plan, on_cpu);
             if (options.write)
-                writes = measure_direction(transfers, Direction::write, plan);
+                writes = measure_direction(transfers, Direction::write, plan, on_cpu);
             if (options.both)
                 boths = measure_all<BidirectionalTiming>(
-                    transfers, plan.samples,
+                    transfers, plan.samples, on_cpu,
                     [&](GpuTransfer &transfer, SampleBarrier &barrier) { return transfer.measure_both(plan, barrier); });
             for (std::size_t g = 0; g < gpus.size(); ++g) {
                 std::string fractions = buffers[g]->page_fractions(size);
@@ -407,11 +421,11 @@ int main(int argc, char **argv)
                 std::string write_bw = bandwidth_gib_s(options.write, writes[g], size);
                 std::string both_read_bw = bandwidth_gib_s(options.both, boths[g].read, size);
                 std::string both_write_bw = bandwidth_gib_s(options.both, boths[g].write, size);
-                ns_text_printf(&csv, "%zu,%s,%s,%" PRIu64 ",%s,%s,%s,%s,%d,%d,%d,%s,%s,%s,%s,%s\n", gpus.size(),
+                ns_text_printf(&csv, "%zu,%s,%s,%" PRIu64 ",%s,%s,%s,%s,%d,%d,%d,%s,%s,%s,%s,%s,%.1f\n", gpus.size(),
                                quoted(policy.nodes).c_str(), quoted(policy.weights).c_str(), size, read_ms.c_str(),
                                read_bw.c_str(), write_ms.c_str(), write_bw.c_str(), gpus[g].id, gpus[g].node,
                                options.pinned ? 1 : 0, policy.policy.c_str(), quoted(fractions).c_str(), host,
-                               both_read_bw.c_str(), both_write_bw.c_str());
+                               both_read_bw.c_str(), both_write_bw.c_str(), 100 * on_cpu[g]);
                 if (!common.quiet) {
                     char size_text[32];
                     ns_format_size(size, size_text, sizeof size_text);

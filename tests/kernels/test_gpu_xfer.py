@@ -221,6 +221,8 @@ def test_real_gpu_output(gpu_xfer: Path, repo: Path, tmp_path: Path, pinned: str
             size = int(row["access_size(bytes)"])
             assert bandwidth == pytest.approx(size / (latency_ms / 1e3) / 2**30, rel=1e-3)
         assert fractions(row["page_fractions"])[0] == pytest.approx(1.0)
+        # CPU time over wall time of one thread: at most 100 (and the clocks' rounding)
+        assert 0 < float(row["on_cpu_pct"]) <= 101, row
 
 
 @needs_nvcc

@@ -716,7 +716,8 @@ BENCH = register(Bench(
          "one panel per direction, each GPU alone, the GPU's own node boxed."),
     ),
     metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
-    not_checked="gpu_xfer records no within-run spread, timer or first-touch columns to check",
+    not_checked=("gpu_xfer records no within-run spread, timer or first-touch columns to check; its "
+                 "threads' share of time on their CPUs (on_cpu_pct) goes into each job's quality verdict"),
     subjects={"Bandwidth": (("gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node",
                              "gpu_node_matrix"), ("gpu_bandwidth", "gpu_latency", "gpu_node_matrix"))},
     expand=expand,
