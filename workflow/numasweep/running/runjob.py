@@ -335,6 +335,12 @@ class Runner:
             width, where = widest(runs)
             if width <= target or len(runs) > cap:
                 break
+            if verdict.decide(runs[-1], None, os.cpu_count() or 1)[0] == "disturbed":
+                # this try is disturbed whatever follows: its retry measures again, so more runs
+                # of it would only lengthen the wait
+                print("numasweep: repeat_until: no more runs of this try: the last was measured while disturbed",
+                      file=log, flush=True)
+                break
             print(f"numasweep: repeat_until: run {len(runs) + 1} of at most {cap + 1}: the widest 95% interval "
                   f"is {half_width_words(width)} ({where}), the target ±{target:.1%}", file=log, flush=True)
         first = int(grid.get(REPETITION, 0)) * (cap + 1)
