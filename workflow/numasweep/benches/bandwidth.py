@@ -56,7 +56,7 @@ from numasweep.reporting.markdown import md_table, measured
 from numasweep.results import matrices, quality, series
 from numasweep.results.tables import as_label, as_text, node_lists, with_memory_node
 from numasweep.statistics import contrasts, fits, stats
-from numasweep.statistics.stats import Interval, Series
+from numasweep.statistics.stats import REPETITIONS_NOTE, Interval, Series, unit_interval
 
 KERNEL = "numa_bandwidth"
 # What names a series (after registry.COMMON_SERIES), and what tells the lines of one figure apart.
@@ -425,7 +425,6 @@ UNITS = (series.REPETITION,)
 BANDWIDTH = stats.Measure("mb_s", "min_mb_s", "best_mb_s", "ntimes", "threads")
 SPREAD = ("mb_s", "min_mb_s", "best_mb_s", "ntimes", series.REPETITION, "threads")
 WHERE = ("cpu_nodes", "mem_nodes", "memory", "cpu_node")   # where threads and memory are
-REPETITIONS_NOTE = "one repetition: run-to-run variation unseen"
 
 
 # ---------------------------------------------------------------- shared pieces
@@ -446,24 +445,6 @@ def _runs(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str], str]
             runs = runs.assign(cpus="")
             keys = rest
     return runs, keys, metric
-
-
-def unit_interval(d: np.ndarray, run_se: np.ndarray, what: str) -> tuple[Interval, float, float]:
-    """A log quantity measured once per repetition (NaN where one lacks it) as (interval, se,
-    dof): a t interval over repetitions, or with one repetition a normal interval from its
-    within-run spread, or no interval."""
-    ok = np.isfinite(d)
-    d, run_se = d[ok], run_se[ok]
-    if len(d) >= 2:
-        est, se, n = stats.unit_mean(d[:, None])
-        return (stats.t_interval(est, se, n - 1, method=f"t interval over {n} repetitions on the log {what} "
-                                                        f"({n - 1} df)"), se, n - 1)
-    if len(d) == 1 and np.isfinite(run_se[0]) and run_se[0] > 0:
-        return (stats.t_interval(float(d[0]), float(run_se[0]), math.inf,
-                                 method=f"normal interval on the log {what} from the within-run spread "
-                                        f"({REPETITIONS_NOTE})"), float(run_se[0]), math.inf)
-    return (Interval.unknown(math.exp(float(d[0])) if len(d) else math.nan,
-                             "noise unknown: one repetition without within-run spread"), math.nan, math.nan)
 
 
 def _over(s: Series, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
