@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 
 from numasweep.findings import analysis
-from numasweep.benches import bandwidth
+from numasweep.benches.bandwidth import findings as bw_findings
 from numasweep.core.topology import Topology
 from numasweep.benches import copy as copy_bench
 
@@ -135,8 +135,8 @@ def plant(rng: np.random.Generator, noise: float | None = None, flat: bool = Fal
 
 
 def findings(p: Planted) -> list:
-    return (bandwidth.bandwidth_saturation(p.bandwidth, p.topology)
-            + bandwidth.bandwidth_locality(p.bandwidth, p.topology)
+    return (bw_findings.bandwidth_saturation(p.bandwidth, p.topology)
+            + bw_findings.bandwidth_locality(p.bandwidth, p.topology)
             + copy_bench.copy_matrix(p.copy, p.topology))
 
 
@@ -181,7 +181,7 @@ def test_planted_saturation_is_claimed_with_its_plateau(planted):
         for f in found:
             n = f.numbers
             if f.id == "bandwidth_saturation" and n["policy"] == "bind":
-                assert n["claim"] and n["rise_low"] > 1 + bandwidth.MIN_EFFECT, f.summary
+                assert n["claim"] and n["rise_low"] > 1 + bw_findings.MIN_EFFECT, f.summary
                 assert n["plateau_mb_s_low"] <= n["plateau_mb_s"] <= n["plateau_mb_s_high"]
                 assert "interval" in f.summary
 
@@ -269,7 +269,7 @@ def test_series_with_other_array_sizes_stay_apart():
                       {"kernel": "triad", "threads": t, "cpu_nodes": "0", "mem_nodes": "0", "policy": "bind",
                        "array_bytes": size}, rep) for rep in range(3) for t in range(1, 13)]
         tables.append(pd.DataFrame(rows))
-    found = bandwidth.bandwidth_saturation(pd.concat(tables), None)
+    found = bw_findings.bandwidth_saturation(pd.concat(tables), None)
     assert sorted(f.numbers["saturation_threads"] for f in found) == [4, 8]
 
 
@@ -279,7 +279,7 @@ def test_a_sweeps_growing_cpu_list_is_one_series():
     rows = [_runs(rng, 20000.0 * min(t, 4) / 4, 0.01, 0.0,
                   {"kernel": "triad", "threads": t, "cpus": ",".join(map(str, range(t))), "cpu_nodes": "0",
                    "mem_nodes": "0", "policy": "bind"}, rep) for rep in range(3) for t in range(1, 9)]
-    (found,) = bandwidth.bandwidth_saturation(pd.DataFrame(rows), None)
+    (found,) = bw_findings.bandwidth_saturation(pd.DataFrame(rows), None)
     assert found.numbers["saturation_threads"] == 4 and found.numbers["claim"]
 
 
@@ -294,10 +294,10 @@ def _two_counts(rise: float, reps: int, seed: int) -> pd.DataFrame:
 def test_two_thread_counts_give_the_rise_with_its_interval_and_no_plateau(reps):
     """The default sweep's 1 and 2 threads: a planted 1.5x rise is claimed with an interval that
     holds it (t over repetitions, or the within-run spread with one), best and average."""
-    (found,) = bandwidth.bandwidth_saturation(_two_counts(1.5, reps, 7), None)
+    (found,) = bw_findings.bandwidth_saturation(_two_counts(1.5, reps, 7), None)
     n = found.numbers
     assert n["claim"] and n["thread_counts"] == 2 and n["saturation_threads"] is None
-    assert n["rise_low"] > 1 + bandwidth.MIN_EFFECT and covers(n, "rise", 1.5)
+    assert n["rise_low"] > 1 + bw_findings.MIN_EFFECT and covers(n, "rise", 1.5)
     assert n["average_rise_low"] is not None and covers(n, "average_rise", 1.5)
     assert ("repetitions" in n["rise_method"]) == (reps > 1)
     assert "plateau needs three or more thread counts" in found.summary
@@ -305,7 +305,7 @@ def test_two_thread_counts_give_the_rise_with_its_interval_and_no_plateau(reps):
 
 
 def test_two_thread_counts_without_a_rise_claim_nothing():
-    (found,) = bandwidth.bandwidth_saturation(_two_counts(1.0, 3, 8), None)
+    (found,) = bw_findings.bandwidth_saturation(_two_counts(1.0, 3, 8), None)
     assert not found.numbers["claim"] and not found.numbers["average_claim"]
     assert "no change is claimed" in found.summary and "plateau needs three" in found.summary
 

@@ -10,7 +10,7 @@ import pytest
 
 from numasweep.core import firmware
 from numasweep.core.topology import load_arch
-from numasweep.findings import weights
+from numasweep.benches.bandwidth import weights
 from numasweep.findings.analysis import analyse
 
 REPO = Path(__file__).resolve().parents[2]

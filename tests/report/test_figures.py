@@ -11,7 +11,8 @@ import pytest
 from helpers.synthetic import latency_frame, topology, write_results
 from numasweep.reporting import figures
 from numasweep.results import tables
-from numasweep.benches import bandwidth
+from numasweep.benches.bandwidth import figures as bw_figures
+from numasweep.benches.bandwidth import tables as bw_tables
 from numasweep.benches import copy as copy_bench
 from numasweep.benches.latency import figures as lat_figures
 from numasweep.benches.latency import tables as lat_tables
@@ -117,7 +118,7 @@ def test_bandwidth_without_kernel_name_still_plots(tmp_path: Path) -> None:
 
     df = bandwidth_frame()
     df["kernel"] = float("nan")
-    paths = bandwidth.plot_bandwidth_vs_threads(df, None, tmp_path)
+    paths = bw_figures.plot_bandwidth_vs_threads(df, None, tmp_path)
     assert [p.name for p in paths] == ["bandwidth_vs_threads--kernel-not-recorded.png",
                                        "bandwidth_vs_threads--kernel-not-recorded.svg"]
 
@@ -171,10 +172,10 @@ def test_bandwidth_lines_carry_a_band_down_to_the_slowest_iteration(tmp_path: Pa
     from helpers.synthetic import bandwidth_frame
 
     df = bandwidth_frame()
-    table = bandwidth.bandwidth_table(df)
+    table = bw_tables.bandwidth_table(df)
     assert (table["min_mb_s"] / table["best_mb_s"]).round(6).eq(0.9).all()
     for name, frame in (("with", df), ("without", df.drop(columns=["min_mb_s"]))):
-        paths = bandwidth.plot_bandwidth_vs_threads(frame, None, tmp_path / name)
+        paths = bw_figures.plot_bandwidth_vs_threads(frame, None, tmp_path / name)
         svgs = [p.read_text() for p in paths if p.suffix == ".svg"]
         assert svgs and all(("PolyCollection" in svg) == (name == "with") for svg in svgs), name
 

@@ -12,7 +12,7 @@ import re
 import pandas as pd
 import pytest
 
-from numasweep.benches import bandwidth
+from numasweep.benches.bandwidth import report as bw_report
 from numasweep.benches.latency import report as lat_report
 from numasweep.findings import analysis
 from numasweep.reporting import report
@@ -108,7 +108,7 @@ def test_bandwidth_headline_from_categorical_columns() -> None:
             for rep in range(2)
             for memory, mem, bw in (("node:0", "0", 1500.0), ("node:3", "3", 800.0), ("weighted:0,3@2,1", "0,3", 1100.0))]
     df = pd.DataFrame(rows).astype({c: "category" for c in ("kernel", "cpu_nodes", "memory", "mem_nodes", "policy")})
-    table = {row[0]: row[1:] for row in bandwidth.headline(df, None)}
+    table = {row[0]: row[1:] for row in bw_report.headline(df, None)}
     assert table["triad, best bandwidth, local memory"][0] == "1.5 GB/s at 1 thread"
     assert table["NUMA ratio, triad bandwidth threads on node 0, memory on node 3 / local, 1 thread"][0] == "0.53x"
     # memory spread over nodes is no NUMA ratio: the row says what it is, a ratio to local

@@ -17,7 +17,7 @@ from numasweep.core.topology import Topology
 from numasweep.reporting import figures, report
 from numasweep.__main__ import main
 from numasweep.core.units import size_words
-from numasweep.benches import bandwidth
+from numasweep.benches.bandwidth import report as bw_report
 from numasweep.benches.latency import report as lat_report
 from numasweep.benches.latency import tables as lat_tables
 
@@ -328,14 +328,14 @@ def test_bandwidth_section_states_the_bytes_each_kernel_counts() -> None:
     rows = [{"kernel": k, "threads": 1, "cpus": "0", "cpu_nodes": "0", "policy": "bind", "mem_nodes": "0",
              "best_mb_s": 1000.0, "stores": stores, "bytes_per_element": per}
             for k, per in (("copy", 16), ("triad", 24), ("read", 8)) for stores in ("regular", "nt")]
-    tables = bandwidth.bandwidth_raw_tables(pd.DataFrame(rows))
+    tables = bw_report.bandwidth_raw_tables(pd.DataFrame(rows))
     counted = [t for t in tables if t["title"].startswith("Bytes counted per element")]
     assert len(counted) == 1 and "write-allocate" in counted[0]["title"]
     lines = counted[0]["table"].splitlines()[2:]
     assert [ln.split("|")[1:4] for ln in lines] == [[" copy ", " 16 ", " nt, regular "],
                                                      [" triad ", " 24 ", " nt, regular "],
                                                      [" read ", " 8 ", " nt, regular "]]
-    assert not [t for t in bandwidth.bandwidth_raw_tables(pd.DataFrame(rows).drop(columns="bytes_per_element"))
+    assert not [t for t in bw_report.bandwidth_raw_tables(pd.DataFrame(rows).drop(columns="bytes_per_element"))
                 if t["title"].startswith("Bytes counted")]
 
 

@@ -14,7 +14,7 @@ from numasweep.core import registry
 from numasweep.findings import analysis
 from numasweep.reporting import figures, report
 from numasweep.results import series, tables
-from numasweep.benches import bandwidth
+from numasweep.benches.bandwidth import tables as bw_tables
 from numasweep.benches.latency import tables as lat_tables
 
 
@@ -116,7 +116,7 @@ def test_bandwidth_array_sizes_stay_apart(tmp_path):
     big["array_bytes"] = 256 * MiB
     big["best_mb_s"] *= 0.5
     text, findings, paths = render_bandwidth(tmp_path, [small, big])
-    table = bandwidth.bandwidth_table(pd.concat([small, big]))
+    table = bw_tables.bandwidth_table(pd.concat([small, big]))
     assert len(table) == len(small) + len(big)
     peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
     assert peaks == sorted([8000.0 * 3, 10000.0 * 3, 4000.0 * 3, 5000.0 * 3])
@@ -158,7 +158,7 @@ def test_bandwidth_store_variants_stay_apart_and_are_named(tmp_path):
     nt = bandwidth_frame().assign(stores="nt")
     nt["best_mb_s"] *= 1.4
     text, findings, paths = render_bandwidth(tmp_path, [regular, nt])
-    assert len(bandwidth.bandwidth_table(pd.concat([regular, nt]))) == len(regular) + len(nt)
+    assert len(bw_tables.bandwidth_table(pd.concat([regular, nt]))) == len(regular) + len(nt)
     peaks = sorted(f["numbers"]["peak_mb_s"] for f in findings["findings"] if f["id"] == "bandwidth_saturation")
     assert peaks == sorted(p * s for p in (8000.0 * 3, 10000.0 * 3) for s in (1.0, 1.4))
     assert len([p for p in paths if p.name.startswith("bandwidth_vs_threads") and p.suffix == ".png"]) == 2

@@ -12,7 +12,7 @@ import pytest
 from numasweep.core.topology import Topology
 from numasweep.findings import analysis
 from numasweep.core.errors import NumasweepError
-from numasweep.benches import bandwidth
+from numasweep.benches.bandwidth import findings as bw_findings
 from numasweep.benches import copy as copy_bench
 from numasweep.benches import gpu_xfer
 from numasweep.benches.latency import findings as lat_findings
@@ -327,14 +327,14 @@ def bandwidth_frame(peak_threads: int, mem: int, scale: float, reps: int = 3) ->
 
 def test_bandwidth_saturation_and_ratio() -> None:
     df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 0.5)])
-    sat = bandwidth.bandwidth_saturation(df, topo_two_nodes())
+    sat = bw_findings.bandwidth_saturation(df, topo_two_nodes())
     assert [f.numbers["saturation_threads"] for f in sat] == [3, 3]
     for f in sat:
         n = f.numbers
         assert n["claim"] and n["saturation_threads_low"] <= 3 <= n["saturation_threads_high"]
         assert n["plateau_mb_s_low"] < n["plateau_mb_s"] < n["plateau_mb_s_high"]
         assert "interval" in f.summary
-    (loc,) = bandwidth.bandwidth_locality(df, topo_two_nodes())
+    (loc,) = bw_findings.bandwidth_locality(df, topo_two_nodes())
     n = loc.numbers
     assert n["claim"] and n["ratio"] == pytest.approx(0.5, rel=0.02) and n["ratio_low"] < 0.5 < n["ratio_high"]
     assert (n["distance_local"], n["distance_remote"]) == (10, 20) and n["distance_order_agrees"] is True
@@ -343,16 +343,16 @@ def test_bandwidth_saturation_and_ratio() -> None:
 
 def test_bandwidth_alike_sides_claim_nothing() -> None:
     df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 1.02)])
-    (loc,) = bandwidth.bandwidth_locality(df, topo_two_nodes())
+    (loc,) = bw_findings.bandwidth_locality(df, topo_two_nodes())
     assert not loc.numbers["claim"] and loc.numbers["equivalent"] and "equivalent" in loc.summary
     one = bandwidth_frame(3, 0, 1.0, reps=1).drop(columns="repetition")
-    (sat,) = bandwidth.bandwidth_saturation(one, topo_two_nodes())
+    (sat,) = bw_findings.bandwidth_saturation(one, topo_two_nodes())
     assert not sat.numbers["claim"] and "noise unknown" in sat.summary
 
 
 def test_faster_remote_memory_contradicts_the_distances() -> None:
     df = pd.concat([bandwidth_frame(3, 0, 1.0), bandwidth_frame(3, 1, 1.3)])
-    found = bandwidth.bandwidth_locality(df, topo_two_nodes())
+    found = bw_findings.bandwidth_locality(df, topo_two_nodes())
     (order,) = [f for f in found if f.id == "bandwidth_ordering"]
     assert order.numbers["ratio_low"] > 1.1 and "contradicts the firmware distances" in order.summary
 
@@ -365,7 +365,7 @@ def test_best_weights(grid_memory: bool) -> None:
              **({"memory": f"weighted:0,1@{w}"} if grid_memory else {})}
             for i, (w, v) in enumerate((("1,1", 900.0), ("3,1", 1200.0), ("1,3", 700.0)))
             for t in (1, 2, 4) for r in range(3)]
-    (found,) = [f for f in bandwidth.bandwidth_locality(pd.DataFrame(rows), topo_two_nodes())
+    (found,) = [f for f in bw_findings.bandwidth_locality(pd.DataFrame(rows), topo_two_nodes())
                 if f.id == "bandwidth_weights"]
     n = found.numbers
     assert (n["best_weights"], n["worst_weights"]) == ("3,1", "1,3") and n["claim"]
@@ -468,8 +468,8 @@ def test_placement_flags_ranks_below_threshold() -> None:
 
 
 def test_absent_data_gives_nothing() -> None:
-    for fn in (*lat_findings.LATENCY_ANALYSES, bandwidth.bandwidth_saturation,
-               bandwidth.bandwidth_locality, copy_bench.copy_matrix, gpu_xfer.gpu_transfers):
+    for fn in (*lat_findings.LATENCY_ANALYSES, bw_findings.bandwidth_saturation,
+               bw_findings.bandwidth_locality, copy_bench.copy_matrix, gpu_xfer.gpu_transfers):
         assert fn(None, None) == [] and fn(pd.DataFrame(), None) == []
 
 

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from numasweep.benches import bandwidth
+from numasweep.benches.bandwidth import findings as bw_findings
+from numasweep.benches.bandwidth import report as bw_report
 from numasweep.core import peak, topology
 from numasweep.core.errors import NumasweepError
 
@@ -94,7 +95,7 @@ def table(rates_by_threads: dict[int, list[float]], mem: str = "0") -> pd.DataFr
 def test_the_best_bandwidth_as_a_fraction_of_the_peak_with_its_interval(tmp_path: Path) -> None:
     topo = topology.load_arch(arch(tmp_path, {"memory_peak": {"channels": 4, "mt_s": 3200}}))
     df = table({1: [10000, 10100, 9900], 4: [40000, 41000, 39000]})
-    f, = bandwidth.bandwidth_peak(df, topo)
+    f, = bw_findings.bandwidth_peak(df, topo)
     n = f.numbers
     assert n["claim"] and n["peak_gb_s"] == pytest.approx(102.4)
     best = math.exp(np.mean(np.log([40.0, 41.0, 39.0])))
@@ -103,14 +104,14 @@ def test_the_best_bandwidth_as_a_fraction_of_the_peak_with_its_interval(tmp_path
     assert "of the machine's theoretical peak of 102.4 GB/s (4 channels x 3200 MT/s x 8 bytes" in f.summary
     # memory on one of the two nodes: also against its even share
     assert n["share_gb_s"] == pytest.approx(51.2) and "1 of the 2 memory nodes" in f.summary
-    rows = bandwidth.headline(df, topo)
+    rows = bw_report.headline(df, topo)
     assert ["theoretical memory bandwidth, all channels", "102.4 GB/s",
             f"the best measured, {best:.1f} GB/s, is {best / 102.4:.2f}x of it"] in rows
 
 
 def test_an_unknown_peak_is_said_with_its_reason(tmp_path: Path) -> None:
     topo = topology.load_arch(arch(tmp_path, {}))
-    f, = bandwidth.bandwidth_peak(table({1: [10000, 10100]}), topo)
+    f, = bw_findings.bandwidth_peak(table({1: [10000, 10100]}), topo)
     assert not f.numbers["claim"] and "gives no memory_peak" in f.summary and "Give `memory_peak`" in f.summary
     assert ["theoretical memory bandwidth, all channels", "unknown", topo.memory_peak_unknown] in \
-        bandwidth.headline(table({1: [10000, 10100]}), topo)
+        bw_report.headline(table({1: [10000, 10100]}), topo)

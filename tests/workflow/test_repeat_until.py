@@ -22,6 +22,7 @@ import yaml
 
 from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake, snakemake_env
 from numasweep.benches import bandwidth
+from numasweep.benches.bandwidth import report as bw_report
 from numasweep.results import aggregate
 from numasweep.statistics import repeat, stats
 
@@ -89,7 +90,7 @@ def test_runs_that_disagree_go_on_to_the_cap_numbered_after_the_sweeps_repetitio
     table = aggregate.read_job(tmp_path / "bandwidth" / "j1.csv", "bandwidth")
     assert sorted(table["repetition"].astype(int).unique()) == [3, 4, 5]
     # the report's headline gives the point an interval over its three runs
-    (row, *_) = [r for r in bandwidth.headline(table, None) if r[0].startswith("triad")]
+    (row, *_) = [r for r in bw_report.headline(table, None) if r[0].startswith("triad")]
     assert "(3 runs)" in row[2], row
 
 

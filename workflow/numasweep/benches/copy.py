@@ -19,7 +19,6 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from numasweep.benches import bandwidth
 from numasweep.core.registry import Bench, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
@@ -29,7 +28,7 @@ from numasweep.reporting.figures import count_axis, heatmap, line_colours, new_f
 from numasweep.reporting.markdown import fmt_value, md_table, measured
 from numasweep.results import series
 from numasweep.results.tables import as_text
-from numasweep.statistics import stats
+from numasweep.statistics import contrasts, stats
 
 KERNEL = "numa_copy"
 # What names a series (after registry.COMMON_SERIES), and what tells the lines of one figure apart.
@@ -203,8 +202,8 @@ def copy_matrix(copy: pd.DataFrame | None, topology: Topology | None = None) -> 
                                    math.sqrt((inside["_se"] ** 2).sum()) / len(inside)))
         ratio = p = None
         if inside_cells.any() and (~inside_cells).any() and d:
-            ratio, se, dof = bandwidth.unit_interval(np.array(d), np.array(se_d), "ratio")
-            p = stats.excess_pvalue(math.log(ratio.estimate), se, dof, bandwidth.MIN_EFFECT)
+            ratio, se, dof = stats.unit_interval(np.array(d), np.array(se_d), "ratio")
+            p = stats.excess_pvalue(math.log(ratio.estimate), se, dof, contrasts.MIN_EFFECT)
         fits.append((key, g, cells, ratio, p))
     flags = stats.benjamini_hochberg([f[-1] if f[-1] is not None else math.nan for f in fits])
     findings = []
@@ -217,9 +216,9 @@ def copy_matrix(copy: pd.DataFrame | None, topology: Topology | None = None) -> 
         if ratio is not None:
             verdict = ("beyond the noise and the {f} floor" if claim else
                        "noise unknown: nothing claimed" if not np.isfinite(ratio.low) else
-                       "inside the {f} margin: equivalent" if np.isfinite(ratio.low) and 1 / (1 + bandwidth.MIN_EFFECT)
-                       <= ratio.low and ratio.high <= 1 + bandwidth.MIN_EFFECT else
-                       "not beyond the noise and the {f} floor: indistinguishable").format(f=f"{bandwidth.MIN_EFFECT * 100:.0f}%")
+                       "inside the {f} margin: equivalent" if np.isfinite(ratio.low) and 1 / (1 + contrasts.MIN_EFFECT)
+                       <= ratio.low and ratio.high <= 1 + contrasts.MIN_EFFECT else
+                       "not beyond the noise and the {f} floor: indistinguishable").format(f=f"{contrasts.MIN_EFFECT * 100:.0f}%")
             ratio_text = (f"; copies across nodes reach {ratio.text('{:.2f}x')} the bandwidth of copies within a node "
                           f"(geometric means over cells, {verdict}; within a node {local.median():.1f} GB/s, across "
                           f"nodes {cross.median():.1f} GB/s, medians)")
@@ -234,7 +233,7 @@ def copy_matrix(copy: pd.DataFrame | None, topology: Topology | None = None) -> 
             numbers={"claim": bool(claim), "config": name,
                      "fastest": {"src_node": fast[0], "dst_node": fast[1], "gb_s": cells[fast]},
                      "slowest": {"src_node": slow[0], "dst_node": slow[1], "gb_s": cells[slow]},
-                     **interval_numbers("cross_to_local", ratio), "p_value": p, "floor": bandwidth.MIN_EFFECT,
+                     **interval_numbers("cross_to_local", ratio), "p_value": p, "floor": contrasts.MIN_EFFECT,
                      "local_median_gb_s": local.median() if len(local) else None,
                      "cross_median_gb_s": cross.median() if len(cross) else None},
             evidence=[{**dict(zip(cell, i)), "gb_s": v} for i, v in cells.items()],

@@ -56,6 +56,7 @@ SHAMOS = 1.0483         # sigma = SHAMOS x median |x_i - x_j| for normal draws
 MAX_CELLS = 2_000_000   # pairwise differences (pairs x sizes) a series' noise lists; beyond, a sample
 LOO_CELLS = 1 << 22     # differences x replicates listed at once for the left-one-out noise
 DRAW_CELLS = 1 << 20    # bootstrap values drawn at once (`Series.draws`): 8 MiB a piece
+REPETITIONS_NOTE = "one repetition: run-to-run variation unseen"   # said of an interval from one run
 
 
 @dataclass(frozen=True)
@@ -441,6 +442,24 @@ def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
     if n < 2:
         return Interval.unknown(math.exp(est), "one unit: no interval")
     return t_interval(est, se, n - 1, level, f"t interval over {n} units' mean log ratio ({n - 1} df)")
+
+
+def unit_interval(d: np.ndarray, run_se: np.ndarray, what: str) -> tuple[Interval, float, float]:
+    """A log quantity measured once per repetition (NaN where one lacks it) as (interval, se,
+    dof): a t interval over repetitions, or with one repetition a normal interval from its
+    within-run spread, or no interval."""
+    ok = np.isfinite(d)
+    d, run_se = d[ok], run_se[ok]
+    if len(d) >= 2:
+        est, se, n = unit_mean(d[:, None])
+        return (t_interval(est, se, n - 1, method=f"t interval over {n} repetitions on the log {what} "
+                                                  f"({n - 1} df)"), se, n - 1)
+    if len(d) == 1 and np.isfinite(run_se[0]) and run_se[0] > 0:
+        return (t_interval(float(d[0]), float(run_se[0]), math.inf,
+                           method=f"normal interval on the log {what} from the within-run spread "
+                                  f"({REPETITIONS_NOTE})"), float(run_se[0]), math.inf)
+    return (Interval.unknown(math.exp(float(d[0])) if len(d) else math.nan,
+                             "noise unknown: one repetition without within-run spread"), math.nan, math.nan)
 
 
 # ---------------------------------------------------------------- replicates off their series

@@ -1,9 +1,5 @@
-"""STREAM-style bandwidth (`numa_bandwidth`): everything particular to this benchmark.
-
-The grid (CPU node, memory, threads, access pattern, repetitions), the plan-time checks (arrays
-against the memory they are placed on and against the last-level cache), the tables, figures and
-raw tables, the data-quality columns, and the findings, each ratio with its interval and each
-claim past a noise rule.
+"""Bandwidth findings, each ratio with its interval and each claim past a noise rule: the best
+bandwidth against the theoretical peak, saturation, locality, and weightings compared.
 
 The model is the latency one (`numasweep.statistics.stats`, docs/STATISTICS.md) with threads for sizes:
 - A *series* is every row sharing the bandwidth series identity (`numasweep.results.series`: kernel,
@@ -35,389 +31,19 @@ A finding's `numbers["claim"]` says whether it claims an effect.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import itertools
 import math
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import Bench, RunQuality, register
+from numasweep.benches.bandwidth.tables import bandwidth_points
 from numasweep.core.topology import Topology
-from numasweep.core.units import count_words, format_size, page_words, parse_cpulist
-from numasweep.findings import firmware, weights
+from numasweep.core.units import count_words, page_words, parse_cpulist
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers, method_words, size_text
-from numasweep.planning import checks, grid
-from numasweep.reporting.figures import count_axis, heatmap, line_colours, new_figure, save, titled
-from numasweep.reporting.markdown import md_table, measured
-from numasweep.results import matrices, quality, series
-from numasweep.results.tables import as_label, as_text, node_lists, with_memory_node
+from numasweep.results import series
 from numasweep.statistics import contrasts, fits, stats
-from numasweep.statistics.stats import Interval, Series
-
-KERNEL = "numa_bandwidth"
-# What names a series (after registry.COMMON_SERIES), and what tells the lines of one figure apart.
-# Only what the user configured: the CPU list follows from the thread count (the axis) and the
-# arrays' size is the kernel's own (one per sweep, which its label names), so neither splits a
-# thread sweep into single points.
-SERIES = ("kernel", "stores", "pattern", "stride", "page_size", "policy", "cpu_node", "cpu_nodes",
-                            "mem_nodes", "weights")
-WITHIN = ("host", "cpu_node", "cpu_nodes", "memory", "policy", "mem_nodes", "weights")
-
-
-# ---------------------------------------------------------------- grid and checks
-
-def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
-    sweeps = section["sweeps"]
-    for i, sw in enumerate(sweeps):
-        where = f"bandwidth.sweeps[{i}]"
-        grid.check_nodes(topo, sw["cpu_nodes"], f"{where}.cpu_nodes")
-        for m, spec in enumerate(sw["memory"]):
-            grid.check_memory(topo, spec, f"{where}.memory[{m}]")
-        array = (
-            []
-            if sw["array_size"] is None
-            else [f"--array-size={format_size(grid.one_size(sw['array_size'], where + '.array_size'))}"]
-        )
-        for node, memory, threads, pattern, rep in itertools.product(
-            sw["cpu_nodes"], sw["memory"], sw["threads"], sw["pattern"], range(sw["repetitions"])
-        ):
-            cpus = grid.cpus_on(topo, node, threads, f"{where}.threads")
-            pat = "" if pattern == "sequential" else f"-{pattern}"
-            # Compared: the thread counts and the weightings of one node set (the spec before '@').
-            node_set = grid.memory_word(memory.split("@")[0])
-            yield grid.Job(
-                bench="bandwidth",
-                id=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{grid.memory_word(memory)}-t{threads}{pat}-rep{rep}",
-                kernel=KERNEL,
-                grid={
-                    "label": sw["label"] or "",
-                    "cpu_node": node,
-                    "memory": memory,
-                    "repetition": rep,
-                },
-                kernel_args=tuple(
-                    [
-                        f"--kernels={','.join(sw['kernels'])}",
-                        f"--pattern={pattern}",
-                        f"--ntimes={sw['ntimes']}",
-                    ]
-                    + array
-                    + list(sw["extra_args"])
-                ),
-                threads=threads,
-                cpus=cpus,
-                memory=memory,
-                compared=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{node_set}{pat}-rep{rep}",
-            )
-
-
-LLC_FACTOR = checks.LLC_FACTOR
-
-
-def check(topo: Any, section: dict) -> list[str]:
-    """Three arrays that fit the memory they are placed on; a warning for arrays under
-    LLC_FACTOR x the last-level cache of their CPUs (the bandwidth is then partly the cache's)."""
-    warnings = []
-    for where, sw in checks.sweeps(section, "bandwidth"):
-        size = None if sw["array_size"] is None else checks.one_size(sw["array_size"])
-        if size is None:
-            continue
-        for spec in sw["memory"]:
-            checks.fit(topo, f"{where}.array_size", size, spec, sw["cpu_nodes"], buffers=3)
-        warnings += [w for w in (checks.under_cache(topo, where, size, node, "array_size")
-                                 for node in sw["cpu_nodes"]) if w]
-    return warnings
-
-
-# ---------------------------------------------------------------- tables
-
-def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median over repetitions of the best bandwidth (and of the slowest timed iteration,
-    `min_mb_s`, where recorded) per point of a series, with the memory node of each row."""
-    df = df.copy()
-    if "kernel" not in df:
-        df["kernel"] = "kernel not recorded"
-    df["kernel"] = as_label(df["kernel"]).replace("", "kernel not recorded")
-    out = series.point_table(df, "bandwidth", ["best_mb_s", "min_mb_s"], first=("page_fractions",))
-    return with_memory_node(out)
-
-
-def bandwidth_series_label(cpu_nodes: str, row: pd.Series) -> str:
-    """A line's name; lines of one figure differ in what it names (WITHIN)."""
-    mem = row["memory_node"]
-    if pd.isna(mem):
-        where = f"memory {row.get('policy', '')} {row.get('mem_nodes', '')}".strip()
-        text = f"CPUs on node {cpu_nodes}, {where}"
-    else:
-        kind = "local" if str(int(mem)) == cpu_nodes else "remote"
-        text = f"CPUs on node {cpu_nodes}, memory on node {int(mem)} ({kind})"
-    if str(row.get("weights", "")).strip():
-        text += f", weights {row['weights']}"
-    if str(row.get("host", "")).strip() and str(row.get("memory", "")).strip() not in ("", "local"):
-        text += f" [{row['memory']}]"
-    return text
-
-
-def bandwidth_variants(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """Per kernel, then per every other configuration column that varies (`numasweep.results.series`)."""
-    return series.configurations(table, "bandwidth", first="kernel")
-
-
-def bandwidth_lines(part: pd.DataFrame):
-    """(key, rows) per line of one bandwidth configuration: CPU and memory nodes, policy."""
-    cols = [c for c in WITHIN if c in part] + ["memory_node"]
-    return part.groupby(cols, sort=True, dropna=False)
-
-
-def bandwidth_points(bandwidth: pd.DataFrame | None, runs: bool = False) -> tuple[pd.DataFrame, str]:
-    """One row per point of a bandwidth series (thread count): `mb_s`, the median over
-    repetitions of `best_mb_s` (else `avg_mb_s`), and the name of that column. With runs=True, one
-    row per repetition of each point instead, keeping `repetition` ("" when the table has none)
-    and each run's spread (`min_mb_s`, `best_mb_s`, `ntimes`) for the statistics."""
-    if bandwidth is None or bandwidth.empty or "threads" not in bandwidth:
-        return pd.DataFrame(), ""
-    metric = next((c for c in ("best_mb_s", "avg_mb_s") if c in bandwidth and bandwidth[c].notna().any()), None)
-    if metric is None:
-        return pd.DataFrame(), ""
-    df = bandwidth.copy(deep=False)
-    for col in ("kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes"):
-        df[col] = as_text(df[col]) if col in df else ""
-    for col in ("cpu_nodes", "mem_nodes"):
-        df[col] = node_lists(df[col]) if col in df else ""
-    keys = ["kernel", "pattern", "stride", "policy", "weights", "page_size", "array_bytes", "cpu_nodes",
-            "mem_nodes"]
-    other = [c for c in series.series_columns(df, "bandwidth") if c not in keys]
-    if runs:
-        other.append(series.REPETITION)
-        df[series.REPETITION] = df[series.REPETITION] if series.REPETITION in df else ""
-    for col in other:
-        df[col] = as_text(df[col])
-    keys += other + ["threads"]
-    values = [metric] + ([c for c in ("min_mb_s", "best_mb_s", "ntimes") if c in df and c != metric] if runs else [])
-    for col in values:
-        df[col] = pd.to_numeric(df[col], errors="coerce")
-    out = df.groupby(keys, as_index=False)[values].median().rename(columns={metric: "mb_s"})
-    if runs and metric == "best_mb_s":
-        out["best_mb_s"] = out["mb_s"]
-    return out, metric
-
-
-def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
-    """Per kernel: threads down, one column per (CPU node, memory node), like the STREAM table."""
-    out = []
-    for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
-        part = part.copy()
-        part["series"] = [bandwidth_series_label(r["cpu_nodes"], r) for _, r in part.iterrows()]
-        wide = part.pivot_table(index="threads", columns="series", values="best_mb_s", aggfunc="median") / 1000
-        rows = [[int(t)] + [float(v) for v in row] for t, row in wide.iterrows()]
-        out.append({"title": f"Best bandwidth (GB/s, 10^9 bytes/s), {variant}",
-                    "table": md_table(["threads"] + list(wide.columns), rows)})
-    counted = byte_counting(bandwidth)
-    if counted:
-        out.append(counted)
-    return out
-
-
-def byte_counting(bandwidth: pd.DataFrame) -> dict | None:
-    """What each kernel's MB/s counts, from the kernel's own `bytes_per_element` column, stated
-    beside the figures as STREAM states it: every element loaded or stored once per iteration;
-    the write-allocate read that a regular store causes is not counted, so regular and
-    non-temporal stores of one kernel count the same bytes."""
-    if "bytes_per_element" not in bandwidth or "kernel" not in bandwidth:
-        return None
-    per = bandwidth.dropna(subset=["bytes_per_element"])
-    if per.empty:
-        return None
-    rows = []
-    for kernel, g in per.groupby("kernel", sort=False):
-        stores = sorted({str(v) for v in g["stores"].dropna()}) if "stores" in g else []
-        rows.append([kernel, int(pd.to_numeric(g["bytes_per_element"]).max()), ", ".join(stores)])
-    return {"title": "Bytes counted per element, as STREAM counts them (each load and store once; "
-                     "the write-allocate read of a regular store not counted)",
-            "table": md_table(["kernel", "bytes per element", "stores"], rows, right={1})}
-
-
-# ---------------------------------------------------------------- figures
-
-def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
-    paths: list[Path] = []
-    for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
-        if part["threads"].nunique() < 2:
-            continue
-        fig, (ax,) = new_figure()
-        lines = list(bandwidth_lines(part))
-        dashed = False
-        for colour, (_, rows) in zip(line_colours(len(lines)), lines):
-            rows = rows.sort_values("threads")
-            first = rows.iloc[0]
-            remote = not pd.isna(first["memory_node"]) and str(int(first["memory_node"])) != first["cpu_nodes"]
-            dashed |= remote
-            ax.plot(rows["threads"], rows["best_mb_s"] / 1000, marker="o", markersize=3,
-                    color=colour, linestyle="--" if remote else "-",
-                    label=bandwidth_series_label(first["cpu_nodes"], first))
-            if "min_mb_s" in rows and rows["min_mb_s"].notna().any():
-                ax.fill_between(rows["threads"], rows["min_mb_s"] / 1000, rows["best_mb_s"] / 1000, color=colour,
-                                alpha=0.15, linewidth=0)
-        ax.set_xlabel("threads")
-        count_axis(ax.xaxis)
-        ax.set_ylabel("bandwidth (GB/s, 10^9 bytes/s)")
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        ax.set_title(titled("Bandwidth vs threads", variant))
-        ax.legend(fontsize=7, loc="lower right", title="dashed: memory on another node" if dashed else None,
-                  title_fontsize=7)
-        paths += save(fig, figdir, "bandwidth", "bandwidth_vs_threads", variant)
-    return paths
-
-
-def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
-    paths: list[Path] = []
-    for variant, part in bandwidth_variants(bandwidth_table(bandwidth)):
-        part = part.dropna(subset=["memory_node"])
-        part = part[part["threads"] == part["threads"].max()] if len(part) else part
-        if part.empty:
-            continue
-        matrix = part.pivot_table(index="cpu_nodes", columns="memory_node", values="best_mb_s",
-                                  aggfunc="median") / 1000
-        if matrix.size < 2:
-            continue
-        fig, (ax,) = new_figure(width=6.5)
-        heatmap(ax, matrix, "bandwidth (GB/s)", ".1f", "CPU node", "memory node")
-        ax.set_title(titled(f"Bandwidth with {count_words(part['threads'].max(), 'thread')}", variant))
-        paths += save(fig, figdir, "bandwidth", "bandwidth_matrix", variant)
-    return paths
-
-
-def bandwidth_samples(bandwidth: pd.DataFrame) -> pd.DataFrame:
-    """MB/s by (CPU node, memory node), one row per job: threads on one node at the most threads
-    that node was measured with, the best of the job's STREAM kernels (what the memory can
-    deliver to that node)."""
-    table = with_memory_node(bandwidth).dropna(subset=["memory_node"])
-    table = table[table["cpu_nodes"].astype(str).str.fullmatch(r"\d+")]
-    if table.empty:
-        return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])
-    table = table.assign(cpu_node=table["cpu_nodes"].astype(str).astype(int),
-                         memory_node=table["memory_node"].astype(int),
-                         job=table["job_id"] if "job_id" in table else range(len(table)))
-    table = table[table["threads"] == table.groupby("cpu_node")["threads"].transform("max")]
-    best = table.groupby(["cpu_node", "memory_node", "job"], observed=True)["best_mb_s"].max()
-    return best.rename("value").reset_index()[["cpu_node", "memory_node", "value"]]
-
-
-def against_firmware(bandwidth: pd.DataFrame, topology: Topology | None = None) -> list[Finding]:
-    """The bandwidth matrix beside HMAT (numasweep.findings.firmware)."""
-    return firmware.firmware_findings(bandwidth_samples(bandwidth), topology, "bandwidth_mb_s", "bandwidth")
-
-
-def recommended_weights(bandwidth: pd.DataFrame, topology: Topology | None = None) -> list[Finding]:
-    """Weighted-interleave weights from the bandwidth matrix (numasweep.findings.weights)."""
-    return weights.weights_findings(matrices.matrix(bandwidth_samples(bandwidth)), topology, "bandwidth")
-
-
-# ---------------------------------------------------------------- data quality
-
-TIMER_TICKS_LIMIT = 20            # numa_bandwidth warns when its best repetition took fewer ticks
-
-
-def llc_of(topo: Topology | None, cpus: object) -> int:
-    """The last-level cache the CPUs of a bandwidth row run under (0: unknown)."""
-    if topo is None or cpus is None or pd.isna(cpus) or str(cpus).strip() == "":
-        return 0
-    try:
-        return topo.llc_bytes(parse_cpulist(str(cpus)))
-    except NumasweepError:
-        return 0
-
-
-def arrays_cell(smallest: float | None, llc: int) -> tuple[str, str | None]:
-    """A bandwidth series' smallest arrays against LLC_FACTOR x the last-level cache its CPUs run
-    under (STREAM's rule; the kernel's default): the table cell, and a sentence when under it."""
-    if smallest is None or not llc:
-        return "", None
-    smallest = int(smallest)
-    if smallest >= LLC_FACTOR * llc:
-        return f"{smallest / llc:.0f}x", None
-    return (f"{smallest / llc:.1f}x (under {LLC_FACTOR}x)",
-            f"arrays of {format_size(smallest)} are under {LLC_FACTOR}x the {format_size(llc)} "
-            "last-level cache of their CPUs, so part of the bandwidth may be the cache's; set a larger "
-            "array_size, or free memory where the kernel's default was used (it caps its arrays at "
-            "half the free memory, with a warning in the job's log)")
-
-
-def bandwidth_runs(df: pd.DataFrame, keys: list[str], topo: Topology | None):
-    """(series key, figures) per bandwidth series in key order, from one grouping of the table:
-    the store kinds, the code shapes the kernel ran (its `variant` column: the calibration's pick),
-    the largest first-touch time, the smallest arrays and the largest last-level cache of the CPUs
-    they ran on, the least timer ticks; None (stores, shapes: []) where none."""
-    index, codes = quality.groups(df, keys)
-    n = len(index)
-
-    def per_series(values: pd.Series, how: str) -> list:
-        got = values.groupby(codes).agg(how).reindex(range(n))
-        return [None if pd.isna(v) else float(v) for v in got]
-
-    def kinds(column: str) -> list[list[str]]:
-        found: list[list[str]] = [[] for _ in range(n)]
-        if column in df:
-            ok = df[column].notna().to_numpy()
-            pairs = pd.DataFrame({"g": codes[ok], "s": [str(v) for v in df[column][ok]]}).drop_duplicates()
-            for g, values in pairs.groupby("g")["s"]:
-                found[int(g)] = sorted(values)
-        return found
-
-    stores, shapes = kinds("stores"), kinds("variant")
-    first_touch = per_series(df["first_touch_s"], "max") if "first_touch_s" in df else [None] * n
-    ticks = per_series(df["timer_ticks"], "min") if "timer_ticks" in df else [None] * n
-    smallest, llc = [None] * n, [0] * n
-    if "array_bytes" in df and "cpus" in df:
-        smallest = per_series(pd.to_numeric(df["array_bytes"], errors="coerce"), "min")
-        llcs = pd.Series(series.per_value(df["cpus"], lambda c: llc_of(topo, c), dtype=np.int64))
-        llc = [int(v) for v in llcs.groupby(codes).max().reindex(range(n), fill_value=0)]
-    for i, key in enumerate(index):
-        yield quality.series_key(index, key), {"stores": stores[i], "shapes": shapes[i],
-                                               "first_touch_s": first_touch[i],
-                                 "arrays": arrays_cell(smallest[i], llc[i]), "timer_ticks": ticks[i]}
-
-
-def quality_row(name: str, g: dict) -> tuple[list, list]:
-    """One series' row of the data-quality table, and its flags."""
-    flags = []
-    cell, small = g["arrays"]
-    row = [name, ", ".join(g["stores"]), ", ".join(SHAPE_WORDS.get(v, v) for v in g["shapes"]), g["first_touch_s"], cell]
-    if small:
-        flags.append((f"Arrays under {LLC_FACTOR}x the last-level cache",
-                      -float(cell.split("x")[0]), small))
-    least = g["timer_ticks"]
-    row.append(None if least is None else int(least))   # a count: no decimals
-    if least is not None and least < TIMER_TICKS_LIMIT:
-        flags.append(("Timer", -least, f"the best repetition took only {least:.0f} ticks of the "
-                      f"timer (under {TIMER_TICKS_LIMIT}), too short to time well; use a larger "
-                      "array_size"))
-    return row, flags
-
-
-# The kernel's code shapes (its `variant` column, kernels/numa_bandwidth.c) in words.
-SHAPE_WORDS = {"loop": "plain loop", "scalar": "scalar code", "scalar-unroll": "scalar code, unrolled",
-               "avx2": "256-bit vectors", "avx2-unroll": "256-bit vectors, unrolled",
-               "avx512": "512-bit vectors", "avx512-unroll": "512-bit vectors, unrolled"}
-
-QUALITY = RunQuality(
-    columns=("stores", "variant", "first_touch_s", "timer_ticks"),
-    header=("series", "stores", "loop code the kernel ran", "first touch s (max)", "arrays / last-level cache",
-            "timer ticks (least)"),
-    runs=bandwidth_runs,
-    row=quality_row,
-    reduce=(None, "union", "union", "max", "least", "min"),
-    also=("array_bytes", "cpus"),
-    text=("stores", "variant"),
-)
-
-
-# ---------------------------------------------------------------- findings
+from numasweep.statistics.stats import REPETITIONS_NOTE, Interval, Series, unit_interval
 
 MIN_EFFECT = contrasts.MIN_EFFECT   # a bandwidth difference under 10 % is not claimed
 DRAWS = 400
@@ -425,7 +51,6 @@ UNITS = (series.REPETITION,)
 BANDWIDTH = stats.Measure("mb_s", "min_mb_s", "best_mb_s", "ntimes", "threads")
 SPREAD = ("mb_s", "min_mb_s", "best_mb_s", "ntimes", series.REPETITION, "threads")
 WHERE = ("cpu_nodes", "mem_nodes", "memory", "cpu_node")   # where threads and memory are
-REPETITIONS_NOTE = "one repetition: run-to-run variation unseen"
 
 
 # ---------------------------------------------------------------- shared pieces
@@ -447,23 +72,6 @@ def _runs(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str], str]
             keys = rest
     return runs, keys, metric
 
-
-def unit_interval(d: np.ndarray, run_se: np.ndarray, what: str) -> tuple[Interval, float, float]:
-    """A log quantity measured once per repetition (NaN where one lacks it) as (interval, se,
-    dof): a t interval over repetitions, or with one repetition a normal interval from its
-    within-run spread, or no interval."""
-    ok = np.isfinite(d)
-    d, run_se = d[ok], run_se[ok]
-    if len(d) >= 2:
-        est, se, n = stats.unit_mean(d[:, None])
-        return (stats.t_interval(est, se, n - 1, method=f"t interval over {n} repetitions on the log {what} "
-                                                        f"({n - 1} df)"), se, n - 1)
-    if len(d) == 1 and np.isfinite(run_se[0]) and run_se[0] > 0:
-        return (stats.t_interval(float(d[0]), float(run_se[0]), math.inf,
-                                 method=f"normal interval on the log {what} from the within-run spread "
-                                        f"({REPETITIONS_NOTE})"), float(run_se[0]), math.inf)
-    return (Interval.unknown(math.exp(float(d[0])) if len(d) else math.nan,
-                             "noise unknown: one repetition without within-run spread"), math.nan, math.nan)
 
 
 def _over(s: Series, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -838,9 +446,6 @@ def _weight_findings(found: dict, meta: dict, metric: str) -> list[Finding]:
     return findings
 
 
-# ---------------------------------------------------------------- copy
-
-
 # ---------------------------------------------------------------- the physical limit
 
 def best_run(bandwidth: pd.DataFrame | None) -> tuple[Interval, Any, int] | None:
@@ -873,7 +478,7 @@ def bandwidth_peak(bandwidth: pd.DataFrame | None, topology: Topology | None = N
         return []
     best, key, threads = found
     mem = str(key.get("mem_nodes", "") or "").strip()
-    where = (f"{key['kernel'] + ', ' if key.get('kernel') else ''}{_threads_word(threads)}, "
+    where = (f"{key['kernel'] + ', ' if key.get('kernel') else ''}{count_words(threads, 'thread')}, "
              f"threads on node {key['cpu_nodes']}, " + (f"memory on node {mem}" if mem else "their local memory"))
     best_text = best.text("{:.1f} GB/s")
     peak = topology.memory_peak
@@ -904,117 +509,3 @@ def bandwidth_peak(bandwidth: pd.DataFrame | None, topology: Topology | None = N
         numbers["share_gb_s"] = share
     return [Finding(id="bandwidth_peak", bench="bandwidth", title="Best bandwidth against the theoretical peak",
                     summary=text, numbers=numbers)]
-
-
-# ---------------------------------------------------------------- headline
-
-STREAM_ORDER = ("copy", "scale", "add", "triad")
-
-
-def _threads_word(n: int) -> str:
-    return f"{n} thread" if n == 1 else f"{n} threads"
-
-
-def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
-    """Best bandwidth per kernel and thread count, local memory, with its scaling from the fewest
-    to the most threads; remote / local at the most threads where remote memory was measured. GB/s
-    are 10^9 bytes/s, as STREAM counts them (the kernel's MB/s / 1000); one run per repetition."""
-    df = bandwidth.copy()
-    if df.empty:
-        return []
-    for column in ("pattern", "stores", "memory", "kernel", "cpu_node"):     # text, "" where not recorded
-        if column in df:
-            df[column] = df[column].astype(object).where(df[column].notna(), "").map(series.label)
-    for column, first in (("pattern", "sequential"), ("stores", "regular")):
-        if column in df and (df[column].astype(str) == first).any():
-            df = df[df[column].astype(str) == first]
-    if "cpu_node" in df:
-        df = df[df["cpu_node"].astype(str) == sorted(df["cpu_node"].astype(str).unique())[0]]
-    memory = df["memory"] if "memory" in df else pd.Series("", index=df.index)
-    cpu = df["cpu_node"] if "cpu_node" in df else (df["cpu_nodes"].map(series.label) if "cpu_nodes" in df
-                                                   else pd.Series("", index=df.index))
-    mem = df["mem_nodes"].map(series.label) if "mem_nodes" in df else pd.Series("", index=df.index)
-    memory, cpu, mem = (part.astype(object).astype(str) for part in (memory, cpu, mem))   # text, not categories
-    # local: said so, or memory on the threads' node; remote memory named by its node
-    memory = memory.where(~((mem == cpu) & (cpu != "")), "local").replace("", "local")
-    # spread memory (interleaved, weighted) keeps its spec, so that each weighting is its own row
-    spread = memory.str.startswith(("interleave", "weighted"))
-    memory = memory.where(memory == "local", "threads on node " + cpu + ", memory "
-                          + memory.where(spread, "on node " + mem).str.replace(":", " on nodes ").str.replace("@", ", weights "))
-    df["kernel"] = df["kernel"].replace("", "STREAM")
-    kernels = sorted(df["kernel"].astype(str).unique(),
-                     key=lambda k: (STREAM_ORDER.index(k) if k in STREAM_ORDER else len(STREAM_ORDER), k))
-    rows: list[list[str]] = []
-    for kernel in kernels:
-        mine = df[df["kernel"].astype(str) == kernel]
-        local = mine[memory[mine.index] == "local"]
-        if local.empty:
-            continue
-        est, texts, intervals = {}, {}, {}
-        for t, part in local.groupby("threads"):
-            est[int(t)], texts[int(t)], intervals[int(t)] = measured(part["best_mb_s"] / 1000, "GB/s")
-        lo, hi = min(est), max(est)
-        peak = max(est, key=est.get)
-        shown = list(dict.fromkeys([lo, peak, hi]))     # the fewest threads, the best, the most
-        value = ", ".join(("peak " if t == peak and len(est) > 2 else "")
-                          + (texts[t] if i == 0 else texts[t].replace(" GB/s", "")) + f" at {_threads_word(t)}"
-                          + (f" ({est[t] / est[lo]:.2f}x)" if t == peak and t != lo else "")
-                          for i, t in enumerate(shown))
-        same = {intervals[t] for t in shown}
-        rows.append([f"{kernel}, best bandwidth, local memory", value,
-                     same.pop() if len(same) == 1 and "no interval" in next(iter(same))
-                     else "; ".join(f"{_threads_word(t)}: {intervals[t]}" for t in shown)])
-        remote = mine[~mine.index.isin(local.index) & (mine["threads"] == hi)]
-        for name, part in remote.groupby(memory[remote.index]):
-            e, value, interval = measured(part["best_mb_s"] / 1000, "GB/s")
-            rows.append([f"{kernel}, best bandwidth, {name}, {_threads_word(hi)}", value, interval])
-            # one remote node: a NUMA ratio; memory spread over nodes: that spread against local
-            ratio = "ratio to local" if " on nodes " in name else "NUMA ratio"
-            rows.append([f"{ratio}, {kernel} bandwidth {name} / local, {_threads_word(hi)}", f"{e / est[hi]:.2f}x",
-                         "ratio of the estimates"])
-    for f in bandwidth_peak(bandwidth, topology):
-        n = f.numbers
-        rows.append(["theoretical memory bandwidth, all channels", "unknown", n["unknown"]]
-                    if n["peak_gb_s"] is None else
-                    ["theoretical memory bandwidth, all channels", f"{n['peak_gb_s']:.1f} GB/s",
-                     f"the best measured, {n['best_gb_s']:.1f} GB/s, is {n['fraction']:.2f}x of it"])
-    return rows
-
-
-BENCH = register(Bench(
-    name="bandwidth",
-    kernel=KERNEL,
-    title="Memory bandwidth (STREAM)",
-    category="Memory bandwidth",
-    variant="kernel",
-    required=("kernel", "threads", "best_mb_s", "validation"),
-    positive=("threads", "best_mb_s"),
-    axis="threads",
-    figures=(
-        ("bandwidth_vs_threads", "Best STREAM bandwidth against thread count, one line per CPU node "
-         "and memory node, local and remote; the band below a line reaches down to the slowest of the "
-         "kernel's timed iterations where it recorded them."),
-        ("bandwidth_matrix", "Best STREAM bandwidth at the highest thread count by CPU node (rows) "
-         "and memory node (columns)."),
-    ),
-    series=SERIES,
-    within=WITHIN,
-    metrics={"best_mb_s": True},
-    subjects={"Bandwidth": (("bandwidth_peak", "bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering",
-                             "bandwidth_weights", "recommended_weights"),
-                            ("bandwidth_vs_threads", "bandwidth_matrix"))},
-    expand=expand,
-    check=check,
-    analyse=lambda table, topo: [functools.partial(bandwidth_peak, table, topo),
-                                 functools.partial(bandwidth_saturation, table, topo),
-                                 functools.partial(bandwidth_locality, table, topo),
-                                 functools.partial(recommended_weights, table, topo),
-                                 functools.partial(against_firmware, table, topo)],
-    draw=(plot_bandwidth_vs_threads, plot_bandwidth_matrix),
-    matrix=bandwidth_samples,
-    matrix_of="bandwidth_mb_s",
-    raw_tables=bandwidth_raw_tables,
-    headline=headline,
-    quality=QUALITY,
-    placement=(("page_fractions", "mem_nodes", "job_id"),),
-))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from numasweep.benches.bandwidth.figures import bandwidth_samples
 from numasweep.core import firmware
 from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
@@ -97,3 +98,8 @@ def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, 
                       for n, bw in sorted(rec.bandwidth_mb_s.items())],
         ))
     return found
+
+
+def recommended_weights(bandwidth: pd.DataFrame, topology: Topology | None = None) -> list[Finding]:
+    """Weighted-interleave weights from the bandwidth matrix (`weights_findings`)."""
+    return weights_findings(matrices.matrix(bandwidth_samples(bandwidth)), topology, "bandwidth")

@@ -1,0 +1,72 @@
+"""The bandwidth grid: one job per CPU node, memory, thread count, access pattern and repetition;
+and the arrays checked against the memory they are placed on and the last-level cache."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Iterator
+
+from numasweep.benches.bandwidth.tables import KERNEL, NAME
+from numasweep.core.units import format_size
+from numasweep.planning import checks, grid
+
+
+def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
+    sweeps = section["sweeps"]
+    for i, sw in enumerate(sweeps):
+        where = f"bandwidth.sweeps[{i}]"
+        grid.check_nodes(topo, sw["cpu_nodes"], f"{where}.cpu_nodes")
+        for m, spec in enumerate(sw["memory"]):
+            grid.check_memory(topo, spec, f"{where}.memory[{m}]")
+        array = (
+            []
+            if sw["array_size"] is None
+            else [f"--array-size={format_size(grid.one_size(sw['array_size'], where + '.array_size'))}"]
+        )
+        for node, memory, threads, pattern, rep in itertools.product(
+            sw["cpu_nodes"], sw["memory"], sw["threads"], sw["pattern"], range(sw["repetitions"])
+        ):
+            cpus = grid.cpus_on(topo, node, threads, f"{where}.threads")
+            pat = "" if pattern == "sequential" else f"-{pattern}"
+            # Compared: the thread counts and the weightings of one node set (the spec before '@').
+            node_set = grid.memory_word(memory.split("@")[0])
+            yield grid.Job(
+                bench=NAME,
+                id=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{grid.memory_word(memory)}-t{threads}{pat}-rep{rep}",
+                kernel=KERNEL,
+                grid={
+                    "label": sw["label"] or "",
+                    "cpu_node": node,
+                    "memory": memory,
+                    "repetition": rep,
+                },
+                kernel_args=tuple(
+                    [
+                        f"--kernels={','.join(sw['kernels'])}",
+                        f"--pattern={pattern}",
+                        f"--ntimes={sw['ntimes']}",
+                    ]
+                    + array
+                    + list(sw["extra_args"])
+                ),
+                threads=threads,
+                cpus=cpus,
+                memory=memory,
+                compared=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{node_set}{pat}-rep{rep}",
+            )
+
+
+
+def check(topo: Any, section: dict) -> list[str]:
+    """Three arrays that fit the memory they are placed on; a warning for arrays under
+    LLC_FACTOR x the last-level cache of their CPUs (the bandwidth is then partly the cache's)."""
+    warnings = []
+    for where, sw in checks.sweeps(section, "bandwidth"):
+        size = None if sw["array_size"] is None else checks.one_size(sw["array_size"])
+        if size is None:
+            continue
+        for spec in sw["memory"]:
+            checks.fit(topo, f"{where}.array_size", size, spec, sw["cpu_nodes"], buffers=3)
+        warnings += [w for w in (checks.under_cache(topo, where, size, node, "array_size")
+                                 for node in sw["cpu_nodes"]) if w]
+    return warnings
