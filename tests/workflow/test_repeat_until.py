@@ -32,14 +32,20 @@ SCRIPT = ('v=$(head -n1 "$VALUES"); sed -i 1d "$VALUES"; echo "run with $v MB/s"
           'printf "kernel,threads,best_mb_s,avg_mb_s,validation\\ncopy,1,9000,8990,ok\\ntriad,1,%s,%s,ok\\n" "$v" "$v" > "${0#--csv=}"')
 
 
-def _runjob(tmp: Path, values: list[float], *extra: str, repetition: int = 0, batch: bool = False
-            ) -> subprocess.CompletedProcess:
+# ... and the second field of the line as its threads' share of time on their CPUs.
+SCRIPT_ON_CPU = ('read v share < "$VALUES"; sed -i 1d "$VALUES"; echo "run with $v MB/s"; '
+                 'printf "kernel,threads,best_mb_s,avg_mb_s,validation,on_cpu_pct\ncopy,1,9000,8990,ok,%s\n'
+                 'triad,1,%s,%s,ok,%s\n" "$share" "$v" "$v" "$share" > "${0#--csv=}"')
+
+
+def _runjob(tmp: Path, values: list, *extra: str, repetition: int = 0, batch: bool = False,
+            script: str = SCRIPT) -> subprocess.CompletedProcess:
     """run-job (or run-batch with this one point) of job j1 whose runs write `values` in turn."""
     (tmp / "values").write_text("".join(f"{v}\n" for v in values))
     kernel = tmp / "numa_bandwidth"
     shutil.copy("/bin/true", kernel)
     csv = tmp / "bandwidth" / "j1.csv"
-    launch = shlex.join(["env", f"VALUES={tmp / 'values'}", "bash", "-c", SCRIPT, f"--csv={csv}.partial"])
+    launch = shlex.join(["env", f"VALUES={tmp / 'values'}", "bash", "-c", script, f"--csv={csv}.partial"])
     grid = json.dumps({"repetition": repetition})
     common = ["--kernel", str(kernel), "--topology", str(TOPO), "--retry-disturbed", "0", *extra]
     if batch:
@@ -92,6 +98,23 @@ def test_runs_that_disagree_go_on_to_the_cap_numbered_after_the_sweeps_repetitio
     # the report's headline gives the point an interval over its three runs
     (row, *_) = [r for r in bw_report.headline(table, None) if r[0].startswith("triad")]
     assert "(3 runs)" in row[2], row
+
+
+def test_a_run_measured_while_disturbed_ends_its_trys_repetitions(tmp_path: Path) -> None:
+    """The first run had its CPU 30% of the time: the try is disturbed whatever follows, so no
+    more runs of it (its retry, off here, would measure again)."""
+    proc = _runjob(tmp_path, ["10000 30", "14000 99", "8000 99"], "--repeat-until", "0.03", "--max-repeats", "2",
+                   script=SCRIPT_ON_CPU)
+    assert proc.returncode == 0, proc.stderr
+    assert _runs(tmp_path) == [("0", "10000")]
+    log = (tmp_path / "bandwidth" / "j1.log").read_text()
+    assert log.count("run with") == 1 and "no more runs of this try: the last was measured while disturbed" in log
+    record = json.loads((tmp_path / "bandwidth" / "j1.json").read_text())
+    assert record["quality"]["verdict"] == "disturbed" and record["repeat_until"]["runs"] == 1, record
+    # a quiet first run goes on as before
+    proc = _runjob(tmp_path, ["10000 99", "14000 99", "8000 99"], "--repeat-until", "0.03", "--max-repeats", "2",
+                   script=SCRIPT_ON_CPU)
+    assert proc.returncode == 0 and [v for _, v in _runs(tmp_path)] == ["10000", "14000", "8000"], proc.stderr
 
 
 def test_without_repeat_until_a_point_runs_once_and_its_table_is_the_kernels(tmp_path: Path) -> None:

@@ -40,7 +40,8 @@ What it guarantees (the rule's whole shell is this one command):
   `repetition` column, which stands for the grid's: the sweep's repetition r numbers its runs
   r * (max_repeats + 1) + k, k = 0 for the first, so no two runs of a point share a number. The
   log says why each run was added; the provenance's `repeat_until` and the console line say how
-  many ran and how wide the widest interval ended.
+  many ran and how wide the widest interval ended. A run measured while disturbed (verdict) ends
+  its try's runs: the try is disturbed whatever follows, and its retry measures again.
 """
 
 from __future__ import annotations
