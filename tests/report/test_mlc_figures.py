@@ -18,7 +18,7 @@ from helpers.synthetic import loaded_latency_frame as _loaded
 
 
 def test_loaded_latency_figure_written(tmp_path: Path) -> None:
-    paths = loaded_latency.plot_loaded_latency(_loaded(), tmp_path)
+    paths = loaded_latency.plot_loaded_latency(_loaded(), None, tmp_path)
     assert sorted(p.name for p in paths) == ["loaded_latency--cpu0-mem1.png", "loaded_latency--cpu0-mem1.svg"]
     assert all(p.stat().st_size > 0 for p in paths)
 
@@ -30,13 +30,13 @@ def test_c2c_matrix_in_topology_order_and_symmetric(tmp_path: Path) -> None:
     values = matrix.to_numpy(float)
     off = ~np.eye(8, dtype=bool)
     assert np.isfinite(values[off]).all() and np.allclose(values, values.T, equal_nan=True)
-    assert len(c2c.plot_c2c(table, tmp_path)) == 2
+    assert len(c2c.plot_c2c(table, None, tmp_path)) == 2
 
 
 def test_mix_matrix_one_panel_per_traffic_kind(tmp_path: Path) -> None:
     rows = [{"traffic": t, "cpu_nodes": str(c), "mem_nodes": str(m), "gb_s_median": 10.0 + c + m}
             for t in ("read", "r1w1") for c in range(2) for m in range(2)]
-    paths = mix_bandwidth.plot_mix_matrix(pd.DataFrame(rows), tmp_path)
+    paths = mix_bandwidth.plot_mix_matrix(pd.DataFrame(rows), None, tmp_path)
     assert [p.name for p in paths] == ["mix_bandwidth_matrix--all.png", "mix_bandwidth_matrix--all.svg"]
 
 
@@ -48,7 +48,7 @@ def test_loaded_latency_configurations_never_share_a_figure_or_table(tmp_path: P
     large = _loaded().assign(size_bytes=1 << 31, **{c: (lambda d, c=c: d[c] + 50) for c in
                                                     ("latency_ns_median", "latency_ns_min", "latency_ns_max")})
     both = pd.concat([small, large], ignore_index=True)
-    paths = loaded_latency.plot_loaded_latency(both, tmp_path)
+    paths = loaded_latency.plot_loaded_latency(both, None, tmp_path)
     assert sorted(p.name for p in paths if p.suffix == ".png") == [
         "loaded_latency--cpu0-mem1-1-gib.png", "loaded_latency--cpu0-mem1-2-gib.png"]
     tables = loaded_latency.loaded_latency_tables(both.assign(load_cpus="1,2,3"))

@@ -20,7 +20,8 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import Bench, register
+from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, parse_cpulist
 from numasweep.findings.analysis import Finding
 from numasweep.planning import grid
@@ -164,7 +165,7 @@ def c2c_matrix(table: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[int, int, 
     return matrix, [(int(r.cpu), int(r.node), int(r.l3)) for r in ends.itertuples()]
 
 
-def plot_c2c(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
+def plot_c2c(table: pd.DataFrame | None, topology: Topology | None, figdir: Path) -> list[Path]:
     if table is None or table.empty or "round_trip_ns_median" not in table:
         return []
     paths: list[Path] = []
@@ -213,8 +214,9 @@ BENCH = register(Bench(
     positive=("round_trip_ns_median",),
     axis=None,
     figures=(
-        ("c2c_heatmap", "Median round trip of a cache line between two CPUs, CPUs ordered by NUMA node "
-         "and L3 group; lines mark the L3 groups (thin) and nodes (thick) the kernel found the CPUs on."),
+        Figure("c2c_heatmap", "Median round trip of a cache line between two CPUs, CPUs ordered by NUMA node "
+               "and L3 group; lines mark the L3 groups (thin) and nodes (thick) the kernel found the CPUs on.",
+               draw=plot_c2c),
     ),
     series=SERIES,
     within=WITHIN,
@@ -223,6 +225,5 @@ BENCH = register(Bench(
     subjects={"DRAM and NUMA locality": (("core_to_core",), ("c2c_heatmap",))},
     expand=expand,
     analyse=lambda table, topo: [functools.partial(core_to_core, table)],
-    draw=(lambda table, topo, figdir: plot_c2c(table, figdir),),
     raw_tables=c2c_tables,
 ))

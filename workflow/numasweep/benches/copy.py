@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from numasweep.core.registry import Bench, register
+from numasweep.core.registry import Bench, Figure, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
@@ -270,10 +270,12 @@ BENCH = register(Bench(
     positive=("bytes", "best_gb_s"),
     axis=None,
     figures=(
-        ("copy_matrix", "Copy bandwidth from a source node (rows) to a destination node (columns), "
-         "one panel per node running the copying threads."),
-        ("copy_vs_threads", "Copy bandwidth of each node pair against the number of copying threads, "
-         "each byte copied counted once; the band spans the runs."),
+        Figure("copy_matrix", "Copy bandwidth from a source node (rows) to a destination node (columns), "
+               "one panel per node running the copying threads.",
+               draw=plot_copy_matrix),
+        Figure("copy_vs_threads", "Copy bandwidth of each node pair against the number of copying threads, "
+               "each byte copied counted once; the band spans the runs.",
+               draw=plot_copy_vs_threads),
     ),
     series=SERIES,
     within=WITHIN,
@@ -283,7 +285,6 @@ BENCH = register(Bench(
     expand=expand,
     check=check,
     analyse=lambda table, topo: [functools.partial(copy_matrix, table, topo)],
-    draw=(plot_copy_matrix, plot_copy_vs_threads),
     raw_tables=copy_raw_tables,
     headline=headline,
     placement=(("src_page_fractions", "src_node", "job_id"), ("dst_page_fractions", "dst_node", "job_id")),

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Rectangle
 
-from numasweep.core.registry import COMMON_SERIES, Bench, register
+from numasweep.core.registry import COMMON_SERIES, Bench, Figure, register
 from numasweep.core.errors import NumasweepError
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, size_words
@@ -256,7 +256,21 @@ def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
 
 # ---------------------------------------------------------------- figures
 
-def plot_gpu(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
+# Figure kind -> (the direction's attribute it draws, y-axis label, log y-axis, title).
+GPU_PLOTS = {"gpu_bandwidth": ("bandwidth", "bandwidth (GiB/s)", False, "Host-device bandwidth"),
+             "gpu_latency": ("latency", "transfer time (ms)", True, "Host-device transfer time")}
+
+
+def plot_gpu_bandwidth(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
+    return plot_gpu(gpu, figdir, "gpu_bandwidth")
+
+
+def plot_gpu_latency(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
+    return plot_gpu(gpu, figdir, "gpu_latency")
+
+
+def plot_gpu(gpu: pd.DataFrame, figdir: Path, kind: str) -> list[Path]:
+    """The figures of `kind`, gpu_bandwidth or gpu_latency: one panel per direction measured."""
     table = gpu_table(gpu)
     paths: list[Path] = []
     for variant, part in gpu_configurations(table):
@@ -265,36 +279,33 @@ def plot_gpu(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list
             continue
         # every direction measured: the bidirectional ones have a bandwidth and no transfer time
         measured = [d for d in GPU_DIRECTIONS if d.bandwidth in part and part[d.bandwidth].notna().any()]
-        for kind, column, unit, log_y, title in (
-            ("gpu_bandwidth", "bandwidth", "bandwidth (GiB/s)", False, "Host-device bandwidth"),
-            ("gpu_latency", "latency", "transfer time (ms)", True, "Host-device transfer time"),
-        ):
-            directions = [d for d in measured if getattr(d, column)]
-            if not directions:
-                continue
-            # one y scale for the panels: each direction's rate read against the others'
-            fig, axes = new_figure(ncols=len(directions), width=max(11.0, 4.0 * len(directions)), sharey=True)
-            lines = list(gpu_lines(part))
-            for ax, direction in zip(axes, directions):
-                value = getattr(direction, column)
-                for colour, (_, rows) in zip(line_colours(len(lines)), lines):
-                    rows = rows.sort_values(GPU_SIZE)
-                    ax.plot(rows[GPU_SIZE], rows[value], marker="o", markersize=3, color=colour,
-                            label=gpu_label(rows.iloc[0]))
-                    if (rows[f"{value}_hi"] > rows[f"{value}_lo"]).any():   # several runs: their range
-                        ax.fill_between(rows[GPU_SIZE], rows[f"{value}_lo"], rows[f"{value}_hi"], color=colour,
-                                        alpha=0.2, linewidth=0)
-                size_axis(ax, sizes, "transfer size")
-                if log_y:
-                    ax.set_yscale("log")
-                else:
-                    ax.set_ylim(bottom=0)
-                ax.set_ylabel(unit)
-                ax.set_title(direction.words)
-            axes[-1].legend(fontsize=7, loc="best")
-            memory = variant.replace("pinned-", "pinned, ", 1).replace("pageable-", "pageable, ", 1)
-            fig.suptitle(f"{title}, {memory} host memory")
-            paths += save(fig, figdir, "gpu_xfer", kind, variant)
+        column, unit, log_y, title = GPU_PLOTS[kind]
+        directions = [d for d in measured if getattr(d, column)]
+        if not directions:
+            continue
+        # one y scale for the panels: each direction's rate read against the others'
+        fig, axes = new_figure(ncols=len(directions), width=max(11.0, 4.0 * len(directions)), sharey=True)
+        lines = list(gpu_lines(part))
+        for ax, direction in zip(axes, directions):
+            value = getattr(direction, column)
+            for colour, (_, rows) in zip(line_colours(len(lines)), lines):
+                rows = rows.sort_values(GPU_SIZE)
+                ax.plot(rows[GPU_SIZE], rows[value], marker="o", markersize=3, color=colour,
+                        label=gpu_label(rows.iloc[0]))
+                if (rows[f"{value}_hi"] > rows[f"{value}_lo"]).any():   # several runs: their range
+                    ax.fill_between(rows[GPU_SIZE], rows[f"{value}_lo"], rows[f"{value}_hi"], color=colour,
+                                    alpha=0.2, linewidth=0)
+            size_axis(ax, sizes, "transfer size")
+            if log_y:
+                ax.set_yscale("log")
+            else:
+                ax.set_ylim(bottom=0)
+            ax.set_ylabel(unit)
+            ax.set_title(direction.words)
+        axes[-1].legend(fontsize=7, loc="best")
+        memory = variant.replace("pinned-", "pinned, ", 1).replace("pageable-", "pageable, ", 1)
+        fig.suptitle(f"{title}, {memory} host memory")
+        paths += save(fig, figdir, "gpu_xfer", kind, variant)
     return paths
 
 
@@ -705,15 +716,18 @@ BENCH = register(Bench(
     series=SERIES,
     within=WITHIN,
     figures=(
-        ("gpu_bandwidth", "Host-device transfer bandwidth against transfer size for each host memory "
-         "policy and weights, one panel per direction measured (host to device, device to host, then each "
-         "of the two when both run at once); the band spans the runs' lowest to highest where there are "
-         "several."),
-        ("gpu_latency", "Host-device transfer time against transfer size for each host memory policy "
-         "and weights, host to device left, device to host right; the band spans the runs' lowest to "
-         "highest where there are several."),
-        ("gpu_node_matrix", "Host-device plateau bandwidth by host memory node (rows) and GPU (columns), "
-         "one panel per direction, each GPU alone, the GPU's own node boxed."),
+        Figure("gpu_bandwidth", "Host-device transfer bandwidth against transfer size for each host memory "
+               "policy and weights, one panel per direction measured (host to device, device to host, then each "
+               "of the two when both run at once); the band spans the runs' lowest to highest where there are "
+               "several.",
+               draw=plot_gpu_bandwidth),
+        Figure("gpu_latency", "Host-device transfer time against transfer size for each host memory policy "
+               "and weights, host to device left, device to host right; the band spans the runs' lowest to "
+               "highest where there are several.",
+               draw=plot_gpu_latency),
+        Figure("gpu_node_matrix", "Host-device plateau bandwidth by host memory node (rows) and GPU (columns), "
+               "one panel per direction, each GPU alone, the GPU's own node boxed.",
+               draw=plot_node_matrix),
     ),
     metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
     not_checked=("gpu_xfer records no within-run spread, timer or first-touch columns to check; its "
@@ -725,7 +739,6 @@ BENCH = register(Bench(
     unavailable=unavailable,
     analyse=lambda table, topo: [functools.partial(gpu_transfers, table, topo),
                                  functools.partial(findings, table, topo)],
-    draw=(plot_gpu, plot_node_matrix),
     raw_tables=gpu_raw_tables,
     headline=headline,
 ))

@@ -24,7 +24,8 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import Bench, register
+from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import line_colours, new_figure, save
@@ -187,7 +188,7 @@ def loaded_configurations(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFr
     return out
 
 
-def plot_loaded_latency(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
+def plot_loaded_latency(table: pd.DataFrame | None, topology: Topology | None, figdir: Path) -> list[Path]:
     if table is None or table.empty or "load_gb_s" not in table:
         return []
     paths: list[Path] = []
@@ -231,9 +232,10 @@ BENCH = register(Bench(
     positive=("size_bytes", "latency_ns_median"),
     axis="delay",
     figures=(
-        ("loaded_latency", "Pointer-chase latency against the bandwidth the load threads achieved at "
-         "once, one line per traffic kind (reads to writes), the idle chase at zero load; bars span "
-         "each point's fastest and slowest sample."),
+        Figure("loaded_latency", "Pointer-chase latency against the bandwidth the load threads achieved at "
+               "once, one line per traffic kind (reads to writes), the idle chase at zero load; bars span "
+               "each point's fastest and slowest sample.",
+               draw=plot_loaded_latency),
     ),
     series=SERIES,
     within=WITHIN,
@@ -243,6 +245,5 @@ BENCH = register(Bench(
     expand=expand,
     check=check,
     analyse=lambda table, topo: [functools.partial(loaded_latency, table)],
-    draw=(lambda table, topo, figdir: plot_loaded_latency(table, figdir),),
     raw_tables=loaded_latency_tables,
 ))

@@ -19,7 +19,8 @@ import pandas as pd
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import format_size
-from numasweep.core.registry import Bench, register
+from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import heatmap, new_figure, save
@@ -126,7 +127,7 @@ def bandwidth_matrix(table: pd.DataFrame | None) -> list[Finding]:
 
 # ---------------------------------------------------------------- figures and tables
 
-def plot_mix_matrix(table: pd.DataFrame | None, figdir: Path) -> list[Path]:
+def plot_mix_matrix(table: pd.DataFrame | None, topology: Topology | None, figdir: Path) -> list[Path]:
     if table is None or table.empty or "gb_s_median" not in table:
         return []
 
@@ -168,8 +169,9 @@ BENCH = register(Bench(
     positive=("threads", "gb_s_median"),
     axis=None,
     figures=(
-        ("mix_bandwidth_matrix", "Bandwidth of threads on a CPU node (rows) to memory on a node "
-         "(columns), one panel per traffic kind."),
+        Figure("mix_bandwidth_matrix", "Bandwidth of threads on a CPU node (rows) to memory on a node "
+               "(columns), one panel per traffic kind.",
+               draw=plot_mix_matrix),
     ),
     series=SERIES,
     within=WITHIN,
@@ -179,6 +181,5 @@ BENCH = register(Bench(
     expand=expand,
     check=check,
     analyse=lambda table, topo: [functools.partial(bandwidth_matrix, table)],
-    draw=(lambda table, topo, figdir: plot_mix_matrix(table, figdir),),
     raw_tables=mix_bandwidth_tables,
 ))

@@ -15,8 +15,8 @@ its aggregated table (`<name>.csv`); `kernel` is the binary under build/bin that
 columns its kernel's CSV must have (docs/INTERFACES.md) and `positive` the measured values and
 sizes that must be finite numbers above zero. `axis` is the x-axis of its series and `series`
 the columns that name one (`numasweep.results.series`); `within` are the series columns that
-tell the lines of one figure or rows of one table apart. `figures` gives one caption sentence
-per figure kind it draws, in report order; `category` and `variant` name its figures in
+tell the lines of one figure or rows of one table apart. `figures` are the kinds of figure it
+draws (`Figure`: kind, caption, drawer), in report order; `category` and `variant` name its figures in
 Snakemake's HTML report.
 """
 
@@ -50,6 +50,18 @@ class RunQuality:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """One kind of figure a benchmark draws: `kind` names its files (`<kind>--<variant>.png`),
+    `caption` is its sentence in the report, and draw(table, topology, figure folder) -> [paths]
+    draws every figure of that kind the table supports; None for a kind only a comparison of two
+    systems draws (`cross`)."""
+
+    kind: str
+    caption: str
+    draw: Callable[..., list] | None = None
+
+
+@dataclass(frozen=True)
 class Bench:
     name: str
     kernel: str
@@ -61,7 +73,7 @@ class Bench:
     axis: str | None  # the x-axis of a series; None: a series is a single point
     series: tuple[str, ...]  # identity columns after COMMON_SERIES
     within: tuple[str, ...]  # series columns that tell lines of one figure apart
-    figures: tuple[tuple[str, str], ...]  # (figure kind, caption sentence), in report order
+    figures: tuple[Figure, ...]  # in report order
     # Comparison against references and earlier runs, fleet screening: the measured columns and
     # whether higher is better; empty only with a reason in `not_compared`.
     metrics: dict[str, bool] = field(default_factory=dict)
@@ -83,8 +95,6 @@ class Bench:
     # analyse(table, topology) -> [callable() -> [Finding]]: the findings' parts, which need
     # nothing from each other.
     analyse: Callable[..., list] | None = None
-    # draw: (table, figure folder, topology) -> [paths] per figure kind, in `figures` order.
-    draw: tuple[Callable[..., list], ...] = ()
     # raw_tables(table) -> [{"title", "table"}]: the report's tables of the measured values.
     raw_tables: Callable[..., list] | None = None
     # report(table, topology) -> {template key: value}: what it adds to the report beyond its own
@@ -168,4 +178,4 @@ class Captions(dict):
 
 def captions() -> Captions:
     """Figure kind -> caption, in report order over all benchmarks."""
-    return Captions({kind: text for b in all_benches().values() for kind, text in b.figures})
+    return Captions({f.kind: f.caption for b in all_benches().values() for f in b.figures})

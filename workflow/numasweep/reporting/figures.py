@@ -1,6 +1,6 @@
 """Figures from aggregated results: one PNG and one SVG per figure, under `<figdir>/<bench>/`.
 
-Each benchmark draws its own figures (`Bench.draw`, in its module under `numasweep.benches`);
+Each benchmark draws its own figures (`Bench.figures`, each a `Figure` with its drawer, in its module under `numasweep.benches`);
 this module holds the conventions they share: the colour-blind-safe palette and a colour per
 line, figure size, value axes that span at least ANCHOR around their median, the size axis,
 cache markers, heat maps, and file names `<kind>--<variant>.png`, from which
@@ -281,7 +281,7 @@ def full_node_matrix(matrix: pd.DataFrame, topology: Topology | None) -> pd.Data
 
 
 def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[Path]:
-    """Every figure the results support, each benchmark's drawers (`Bench.draw`) in turn; the
+    """Every figure the results support, each benchmark's drawers (`Figure.draw`) in turn; the
     folder of each benchmark with a table (`<bench>.csv`: the workflow's outputs) is made even
     where it has no figure, that of a benchmark without one never."""
     figdir = Path(figdir)
@@ -291,8 +291,9 @@ def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[
     paths: list[Path] = []
     for bench in registry.all_benches().values():
         if bench.name in frames:
-            for draw in bench.draw:
-                paths += draw(frames[bench.name], topology, drawn)
+            for figure in bench.figures:
+                if figure.draw:
+                    paths += figure.draw(frames[bench.name], topology, drawn)
     drawn.write()
     for bench in registry.names():
         if (Path(results_dir) / f"{bench}.csv").exists():

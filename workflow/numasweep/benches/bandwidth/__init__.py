@@ -13,7 +13,7 @@ import functools
 
 from numasweep.benches.bandwidth import figures, findings, plan, quality, report, weights
 from numasweep.benches.bandwidth.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Bench, register
+from numasweep.core.registry import Bench, Figure, register
 from numasweep.findings import firmware
 
 
@@ -32,11 +32,13 @@ BENCH = register(Bench(
     positive=("threads", "best_mb_s"),
     axis="threads",
     figures=(
-        ("bandwidth_vs_threads", "Best STREAM bandwidth against thread count, one line per CPU node "
-         "and memory node, local and remote; the band below a line reaches down to the slowest of the "
-         "kernel's timed iterations where it recorded them."),
-        ("bandwidth_matrix", "Best STREAM bandwidth at the highest thread count by CPU node (rows) "
-         "and memory node (columns)."),
+        Figure("bandwidth_vs_threads", "Best STREAM bandwidth against thread count, one line per CPU node "
+               "and memory node, local and remote; the band below a line reaches down to the slowest of the "
+               "kernel's timed iterations where it recorded them.",
+               draw=figures.plot_bandwidth_vs_threads),
+        Figure("bandwidth_matrix", "Best STREAM bandwidth at the highest thread count by CPU node (rows) "
+               "and memory node (columns).",
+               draw=figures.plot_bandwidth_matrix),
     ),
     series=SERIES,
     within=WITHIN,
@@ -51,7 +53,6 @@ BENCH = register(Bench(
                                  functools.partial(findings.bandwidth_locality, table, topo),
                                  functools.partial(weights.recommended_weights, table, topo),
                                  functools.partial(_against_firmware, table, topo)],
-    draw=(figures.plot_bandwidth_vs_threads, figures.plot_bandwidth_matrix),
     matrix=figures.bandwidth_samples,
     matrix_of="bandwidth_mb_s",
     raw_tables=report.bandwidth_raw_tables,
