@@ -64,6 +64,7 @@ from typing import Callable
 
 from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
 from numasweep.core.io import atomic_write_text
+from numasweep.core.units import count_words
 from numasweep.core import topology
 from numasweep.planning.batch import write_manifest
 from numasweep.planning.launch import PARTIAL
@@ -361,7 +362,8 @@ def repeat_note(repeated: dict) -> str:
     """What the progress line says of repeat_until: the runs and how wide the widest interval ended."""
     if not repeated:
         return ""
-    return (f"; {repeated['runs']} runs, widest 95% interval {half_width_words(repeated['widest_half_width'])} "
+    return (f"; {count_words(repeated['runs'], 'run')}, widest 95% interval "
+            f"{half_width_words(repeated['widest_half_width'])} "
             f"(repeat_until ±{repeated['target']:.1%})")
 
 
