@@ -523,16 +523,33 @@ static void print_header(const options *o, int ranks)
     fflush(stdout);
 }
 
+/* A barrier the ranks wait at asleep, testing it each millisecond: MPI_Barrier's waiting ranks
+ * spin on their CPUs (Open MPI polls), so in serial mode every CPU but the measuring rank's would
+ * be busy, and whatever else must run on the machine (the launcher, the workflow) would take the
+ * measuring rank's CPU. */
+static void sleeping_barrier(MPI_Comm comm)
+{
+    MPI_Request request;
+    MPI_Ibarrier(comm, &request);
+    for (int done = 0;;) {
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 1000000}, NULL);
+    }
+}
+
 /* One size on every rank: all at once, a barrier before each sample, or (--serial) one rank
- * after another. */
+ * after another, the others asleep. */
 static void measure_size(const options *o, int rank, int ranks, uint64_t size, result *mine)
 {
     if (o->serial) {
         for (int turn = 0; turn < ranks; turn++) {
-            MPI_Barrier(MPI_COMM_WORLD);
+            sleeping_barrier(MPI_COMM_WORLD);
             if (turn == rank)
                 measure(o, rank, size, MPI_COMM_NULL, mine);
         }
+        sleeping_barrier(MPI_COMM_WORLD);   /* the last turn's rank: the others wait asleep */
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
         measure(o, rank, size, MPI_COMM_WORLD, mine);
