@@ -212,26 +212,15 @@ wildcard_constraints:
 
 
 def job_of(wildcards):
-    """The job of a point, or the first point of a batch (its points share the resources)."""
+    """The job of a point, or the first point of a batch (its points share the resources).
+    Asked only once job_kernel, the rule's first input, has found the point or batch."""
     if hasattr(wildcards, "batch"):
         return batch_of(wildcards).jobs[0]
-    try:
-        return JOBS[wildcards.job]
-    except KeyError:
-        raise WorkflowError(
-            f"no job '{wildcards.job}' in the configured sweep; "
-            "`python -m numasweep grid --config FILE` lists the ids"
-        ) from None
+    return JOBS[wildcards.job]
 
 
 def batch_of(wildcards):
-    try:
-        return BATCHES[wildcards.batch]
-    except KeyError:
-        raise WorkflowError(
-            f"no batch '{wildcards.batch}' in the configured sweep (batch: {CONFIG['batch']}); "
-            "`python -m numasweep grid --config FILE --count` counts the batches"
-        ) from None
+    return BATCHES[wildcards.batch]
 
 
 def batch_manifests(bench):
@@ -370,10 +359,10 @@ def batch_points(wildcards):
 
 
 def job_kernel(wildcards):
-    # A target that names no point (a mistyped job id) or no batch of the sweep gets, as its
-    # missing input, the sentence that says so and how to list them: Snakemake reports a
-    # missing input in its own words, where an input function's exception would come with a
-    # traceback.
+    """The kernel a point or batch runs. A target that names no point (a mistyped job id) or no
+    batch of the sweep gets, as its missing input, the sentence that says so and how to list
+    them: Snakemake's missing-input report shows it as the one missing file, where an exception
+    raised here (InputFunctionException) would come with a traceback of this file."""
     if hasattr(wildcards, "batch"):
         if wildcards.batch not in BATCHES:
             return (
