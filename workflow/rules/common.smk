@@ -514,13 +514,16 @@ def bench_rule(bench):
     )
 
 
+# SIGINT/SIGTERM sent to snakemake alone (`kill PID`, a time limit) must end the running jobs:
+# Snakemake's own handling does not (on SIGTERM its scheduler waits for the running jobs to
+# finish, on SIGINT its local executor's shutdown waits for them too, and the signal does not
+# reach the jobs' shells), so a benchmark would run on for its whole length before its result
+# is marked incomplete. This handler first ends each job's runner, which ends its kernel's
+# process group and publishes no partial CSV, then passes the signal on to Snakemake's.
 _PREVIOUS_HANDLERS = {}
 
 
 def _end_running_jobs(signum, frame):
-    """SIGINT/SIGTERM to snakemake: end each running job's runner (which ends its process
-    group) before snakemake's own handling, which would otherwise wait for the job and then
-    mark its result incomplete."""
     from numasweep.running.runjob import end_runners
 
     end_runners(os.getpid())
