@@ -2,6 +2,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -33,32 +34,34 @@ except NumasweepError as exc:
 config.update(CONFIG)
 
 BIN_DIR = "build/bin"
-# Jobs call `python -m numasweep ...`: the interpreter running Snakemake has the package, so
-# its folder goes first on the PATH the jobs inherit (also inside a SLURM job, where this
-# file is read again). Naming it in each rule instead would make a job's command depend on
-# how snakemake was started, and rerun every benchmark when that changes.
-PYTHON = sys.executable
-# The package's folder goes first on the jobs' PYTHONPATH: `python -m numasweep` and the rules'
-# scripts import this checkout's package under any interpreter, also the python of a rule's
-# conda environment (--sdm conda: workflow/envs/, one per purpose), which does not install it.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [os.path.abspath(PACKAGE_DIR)]
-    + [
-        entry
-        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        if entry and entry != os.path.abspath(PACKAGE_DIR)
-    ]
+# Jobs call `python -m numasweep ...`, and the rules' scripts import the package. Every job's
+# shell starts with this prefix (after Snakemake's usual `set -euo pipefail`), read again inside
+# a SLURM job: the package's folder first on PYTHONPATH, so that this checkout's package is
+# imported under any interpreter, also the python of a rule's conda environment (--sdm conda:
+# workflow/envs/), which does not install it; and the folder of the interpreter running
+# Snakemake last on PATH, so that a job finds a python with the requirements where the PATH has
+# none (snakemake started by its full path), while the python of a rule's conda environment
+# comes first. Not in the rules' shell: a job's command would then depend on where the
+# interpreter lives, and every benchmark would rerun when that changes (its code changed).
+PACKAGE_PATH = os.path.abspath(PACKAGE_DIR)
+PYTHON_DIR = os.path.dirname(sys.executable)
+shell.prefix(
+    "set -euo pipefail; export PYTHONPATH={PACKAGE_PATH:q}${{PYTHONPATH:+:$PYTHONPATH}}; "
+    'export PATH="$PATH":{PYTHON_DIR:q}; '
 )
-
-
-envvars:
-    "PATH",
-    "PYTHONPATH",
-
-
-os.environ["PATH"] = os.pathsep.join(
-    [str(Path(PYTHON).parent), os.environ.get("PATH", "")]
-)
+# Another python before it on the PATH would run the jobs instead: said here, in one line.
+_PATH_PYTHON = shutil.which("python")
+if (
+    workflow.is_main_process
+    and _PATH_PYTHON
+    and Path(_PATH_PYTHON).parent.resolve() != Path(PYTHON_DIR).resolve()
+):
+    print(
+        f"numasweep: warning: jobs run the python first on the PATH, {_PATH_PYTHON}, not the one "
+        f"running snakemake ({sys.executable}); activate its environment first "
+        "(`source .venv/bin/activate`) unless that python has requirements.txt's packages",
+        file=sys.stderr,
+    )
 WRAPPER = CONFIG["wrapper"]
 LAUNCHER = CONFIG["launcher"]
 # How launch lines are built (numasweep.planning.launch.result_line).
