@@ -42,8 +42,9 @@ def test_environments_use_conda_forge_alone() -> None:
 
 
 def test_the_kernel_environment_has_what_the_kernels_need_and_no_python() -> None:
-    """No python: the benchmark runner (standard library only) then runs on the interpreter that
-    runs Snakemake, which common.smk puts first on the PATH."""
+    """No python: the benchmark runner (standard library only) then runs on the python of the
+    PATH, else on the interpreter running Snakemake, which common.smk's shell prefix puts last
+    on it."""
     packages = {re.split(r"[=<> ]", dep)[0] for dep in yaml.safe_load((ENVS / "kernels.yaml").read_text())["dependencies"]}
     assert packages == {"c-compiler", "make", "openmpi", "openmpi-mpicc", "libnuma", "numactl"}
 

@@ -2,6 +2,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -33,32 +34,34 @@ except NumasweepError as exc:
 config.update(CONFIG)
 
 BIN_DIR = "build/bin"
-# Jobs call `python -m numasweep ...`: the interpreter running Snakemake has the package, so
-# its folder goes first on the PATH the jobs inherit (also inside a SLURM job, where this
-# file is read again). Naming it in each rule instead would make a job's command depend on
-# how snakemake was started, and rerun every benchmark when that changes.
-PYTHON = sys.executable
-# The package's folder goes first on the jobs' PYTHONPATH: `python -m numasweep` and the rules'
-# scripts import this checkout's package under any interpreter, also the python of a rule's
-# conda environment (--sdm conda: workflow/envs/, one per purpose), which does not install it.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [os.path.abspath(PACKAGE_DIR)]
-    + [
-        entry
-        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        if entry and entry != os.path.abspath(PACKAGE_DIR)
-    ]
+# Jobs call `python -m numasweep ...`, and the rules' scripts import the package. Every job's
+# shell starts with this prefix (after Snakemake's usual `set -euo pipefail`), read again inside
+# a SLURM job: the package's folder first on PYTHONPATH, so that this checkout's package is
+# imported under any interpreter, also the python of a rule's conda environment (--sdm conda:
+# workflow/envs/), which does not install it; and the folder of the interpreter running
+# Snakemake last on PATH, so that a job finds a python with the requirements where the PATH has
+# none (snakemake started by its full path), while the python of a rule's conda environment
+# comes first. Not in the rules' shell: a job's command would then depend on where the
+# interpreter lives, and every benchmark would rerun when that changes (its code changed).
+PACKAGE_PATH = os.path.abspath(PACKAGE_DIR)
+PYTHON_DIR = os.path.dirname(sys.executable)
+shell.prefix(
+    "set -euo pipefail; export PYTHONPATH={PACKAGE_PATH:q}${{PYTHONPATH:+:$PYTHONPATH}}; "
+    'export PATH="$PATH":{PYTHON_DIR:q}; '
 )
-
-
-envvars:
-    "PATH",
-    "PYTHONPATH",
-
-
-os.environ["PATH"] = os.pathsep.join(
-    [str(Path(PYTHON).parent), os.environ.get("PATH", "")]
-)
+# Another python before it on the PATH would run the jobs instead: said here, in one line.
+_PATH_PYTHON = shutil.which("python")
+if (
+    workflow.is_main_process
+    and _PATH_PYTHON
+    and Path(_PATH_PYTHON).parent.resolve() != Path(PYTHON_DIR).resolve()
+):
+    print(
+        f"numasweep: warning: jobs run the python first on the PATH, {_PATH_PYTHON}, not the one "
+        f"running snakemake ({sys.executable}); activate its environment first "
+        "(`source .venv/bin/activate`) unless that python has requirements.txt's packages",
+        file=sys.stderr,
+    )
 WRAPPER = CONFIG["wrapper"]
 LAUNCHER = CONFIG["launcher"]
 # How launch lines are built (numasweep.planning.launch.result_line).
@@ -212,26 +215,15 @@ wildcard_constraints:
 
 
 def job_of(wildcards):
-    """The job of a point, or the first point of a batch (its points share the resources)."""
+    """The job of a point, or the first point of a batch (its points share the resources).
+    Asked only once job_kernel, the rule's first input, has found the point or batch."""
     if hasattr(wildcards, "batch"):
         return batch_of(wildcards).jobs[0]
-    try:
-        return JOBS[wildcards.job]
-    except KeyError:
-        raise WorkflowError(
-            f"no job '{wildcards.job}' in the configured sweep; "
-            "`python -m numasweep grid --config FILE` lists the ids"
-        ) from None
+    return JOBS[wildcards.job]
 
 
 def batch_of(wildcards):
-    try:
-        return BATCHES[wildcards.batch]
-    except KeyError:
-        raise WorkflowError(
-            f"no batch '{wildcards.batch}' in the configured sweep (batch: {CONFIG['batch']}); "
-            "`python -m numasweep grid --config FILE --count` counts the batches"
-        ) from None
+    return BATCHES[wildcards.batch]
 
 
 def batch_manifests(bench):
@@ -370,10 +362,10 @@ def batch_points(wildcards):
 
 
 def job_kernel(wildcards):
-    # A target that names no point (a mistyped job id) or no batch of the sweep gets, as its
-    # missing input, the sentence that says so and how to list them: Snakemake reports a
-    # missing input in its own words, where an input function's exception would come with a
-    # traceback.
+    """The kernel a point or batch runs. A target that names no point (a mistyped job id) or no
+    batch of the sweep gets, as its missing input, the sentence that says so and how to list
+    them: Snakemake's missing-input report shows it as the one missing file, where an exception
+    raised here (InputFunctionException) would come with a traceback of this file."""
     if hasattr(wildcards, "batch"):
         if wildcards.batch not in BATCHES:
             return (
@@ -525,13 +517,16 @@ def bench_rule(bench):
     )
 
 
+# SIGINT/SIGTERM sent to snakemake alone (`kill PID`, a time limit) must end the running jobs:
+# Snakemake's own handling does not (on SIGTERM its scheduler waits for the running jobs to
+# finish, on SIGINT its local executor's shutdown waits for them too, and the signal does not
+# reach the jobs' shells), so a benchmark would run on for its whole length before its result
+# is marked incomplete. This handler first ends each job's runner, which ends its kernel's
+# process group and publishes no partial CSV, then passes the signal on to Snakemake's.
 _PREVIOUS_HANDLERS = {}
 
 
 def _end_running_jobs(signum, frame):
-    """SIGINT/SIGTERM to snakemake: end each running job's runner (which ends its process
-    group) before snakemake's own handling, which would otherwise wait for the job and then
-    mark its result incomplete."""
     from numasweep.running.runjob import end_runners
 
     end_runners(os.getpid())

@@ -9,8 +9,8 @@
 # HWLOC_BASE (the hwloc XML of the machine measured, for hwloc_export) and FROM_CACHE (whether
 # the results are cached: then no rule takes that XML, and the folder must hold it).
 # With --sdm conda the rules run in workflow/envs/report.yaml.
-# Jobs run `python -m numasweep`: common.smk puts the interpreter that has numasweep first on
-# the PATH.
+# Jobs run `python -m numasweep`: common.smk's shell prefix puts the package on their
+# PYTHONPATH and the interpreter running Snakemake last on their PATH.
 
 
 localrules:

@@ -156,9 +156,6 @@ def where_text(key: dict, varying: list[str], skip: tuple[str, ...] = ()) -> tup
     return text, f" ({title})" if title else "", numbers
 
 
-# ---------------------------------------------------------------- GPU
-
-
 # ---------------------------------------------------------------- placement
 
 def placement_verification(frames: dict[str, pd.DataFrame | None]) -> list[Finding]:

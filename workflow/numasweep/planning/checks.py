@@ -155,9 +155,6 @@ def without_thp(jobs: list, topo: Any) -> tuple[list, list[str]]:
                   "/sys/kernel/mm/transparent_hugepage/enabled`, or drop thp from `pages`"]
 
 
-# ---------------------------------------------------------------- GPUs
-
-
 # ---------------------------------------------------------------- launcher
 
 

@@ -57,7 +57,3 @@ def slurm_nodelist(grid: dict) -> str:
     """sbatch options that pin a fleet job to its node ("" outside fleet mode)."""
     node = grid.get(NODE_COLUMN)
     return f" '--nodelist={node}'" if node else ""
-
-
-# ---------------------------------------------------------------- screening
-
