@@ -516,25 +516,24 @@ def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str, end: s
 
 def end_runners(parent: int) -> list[int]:
     """SIGTERM to every `numasweep run-job` or `run-batch` process whose parent is `parent` (snakemake's
-    handler for SIGINT/SIGTERM); each ends its own job's process group."""
+    handler for SIGINT/SIGTERM); each ends its own job's process group. psutil lists them: Snakemake,
+    whose process calls this, needs it itself; it is imported here so that the runner, which may
+    run on another python, keeps to the standard library."""
+    import psutil
+
     ended = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    try:
+        children = psutil.Process(parent).children()
+    except psutil.NoSuchProcess:
+        return ended
+    for child in children:
         try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid != parent:
-                continue
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError, IndexError):
+            cmd = child.cmdline()
+            if "numasweep" in cmd and ("run-job" in cmd or "run-batch" in cmd):
+                child.terminate()
+                ended.append(child.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if (b"run-job" in cmd or b"run-batch" in cmd) and b"numasweep" in cmd:
-            try:
-                os.kill(int(entry.name), signal.SIGTERM)
-                ended.append(int(entry.name))
-            except ProcessLookupError:
-                pass
     return ended
 
 
