@@ -13,7 +13,7 @@ import pytest
 
 from numasweep.findings import analysis
 from numasweep.reporting import compare, report
-from numasweep.results import disturbed, store
+from numasweep.results import aggregate, disturbed, store
 
 REPO = Path(__file__).resolve().parents[2]
 ZEN2 = REPO / "tests" / "fixtures" / "measured" / "zen2-vm"
@@ -101,3 +101,31 @@ def test_a_headline_value_that_rests_on_a_noisy_job_is_marked_and_footnoted(tmp_
     assert f"\n{report.NOISY_MARK} Rests on a noisy series" in summary
     quiet = report.render(ZEN2, {"findings": []}, None, tmp_path / "quiet.md").read_text()
     assert report.NOISY_MARK not in quiet
+
+
+def test_every_bandwidth_job_noisy_marks_the_measured_rows_not_an_unknown_peak(tmp_path: Path) -> None:
+    """All bandwidth jobs noisy: every measured row carries the mark; the theoretical bandwidth of a
+    machine whose DIMMs are not listed, unknown, rests on no series and carries none."""
+    folder = tmp_path / "all-noisy"
+    shutil.copytree(ZEN2, folder)
+    table = pd.read_csv(folder / "bandwidth.csv")
+    table["quality"], table["quality_reason"] = "noisy", "a thread ran on its CPU 70% of a sample's time"
+    table.to_csv(folder / "bandwidth.csv", index=False)
+    topology = aggregate.load_topology(ZEN2)
+    rows = [r for r in report.headline_rows({"bandwidth": table}, topology) if r[0].startswith(("triad", "theoretical"))]
+    assert rows and all(report.NOISY_MARK in r[1] for r in rows if r[1] != "unknown"), rows
+    assert ["unknown"] == [r[1] for r in rows if r[0].startswith("theoretical")], rows
+
+
+def test_a_disturbed_point_of_a_series_is_named_by_its_point() -> None:
+    """The two-thread job of the Zen 2 bandwidth series disturbed and the one-thread job noisy: the
+    two lists name each job's point, not only the series both belong to."""
+    table = pd.read_csv(ZEN2 / "bandwidth.csv")
+    two = table["job_id"] == "bw-c0-local-t2-rep0"
+    table["quality"] = ["disturbed" if h else "noisy" for h in two]
+    table["quality_reason"] = "a thread ran on its CPU 30% of a sample's time"
+    _, left = disturbed.split({"bandwidth": table})
+    noisy = disturbed.noisy({"bandwidth": table})
+    assert left and all(r.series.endswith("2 threads") for r in left), [r.sentence() for r in left]
+    assert noisy and all(r.series.endswith("1 thread") for r in noisy), [r.sentence() for r in noisy]
+    assert "1 job disturbed" in left[0].sentence()

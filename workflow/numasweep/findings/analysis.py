@@ -27,7 +27,7 @@ import pandas as pd
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_text
-from numasweep.core.units import page_words, parse_page_fractions, size_words
+from numasweep.core.units import count_words, page_words, parse_page_fractions, size_words
 from numasweep.findings import levels
 from numasweep.results import aggregate, disturbed, series
 from numasweep.results.tables import nodes as _nodes
@@ -240,7 +240,8 @@ def not_concluded(left: list[disturbed.Left]) -> list[Finding]:
     return [Finding(
         id="not_concluded", bench=r.bench,
         title=f"Not concluded: {r.bench}{', ' + r.series if r.series else ''}, measured while disturbed",
-        summary=(f"{len(r.jobs)} {r.bench} job(s){' of ' + r.series if r.series else ''} were measured while "
+        summary=(f"{count_words(len(r.jobs), r.bench + ' job')}{' of ' + r.series if r.series else ''} "
+                 f"{'was' if len(r.jobs) == 1 else 'were'} measured while "
                  f"disturbed ({'; '.join(r.reasons[:3])}{' ...' if len(r.reasons) > 3 else ''}): no finding is "
                  f"drawn from them. Measure them again on a quiet machine: delete their CSVs under "
                  f"results/<system>/{r.bench}/ ({', '.join(r.jobs[:3])}{' ...' if len(r.jobs) > 3 else ''}) and "

@@ -492,7 +492,10 @@ def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None) ->
         if noisy.any():
             quiet = ({tuple(r) for r in bench.headline(df[~noisy].reset_index(drop=True), topology)}
                      if not noisy.all() else set())
-            mine = [row if tuple(row) in quiet else [row[0], f"{row[1]} {NOISY_MARK}", *row[2:]] for row in mine]
+            # an unknown value (the theoretical bandwidth of a machine whose DIMMs are not listed)
+            # rests on no series, noisy or not
+            mine = [row if tuple(row) in quiet or row[1] == "unknown" else [row[0], f"{row[1]} {NOISY_MARK}", *row[2:]]
+                    for row in mine]
         rows += mine
     return rows
 

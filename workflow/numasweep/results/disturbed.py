@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from numasweep.core import registry
+from numasweep.core.units import count_words
 from numasweep.running import verdict
 from numasweep.results import series
 
@@ -43,7 +44,7 @@ class Left:
     reasons: list[str]
 
     def sentence(self) -> str:
-        return (f"{self.bench}, {self.series or 'all series'}: {len(self.jobs)} job(s) {self.verdict} "
+        return (f"{self.bench}, {self.series or 'all series'}: {count_words(len(self.jobs), 'job')} {self.verdict} "
                 f"({'; '.join(self.reasons[:3])}{' ...' if len(self.reasons) > 3 else ''})")
 
 
@@ -74,9 +75,16 @@ def job_verdicts(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _series_words(df: pd.DataFrame, bench: str) -> pd.Series:
+    """Each row's series in words, by what varies over the whole table; and its point on the
+    series' axis where its job measured one point of several (a bandwidth job's thread count),
+    so that a series' disturbed and noisy jobs are told apart."""
     spec = registry.get(bench)
     cols = [c for c in (spec.series if spec else ()) if c in df and df[c].nunique() > 1
             and c not in ("rank", "cpu", "cpu_node", "l3_group")]
+    axis = spec.axis if spec else None
+    if axis in df and "job_id" in df and df[axis].nunique() > 1 and \
+            (df.groupby("job_id")[axis].transform("nunique") == 1).all():
+        cols.append(axis)
     if not cols:
         return pd.Series("", index=df.index)
     return df[cols].astype(str).apply(lambda r: series.config_name(dict(r), cols), axis=1)
