@@ -129,3 +129,15 @@ def test_a_disturbed_point_of_a_series_is_named_by_its_point() -> None:
     assert left and all(r.series.endswith("2 threads") for r in left), [r.sentence() for r in left]
     assert noisy and all(r.series.endswith("1 thread") for r in noisy), [r.sentence() for r in noisy]
     assert "1 job disturbed" in left[0].sentence()
+
+
+def test_a_benchmark_every_job_of_which_was_disturbed_is_said_in_the_headline(tmp_path: Path) -> None:
+    folder = tmp_path / "all-disturbed"
+    shutil.copytree(ZEN2, folder)
+    table = pd.read_csv(folder / "latency.csv")
+    table["quality"], table["quality_reason"] = "disturbed", "rank 0 ran on its CPU 3% of a sample's time"
+    table.to_csv(folder / "latency.csv", index=False)
+    text = report.render(folder, {"findings": []}, None, tmp_path / "all.md").read_text()
+    summary = text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0]
+    assert "| memory latency | not concluded | every job measured while disturbed" in summary, summary
+    assert "best bandwidth" in summary

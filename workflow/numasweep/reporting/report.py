@@ -609,7 +609,10 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     audit.check(every, f"report of {results_dir}")
     # the headline rests on no job measured while disturbed; the first lines say which were
     clean, left = disturbed.split(frames, conclude_disturbed)
-    headline = headline_rows(clean, topology)
+    headline = headline_rows(clean, topology) + [
+        # a benchmark every job of which was disturbed: said, not silently missing
+        [bench.title.lower(), "not concluded", "every job measured while disturbed (listed at the top)"]
+        for bench in registry.all_benches().values() if bench.headline and bench.name in frames and bench.name not in clean]
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})
