@@ -19,7 +19,10 @@ BANDWIDTH = {"best_mb_s": "10000", "min_mb_s": "9900", "avg_mb_s": "9950", "on_c
 @pytest.mark.parametrize("row, load, expected, words", [
     (LATENCY, 0.5, "quiet", "every thread on its CPU"),
     ({**LATENCY, "on_cpu_pct": "2.0"}, 0.5, "disturbed", "rank 0 on its CPU 2% of the time"),
-    ({**LATENCY, "retaken": "5", "on_cpu_pct": "94.0"}, 0.5, "disturbed", "took every sample again"),
+    ({**LATENCY, "retaken": "5", "on_cpu_pct": "84.0"}, 0.5, "disturbed", "took every sample again and stayed "
+     "under 90%"),
+    # retakes spent, the samples kept at 90-95%: a few percent taken, as when every CPU measures
+    ({**LATENCY, "retaken": "5", "on_cpu_pct": "94.0"}, 0.5, "noisy", "under 95% on the CPU (at least 94%)"),
     # retakes spent, but the samples kept ran at 95% or more: the retakes did their job
     ({**LATENCY, "retaken": "6", "on_cpu_pct": "97.4"}, 0.5, "quiet", "every thread on its CPU"),
     ({**LATENCY, "on_cpu_pct": "80.0"}, 0.5, "noisy", "rank 0 on its CPU 80% of the time"),
