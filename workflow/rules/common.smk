@@ -2,12 +2,12 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import sys
 from pathlib import Path
 
 from snakemake.utils import min_version
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 min_version("9.0")
 
@@ -39,29 +39,22 @@ BIN_DIR = "build/bin"
 # a SLURM job: the package's folder first on PYTHONPATH, so that this checkout's package is
 # imported under any interpreter, also the python of a rule's conda environment (--sdm conda:
 # workflow/envs/), which does not install it; and the folder of the interpreter running
-# Snakemake last on PATH, so that a job finds a python with the requirements where the PATH has
-# none (snakemake started by its full path), while the python of a rule's conda environment
-# comes first. Not in the rules' shell: a job's command would then depend on where the
-# interpreter lives, and every benchmark would rerun when that changes (its code changed).
+# Snakemake first on PATH, so that a job runs the python with the requirements whatever python
+# the user's PATH finds first, but last under --sdm conda (the prefix runs after a rule's
+# environment is activated, whose python must come first). Not in the rules' shell: a job's
+# command would then depend on where the interpreter lives, and every benchmark would rerun
+# when that changes (its code changed).
 PACKAGE_PATH = os.path.abspath(PACKAGE_DIR)
 PYTHON_DIR = os.path.dirname(sys.executable)
+_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 shell.prefix(
     "set -euo pipefail; export PYTHONPATH={PACKAGE_PATH:q}${{PYTHONPATH:+:$PYTHONPATH}}; "
-    'export PATH="$PATH":{PYTHON_DIR:q}; '
-)
-# Another python before it on the PATH would run the jobs instead: said here, in one line.
-_PATH_PYTHON = shutil.which("python")
-if (
-    workflow.is_main_process
-    and _PATH_PYTHON
-    and Path(_PATH_PYTHON).parent.resolve() != Path(PYTHON_DIR).resolve()
-):
-    print(
-        f"numasweep: warning: jobs run the python first on the PATH, {_PATH_PYTHON}, not the one "
-        f"running snakemake ({sys.executable}); activate its environment first "
-        "(`source .venv/bin/activate`) unless that python has requirements.txt's packages",
-        file=sys.stderr,
+    + (
+        'export PATH="$PATH":{PYTHON_DIR:q}; '
+        if _CONDA
+        else 'export PATH={PYTHON_DIR:q}:"$PATH"; '
     )
+)
 WRAPPER = CONFIG["wrapper"]
 LAUNCHER = CONFIG["launcher"]
 # How launch lines are built (numasweep.planning.launch.result_line).
