@@ -10,7 +10,7 @@
 # the results are cached: then no rule takes that XML, and the folder must hold it).
 # With --sdm conda the rules run in workflow/envs/report.yaml.
 # Jobs run `python -m numasweep`: common.smk's shell prefix puts the package on their
-# PYTHONPATH and the interpreter running Snakemake last on their PATH.
+# PYTHONPATH and the interpreter running Snakemake first on their PATH (last under --sdm conda).
 
 
 localrules:
