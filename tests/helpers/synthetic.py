@@ -605,7 +605,8 @@ def _gpu_rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
                          "write_latency(ms)": size / (0.9 * bw * 2**30) * 1000, "write_bw(gib/s)": 0.9 * bw,
                          "gpu": gpu.id, "gpu_node": gpu_node, "pinned": int(_arg(job, "pin_memory", "1")),
                          "policy": policy, "page_fractions": _fractions(topo, nodes, weights), "host": HOST,
-                         "bidir_read_bw(gib/s)": BIDIR * bw, "bidir_write_bw(gib/s)": BIDIR * 0.9 * bw})
+                         "bidir_read_bw(gib/s)": BIDIR * bw, "bidir_write_bw(gib/s)": BIDIR * 0.9 * bw,
+                         "on_cpu_pct": 100.0})
     return rows
 
 
