@@ -478,13 +478,20 @@ def summary_lines(headlines: list[dict]) -> list[dict]:
 NOISY_MARK = "†"
 
 
-def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None) -> list[list[str]]:
+def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None,
+                  measured: set[str] = frozenset()) -> list[list[str]]:
     """What a user came for, from every benchmark's `headline` rows, in the registry's order. A
     row that rests on a noisy job (one the benchmark's headline without its noisy jobs does not
-    give as it is) carries NOISY_MARK beside its value."""
+    give as it is) carries NOISY_MARK beside its value. A benchmark in `measured` that `frames`
+    lacks (every job of it disturbed) has one row saying so, rather than going missing."""
     rows = []
     for bench in registry.all_benches().values():
-        if bench.headline is None or bench.name not in frames:
+        if bench.headline is None:
+            continue
+        if bench.name not in frames:
+            if bench.name in measured:
+                rows.append([bench.title.lower(), "not concluded",
+                             "every job measured while disturbed (listed at the top)"])
             continue
         df = frames[bench.name]
         mine = bench.headline(df, topology)
@@ -609,10 +616,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     audit.check(every, f"report of {results_dir}")
     # the headline rests on no job measured while disturbed; the first lines say which were
     clean, left = disturbed.split(frames, conclude_disturbed)
-    headline = headline_rows(clean, topology) + [
-        # a benchmark every job of which was disturbed: said, not silently missing
-        [bench.title.lower(), "not concluded", "every job measured while disturbed (listed at the top)"]
-        for bench in registry.all_benches().values() if bench.headline and bench.name in frames and bench.name not in clean]
+    headline = headline_rows(clean, topology, measured=set(frames))
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})

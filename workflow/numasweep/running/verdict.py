@@ -33,6 +33,8 @@ import csv
 import os
 from pathlib import Path
 
+from numasweep.core.units import count_words
+
 VERDICTS = ("quiet", "noisy", "disturbed")
 DISTURBED_ON_CPU_PCT = 50.0
 NOISY_ON_CPU_PCT = 90.0
@@ -119,13 +121,13 @@ def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int) -> t
         return "disturbed", f"{share[1]} on its CPU {share[0]:.0f}% of the time"
     spent = retakes_spent(rows, NOISY_ON_CPU_PCT)
     if spent:
-        return "disturbed", (f"{spent} row{'s' if spent != 1 else ''} took every sample again and stayed "
+        return "disturbed", (f"{count_words(spent, 'row')} took every sample again and stayed "
                              f"under {NOISY_ON_CPU_PCT:.0f}% on the CPU")
     if share and share[0] < NOISY_ON_CPU_PCT:
         return "noisy", f"{share[1]} on its CPU {share[0]:.0f}% of the time"
     spent = retakes_spent(rows)
     if spent:
-        return "noisy", (f"{spent} row{'s' if spent != 1 else ''} took every sample again and stayed "
+        return "noisy", (f"{count_words(spent, 'row')} took every sample again and stayed "
                          f"under {RETAKE_BELOW_PCT:.0f}% on the CPU"
                          + (f" (at least {share[0]:.0f}%)" if share else ""))
     spread = worst_spread(rows)
