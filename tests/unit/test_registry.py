@@ -31,21 +31,21 @@ def test_each_benchmark_is_compared_and_quality_checked_or_says_why_not(name):
     """Comparison against references and earlier runs, and fleet screening, read `metrics`; the
     report's data-quality part reads `quality`. Leaving either out needs a reason in words."""
     bench = BENCHES[name]
-    assert bench.metrics or len(bench.not_compared) > 20, f"{name}: no metrics and no reason"
-    assert bench.quality or len(bench.not_checked) > 20, f"{name}: no quality check and no reason"
-    for column in bench.metrics:
-        assert column in bench.required or column in bench.positive, f"{name}: metric {column} is not a column it must have"
+    assert bench.checks.metrics or len(bench.checks.not_compared) > 20, f"{name}: no metrics and no reason"
+    assert bench.checks.quality or len(bench.checks.not_checked) > 20, f"{name}: no quality check and no reason"
+    for column in bench.checks.metrics:
+        assert column in bench.tables.required or column in bench.tables.positive, f"{name}: metric {column} is not a column it must have"
 
 
 @pytest.mark.parametrize("name", list(BENCHES))
 def test_each_benchmark_plans_draws_and_reports(name):
     bench = BENCHES[name]
-    assert bench.expand and bench.analyse and bench.raw_tables
-    assert any(f.draw for f in bench.figures), f"{name}: figures, each kind with its caption and drawer"
-    kinds = {k for _, kinds in bench.subjects.values() for k in kinds}
-    assert kinds <= {f.kind for f in bench.figures}, f"{name}: a subject shows a figure kind it has no caption for"
-    assert set(bench.within) <= set(bench.identity)
-    assert bench.axis is None or bench.axis not in bench.identity
+    assert bench.launch.expand and bench.analyse and bench.presentation.raw_tables
+    assert any(f.draw for f in bench.presentation.figures), f"{name}: figures, each kind with its caption and drawer"
+    kinds = {k for _, kinds in bench.presentation.subjects.values() for k in kinds}
+    assert kinds <= {f.kind for f in bench.presentation.figures}, f"{name}: a subject shows a figure kind it has no caption for"
+    assert set(bench.tables.within) <= set(bench.identity)
+    assert bench.tables.axis is None or bench.tables.axis not in bench.identity
 
 
 def test_the_shared_machinery_names_no_benchmark():
@@ -90,20 +90,27 @@ def test_the_job_model_writes_every_benchmark():
 
 
 def _lone_fields() -> dict[str, str]:
-    """Field of `Bench` -> the one benchmark that sets it to other than its default."""
+    """Field of `Bench` or of one of its records (`launch.unavailable`) -> the one benchmark that
+    sets it to other than its default."""
     lone = {}
-    for f in dataclasses.fields(registry.Bench):
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            continue  # every benchmark gives it
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        users = [name for name, bench in BENCHES.items() if getattr(bench, f.name) != default]
-        if len(users) == 1:
-            lone[f.name] = users[0]
+
+    def walk(records: dict[str, object], prefix: str) -> None:
+        for f in dataclasses.fields(next(iter(records.values()))):
+            values = {name: getattr(record, f.name) for name, record in records.items()}
+            if all(dataclasses.is_dataclass(v) for v in values.values()):
+                walk(values, f"{prefix}{f.name}.")
+            elif f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                users = [name for name, value in values.items() if value != default]
+                if len(users) == 1:
+                    lone[prefix + f.name] = users[0]
+
+    walk(BENCHES, "")
     return lone
 
 
-@pytest.mark.xfail(strict=True, reason="report, cross and mpi serve latency alone; kernels, gpus and unavailable "
-                                       "gpu_xfer alone")
+@pytest.mark.xfail(strict=True, reason="presentation.report and presentation.cross serve latency alone, "
+                                       "launch.unavailable gpu_xfer alone")
 def test_no_field_of_the_record_serves_one_benchmark_only():
     """A field of the shared record that one benchmark alone sets is that benchmark's own
     business carried by all of them: the record stays narrow when each field serves several."""

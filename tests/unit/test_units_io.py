@@ -233,7 +233,7 @@ def test_columns_left_unread_are_named_by_no_step_that_skips_them():
 
     package = Path(io.__file__).parents[1]
     report_parts = {f.__name__ for b in registry.all_benches().values()
-                    for f in (b.raw_tables, b.report, b.cross, *((b.quality.runs, b.quality.row) if b.quality else ()))
+                    for f in (b.presentation.raw_tables, b.presentation.report, b.presentation.cross, *((b.checks.quality.runs, b.checks.quality.row) if b.checks.quality else ()))
                     if f is not None}
 
     def named(path: Path, columns: tuple[str, ...], skip: set[str]) -> set[tuple[str, str]]:

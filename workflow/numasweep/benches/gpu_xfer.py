@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Rectangle
 
-from numasweep.core.registry import COMMON_SERIES, Bench, Figure, register
+from numasweep.core.registry import Checks, Launch, Presentation, Tables, COMMON_SERIES, Bench, Figure, register
 from numasweep.core.errors import NumasweepError
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, size_words
@@ -704,41 +704,48 @@ def headline(gpu: pd.DataFrame, topology: Topology | None = None) -> list[list[s
 
 BENCH = register(Bench(
     name="gpu_xfer",
-    kernel="gpu_xfer",
-    kernels=(GPU_XFER_HIP,),
-    gpus=True,
     title="Host-device transfers",
-    category="Host-device transfers",
-    variant="host memory",
-    required=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),
-    positive=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),
-    axis=GPU_SIZE,
-    series=SERIES,
-    within=WITHIN,
-    figures=(
-        Figure("gpu_bandwidth", "Host-device transfer bandwidth against transfer size for each host memory "
-               "policy and weights, one panel per direction measured (host to device, device to host, then each "
-               "of the two when both run at once); the band spans the runs' lowest to highest where there are "
-               "several.",
-               draw=plot_gpu_bandwidth),
-        Figure("gpu_latency", "Host-device transfer time against transfer size for each host memory policy "
-               "and weights, host to device left, device to host right; the band spans the runs' lowest to "
-               "highest where there are several.",
-               draw=plot_gpu_latency),
-        Figure("gpu_node_matrix", "Host-device plateau bandwidth by host memory node (rows) and GPU (columns), "
-               "one panel per direction, each GPU alone, the GPU's own node boxed.",
-               draw=plot_node_matrix),
+    launch=Launch(
+        kernels=("gpu_xfer", GPU_XFER_HIP),
+        by="gpus",
+        expand=expand,
+        check=check,
+        unavailable=unavailable,
     ),
-    metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
-    not_checked=("gpu_xfer records no within-run spread, timer or first-touch columns to check; its "
-                 "threads' share of time on their CPUs (on_cpu_pct) goes into each job's quality verdict"),
-    subjects={"Bandwidth": (("gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node",
-                             "gpu_node_matrix"), ("gpu_bandwidth", "gpu_latency", "gpu_node_matrix"))},
-    expand=expand,
-    check=check,
-    unavailable=unavailable,
+    tables=Tables(
+        required=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),
+        positive=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),
+        axis=GPU_SIZE,
+        series=SERIES,
+        within=WITHIN,
+    ),
     analyse=lambda table, topo: [functools.partial(gpu_transfers, table, topo),
                                  functools.partial(findings, table, topo)],
-    raw_tables=gpu_raw_tables,
-    headline=headline,
+    presentation=Presentation(
+        category="Host-device transfers",
+        variant="host memory",
+        figures=(
+            Figure("gpu_bandwidth", "Host-device transfer bandwidth against transfer size for each host memory "
+                   "policy and weights, one panel per direction measured (host to device, device to host, then each "
+                   "of the two when both run at once); the band spans the runs' lowest to highest where there are "
+                   "several.",
+                   draw=plot_gpu_bandwidth),
+            Figure("gpu_latency", "Host-device transfer time against transfer size for each host memory policy "
+                   "and weights, host to device left, device to host right; the band spans the runs' lowest to "
+                   "highest where there are several.",
+                   draw=plot_gpu_latency),
+            Figure("gpu_node_matrix", "Host-device plateau bandwidth by host memory node (rows) and GPU (columns), "
+                   "one panel per direction, each GPU alone, the GPU's own node boxed.",
+                   draw=plot_node_matrix),
+        ),
+        raw_tables=gpu_raw_tables,
+        subjects={"Bandwidth": (("gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node",
+                                 "gpu_node_matrix"), ("gpu_bandwidth", "gpu_latency", "gpu_node_matrix"))},
+        headline=headline,
+    ),
+    checks=Checks(
+        metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
+        not_checked="gpu_xfer records no within-run spread, timer or first-touch columns to check; its "
+                    "threads' share of time on their CPUs (on_cpu_pct) goes into each job's quality verdict",
+    ),
 ))

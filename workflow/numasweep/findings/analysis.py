@@ -164,7 +164,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None]) -> list[Findi
     PLACEMENT_OK. Requested = the benchmark's requested-nodes column, or the CPU's node when no
     node was requested."""
     findings = []
-    checks = [(b.name, *c) for b in registry.all_benches().values() for c in b.placement]
+    checks = [(b.name, *c) for b in registry.all_benches().values() for c in b.tables.placement]
     for bench, col, req_col, who in checks:
         df = frames.get(bench)
         if df is None or df.empty or col not in df or df[col].isna().all():

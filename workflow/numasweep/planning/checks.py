@@ -46,8 +46,8 @@ def against_topology(config: dict, topo: Any) -> list[str]:
     warnings: list[str] = []
     for bench in registry.all_benches().values():
         section = config.get(bench.name) or {}
-        if bench.check and section.get("sweeps"):
-            warnings += bench.check(topo, section)
+        if bench.launch.check and section.get("sweeps"):
+            warnings += bench.launch.check(topo, section)
     warnings += _srun_mpi(config)
     return warnings
 

@@ -328,11 +328,11 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
         section = config[bench.name]
         if not section["sweeps"]:
             continue
-        why = bench.unavailable(topo, section) if bench.unavailable else None
+        why = bench.launch.unavailable(topo, section) if bench.launch.unavailable else None
         if why:
             skipped[bench.name] = why
         else:
-            jobs += bench.expand(topo, section)
+            jobs += bench.launch.expand(topo, section)
     jobs, thp_warnings = checks.without_thp(jobs, topo)
     checks.warn(thp_warnings)
     if not jobs and skipped:

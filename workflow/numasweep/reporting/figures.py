@@ -283,7 +283,7 @@ def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[
     paths: list[Path] = []
     for bench in registry.all_benches().values():
         if bench.name in frames:
-            for figure in bench.figures:
+            for figure in bench.presentation.figures:
                 if figure.draw:
                     paths += figure.draw(frames[bench.name], topology, drawn)
     drawn.write()

@@ -97,7 +97,7 @@ def subjects() -> tuple[Subject, ...]:
     in the registry's order."""
     out = []
     for sub in SUBJECT_LEADS:
-        given = [b.subjects.get(sub.title, ((), ())) for b in registry.all_benches().values()]
+        given = [b.presentation.subjects.get(sub.title, ((), ())) for b in registry.all_benches().values()]
         out.append(dataclasses.replace(sub, ids=tuple(i for ids, _ in given for i in ids) + sub.ids,
                                        figures=sub.figures + tuple(k for _, kinds in given for k in kinds)))
     return tuple(out)
@@ -486,7 +486,7 @@ def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None,
     lacks (every job of it disturbed) has one row saying so, rather than going missing."""
     rows = []
     for bench in registry.all_benches().values():
-        if bench.headline is None:
+        if bench.presentation.headline is None:
             continue
         if bench.name not in frames:
             if bench.name in measured:
@@ -494,10 +494,10 @@ def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None,
                              "every job measured while disturbed (listed at the top)"])
             continue
         df = frames[bench.name]
-        mine = bench.headline(df, topology)
+        mine = bench.presentation.headline(df, topology)
         noisy = (disturbed.job_verdicts(df)[disturbed.VERDICT] == disturbed.NOISY).to_numpy()
         if noisy.any():
-            quiet = ({tuple(r) for r in bench.headline(df[~noisy].reset_index(drop=True), topology)}
+            quiet = ({tuple(r) for r in bench.presentation.headline(df[~noisy].reset_index(drop=True), topology)}
                      if not noisy.all() else set())
             # an unknown value (the theoretical bandwidth of a machine whose DIMMs are not listed)
             # rests on no series, noisy or not
@@ -635,10 +635,10 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
             "name": bench.name,
             "title": bench.title,
             "rows": len(df),
-            "raw_tables": bench.raw_tables(df) if bench.raw_tables else [],
+            "raw_tables": bench.presentation.raw_tables(df) if bench.presentation.raw_tables else [],
             "figures": [e for e in entries if e["kind"] not in placed],
         })
-        for key, value in (bench.report(df, topology) if bench.report else {}).items():
+        for key, value in (bench.presentation.report(df, topology) if bench.presentation.report else {}).items():
             parts[key] = parts[key] | value if isinstance(value, set) else value
     system = (topology.system if topology else None) or (findings or {}).get("system") or results_dir.name
     modes, placement = parts["mode_comparison"], parts["placement"]
@@ -737,9 +737,9 @@ def render_cross(results_dirs: list[Path], findings: list[dict | None], figures_
     cross_tables, cross_figures = [], []
     for bench in registry.all_benches().values():
         both = [f.get(bench.name) for f in frames]
-        if bench.cross is None or any(t is None for t in both):
+        if bench.presentation.cross is None or any(t is None for t in both):
             continue
-        tables_, pngs = bench.cross(both, names, Path(figures_dir) if figures_dir is not None else None)
+        tables_, pngs = bench.presentation.cross(both, names, Path(figures_dir) if figures_dir is not None else None)
         cross_tables += tables_
         cross_figures += [{"path": os.path.relpath(png, out_md.parent),
                            "caption": registry.captions().get(figures.figure_kind(png), ""),

@@ -19,11 +19,11 @@ def samples(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     table) whose table holds at least one single-node cell."""
     out: dict[str, pd.DataFrame] = {}
     for bench in registry.all_benches().values():
-        if bench.matrix is None or bench.name not in tables or bench.matrix_of in out:
+        if bench.tables.matrix is None or bench.name not in tables or bench.tables.matrix_of in out:
             continue
-        rows = bench.matrix(tables[bench.name])
+        rows = bench.tables.matrix(tables[bench.name])
         if len(rows):
-            out[bench.matrix_of] = rows
+            out[bench.tables.matrix_of] = rows
     return out
 
 

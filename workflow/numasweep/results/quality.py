@@ -154,7 +154,7 @@ def series_quality(frames: dict[str, pd.DataFrame], topo: Topology | None = None
     without the columns give none."""
     out = []
     for spec in registry.all_benches().values():
-        bench, check = spec.name, spec.quality
+        bench, check = spec.name, spec.checks.quality
         df = frames.get(bench)
         if check is None or df is None or df.empty or not any(c in df for c in check.columns):
             continue
