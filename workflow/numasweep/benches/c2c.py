@@ -20,7 +20,7 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import Checks, Launch, Presentation, Tables, Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, parse_cpulist
 from numasweep.findings.analysis import Finding

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from numasweep.core.registry import Checks, Launch, Presentation, Tables, Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Rectangle
 
-from numasweep.core.registry import Checks, Launch, Presentation, Tables, COMMON_SERIES, Bench, Figure, register
-from numasweep.core.errors import NumasweepError
+from numasweep.core.registry import Bench, COMMON_SERIES, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.core.errors import NumasweepError, Unavailable
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, size_words
 from numasweep.findings import analysis
@@ -102,17 +102,17 @@ def gpu_kernel(topo: Any) -> str:
     return GPU_XFER_HIP if amd else "gpu_xfer"
 
 
-def unavailable(topo: Any, section: dict) -> str | None:
-    """Why the sweeps are left out on this topology (None: they run)."""
-    if topo.gpus or section["force"]:
-        return None
-    return (f"the topology '{topo.system}' lists no GPU; gpu_xfer.force: true plans the jobs anyway (dry run); "
+def expand(topo: Any, section: dict) -> list[grid.Job]:
+    """The jobs of the sweeps; `Unavailable` where the topology lists no GPU and `force` is off."""
+    if not topo.gpus and not section["force"]:
+        raise Unavailable(f"the topology '{topo.system}' lists no GPU; gpu_xfer.force: true plans the jobs anyway (dry run); "
             "run it on a machine with GPUs (nvidia-smi or rocm-smi lists them) or name an arch file that lists them")
+    return list(_jobs(topo, section))
 
 
 # ---------------------------------------------------------------- grid
 
-def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
+def _jobs(topo: Any, section: dict) -> Iterator[grid.Job]:
     for i, sw in enumerate(section["sweeps"]):
         where = f"gpu_xfer.sweeps[{i}]"
         for m, spec in enumerate(sw["memory"]):
@@ -169,7 +169,7 @@ def check(topo: Any, section: dict) -> list[str]:
                 checks.fit(topo, f"{where}.sizes", size, spec, [gpu_cpu_node(topo, sw)])
     force = bool(section.get("force"))
     if not force and not topo.gpus:
-        return []  # skipped (`unavailable` says why)
+        return []  # skipped (`expand` says why)
     have = len(topo.gpus)
     for where, sw in checks.sweeps(section, "gpu_xfer"):
         wanted = max(sw["ngpus"])
@@ -710,7 +710,6 @@ BENCH = register(Bench(
         by="gpus",
         expand=expand,
         check=check,
-        unavailable=unavailable,
     ),
     tables=Tables(
         required=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),

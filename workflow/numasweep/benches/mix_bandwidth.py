@@ -19,7 +19,7 @@ import pandas as pd
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import format_size
-from numasweep.core.registry import Checks, Launch, Presentation, Tables, Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid

@@ -70,12 +70,11 @@ class Launch:
     # how a job runs: "mpi" (one MPI rank per placement entry), "threads" (one process, its threads
     # on the job's CPUs) or "gpus" (one process whose threads drive GPUs: SLURM's `gpu` resource)
     by: str
-    # expand(topology, section) -> [Job]: the grid points of the config section's sweeps.
+    # expand(topology, section) -> [Job]: the grid points of the config section's sweeps; it
+    # raises core.errors.Unavailable with the reason where they cannot run on this topology.
     expand: Callable[..., list]
     # check(topology, section) -> [warning]: plan-time checks beyond the schema (raises on errors).
     check: Callable[..., list[str]] | None = None
-    # unavailable(topology, section) -> why the sweeps cannot run on this topology, or None.
-    unavailable: Callable[..., str | None] | None = None
 
     @property
     def kernel(self) -> str:

@@ -13,7 +13,7 @@ import functools
 
 from numasweep.benches.bandwidth import figures, findings, plan, quality, report, weights
 from numasweep.benches.bandwidth.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Checks, Launch, Presentation, Tables, Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
 
 

@@ -14,7 +14,7 @@ import functools
 
 from numasweep.benches.latency import figures, findings, plan, quality, report
 from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Checks, Launch, Presentation, Tables, Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
 
 
