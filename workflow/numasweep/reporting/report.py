@@ -679,7 +679,6 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "headlines": summary_lines([f for f in found if f["headline"]])[:SUMMARY_MAX],
         "more_headlines": max(0, len(summary_lines([f for f in found if f["headline"]])) - SUMMARY_MAX),
         "anomalies": sum(1 for f in every if f.get("id") == "anomaly"),
-        "cross_figures": [],
         "data_quality": notes,
         "run_quality": run_quality,
         "sections": [],
@@ -726,30 +725,31 @@ def spec_rows(contexts: list[dict]) -> list[list[object]]:
 
 def render_cross(results_dirs: list[Path], findings: list[dict | None], figures_dir: Path | None,
                  out_md: Path) -> Path:
-    """Two systems side by side: specifications, what each benchmark compares (`Bench.cross`: the
-    latency at the sizes both measured), findings of each."""
+    """Two systems side by side: specifications, what each benchmark compares (its
+    `presentation.cross`: the latency at the sizes both measured, the best bandwidth at the thread
+    counts both measured), findings of each."""
     out_md = Path(out_md)
     contexts = [system_context(Path(d), f, None, out_md) for d, f in zip(results_dirs, findings)]
     names = [c["system"] for c in contexts]
     if names[0] == names[1]:
         names = [f"{n} ({Path(d).name})" for n, d in zip(names, results_dirs)]
     frames = [aggregate.load_results(d, UNREAD) for d in results_dirs]
-    cross_tables, cross_figures = [], []
+    compared = []
     for bench in registry.all_benches().values():
         both = [f.get(bench.name) for f in frames]
         if bench.presentation.cross is None or any(t is None for t in both):
             continue
         tables_, pngs = bench.presentation.cross(both, names, Path(figures_dir) if figures_dir is not None else None)
-        cross_tables += tables_
-        cross_figures += [{"path": os.path.relpath(png, out_md.parent),
-                           "caption": registry.captions().get(figures.figure_kind(png), ""),
-                           "alt": f"{bench.title.lower()} on each system"} for png in pngs]
+        if tables_ or pngs:
+            compared.append({"title": bench.title, "tables": tables_, "figures": [
+                {"path": os.path.relpath(png, out_md.parent),
+                 "caption": registry.captions().get(figures.figure_kind(png), ""),
+                 "alt": f"{bench.title.lower()} on each system"} for png in pngs]})
     text = environment().get_template("cross.md.j2").render(
         names=names,
         systems=contexts,
         specs=md_table(["", *names], spec_rows(contexts), right=set()),
-        cross_tables=cross_tables,
-        cross_figures=cross_figures,
+        compared=compared,
     )
     atomic_write_text(out_md, tidy(text))
     return out_md

@@ -4,7 +4,7 @@ local, on a node, interleaved or weighted, swept over thread counts, access patt
 Its parts: `plan` (the grid and its checks), `tables` (one row per point of a series),
 `findings` (the theoretical peak, saturation, locality, weightings compared; the model in its
 docstring), `weights` (the weighted-interleave weights the measured matrix recommends), `figures`,
-`report` (raw tables, bytes counted, headline) and `quality`.
+`report` (raw tables, bytes counted, headline, two systems side by side) and `quality`.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ BENCH = register(Bench(
                                  "bandwidth_weights", "recommended_weights"),
                                 ("bandwidth_vs_threads", "bandwidth_matrix"))},
         headline=report.headline,
+        cross=report.cross,
     ),
     checks=Checks(
         metrics={"best_mb_s": True},
