@@ -40,7 +40,7 @@ def test_each_benchmark_is_compared_and_quality_checked_or_says_why_not(name):
 @pytest.mark.parametrize("name", list(BENCHES))
 def test_each_benchmark_plans_draws_and_reports(name):
     bench = BENCHES[name]
-    assert bench.launch.expand and bench.analyse and bench.presentation.raw_tables
+    assert bench.launch.expand and bench.analyse and bench.presentation.report
     assert any(f.draw for f in bench.presentation.figures), f"{name}: figures, each kind with its caption and drawer"
     kinds = {k for _, kinds in bench.presentation.subjects.values() for k in kinds}
     assert kinds <= {f.kind for f in bench.presentation.figures}, f"{name}: a subject shows a figure kind it has no caption for"
@@ -109,8 +109,6 @@ def _lone_fields() -> dict[str, str]:
     return lone
 
 
-@pytest.mark.xfail(strict=True, reason="presentation.report and presentation.cross serve latency alone, "
-                                       "launch.unavailable gpu_xfer alone")
 def test_no_field_of_the_record_serves_one_benchmark_only():
     """A field of the shared record that one benchmark alone sets is that benchmark's own
     business carried by all of them: the record stays narrow when each field serves several."""

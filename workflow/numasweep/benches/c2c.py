@@ -187,7 +187,8 @@ def plot_c2c(table: pd.DataFrame | None, topology: Topology | None, figdir: Path
     return paths
 
 
-def c2c_tables(table: pd.DataFrame) -> list[dict]:
+def c2c_tables(table: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
 
     df = table[(pd.to_numeric(table["cpu_a"]) >= 0) & (pd.to_numeric(table["cpu_b"]) >= 0)]
     df = df.assign(pair_class=df.apply(pair_class, axis=1))
@@ -228,7 +229,7 @@ BENCH = register(Bench(
                    "and L3 group; lines mark the L3 groups (thin) and nodes (thick) the kernel found the CPUs on.",
                    draw=plot_c2c),
         ),
-        raw_tables=c2c_tables,
+        report=c2c_tables,
         subjects={"DRAM and NUMA locality": (("core_to_core",), ("c2c_heatmap",))},
     ),
     checks=Checks(

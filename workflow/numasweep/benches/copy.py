@@ -154,7 +154,8 @@ def plot_copy_vs_threads(copy: pd.DataFrame, topology: Topology | None, figdir: 
     return paths
 
 
-def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
+def copy_raw_tables(copy: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
     out = []
     for variant, config in series.configurations(copy, "copy", without=("threads", "bytes")):
         other = "" if variant == "all" else f", {variant}"
@@ -289,7 +290,7 @@ BENCH = register(Bench(
                    "each byte copied counted once; the band spans the runs.",
                    draw=plot_copy_vs_threads),
         ),
-        raw_tables=copy_raw_tables,
+        report=copy_raw_tables,
         subjects={"Bandwidth": (("copy_matrix",), ("copy_matrix", "copy_vs_threads"))},
         headline=headline,
     ),

@@ -237,7 +237,8 @@ def gpu_configurations(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return series.configurations(table, "gpu_xfer", first="pinned")
 
 
-def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
+def gpu_raw_tables(gpu: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
     table = gpu_table(gpu)
     out = []
     for variant, part in gpu_configurations(table):
@@ -737,7 +738,7 @@ BENCH = register(Bench(
                    "one panel per direction, each GPU alone, the GPU's own node boxed.",
                    draw=plot_node_matrix),
         ),
-        raw_tables=gpu_raw_tables,
+        report=gpu_raw_tables,
         subjects={"Bandwidth": (("gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node",
                                  "gpu_node_matrix"), ("gpu_bandwidth", "gpu_latency", "gpu_node_matrix"))},
         headline=headline,

@@ -210,7 +210,8 @@ def plot_loaded_latency(table: pd.DataFrame | None, topology: Topology | None, f
     return paths
 
 
-def loaded_latency_tables(table: pd.DataFrame) -> list[dict]:
+def loaded_latency_tables(table: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
     tables = []
     for _, words, part in loaded_configurations(table):
         med = part.groupby(["traffic", "delay"], sort=False).agg(
@@ -248,7 +249,7 @@ BENCH = register(Bench(
                    "each point's fastest and slowest sample.",
                    draw=plot_loaded_latency),
         ),
-        raw_tables=loaded_latency_tables,
+        report=loaded_latency_tables,
         subjects={"Contention and concurrency": (("loaded_latency",), ("loaded_latency",))},
     ),
     checks=Checks(

@@ -150,7 +150,8 @@ def plot_mix_matrix(table: pd.DataFrame | None, topology: Topology | None, figdi
     return save(fig, figdir, "mix_bandwidth", "mix_bandwidth_matrix", "all") if drawn else []
 
 
-def mix_bandwidth_tables(table: pd.DataFrame) -> list[dict]:
+def mix_bandwidth_tables(table: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
 
     df = table.assign(cpu_nodes=common.node_set(table["cpu_nodes"]), mem_nodes=common.node_set(table["mem_nodes"]))
     med = df.groupby(["traffic", "threads", "cpu_nodes", "memory", "mem_nodes"], sort=False)["gb_s_median"].median()
@@ -184,7 +185,7 @@ BENCH = register(Bench(
                    "(columns), one panel per traffic kind.",
                    draw=plot_mix_matrix),
         ),
-        raw_tables=mix_bandwidth_tables,
+        report=mix_bandwidth_tables,
         subjects={"Bandwidth": (("bandwidth_matrix",), ("mix_bandwidth_matrix",))},
     ),
     checks=Checks(

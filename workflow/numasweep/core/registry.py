@@ -16,8 +16,8 @@ it, how a job runs, and the plan's hooks), `tables` (`Tables`: the columns its k
 have, docs/INTERFACES.md, those that must be positive, the axis and the columns that name a series,
 `numasweep.results.series`, and the node-to-node matrix and page placement read from it),
 `analyse` (its findings), `presentation` (`Presentation`: its figures, each a `Figure` of kind,
-caption and drawer in report order, their category and variant in Snakemake's HTML report, its
-raw tables, subjects and headline) and `checks` (`Checks`: the comparison metrics and the
+caption and drawer in report order, their category and variant in Snakemake's HTML report, what
+it writes in the report (its raw tables, and in the analysis sections), its subjects and headline) and `checks` (`Checks`: the comparison metrics and the
 data-quality check of its runs).
 """
 
@@ -112,14 +112,16 @@ class Presentation:
     category: str  # the figures' category in `snakemake --report`
     variant: str  # what a figure's variant names there (the label of `{variant}`)
     figures: tuple[Figure, ...]  # in report order
-    # raw_tables(table) -> [{"title", "table"}]: the report's tables of the measured values.
-    raw_tables: Callable[..., list]
+    # report(table, topology, findings) -> [block]: what it writes in the report besides its
+    # findings and figures, given the report's findings. A block is a dict: "title" (a bold line
+    # above it, or ""), "table" (its Markdown: a table or sentences) and, for a block in an
+    # analysis section, "subject" (the section's title) and "at" (where in it: after the "lead"
+    # sentence, the "figures" or the "findings"); the blocks without a subject are its raw results,
+    # under its title (`numasweep.reporting.report.by_subject`).
+    report: Callable[..., list]
     # Where the report says its findings and shows its figures: subject title -> (finding ids,
     # figure kinds), in reading order (`numasweep.reporting.report.subjects`).
     subjects: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
-    # report(table, topology) -> {template key: value}: what it adds to the report beyond its own
-    # section (keys the report template knows: mode_comparison, placement, unmeasured).
-    report: Callable[..., dict] | None = None
     # headline(table, topology) -> [[quantity, value, interval]]: the rows the summary's headline
     # table opens with (what a user came for: idle latency per level, best bandwidth and its
     # scaling, NUMA ratios), each value from the table with its interval or why there is none;

@@ -58,7 +58,7 @@ BENCH = register(Bench(
                    "and memory node (columns).",
                    draw=figures.plot_bandwidth_matrix),
         ),
-        raw_tables=report.bandwidth_raw_tables,
+        report=report.bandwidth_raw_tables,
         subjects={"Bandwidth": (("bandwidth_peak", "bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering",
                                  "bandwidth_weights", "recommended_weights"),
                                 ("bandwidth_vs_threads", "bandwidth_matrix"))},

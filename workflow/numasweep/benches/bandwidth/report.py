@@ -15,8 +15,9 @@ from numasweep.reporting.markdown import md_table, measured
 from numasweep.results import series
 
 
-def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
-    """Per kernel: threads down, one column per (CPU node, memory node), like the STREAM table."""
+def bandwidth_raw_tables(bandwidth: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Per kernel: threads down, one column per (CPU node, memory node), like the STREAM table:
+    all it writes in the report (`Presentation.report`)."""
     out = []
     for variant, part in tables.bandwidth_variants(tables.bandwidth_table(bandwidth)):
         part = part.copy()

@@ -5,7 +5,7 @@ memory local, on a node, interleaved or weighted, all at once (concurrent) or on
 
 Its parts: `plan` (the grid and its checks), `tables` (one row per point of a series),
 `findings` (cache levels, TLB, locality, contention, outliers, rank scaling), `figures` and
-`report` (raw tables, placement, modes, two systems side by side).
+`report` (raw tables, the cache tally, placement, modes, two systems side by side).
 """
 
 from __future__ import annotations
@@ -74,7 +74,6 @@ BENCH = register(Bench(
             Figure("cross_latency_vs_size", "Median latency over ranks against buffer size on each system, one "
                    "panel per mode."),
         ),
-        raw_tables=report.latency_raw_tables,
         subjects={
             "Caches": (("cache_threshold", "cache_unseen", "cache_untested"), ("latency_vs_size",)),
             "TLB": (("tlb_cost",), ("latency_pages",)),
@@ -83,7 +82,7 @@ BENCH = register(Bench(
             "Rank scaling": (("rank_scaling", "placement_scaling"), ("rank_scaling",)),
             "Data quality": (("anomaly", "not_latency"), ()),
         },
-        report=report.report_parts,
+        report=report.report,
         headline=report.headline,
         cross=report.cross,
     ),
