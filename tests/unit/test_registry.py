@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,57 @@ def test_the_shared_machinery_names_no_benchmark():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
                 found.append(f"{path.relative_to(PKG)}:{node.lineno}: {node.value!r}")
     assert not found, "benchmark names outside benches/:\n" + "\n".join(found)
+
+
+def _bench_columns() -> set[str]:
+    """The columns only benchmarks supply: those their records name, less the ones every run has."""
+    columns = set()
+    for bench in BENCHES.values():
+        t = bench.tables
+        columns |= {*t.required, *t.positive, *t.series, *t.within, *([t.axis] if t.axis else [])}
+        columns |= {c for entry in t.placement for c in entry[:2]} | set(bench.checks.metrics)
+        if bench.checks.quality:
+            columns |= {*bench.checks.quality.columns, *bench.checks.quality.also}
+    return columns - set(registry.COMMON_SERIES)
+
+
+# SLURM's resource of a job's GPUs (workflow/rules/common.smk), a word of the tool, not gpu_xfer's column.
+TOOL_WORDS = {"gpu"}
+
+
+def test_the_templates_and_rules_name_no_benchmark_column_or_subject():
+    """The report templates and the rule files know no benchmark: no benchmark's or kernel's name,
+    no column only a benchmark supplies and no subject title in their code (a template's tags, a
+    rule file's strings and names); a subject's content comes from the benchmarks' records. The
+    data-quality section is the report's own: its title may stand in a template's text, never in
+    a tag, which keys it by its flag."""
+    from numasweep.reporting import report
+
+    names = set(BENCHES) | set(registry.kernels())
+    columns = _bench_columns() - TOOL_WORDS
+    titles = {sub.title for sub in report.SUBJECT_LEADS}
+    workflow = PKG.parent
+    found = []
+    for path in sorted(workflow.glob("report/*.j2")):
+        text = path.read_text()
+        for tag in re.findall(r"\{[{%](.*?)[}%]\}", text, re.S):
+            strings = {a or b for a, b in re.findall(r'"([^"]*)"|\'([^\']*)\'', tag)}
+            code = re.sub(r'"[^"]*"|\'[^\']*\'', "", tag)
+            attributes = set(re.findall(r"\.([A-Za-z_]\w*)", code))
+            identifiers = set(re.findall(r"[A-Za-z_]\w*", code))
+            found += [f"{path.name}: {w!r}" for w in sorted((strings & (names | columns | titles))
+                                                             | (attributes & columns) | (identifiers & names))]
+        found += [f"{path.name}: {t!r} in its text" for t in sorted(titles)
+                  if t in text and not any(s.quality and s.title == t for s in report.SUBJECT_LEADS)]
+    for path in [*sorted(workflow.glob("rules/*.smk")), workflow / "Snakefile"]:
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type == tokenize.STRING:
+                body = tok.string.lstrip("rbfuRBFU").strip("\"'")
+                words = {w for w in names | titles if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", body)}
+                found += [f"{path.name}:{tok.start[0]}: {w!r}" for w in sorted(words | ({body} & columns))]
+            elif tok.type == tokenize.NAME and tok.string in names:
+                found.append(f"{path.name}:{tok.start[0]}: {tok.string!r}")
+    assert not found, "benchmark knowledge in the templates or rule files:\n" + "\n".join(found)
 
 
 def test_a_schema_section_per_benchmark():
