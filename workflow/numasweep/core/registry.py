@@ -55,7 +55,7 @@ class Figure:
     """One kind of figure a benchmark draws: `kind` names its files (`<kind>--<variant>.png`),
     `caption` is its sentence in the report, and draw(table, topology, figure folder) -> [paths]
     draws every figure of that kind the table supports; None for a kind only a comparison of two
-    systems draws (`cross`)."""
+    systems draws (`Presentation.cross`)."""
 
     kind: str
     caption: str

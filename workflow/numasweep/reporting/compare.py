@@ -46,7 +46,7 @@ DEFAULT_TOLERANCE = 0.10
 
 
 def _metrics(bench: str) -> dict[str, bool]:
-    """The values a benchmark is judged by, and whether more of each is better (`Bench.metrics`)."""
+    """The values a benchmark is judged by, and whether more of each is better (`Bench.checks.metrics`)."""
     spec = registry.get(bench)
     return spec.checks.metrics if spec else {}
 

@@ -51,7 +51,7 @@ class Subject:
 
 
 # The report reads as an analysis, by subject, in this order. Each benchmark says which of its
-# findings (by id) and figures (by kind) go under which subject (`Bench.subjects`); here are the
+# findings (by id) and figures (by kind) go under which subject (`Bench.presentation.subjects`); here are the
 # subjects' leads, and what belongs to no one benchmark. Every finding id the analyses give has
 # its subject (tests check it); compare's regressions and missed references are the comparison
 # section's own (compare.markdown).

@@ -32,7 +32,7 @@ from numasweep.core.io import atomic_write, atomic_write_text, read_csv
 from numasweep.running import verdict
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
 
-# A kernel CSV without its benchmark's `required` columns (`Bench.required`) is malformed; each
+# A kernel CSV without its benchmark's `required` columns (`Bench.tables.required`) is malformed; each
 # `positive` column must hold finite numbers above zero: a non-numeric, empty, zero, negative or
 # infinite cell stops aggregation (and a cached report) naming the file, line and column,
 # instead of failing later inside a plot.

@@ -1,6 +1,6 @@
 """The measured node-to-node matrices of a results folder: each benchmark that has one
-(`Bench.matrix`) turns its aggregated table into samples (one row per rank or job: cpu_node,
-memory_node, value) of the quantity it measures (`Bench.matrix_of`: latency_ns,
+(`Bench.tables.matrix`) turns its aggregated table into samples (one row per rank or job: cpu_node,
+memory_node, value) of the quantity it measures (`Bench.tables.matrix_of`: latency_ns,
 bandwidth_mb_s); their median per cell is the matrix, CPU node (rows) by memory node (columns).
 
 The firmware comparison, the recommended weighted-interleave weights and the hwloc export all

@@ -1,7 +1,7 @@
 """repeat_until (config): a grid point's kernel run again until the 95% interval of each value it
 measures is as narrow as the campaign asks, or the cap on runs is reached.
 
-A point's values are its benchmark's measured columns (`Bench.metrics`) at each of its rows, a
+A point's values are its benchmark's measured columns (`Bench.checks.metrics`) at each of its rows, a
 row named by the benchmark's series and axis columns that tell a run's rows apart (a latency job's
 rank and size, a bandwidth job's STREAM kernel). After each run, each value's interval over the runs so
 far is the one the report's headline gives it (`stats.unit_mean_interval` on the log of one value
