@@ -43,6 +43,7 @@ def test_each_benchmark_is_compared_and_quality_checked_or_says_why_not(name):
 def test_each_benchmark_plans_draws_and_reports(name):
     bench = BENCHES[name]
     assert bench.launch.expand and bench.analyse and bench.presentation.report
+    assert bench.launch.kernels and bench.launch.by in ("mpi", "threads", "gpus"), f"{name}: its builds and how a job runs"
     assert any(f.draw for f in bench.presentation.figures), f"{name}: figures, each kind with its caption and drawer"
     kinds = {k for _, kinds in bench.presentation.subjects.values() for k in kinds}
     assert kinds <= {f.kind for f in bench.presentation.figures}, f"{name}: a subject shows a figure kind it has no caption for"
