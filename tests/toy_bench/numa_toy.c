@@ -22,12 +22,19 @@ int main(int argc, char **argv)
     ns_set_program("numa_toy");
     const char *csv = NULL;
     long sizes[MAX_SIZES];
-    int nsizes = 0, samples = 5;
+    int nsizes = 0, samples = 5, check_only = 0, quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--version") == 0) {
             ns_print_version(NS_BUILD_COMMIT, NS_BUILD_FLAGS);
             return 0;
+        } else if (strcmp(arg, "--help") == 0) {
+            printf("usage: numa_toy --size=LIST [--samples=N] [--csv=PATH] [--quiet] [--check-args] [--version]\n");
+            return 0;
+        } else if (strcmp(arg, "--check-args") == 0) {
+            check_only = 1;
+        } else if (strcmp(arg, "--quiet") == 0) {
+            quiet = 1;
         } else if (strncmp(arg, "--csv=", 6) == 0) {
             csv = arg + 6;
         } else if (strncmp(arg, "--samples=", 10) == 0) {
@@ -43,11 +50,13 @@ int main(int argc, char **argv)
                 s = end;
             }
         } else {
-            ns_die("unknown option '%s'; options: --size=LIST --samples=N --csv=PATH --version", arg);
+            ns_die("unknown option '%s'; see --help", arg);
         }
     }
     if (nsizes == 0)
         ns_die("--size is required, e.g. --size=4096,65536");
+    if (check_only)
+        return 0;
     if (csv)
         ns_csv_check_path(csv);
     char host[256] = "unknown";
@@ -74,7 +83,8 @@ int main(int argc, char **argv)
         if (median <= 0)
             median = 1e-3; /* a timer too coarse for the size: the smallest positive value */
         ns_text_printf(&out, "%s,%ld,%.4f,%d\n", host, sizes[k], median, samples);
-        printf("size %ld: %.4f ns per KiB\n", sizes[k], median);
+        if (!quiet)
+            printf("size %ld: %.4f ns per KiB\n", sizes[k], median);
         if (csv)
             ns_csv_write(csv, &out);
     }
