@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -175,7 +176,8 @@ def _load_extra(entry: str) -> list[str]:
             spec = importlib.util.spec_from_file_location(f"numasweep_extra_{Path(entry).stem}", entry)
             if not Path(entry).is_file() or spec is None or spec.loader is None:
                 raise ImportError("no such file")
-            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+            module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # as an import would
+            spec.loader.exec_module(module)
         else:
             importlib.import_module(entry)
     except (ImportError, SyntaxError) as exc:
