@@ -26,6 +26,7 @@ from numasweep.planning.paths import check_config_paths  # noqa: E402
 for _line in grid.overridden(workflow.overwrite_configfiles, config):
     print(f"numasweep: warning: {_line}", file=sys.stderr)
 try:
+    registry.all_benches()  # a module NUMASWEEP_BENCHES names that fails is one line
     CONFIG = grid.validate_config(config, "config")
     # arch, results, wrapper and store.path: there, readable, no wildcard braces.
     check_config_paths(CONFIG, "config")

@@ -6,8 +6,9 @@ fills in a `Bench` and registers it. The floors below (planning, running, result
 findings, reporting) never import those modules and never name a benchmark: they ask this
 registry for the record of a name, or walk all of them, and call the record's fields. The
 benchmarks are loaded the way a plugin host loads its plugins, the first time the registry is
-asked (the modules `numasweep.benches.MODULES` names, in that order), so an import of any lower
-module never pulls in the floors above it.
+asked (the modules `numasweep.benches.MODULES` names, in that order, then those the environment
+variable NUMASWEEP_BENCHES names: module names or .py files, separated as in PATH), so an import of
+any lower module never pulls in the floors above it.
 
 A benchmark's `name` is its Snakemake rule, its results folder (`results/<system>/<name>/`) and
 its aggregated table (`<name>.csv`); `title` heads its report section. The rest is in five small
@@ -24,8 +25,14 @@ data-quality check of its runs).
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
+
+from numasweep.core.errors import NumasweepError
 
 # What every benchmark's run is named by: the campaign, the machine, the sweep's label and the
 # memory spec of the grid.
@@ -178,6 +185,9 @@ def register(bench: Bench) -> Bench:
 
 
 _LOADED = False
+# Benchmarks from elsewhere, loaded after MODULES and presented after them: module names or .py
+# files, separated as PATH is (docs/ARCHITECTURE.md, "Adding a kernel").
+EXTRA = "NUMASWEEP_BENCHES"
 
 
 def all_benches() -> dict[str, Bench]:
@@ -188,11 +198,36 @@ def all_benches() -> dict[str, Bench]:
         _LOADED = True
         names = [importlib.import_module(f"numasweep.benches.{module}").BENCH.name  # each registers itself
                  for module in importlib.import_module("numasweep.benches").MODULES]
+        for entry in filter(None, os.environ.get(EXTRA, "").split(os.pathsep)):
+            names += _load_extra(entry)
         ordered = {name: _REGISTRY[name] for name in names}
         ordered.update(_REGISTRY)
         _REGISTRY.clear()
         _REGISTRY.update(ordered)
     return _REGISTRY
+
+
+def _load_extra(entry: str) -> list[str]:
+    """The names of the benchmarks one entry of NUMASWEEP_BENCHES registers: a module name on the
+    import path, or a Python file."""
+    before = set(_REGISTRY)
+    try:
+        if entry.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(f"numasweep_extra_{Path(entry).stem}", entry)
+            if not Path(entry).is_file() or spec is None or spec.loader is None:
+                raise ImportError("no such file")
+            module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # as an import would
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(entry)
+    except (ImportError, SyntaxError) as exc:
+        raise NumasweepError(f"{EXTRA}: {entry}: cannot be imported ({exc}); name a module on the import path "
+                             f"or a .py file that registers a Bench, or drop it from {EXTRA}") from None
+    added = [name for name in _REGISTRY if name not in before]
+    if not added:
+        raise NumasweepError(f"{EXTRA}: {entry} registers no benchmark; call numasweep.core.registry.register(Bench(...)) "
+                             f"when it is imported, or drop it from {EXTRA}")
+    return added
 
 
 def get(name: str) -> Bench | None:
