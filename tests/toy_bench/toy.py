@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.findings.analysis import Finding
 from numasweep.planning import grid
 from numasweep.reporting.figures import new_figure, save
@@ -51,19 +51,23 @@ def plot_rate(table: pd.DataFrame | None, topology: Any, figdir: Path) -> list[P
     return save(fig, figdir, NAME, "toy_rate", "all")
 
 
-def raw_tables(table: pd.DataFrame) -> list[dict]:
+def report(table: pd.DataFrame, topology: Any, findings: list[dict]) -> list[dict]:
     rows = [[int(r["size_bytes"]), float(r[VALUE])] for _, r in table.iterrows()]
     return [{"title": "Toy buffer writes", "table": md_table(["bytes", "ns per KiB"], rows)}]
 
 
 def bench() -> Bench:
     return Bench(
-        name=NAME, kernel=KERNEL, title="Toy buffer writes", category="Toy buffer writes", variant="panels",
-        required=("size_bytes", VALUE), positive=("size_bytes", VALUE), axis="size_bytes", series=(), within=(),
-        figures=(Figure("toy_rate", "Time to write a buffer, per KiB, by its size.", draw=plot_rate),),
-        metrics={VALUE: False}, not_checked="numa_toy records no columns about its own runs",
-        subjects={"Bandwidth": (("toy_rate",), ("toy_rate",))},
-        expand=expand, analyse=lambda table, topo: [lambda: rate(table)], raw_tables=raw_tables,
+        name=NAME, title="Toy buffer writes",
+        launch=Launch(kernels=(KERNEL,), by="threads", expand=expand),
+        tables=Tables(required=("size_bytes", VALUE), positive=("size_bytes", VALUE), axis="size_bytes",
+                      series=(), within=()),
+        analyse=lambda table, topo: [lambda: rate(table)],
+        presentation=Presentation(
+            category="Toy buffer writes", variant="panels",
+            figures=(Figure("toy_rate", "Time to write a buffer, per KiB, by its size.", draw=plot_rate),),
+            report=report, subjects={"Bandwidth": (("toy_rate",), ("toy_rate",))}),
+        checks=Checks(metrics={VALUE: False}, not_checked="numa_toy records no columns about its own runs"),
     )
 
 

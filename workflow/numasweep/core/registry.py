@@ -18,8 +18,8 @@ have, docs/INTERFACES.md, those that must be positive, the axis and the columns 
 `numasweep.results.series`, and the node-to-node matrix and page placement read from it),
 `analyse` (its findings), `presentation` (`Presentation`: its figures, each a `Figure` of kind,
 caption and drawer in report order, their category and variant in Snakemake's HTML report, what
-it writes in the report (its raw tables, and in the analysis sections), its subjects and headline) and `checks` (`Checks`: the comparison metrics and the
-data-quality check of its runs).
+it writes in the report (its raw tables, and blocks in the analysis sections), its subjects and
+headline) and `checks` (`Checks`: the comparison metrics and the data-quality check of its runs).
 """
 
 from __future__ import annotations
