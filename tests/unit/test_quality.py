@@ -159,3 +159,25 @@ def test_a_fleet_bandwidth_series_is_one_row_over_its_hosts() -> None:
         "64MiB are under 4x the 32MiB last-level cache" in small[1], small
     assert timer[0] == "Timer" and ": on 2 of 12 hosts (n07, n08); the worst, n07: the best " \
         "repetition took only 17 ticks" in timer[1], timer
+
+
+def test_tiering_lines_say_what_the_jobs_found_what_changed_and_what_the_run_set() -> None:
+    found = "kernel.numa_balancing 0; demotion_enabled false; weighted-interleave weights node 0: 1, node 3: 1 (manual)"
+    rows = [{"job_id": "a", "memory": "node:0", "sys_kernel_release": "6.12", "sys_tiering_before": found},
+            {"job_id": "a", "memory": "node:0", "sys_kernel_release": "6.12", "sys_tiering_before": found},
+            {"job_id": "b", "memory": "weighted:0,3@2,1", "sys_kernel_release": "6.12", "sys_tiering_before": found},
+            {"job_id": "c", "memory": "weighted:0,3@2,1", "sys_kernel_release": "6.12", "sys_tiering_before": found,
+             "sys_tiering_changed": "demotion_enabled: false -> true"}]
+    lines = quality.tiering({"bandwidth": pd.DataFrame(rows)})
+    assert lines == [f"as found by 3 jobs: {found}",
+                     "different after 1 job from before it: demotion_enabled: false -> true",
+                     "set by the run: weighted-interleave weights 2,1 on nodes 0,3 for 2 jobs, written before each "
+                     "run and the old ones written back after it"]
+    quiet = quality.tiering({"bandwidth": pd.DataFrame(rows[:3])})
+    assert quiet[1] == "the same after every job as before it"
+
+
+def test_tiering_is_unsaid_without_provenance_and_not_recorded_from_older_jobs() -> None:
+    assert quality.tiering({"latency": pd.DataFrame([{"job_id": "a", "memory": "node:0"}])}) == []
+    older = quality.tiering({"latency": pd.DataFrame([{"job_id": "a", "sys_kernel_release": "6.1"}])})
+    assert older == ["not recorded by these results (their jobs ran before the runner recorded it)"]

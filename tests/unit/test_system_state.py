@@ -108,3 +108,29 @@ def test_a_setting_the_kernel_refused_to_restore_is_one_note_with_its_command(tm
     assert "left changed" in note and f"sudo tee {auto}" in note
     log.write_text("all restored\n")
     assert settings_left_changed(log) is None
+
+
+def test_tiering_settings_read_from_a_constructed_tree_and_their_changes(tmp_path: Path) -> None:
+    """NUMA balancing, demotion and the weighted-interleave weights with their mode, as text; a
+    change between before and after a job is named with both values."""
+    proc, sys = tmp_path / "proc", tmp_path / "sys"
+    write(proc, {"sys/kernel/numa_balancing": "2"})
+    write(sys, {"kernel/mm/numa/demotion_enabled": "true",
+                "kernel/mm/mempolicy/weighted_interleave/node0": "2",
+                "kernel/mm/mempolicy/weighted_interleave/node3": "1",
+                "kernel/mm/mempolicy/weighted_interleave/auto": "false"})
+    before = system_state.tiering(proc, sys)
+    assert system_state.tiering_words(before) == ("kernel.numa_balancing 2; demotion_enabled true; "
+                                                  "weighted-interleave weights node 0: 2, node 3: 1 (manual)")
+    assert system_state.tiering_changes(before, before) is None
+    write(sys, {"kernel/mm/numa/demotion_enabled": "false"})
+    assert system_state.tiering_changes(before, system_state.tiering(proc, sys)) == "demotion_enabled: true -> false"
+    assert system_state.read(proc, sys).demotion_enabled == "false"
+    bare = system_state.tiering(tmp_path / "none", tmp_path / "none")
+    assert set(bare.values()) == {"not provided"}
+
+
+def test_a_tiering_setting_changed_during_a_job_is_a_data_quality_note() -> None:
+    state = SystemState(None, "0", None, None, (), None, None, None, tiering_changed="kernel.numa_balancing: 0 -> 2")
+    notes = quality_notes(state, placement_measured=False)
+    assert len(notes) == 1 and "kernel.numa_balancing: 0 -> 2" in notes[0] and "rerun" in notes[0]

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from numasweep.core import system_state
+
 from helpers.kernels import weights_folder
 from helpers.workflow import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
 
@@ -90,7 +92,11 @@ def test_finished_job_is_published_and_archived_by_copy(tmp_path: Path) -> None:
     assert re.fullmatch(rf"numasweep: j1 \(true\) measured in [0-9.]+ s: 1 row in {re.escape(str(csv))}"
                         r"; (quiet|noisy: load average [0-9.]+ on [0-9]+ CPUs when the job ended)",
                         proc.stderr.strip()), proc.stderr
-    assert json.loads(csv.with_suffix(".json").read_text())["quality"]["tries"] == 1
+    record = json.loads(csv.with_suffix(".json").read_text())
+    assert record["quality"]["tries"] == 1
+    # the tiering settings as the job found them, the same when it ended (nothing changed them)
+    assert record["system"]["tiering_before"] == system_state.tiering_words(system_state.tiering())
+    assert record["system"]["tiering_changed"] is None
     archived = {p.suffix: p for p in (tmp_path / "bench" / "archive").iterdir()}
     assert set(archived) == {".csv", ".json", ".log"}
     assert archived[".csv"].read_bytes() == csv.read_bytes()

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from numasweep.core import firmware
+
 
 @dataclass(frozen=True)
 class SystemState:
@@ -38,6 +40,13 @@ class SystemState:
     # Set by the job runner: what a kernel said when the kernel refused to restore a setting it had
     # changed (a weight, or the automatic-weights mode), with the command that sets it back.
     settings_left_changed: str | None = None
+    # reclaim may demote pages to a lower memory tier (/sys/kernel/mm/numa/demotion_enabled)
+    demotion_enabled: str | None = None
+    # Set by the job runner: the tiering settings as the job found them (`tiering_words`), and
+    # those that were different when it ended ("name: before -> after; ..."), which no kernel of
+    # ours changes for good: the weights a kernel writes are written back before it exits.
+    tiering_before: str | None = None
+    tiering_changed: str | None = None
 
     def as_record(self) -> dict[str, Any]:
         record = asdict(self)
@@ -91,7 +100,35 @@ def read(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SystemState:
         smt=_text(cpus / "smt" / "control"),
         hypervisor=_hypervisor(proc, sys),
         cuda_driver=_cuda_driver(proc),
+        demotion_enabled=_text(sys / "kernel" / "mm" / "numa" / "demotion_enabled"),
     )
+
+
+MODE = {True: "auto", False: "manual", None: "no automatic mode"}
+
+
+def tiering(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> dict[str, str]:
+    """The settings that decide where pages go between memory tiers, each as text ("not
+    provided" where the kernel has none): NUMA balancing (2 promotes hot pages to a faster tier),
+    demotion by reclaim, and the weighted-interleave weights with their mode."""
+    fw = firmware.read(sys)
+    weights = ", ".join(f"node {n}: {w}" for n, w in sorted(fw.weights.items()))
+    return {
+        "kernel.numa_balancing": _text(proc / "sys" / "kernel" / "numa_balancing") or firmware.NOT_PROVIDED,
+        "demotion_enabled": _text(sys / "kernel" / "mm" / "numa" / "demotion_enabled") or firmware.NOT_PROVIDED,
+        "weighted-interleave weights": f"{weights} ({MODE[fw.weights_auto]})" if weights else firmware.NOT_PROVIDED,
+    }
+
+
+def tiering_words(settings: dict[str, str]) -> str:
+    """`kernel.numa_balancing 0; demotion_enabled false; weighted-interleave weights node 0: 1 (...)`."""
+    return "; ".join(f"{name} {value}" for name, value in settings.items())
+
+
+def tiering_changes(before: dict[str, str], after: dict[str, str]) -> str | None:
+    """The settings that differ after a job from before it, "name: before -> after; ...", or None."""
+    changed = [f"{name}: {before[name]} -> {after.get(name)}" for name in before if after.get(name) != before[name]]
+    return "; ".join(changed) or None
 
 
 def _cuda_driver(proc: Path) -> str | None:
@@ -162,6 +199,12 @@ def quality_notes(state: SystemState, placement_measured: bool) -> list[str]:
             f"state file when a job started ({state.weights_restored}): any weighted-interleave "
             "measurement made on that host between the kill and that job ran under the changed "
             "weights; rerun those jobs."
+        )
+    if state.tiering_changed:
+        notes.append(
+            f"A tiering setting was different after a job from before it ({state.tiering_changed}): "
+            "something on the host changed it while the job measured, so pages may have moved "
+            "between tiers during the run; set it back and rerun the job."
         )
     if state.settings_left_changed:
         notes.append(

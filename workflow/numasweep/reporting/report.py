@@ -658,6 +658,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "more_headlines": max(0, len(summary_lines([f for f in found if f["headline"]])) - SUMMARY_MAX),
         "anomalies": sum(1 for f in every if f.get("id") == "anomaly"),
         "data_quality": notes,
+        "tiering": quality.tiering(frames),
         "run_quality": run_quality,
         "sections": [],
     }

@@ -10,12 +10,14 @@ the kernels measured about their own runs (within-run spread, sample length, set
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from numasweep.core import registry
+from numasweep.core.units import count_words
 from numasweep.results import series
 from numasweep.results.digest import HOST_ROWS
 from numasweep.core.system_state import SystemState, quality_notes
@@ -67,6 +69,40 @@ def notes(frames: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
                 if bench not in entry["benches"]:
                     entry["benches"].append(bench)
     return list(found.values())
+
+
+
+# A memory spec that sets the weights for its run: weighted:NODES@WEIGHTS (planning.grid).
+SET_WEIGHTS = re.compile(r"^weighted:([\d,]+)@([\d,]+)$")
+
+
+def tiering(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """The report's lines on memory tiering during the run, from the jobs' provenance: the
+    settings as the jobs found them (each distinct text with its count of jobs), those a job
+    ended with changed, and the weighted-interleave weights the run itself set (the jobs whose
+    memory spec gives weights: the kernel writes them before its run and writes the old ones back
+    after it). Nothing for tables without provenance (cached examples)."""
+    jobs = [df.drop_duplicates("job_id") if "job_id" in df.columns else df for df in frames.values()
+            if PREFIX + "kernel_release" in df.columns]
+    if not jobs:
+        return []
+    table = pd.concat(jobs, ignore_index=True)
+    found = table.get(PREFIX + "tiering_before", pd.Series(dtype=object)).dropna()
+    if found.empty:
+        lines = ["not recorded by these results (their jobs ran before the runner recorded it)"]
+    else:
+        lines = [f"as found by {count_words(n, 'job')}: {text}" for text, n in found.value_counts(sort=False).items()]
+    changed = table.get(PREFIX + "tiering_changed", pd.Series(dtype=object)).dropna()
+    if not found.empty:
+        lines += ([f"different after {count_words(n, 'job')} from before it: {text}"
+                   for text, n in changed.value_counts(sort=False).items()]
+                  or ["the same after every job as before it"])
+    specs = table["memory"].astype(str).str.extract(SET_WEIGHTS).dropna() if "memory" in table.columns else None
+    if specs is not None and not specs.empty:
+        for (nodes, weights), n in specs.value_counts(sort=False).items():
+            lines.append(f"set by the run: weighted-interleave weights {weights} on nodes {nodes} for "
+                         f"{count_words(n, 'job')}, written before each run and the old ones written back after it")
+    return lines
 
 
 # ---------------------------------------------------------------- per series, from the kernels' columns

@@ -65,7 +65,7 @@ from typing import Callable
 from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
 from numasweep.core.io import atomic_write_text
 from numasweep.core.units import count_words
-from numasweep.core import topology
+from numasweep.core import system_state, topology
 from numasweep.planning.batch import write_manifest
 from numasweep.planning.launch import PARTIAL
 from numasweep.running import hostlock, provenance, verdict
@@ -175,6 +175,7 @@ class Runner:
         self.lock: JobLock | None = None
         self.host_lock: hostlock.HostLock | None = None
         self.quality: dict = {}
+        self.tiering: dict = {}
 
     # ------------------------------------------------------------------ signals
     def on_signal(self, signum: int, frame) -> None:
@@ -275,11 +276,16 @@ class Runner:
                                           log=log):
                 return 128 + (self.stopped_by or signal.SIGTERM)
             try:
+                # Tiering as the job found it, and what differs when it ends (no kernel of ours
+                # leaves one changed: the weights it writes are written back before it exits).
+                tiering = system_state.tiering()
                 start, began = now_iso(), time.monotonic()
                 rc = self.launch_until(argv, grid, log)
                 # The end of the measuring, inside the host lock: no other job's start comes before it.
                 end = now_iso()
                 load_after = verdict.load_average()
+                self.tiering = {"tiering_before": system_state.tiering_words(tiering),
+                                "tiering_changed": system_state.tiering_changes(tiering, system_state.tiering())}
             finally:
                 self.host_lock.release()
         if self.stopped_by:
@@ -308,7 +314,7 @@ class Runner:
         rows = verdict.read_rows(self.partial)
         self.quality = verdict.record(*verdict.decide(rows, load_after, os.cpu_count() or 1), tries)
         publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s, quality=self.quality,
-                repeated=self.repeated)
+                repeated=self.repeated, tiering=self.tiering)
         print(progress_line(a.job_id, Path(a.kernel).name, time.monotonic() - began, len(rows), self.csv)
               + repeat_note(self.repeated) + quality_note(self.quality, kernel_warnings(Path(a.log))),
               file=sys.stderr, flush=True)
@@ -478,13 +484,16 @@ def _archive_copy(src: Path, dest: Path) -> None:
 
 
 def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str, end: str | None = None,
-            host_lock_wait_s: float | None = None, quality: dict | None = None, repeated: dict | None = None) -> None:
-    """Provenance, archive copies, then the result under its final name (rename last)."""
+            host_lock_wait_s: float | None = None, quality: dict | None = None, repeated: dict | None = None,
+            tiering: dict | None = None) -> None:
+    """Provenance, archive copies, then the result under its final name (rename last); `tiering`
+    the settings the job found and those it ended with changed (SystemState's tiering fields)."""
     end = end or now_iso()
     rec = provenance.record(a.job_id, start, a.launch, grid, a.kernel, a.topology, partial, end=end,
                             csv_name=a.csv, host_lock_wait_s=host_lock_wait_s, quality=quality)
     if repeated:
         rec["repeat_until"] = repeated
+    rec.setdefault("system", {}).update({k: v for k, v in (tiering or {}).items() if v})
     restored = weights_restored(Path(a.log))
     if restored:
         rec.setdefault("system", {})["weights_restored"] = restored
