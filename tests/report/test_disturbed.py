@@ -141,3 +141,19 @@ def test_a_benchmark_every_job_of_which_was_disturbed_is_said_in_the_headline(tm
     summary = text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0]
     assert "| memory latency | not concluded | every job measured while disturbed" in summary, summary
     assert "best bandwidth" in summary
+
+
+def test_figures_and_raw_tables_of_a_disturbed_series_say_it_beside_them(tmp_path: Path) -> None:
+    """The figures draw every job as measured: the section that shows them and the raw tables say
+    which series were measured while disturbed; a quiet sweep says nothing of it."""
+    from numasweep.reporting import figures
+
+    folder = _marked(tmp_path, "verdict")
+    figdir = tmp_path / "figures"
+    figures.draw_all(folder, figdir)
+    text = report.render(folder, analysis.analyse(folder), figdir, tmp_path / "r.md").read_text()
+    said = [part.split("\n", 1)[0] for part in text.split("\n## ")[1:]
+            if "with the jobs measured while disturbed (1 rank, concurrent, 4 KiB pages)" in part]
+    assert "Caches" in said and "Raw results" in said, said
+    quiet = report.render(ZEN2, analysis.analyse(ZEN2), figdir, tmp_path / "q.md").read_text()
+    assert "measured while disturbed" not in quiet

@@ -590,6 +590,17 @@ def figure_entries(figures_dir: Path | None, bench: str, out_md: Path) -> list[d
     return entries
 
 
+def drawn_disturbed(left: list, concluded: bool) -> str | None:
+    """The sentence beside a benchmark's figures and raw tables when some of its jobs were measured
+    while disturbed (`results.disturbed`): they are drawn and listed as measured, no finding or
+    headline rests on them; None when none was, or the report concludes them anyway."""
+    if not left or concluded:
+        return None
+    series = "; ".join(r.series or "all series" for r in left)
+    return (f"Drawn and listed as measured, with the jobs measured while disturbed ({series}): no finding or "
+            "headline rests on those; the report's first lines say why.")
+
+
 def system_context(results_dir: Path, findings: dict | None, figures_dir: Path | None, out_md: Path,
                    conclude_disturbed: bool = False) -> dict:
     topology = aggregate.load_topology(results_dir)
@@ -616,6 +627,12 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         # what it writes in the report: its raw results, and blocks for the analysis sections
         blocks = bench.presentation.report(df, topology, found)
         subject_blocks += [b for b in blocks if b.get("subject")]
+        # its figures and raw tables show every job as measured: those measured while disturbed said
+        drawn = drawn_disturbed([r for r in left if r.bench == bench.name], conclude_disturbed)
+        if drawn:
+            blocks.insert(0, {"title": "", "table": drawn})
+            subject_blocks += [{"subject": sub.title, "at": "figures", "title": "", "table": drawn}
+                               for sub in subjects() if any(e["kind"] in sub.figures for e in entries)]
         sections.append({
             "name": bench.name,
             "title": bench.title,
