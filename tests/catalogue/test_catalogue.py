@@ -23,6 +23,7 @@ from typing import Callable
 import pytest
 import yaml
 
+from benches import BAD_ARGS, OPTION_CASES
 from helpers.kernels import CPU_KERNELS, assert_covers
 from helpers.workflow import copy_repo
 from numasweep.__main__ import main
@@ -370,37 +371,16 @@ for _name, (_rel, _text, _file) in FIRMWARE.items():
     case("firmware", _name, _firmware(_rel, _text), "firmware file", f"{_file} says {_text!r}: ignored", rc=0)
 
 # ------------------------------------------------------------------ kernel CLI
-KERNEL_ARGS = {
-    "numa_latency": ["--bogus", "--size=abc", "--size=", "--size=-1", "--csv=", "--iterations=x"],
-    "numa_bandwidth": ["--bogus", "--threads=x", "--threads=0", "--size=abc", "--size=0", "--ntimes=x"],
-    "numa_copy": ["--bogus", "--size=abc", "--size=0", "--src=x", "--dst=x", "--threads=x"],
-    "numa_loaded_latency": ["--bogus", "--delay=fast", "--size=abc"],
-    "numa_c2c": ["--bogus", "--cpus=x", "--pairs=0", "--round-trips=x", "--samples=0"],
-    "numa_mix_bandwidth": ["--bogus", "--threads=0", "--size=abc", "--min-time=x"],
-}
-# The options of loaded latency, core-to-core latency and mixed bandwidth: the line names the
-# value and what is allowed.
-KERNEL_OPTION_CASES = {
-    "numa_loaded_latency": [("--delay=-1", "outside 0..100000000"), ("--delay=100000001", "outside 0..100000000"),
-                            ("--traffic=write", "unknown traffic 'write'"),
-                            ("--load-cpus=0-4095", "outside the CPUs this process may use"),
-                            ("--chase-cpu=4095", "outside the CPUs this process may use"),
-                            ("--strategy=random", "unknown strategy 'random'")],
-    "numa_c2c": [("--cpus=0-4095", "outside the CPUs this process may use")],
-    "numa_mix_bandwidth": [("--traffic=copy", "unknown traffic 'copy'"),
-                           ("--cpus=0-4095", "outside the CPUs this process may use"),
-                           ("--cpu-nodes=200", "node 200 is not an online node"),
-                           ("--matrix --local-memory", "--matrix chooses the CPUs by node")],
-}
-
-for _kernel, _bad in KERNEL_ARGS.items():
+# Each kernel's bad invocations and option values: BAD_ARGS and OPTION_CASES of its file in
+# tests/benches/ (the option cases' line names the value and what is allowed).
+for _kernel, _bad in BAD_ARGS.items():
     for _arg in _bad:
         case("kernel CLI", f"{_kernel} {_arg}",
              (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), a, f"--csv={tmp / 'k.csv'}"]
               if not a.startswith("--csv") else [str(REPO / "build" / "bin" / k), a])(_kernel, _arg),
              f"{_kernel}: error:")
 
-for _kernel, _cases in KERNEL_OPTION_CASES.items():
+for _kernel, _cases in OPTION_CASES.items():
     for _arg, _says in _cases:
         case("kernel CLI", f"{_kernel} {_arg}",
              (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), *a.split(),
@@ -856,7 +836,7 @@ def test_catalogue_table_is_current() -> None:
 
 
 def test_every_cpu_kernel_has_kernel_cli_cases() -> None:
-    assert_covers(KERNEL_ARGS, CPU_KERNELS, "test_catalogue.py's KERNEL_ARGS")
+    assert_covers(BAD_ARGS, CPU_KERNELS, "tests/benches/: BAD_ARGS of each kernel")
 
 
 def table() -> str:

@@ -144,7 +144,7 @@ def test_planted_effects_are_found(replay):
     found = {f["id"] for f in replay["findings"]}
     plan, topo = replay["plan"], replay["topo"]
     latency = plan.by_bench("latency")
-    if any(len(set(model.parse_sizes(model._arg(j, "size")))) > 4 for j in latency):
+    if any(len(set(model.parse_sizes(model.arg(j, "size")))) > 4 for j in latency):
         steps = [f for f in replay["findings"] if f["id"] == "cache_threshold"]
         assert any(f["numbers"]["matched_cache"] for f in steps), [f["title"] for f in steps]
     modes = {j.grid.get("label", "") for j in latency if "--serial" in j.kernel_args}
