@@ -7,10 +7,11 @@ adding a benchmark adds its file and edits no shared test. A file holds
   tests/helpers/jobmodel.py);
 - `SANITIZED`: its small test sizes under ASan and UBSan, test id -> arguments
   (tests/kernels/test_sanitize.py);
-- `BAD_ARGS`: invocations it refuses in one line, and `OPTION_CASES`: (arguments, what the line
-  says) (tests/catalogue/test_catalogue.py).
+- `BAD_ARGS`: invocations it refuses in one line, `OPTION_CASES`: (arguments, what the line
+  says), and `GOOD`: a small job table its aggregation accepts, whose cells the catalogue spoils
+  (tests/catalogue/test_catalogue.py).
 
-A GPU kernel has no `SANITIZED` or `BAD_ARGS`; a kernel with no benchmark yet no `rows`. The
+A GPU kernel has no `SANITIZED` or `BAD_ARGS`; a kernel with no benchmark yet no `rows` or `GOOD`. The
 shared tests check that every registered benchmark and every CPU kernel has what they need.
 """
 
@@ -27,3 +28,4 @@ ROWS = {f.BENCH: f.rows for f in FILES if f.BENCH}
 SANITIZED = {test_id: [f.KERNEL, *args] for f in FILES for test_id, args in getattr(f, "SANITIZED", {}).items()}
 BAD_ARGS = {f.KERNEL: f.BAD_ARGS for f in FILES if hasattr(f, "BAD_ARGS")}
 OPTION_CASES = {f.KERNEL: f.OPTION_CASES for f in FILES if hasattr(f, "OPTION_CASES")}
+GOOD = {f.BENCH: f.GOOD for f in FILES if f.BENCH}

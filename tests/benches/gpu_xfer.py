@@ -35,3 +35,7 @@ def rows(job: grid.Job, topo: Topology, rng: random.Random) -> list[dict]:
                          "bidir_read_bw(gib/s)": BIDIR * bw, "bidir_write_bw(gib/s)": BIDIR * 0.9 * bw,
                          "on_cpu_pct": 100.0})
     return rows
+
+# A small job table (header and two rows) its aggregation accepts; the catalogue spoils one
+# cell of it per case (tests/catalogue/test_catalogue.py).
+GOOD = "ngpus,access_size(bytes),read_bw(gib/s),write_bw(gib/s)\n1,4096,10.5,11.5\n1,8192,12.5,13.5\n"

@@ -51,3 +51,7 @@ SANITIZED = {
 
 # Bad invocations it refuses in one line `<kernel>: error: ...` (tests/catalogue/test_catalogue.py).
 BAD_ARGS = ["--bogus", "--size=abc", "--size=", "--size=-1", "--csv=", "--iterations=x"]
+
+# A small job table (header and two rows) its aggregation accepts; the catalogue spoils one
+# cell of it per case (tests/catalogue/test_catalogue.py).
+GOOD = "rank,cpu,size_bytes,latency_ns_median\n0,1,1048576,90.5\n1,2,2097152,95.1\n"

@@ -60,3 +60,8 @@ OPTION_CASES = [
     ("--chase-cpu=4095", "outside the CPUs this process may use"),
     ("--strategy=random", "unknown strategy 'random'"),
 ]
+
+# A small job table (header and two rows) its aggregation accepts; the catalogue spoils one
+# cell of it per case (tests/catalogue/test_catalogue.py).
+GOOD = ("traffic,delay,chase_cpu,load_gb_s,size_bytes,latency_ns_median\n"
+        "read,-1,0,0,268435456,95.5\nread,0,0,12.5,268435456,180.2\n")

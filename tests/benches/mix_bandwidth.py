@@ -59,3 +59,7 @@ OPTION_CASES = [
     ("--cpu-nodes=200", "node 200 is not an online node"),
     ("--matrix --local-memory", "--matrix chooses the CPUs by node"),
 ]
+
+# A small job table (header and two rows) its aggregation accepts; the catalogue spoils one
+# cell of it per case (tests/catalogue/test_catalogue.py).
+GOOD = "traffic,threads,gb_s_median\nread,1,12.5\nr1w1,1,10.5\n"
