@@ -9,8 +9,9 @@ order, the first time it is asked, and the floors below find them through it and
 Adding a kernel: its C source under kernels/ (built by the Makefile's pattern rule), a module
 here (a `Bench` registered at import) and its name in `MODULES`, its config section in
 workflow/schemas/config.schema.yaml, its page in docs/benchmarks/ (its columns among it), and its
-tests (its file in tests/benches/ and test files of its own; docs/ARCHITECTURE.md). A benchmark kept outside this package is named by the environment variable
-NUMASWEEP_BENCHES instead of MODULES (`numasweep.core.registry`).
+tests (its file in tests/benches/ and test files of its own; docs/ARCHITECTURE.md). A benchmark
+kept outside this package is named by the environment variable NUMASWEEP_BENCHES instead of
+MODULES (`numasweep.core.registry`).
 """
 
 MODULES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth")
