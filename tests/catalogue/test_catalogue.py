@@ -23,6 +23,7 @@ from typing import Callable
 import pytest
 import yaml
 
+from benches import BAD_ARGS, GOOD, OPTION_CASES
 from helpers.kernels import CPU_KERNELS, assert_covers
 from helpers.workflow import copy_repo
 from numasweep.__main__ import main
@@ -47,14 +48,30 @@ class Case:
     check: Callable[[Path], None] = field(default=lambda tmp: None)
     # the files (relative to tmp) a case that succeeds writes, which must hold its input as text
     shown: tuple[str, ...] = ()
+    # a case drawn for each benchmark or kernel: the key of its rule in RULES, under which
+    # docs/catalogue.md lists all of them in one row (a new benchmark adds no row)
+    rule: str = ""
 
 
 CASES: list[Case] = []
 
+# The rows of docs/catalogue.md for the cases drawn per benchmark or kernel: (case, what the line names).
+RULES = {
+    "kernel bad argument": ("KERNEL ARGUMENT, for each of `BAD_ARGS` in the kernel's file in tests/benches/",
+                            "`KERNEL: error:`"),
+    "kernel bad option": ("KERNEL OPTION, for each of `OPTION_CASES` in the kernel's file in tests/benches/",
+                          "`KERNEL: error:`, what the case says (the value and what is allowed)"),
+    "job bad cell": ("job BENCH COLUMN KIND: a bad cell in each `positive` column of every registered benchmark "
+                     "(of `GOOD` in its file in tests/benches/), one case per kind of `BAD_CELLS`",
+                     "`line 3`, `'COLUMN'`, `rerun its job`, the kind (`not a number`, `empty`, `zero`, `negative`, "
+                     "`not finite`; nothing more for nan)"),
+}
+
 
 def case(category: str, name: str, argv, *says: str, rc: int = 2, keep=None, check=None,
-         shown: tuple[str, ...] = ()) -> None:
-    CASES.append(Case(category, name, argv, says, rc, keep or (lambda tmp: []), check or (lambda tmp: None), shown))
+         shown: tuple[str, ...] = (), rule: str = "") -> None:
+    CASES.append(Case(category, name, argv, says, rc, keep or (lambda tmp: []), check or (lambda tmp: None), shown,
+                      rule))
 
 
 # ------------------------------------------------------------------ config
@@ -370,42 +387,21 @@ for _name, (_rel, _text, _file) in FIRMWARE.items():
     case("firmware", _name, _firmware(_rel, _text), "firmware file", f"{_file} says {_text!r}: ignored", rc=0)
 
 # ------------------------------------------------------------------ kernel CLI
-KERNEL_ARGS = {
-    "numa_latency": ["--bogus", "--size=abc", "--size=", "--size=-1", "--csv=", "--iterations=x"],
-    "numa_bandwidth": ["--bogus", "--threads=x", "--threads=0", "--size=abc", "--size=0", "--ntimes=x"],
-    "numa_copy": ["--bogus", "--size=abc", "--size=0", "--src=x", "--dst=x", "--threads=x"],
-    "numa_loaded_latency": ["--bogus", "--delay=fast", "--size=abc"],
-    "numa_c2c": ["--bogus", "--cpus=x", "--pairs=0", "--round-trips=x", "--samples=0"],
-    "numa_mix_bandwidth": ["--bogus", "--threads=0", "--size=abc", "--min-time=x"],
-}
-# The options of loaded latency, core-to-core latency and mixed bandwidth: the line names the
-# value and what is allowed.
-KERNEL_OPTION_CASES = {
-    "numa_loaded_latency": [("--delay=-1", "outside 0..100000000"), ("--delay=100000001", "outside 0..100000000"),
-                            ("--traffic=write", "unknown traffic 'write'"),
-                            ("--load-cpus=0-4095", "outside the CPUs this process may use"),
-                            ("--chase-cpu=4095", "outside the CPUs this process may use"),
-                            ("--strategy=random", "unknown strategy 'random'")],
-    "numa_c2c": [("--cpus=0-4095", "outside the CPUs this process may use")],
-    "numa_mix_bandwidth": [("--traffic=copy", "unknown traffic 'copy'"),
-                           ("--cpus=0-4095", "outside the CPUs this process may use"),
-                           ("--cpu-nodes=200", "node 200 is not an online node"),
-                           ("--matrix --local-memory", "--matrix chooses the CPUs by node")],
-}
-
-for _kernel, _bad in KERNEL_ARGS.items():
+# Each kernel's bad invocations and option values: BAD_ARGS and OPTION_CASES of its file in
+# tests/benches/ (the option cases' line names the value and what is allowed).
+for _kernel, _bad in BAD_ARGS.items():
     for _arg in _bad:
         case("kernel CLI", f"{_kernel} {_arg}",
              (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), a, f"--csv={tmp / 'k.csv'}"]
               if not a.startswith("--csv") else [str(REPO / "build" / "bin" / k), a])(_kernel, _arg),
-             f"{_kernel}: error:")
+             f"{_kernel}: error:", rule="kernel bad argument")
 
-for _kernel, _cases in KERNEL_OPTION_CASES.items():
+for _kernel, _cases in OPTION_CASES.items():
     for _arg, _says in _cases:
         case("kernel CLI", f"{_kernel} {_arg}",
              (lambda k, a: lambda tmp: [str(REPO / "build" / "bin" / k), *a.split(),
                                         f"--csv={tmp / 'k.csv'}"])(_kernel, _arg),
-             f"{_kernel}: error:", _says)
+             f"{_kernel}: error:", _says, rule="kernel bad option")
 
 # ------------------------------------------------------------------ numasweep CLI
 case("numasweep CLI", "unknown command", lambda tmp: PY + ["fly"], "unknown command 'fly'")
@@ -460,16 +456,6 @@ case("numasweep CLI", "run-job with a launch line writing elsewhere",
 
 
 # ------------------------------------------------------------------ cached results
-GOOD = {
-    "latency": "rank,cpu,size_bytes,latency_ns_median\n0,1,1048576,90.5\n1,2,2097152,95.1\n",
-    "bandwidth": "kernel,threads,best_mb_s,validation\ntriad,1,9000.5,ok\ntriad,2,15000.2,ok\n",
-    "copy": "src_node,dst_node,bytes,best_gb_s\n0,0,67108864,9.5\n0,1,67108864,7.5\n",
-    "gpu_xfer": "ngpus,access_size(bytes),read_bw(gib/s),write_bw(gib/s)\n1,4096,10.5,11.5\n1,8192,12.5,13.5\n",
-    "loaded_latency": "traffic,delay,chase_cpu,load_gb_s,size_bytes,latency_ns_median\n"
-                      "read,-1,0,0,268435456,95.5\nread,0,0,12.5,268435456,180.2\n",
-    "c2c": "cpu_a,cpu_b,round_trip_ns_median\n0,1,60.5\n0,2,150.2\n",
-    "mix_bandwidth": "traffic,threads,gb_s_median\nread,1,12.5\nr1w1,1,10.5\n",
-}
 BAD_CELLS = {"non-numeric": ("fast", "not a number"), "empty": ("", "empty"), "zero": ("0", "zero"),
              "negative": ("-3", "negative"), "infinite": ("inf", "not finite"), "nan": ("nan", "")}
 
@@ -501,7 +487,7 @@ for _bench, _spec in BENCHES.items():
     for _column in _spec.tables.positive:
         for _kind, (_cell, _word) in BAD_CELLS.items():
             case("cached results", f"job {_bench} {_column} {_kind}", _bad_job(_bench, _column, _cell),
-                 "line 3", f"'{_column}'", "rerun its job", *((_word,) if _word else ()))
+                 "line 3", f"'{_column}'", "rerun its job", *((_word,) if _word else ()), rule="job bad cell")
 
 
 def _bad_table(column: str, cell: str) -> Callable[[Path], list[str]]:
@@ -852,17 +838,28 @@ def test_catalogue(item: Case, tmp_path: Path, kernels_bin: Path, monkeypatch: p
 def test_catalogue_table_is_current() -> None:
     table = (REPO / "docs" / "catalogue.md").read_text()
     for item in CASES:
-        assert f"| {item.category} | {item.name} |" in table, f"docs/catalogue.md lacks: {item.name}"
+        name = RULES[item.rule][0] if item.rule else item.name
+        assert f"| {item.category} | {name} |" in table, f"docs/catalogue.md lacks: {name}"
 
 
 def test_every_cpu_kernel_has_kernel_cli_cases() -> None:
-    assert_covers(KERNEL_ARGS, CPU_KERNELS, "test_catalogue.py's KERNEL_ARGS")
+    assert_covers(BAD_ARGS, CPU_KERNELS, "tests/benches/: BAD_ARGS of each kernel")
+
+
+def test_every_benchmark_has_a_good_job_table_to_spoil() -> None:
+    assert_covers(GOOD, BENCHES, "tests/benches/: GOOD of each benchmark")
+    assert {item.name.split()[1] for item in CASES if item.rule == "job bad cell"} == set(BENCHES)
 
 
 def table() -> str:
     """docs/catalogue.md's table (PYTHONPATH=workflow:tests python tests/catalogue/test_catalogue.py)."""
     lines = ["| category | case | exit | the line names |", "|---|---|---|---|"]
     for item in CASES:
+        if item.rule:
+            row = f"| {item.category} | {RULES[item.rule][0]} | {item.rc} | {RULES[item.rule][1]} |"
+            if row not in lines:
+                lines.append(row)
+            continue
         said = ", ".join(f"`{t}`" for t in item.says) or ("nothing: accepted" if item.rc == 0 else "")
         if item.shown:
             said = f"nothing: {', '.join(item.shown)} show the input as text"

@@ -40,7 +40,7 @@ COPIED_ENTRIES = ("kernels", "build")
 SNAKEMAKE_LIMIT_S = 300
 
 
-# The columns docs/INTERFACES.md gives, so the tests check the kernels against the documented
+# The columns the benchmarks' pages (docs/benchmarks/) give, so the tests check the kernels against the documented
 # interface rather than a copy of it.
 LATENCY_COLUMNS = contract_columns("numa_latency")
 BANDWIDTH_COLUMNS = contract_columns("numa_bandwidth")

@@ -58,10 +58,10 @@ def run(binary: Path, *args: str, cwd: Path | None = None) -> subprocess.Complet
 
 
 def contract_columns(repo: Path) -> list[str]:
-    """The gpu_xfer column list as docs/INTERFACES.md states it."""
-    text = (repo / "docs" / "INTERFACES.md").read_text()
+    """The gpu_xfer column list as its page, docs/benchmarks/gpu_xfer.md, states it."""
+    text = (repo / "docs" / "benchmarks" / "gpu_xfer.md").read_text()
     match = re.search(r"^- gpu_xfer: `([^`]+)`", text, re.MULTILINE)
-    assert match, "docs/INTERFACES.md has no gpu_xfer column list"
+    assert match, "docs/benchmarks/gpu_xfer.md has no gpu_xfer column list"
     return match.group(1).split(",")
 
 

@@ -1,5 +1,5 @@
 """The CPU kernels built with AddressSanitizer and UndefinedBehaviorSanitizer run the small
-test sizes clean: no memory error, no undefined behaviour, no leak in our code."""
+test sizes of their files in tests/benches/ clean: no memory error, no undefined behaviour, no leak in our code."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from benches import SANITIZED
 from helpers.kernels import CPU_KERNELS, REPO, assert_covers, run, run_ok
 
 SANITIZER_ENV = {
@@ -30,33 +31,12 @@ def assert_clean(stderr: str) -> None:
     assert "runtime error" not in stderr, stderr
 
 
-# The small test sizes of each CPU kernel, under the sanitizers.
-SANITIZED = [
-    ["numa_bandwidth", "--array-size=1M", "--ntimes=2", "--pattern=sequential,strided,random", "--quiet"],
-    ["numa_bandwidth", "--array-size=1025K", "--ntimes=2", "--variant=all", "--stores=regular,nt", "--threads=3",
-     "--quiet"],
-    ["numa_copy", "--src=0", "--dst=0", "--size=1M", "--ntimes=2", "--quiet"],
-    ["numa_copy", "--matrix", "--size=1M", "--ntimes=2", "--quiet"],
-    ["numa_latency", "--self-test=4099"],
-    ["numa_loaded_latency", "--size=1M", "--load-size=1M", "--delay=idle,100,0", "--traffic=read,r3w1,r2w1,r1w1,triad",
-     "--samples=2", "--min-time=0.005", "--quiet"],
-    ["numa_c2c", "--samples=2", "--min-time=0.002", "--round-trips=100", "--quiet"],
-    ["numa_mix_bandwidth", "--size=1M", "--samples=2", "--min-time=0.01", "--local-memory", "--quiet"],
-    ["numa_mix_bandwidth", "--size=1M", "--samples=1", "--min-time=0.01", "--matrix", "--traffic=triad", "--quiet"],
-    # numa_migrate has no benchmark in the registry yet, so CPU_KERNELS does not ask for it: listed by hand.
-    ["numa_migrate", "--src=0", "--dst=0", "--allow-same", "--size=1M", "--ntimes=1", "--threads=3", "--batch=7",
-     "--quiet"],
-]
-SANITIZED_IDS = ["bandwidth", "bandwidth-shapes", "copy", "copy-matrix", "latency-self-test", "loaded-latency", "c2c",
-                 "mix-bandwidth", "mix-bandwidth-matrix", "migrate"]
-
-
 def test_every_cpu_kernel_runs_under_the_sanitizers():
-    assert_covers({cmd[0] for cmd in SANITIZED}, CPU_KERNELS, "test_sanitize.py's SANITIZED")
+    assert_covers({cmd[0] for cmd in SANITIZED.values()}, CPU_KERNELS, "tests/benches/: SANITIZED of each kernel")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cmd", SANITIZED, ids=SANITIZED_IDS)
+@pytest.mark.parametrize("cmd", SANITIZED.values(), ids=SANITIZED.keys())
 def test_sanitized_kernel_runs_clean(sanitize_bin, tmp_path, cmd):
     proc = run_ok([sanitize_bin / cmd[0], *cmd[1:], f"--csv={tmp_path / 'out.csv'}"] if cmd[0] != "numa_latency"
                   else [sanitize_bin / cmd[0], *cmd[1:]], env=SANITIZER_ENV)

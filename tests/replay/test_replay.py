@@ -1,8 +1,8 @@
 """Every shipped campaign replayed: its real grid, model results for every planned job
 (the job model of helpers.synthetic), then the real aggregate and report rules through snakemake.
 
-A campaign file added to config/campaigns/ and a ```yaml example added to config/README.md are
-replayed without editing this file.
+A campaign file added to config/campaigns/ and a ```yaml example added to config/README.md or to
+a benchmark's page (docs/benchmarks/) are replayed without editing this file.
 """
 
 from __future__ import annotations
@@ -30,12 +30,14 @@ pytestmark = pytest.mark.workflow  # two snakemake runs per campaign
 # config/config.yaml detects the machine (arch: auto); its replay uses an arch with GPUs and
 # two L3 groups per node so that every benchmark and every effect is planned.
 DEFAULT_ARCH = "config/arch/cxl-example.yaml"
-README = REPO / "config" / "README.md"
+READMES = [REPO / "config" / "README.md", *sorted((REPO / "docs" / "benchmarks").glob("*.md"))]
 
 
 def readme_examples() -> dict[str, str]:
-    """Every ```yaml block of config/README.md, by the name of a config file holding it."""
-    blocks = re.findall(r"^```yaml\n(.*?)^```", README.read_text(), flags=re.S | re.M)
+    """Every ```yaml block of config/README.md and of the benchmarks' pages (docs/benchmarks/), by
+    the name of a config file holding it."""
+    blocks = [block for readme in READMES
+              for block in re.findall(r"^```yaml\n(.*?)^```", readme.read_text(), flags=re.S | re.M)]
     return {f"config/readme-example-{i}.yaml": text for i, text in enumerate(blocks, 1)}
 
 
@@ -92,7 +94,7 @@ def replay(request, repo_copy: Path) -> dict:
 
 def test_readme_has_config_examples():
     """The README's examples are replayed only if the pattern finds them."""
-    assert EXAMPLES, f"{README}: no ```yaml config example"
+    assert EXAMPLES, "config/README.md and docs/benchmarks/: no ```yaml config example"
 
 
 def test_snakemake_plans_what_grid_plans(replay):
@@ -144,7 +146,7 @@ def test_planted_effects_are_found(replay):
     found = {f["id"] for f in replay["findings"]}
     plan, topo = replay["plan"], replay["topo"]
     latency = plan.by_bench("latency")
-    if any(len(set(model.parse_sizes(model._arg(j, "size")))) > 4 for j in latency):
+    if any(len(set(model.parse_sizes(model.arg(j, "size")))) > 4 for j in latency):
         steps = [f for f in replay["findings"] if f["id"] == "cache_threshold"]
         assert any(f["numbers"]["matched_cache"] for f in steps), [f["title"] for f in steps]
     modes = {j.grid.get("label", "") for j in latency if "--serial" in j.kernel_args}

@@ -6,11 +6,12 @@ findings, figures, report tables, comparison metrics and data-quality checks. Ea
 registers its record when it is imported; `numasweep.core.registry` imports them, in this
 order, the first time it is asked, and the floors below find them through it and never name one.
 
-Adding a kernel: its C source under kernels/ and one Makefile line, a module here (a `Bench`
-registered at import) and its name in `MODULES`, its config section in
-workflow/schemas/config.schema.yaml, its columns in docs/INTERFACES.md, and its tests
-(docs/ARCHITECTURE.md). A benchmark kept outside this package is named by the environment variable
-NUMASWEEP_BENCHES instead of MODULES (`numasweep.core.registry`).
+Adding a kernel: its C source under kernels/ (built by the Makefile's pattern rule), a module
+here (a `Bench` registered at import) and its name in `MODULES`, its config section in
+workflow/schemas/config.schema.yaml, its page in docs/benchmarks/ (its columns among it), and its
+tests (its file in tests/benches/ and test files of its own; docs/ARCHITECTURE.md). A benchmark
+kept outside this package is named by the environment variable NUMASWEEP_BENCHES instead of
+MODULES (`numasweep.core.registry`).
 """
 
 MODULES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth")
