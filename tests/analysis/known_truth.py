@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from numasweep.core.topology import Topology
-from numasweep.findings import analysis, levels
+from numasweep.benches.latency import levels
+from numasweep.findings import analysis
 from numasweep.statistics import contrasts
 
 from helpers import synthetic as truth

@@ -10,7 +10,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from numasweep.findings import analysis, levels
+from numasweep.benches.latency import levels
+from numasweep.findings import analysis
 from numasweep.statistics import contrasts
 
 import known_truth as kt

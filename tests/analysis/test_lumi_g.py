@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from numasweep.statistics import contrasts
-from numasweep.findings import levels
+from numasweep.benches.latency import levels
 from numasweep.core import topology
 
 GiB = 1 << 30

@@ -142,6 +142,14 @@ def size_words(nbytes: float) -> str:
     return f"{nbytes:.3g} B"
 
 
+def capacity_words(label: str, nbytes: int | None) -> str:
+    """A cache named with its size where it is: "L2 (per core)", 1 MiB -> "L2 (1 MiB per core)"."""
+    name, _, where = label.partition(" (")
+    if nbytes is None:
+        return label
+    return f"{name} ({size_words(nbytes)} {where}" if where else f"{name} ({size_words(nbytes)})"
+
+
 # Units of measured values: a time in ns or a rate in bytes per second, each to its base.
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
 RATE_UNITS = {"MB/s": 1e6, "GB/s": 1e9, "GiB/s": float(1 << 30)}

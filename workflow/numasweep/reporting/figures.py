@@ -26,7 +26,6 @@ from numasweep.core import registry
 from numasweep.core.topology import Topology
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_files
 from numasweep.core.units import format_size
-from numasweep.findings import levels
 from numasweep.results import aggregate
 
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
@@ -155,28 +154,6 @@ def count_axis(axis) -> None:
     from matplotlib.ticker import MaxNLocator
 
     axis.set_major_locator(MaxNLocator(integer=True))
-
-
-def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
-    """(size in bytes, label) for each cache level as one core can use it (levels'
-    usable capacities: the L3 of the core's own L3 group, never a node's sum of them)."""
-    marks: dict[int, str] = {}
-    for cap in levels.usable_capacities(topology):
-        name, _, where = cap.label.partition(" (")
-        marks.setdefault(cap.size_bytes, f"{name} {format_size(cap.size_bytes)}" + (f" ({where}" if where else ""))
-    return sorted(marks.items())
-
-
-def draw_cache_markers(ax, topology: Topology | None, sizes: list[int]) -> None:
-    """A dotted line at each cache size inside the sizes drawn, named short ("L2 1MiB") inside
-    the axes, just below the top, so no label is cut at the figure's edge."""
-    lo, hi = min(sizes), max(sizes)
-    for size, label in cache_markers(topology):
-        if lo <= size <= hi:
-            ax.axvline(size, color="0.4", linestyle=":", linewidth=1)
-            ax.text(size, 0.97, label.split(" (")[0], transform=ax.get_xaxis_transform(), rotation=90,
-                    va="top", ha="right", fontsize=8, color="0.3", clip_on=True,
-                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
 
 
 def log_latency_axis(ax, label: str = "latency (ns per load)") -> None:

@@ -7,13 +7,35 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep.benches.latency import findings, tables
+from numasweep.benches.latency import findings, levels, tables
 from numasweep.benches.latency.tables import NAME, SPREAD, WITHIN
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_size
 from numasweep.reporting import figures
 from numasweep.results import series
 from numasweep.results.tables import with_memory_node
+
+
+def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
+    """(size in bytes, label) for each cache level as one core can use it (levels'
+    usable capacities: the L3 of the core's own L3 group, never a node's sum of them)."""
+    marks: dict[int, str] = {}
+    for cap in levels.usable_capacities(topology):
+        name, _, where = cap.label.partition(" (")
+        marks.setdefault(cap.size_bytes, f"{name} {format_size(cap.size_bytes)}" + (f" ({where}" if where else ""))
+    return sorted(marks.items())
+
+
+def draw_cache_markers(ax, topology: Topology | None, sizes: list[int]) -> None:
+    """A dotted line at each cache size inside the sizes drawn, named short ("L2 1MiB") inside
+    the axes, just below the top, so no label is cut at the figure's edge."""
+    lo, hi = min(sizes), max(sizes)
+    for size, label in cache_markers(topology):
+        if lo <= size <= hi:
+            ax.axvline(size, color="0.4", linestyle=":", linewidth=1)
+            ax.text(size, 0.97, label.split(" (")[0], transform=ax.get_xaxis_transform(), rotation=90,
+                    va="top", ha="right", fontsize=8, color="0.3", clip_on=True,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
 
 
 def across_hosts(part: pd.DataFrame, value: str, by: tuple[str, ...] = ()) -> tuple[pd.DataFrame, int]:
@@ -77,7 +99,7 @@ def size_figure(part: pd.DataFrame, topology: Topology | None, figdir: Path, kin
     sizes = sorted(part["size_bytes"].unique())
     fig, (ax,) = figures.new_figure()
     plot_rank_curves(ax, part, "latency_ns_median", topology, by)
-    figures.draw_cache_markers(ax, topology, sizes)
+    draw_cache_markers(ax, topology, sizes)
     figures.size_axis(ax, sizes)
     figures.log_latency_axis(ax)
     ax.set_title(figures.titled(title, variant))
