@@ -34,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from numasweep.benches import common
 from numasweep.benches.latency import levels, tables
 from numasweep.benches.latency.tables import NAME, SERIES, WITHIN
 from numasweep.core.registry import COMMON_SERIES
@@ -335,7 +336,7 @@ def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | 
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
         return None
-    stats.check_values(latency, "latency.csv", contrasts.LATENCY)
+    stats.check_values(latency, "latency.csv", common.LATENCY)
     df = series.normalise(latency, "latency")
     for col in ("mode", "page_size", "mem_nodes"):
         if col not in df:
@@ -627,7 +628,7 @@ def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
     """Runs (a rank of one repetition) off the others of their curve at one size (`stats.deviations`)."""
     keys = study.keys + ["l3_position"]
     reps = [c for c in REPLICATES if c in table]
-    curves = stats.series_table(table, keys, reps, contrasts.LATENCY)
+    curves = stats.series_table(table, keys, reps, common.LATENCY)
     found = stats.deviations(curves, [contrasts.MIN_EFFECT] * len(curves),
                              skip=levels.unstable_indices(table, keys, curves))
     findings = []
@@ -698,13 +699,15 @@ def _contrast_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
     div: list[contrasts.Contrast] = []
     if {"concurrent", "serial"} <= set(table["mode"].unique()):
         div_keys = [k for k in study.keys if k != "mode"] + ["l3_position"]
-        div = contrasts.contrast(table, "mode", "concurrent", "serial", RANK_UNITS, div_keys, where="latency.csv")
+        div = contrasts.contrast(table, "mode", "concurrent", "serial", RANK_UNITS, div_keys,
+                                 measure=common.LATENCY, where="latency.csv")
     ccd: list[tuple[int, int, contrasts.Contrast]] = []
     positions = sorted(set(table["l3_position"].unique()))
     if study.topology is not None and study.topology.l3_groups and len(positions) > 1:
         for p in positions[1:]:
             ccd += [(positions[0], p, c) for c in contrasts.contrast(
-                table, "l3_position", positions[0], p, NODE_UNITS, study.keys, where="latency.csv")]
+                table, "l3_position", positions[0], p, NODE_UNITS, study.keys, measure=common.LATENCY,
+                where="latency.csv")]
     return (_divergence_findings(study, div) + _asymmetry_findings(study, ccd)
             + _deviation_findings(study, contrasts.deviations([c for _, _, c in ccd] + div)))
 

@@ -62,7 +62,7 @@ import pandas as pd
 
 from numasweep.findings import analysis
 from numasweep.statistics import stats
-from numasweep.statistics.contrasts import LATENCY
+from numasweep.benches.common import LATENCY
 from numasweep.statistics.stats import Interval, Series
 from numasweep.core.topology import Topology
 from numasweep.core.units import capacity_words, size_words
@@ -435,7 +435,7 @@ def latency_series(table: pd.DataFrame, series_keys: Sequence[str], replicate_ke
 def refusals(all_series: Sequence[Series], topology: Topology | None) -> list[str | None]:
     """Per series, why the plausibility gate refuses it as a latency curve (None: measured)."""
     capacities = usable_capacities(topology)
-    return [plausibility(s.sizes, s.latency_ns(), capacities) for s in all_series]
+    return [plausibility(s.sizes, s.values(), capacities) for s in all_series]
 
 
 def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: Sequence[str],
@@ -468,7 +468,7 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     curves = []
     for n, (s, reason) in enumerate(curves_in):
         _, _, _, rule = s.noise()
-        base = dict(series=s.key, sizes=s.sizes.tolist(), latency_ns=s.latency_ns().tolist(), noise_rule=rule)
+        base = dict(series=s.key, sizes=s.sizes.tolist(), latency_ns=s.values().tolist(), noise_rule=rule)
         if reason is not None:
             curves.append(CurveLevels(**base, measured=False, gate_reason=reason, transitions=[], unseen=[],
                                       untested=[]))
