@@ -253,10 +253,3 @@ def deviations(contrasts: Sequence[Contrast], alpha: float = stats.FDR) -> list[
                              bool(inversion)))
     return out
 
-
-def with_l3_position(table: pd.DataFrame, topology: Any) -> pd.DataFrame:
-    """Adds `l3_position`: index of the row's L3 group among the L3 groups of its CPU's node
-    (0 = the group with the lowest CPU), so ranks on the first CCD of every node compare alike."""
-    position = topology.l3_positions()
-    groups = pd.to_numeric(table["l3_group"], errors="coerce").fillna(-1).astype(int)
-    return table.assign(l3_position=[position.get(g, -1) for g in groups])
