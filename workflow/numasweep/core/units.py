@@ -166,6 +166,13 @@ def metric_unit(column: str) -> str | None:
     return next((u for u in TIME_UNITS if u in words), None)
 
 
+def unit_kind(column: str) -> str | None:
+    """"time" or "rate": what a column measures, by the unit its name says (`metric_unit`); None
+    where the name says neither."""
+    unit = metric_unit(column)
+    return "time" if unit in TIME_UNITS else "rate" if unit in RATE_UNITS else None
+
+
 def convert(value: float, unit: str, to: str) -> float:
     """`value` in `unit` expressed in `to`; both of one kind (TIME_UNITS or RATE_UNITS), spelled
     as there (case aside, `µs` for us). A unit of neither kind, or of the other kind, raises

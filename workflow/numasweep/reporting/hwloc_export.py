@@ -35,7 +35,7 @@ import pandas as pd
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 from numasweep.core import registry
-from numasweep.core.units import RATE_UNITS, TIME_UNITS, metric_unit
+from numasweep.core.units import RATE_UNITS, TIME_UNITS, metric_unit, unit_kind
 from numasweep.results import aggregate, disturbed, matrices
 
 # hwloc's attributes of a time and of a rate, each in hwloc's unit: ns, and MiB/s (2^20 bytes/s).
@@ -65,14 +65,12 @@ def attribute(quantity: str) -> tuple[str, float] | None:
     """(hwloc attribute, factor from the quantity's unit to hwloc's) of a measured matrix's
     quantity (`Bench.matrix_of`), by the unit its name says: a time is hwloc's Latency, a rate its
     Bandwidth; None for a quantity hwloc has no attribute for."""
-    unit = metric_unit(quantity)
-    if unit in TIME_UNITS:
-        name, base = ATTRIBUTES["time"]
-        return name, TIME_UNITS[unit] / base
-    if unit in RATE_UNITS:
-        name, base = ATTRIBUTES["rate"]
-        return name, RATE_UNITS[unit] / base
-    return None
+    kind = unit_kind(quantity)
+    if kind is None:
+        return None
+    name, base = ATTRIBUTES[kind]
+    units = TIME_UNITS if kind == "time" else RATE_UNITS
+    return name, units[metric_unit(quantity)] / base
 
 
 def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML", mark: str | None = None) -> str:
