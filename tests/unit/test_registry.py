@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -120,6 +122,24 @@ def test_the_floors_below_the_benchmarks_read_no_benchmark_column():
     extra = {module: sorted(words - STILL_NAMED.get(module, set())) for module, words in found.items()}
     extra = {module: words for module, words in extra.items() if words}
     assert not extra, f"benchmark names or columns below benches/: {extra}"
+
+
+def test_the_rule_files_name_no_benchmark_or_its_columns():
+    """The Snakemake rules take every benchmark from the registry: no string of theirs is a
+    benchmark's name, kernel or own column (strings read as Python tokens; f-strings aside)."""
+    words = set(BENCHES) | set(registry.kernels()) | _own_columns()
+    found = []
+    for path in sorted((PKG.parent / "rules").glob("*.smk")) + [PKG.parent / "Snakefile"]:
+        for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if token.type != tokenize.STRING:
+                continue
+            try:
+                value = ast.literal_eval(token.string)
+            except (ValueError, SyntaxError):   # an f-string
+                continue
+            if value in words:
+                found.append(f"{path.name}:{token.start[0]}: {value!r}")
+    assert not found, "benchmark names or columns in the rules:\n" + "\n".join(found)
 
 
 def test_each_module_still_naming_a_column_still_needs_it():
