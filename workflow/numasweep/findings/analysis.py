@@ -127,7 +127,7 @@ def in_parens(name: str) -> str:
     return f" ({name})" if name else ""
 
 
-# ---------------------------------------------------------------- latency: levels, TLB, contrasts
+# ---------------------------------------------------------------- a series in words, an interval as numbers
 
 
 def interval_numbers(name: str, interval: Interval | None) -> dict:
