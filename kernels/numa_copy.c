@@ -52,20 +52,6 @@ static void usage(void)
            ns_common_help());
 }
 
-/* A node id; whether it is online is left out with --check-args (given before it), which must
- * not look at this machine. */
-static int node_arg(const char *option, const char *text, int check_only)
-{
-    int node = (int)ns_int_arg(option, text, 0, NS_MAX_NODES - 1);
-    if (!check_only && !ns_node_online(node)) {
-        int nodes[NS_MAX_NODES];
-        char list[1024];
-        ns_format_cpulist(nodes, ns_online_nodes(nodes, NS_MAX_NODES), list, sizeof list);
-        ns_die("%s: node %d does not exist (online nodes: %s)", option, node, list);
-    }
-    return node;
-}
-
 static void parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -78,9 +64,9 @@ static void parse(int argc, char **argv, options *o)
         if (ns_common_option(&o->common, c, optarg))
             continue;
         switch (c) {
-        case OPT_SRC: o->src = node_arg("--src", optarg, o->common.check_args); break;
-        case OPT_DST: o->dst = node_arg("--dst", optarg, o->common.check_args); break;
-        case OPT_CPU_NODE: o->cpu_node = node_arg("--cpu-node", optarg, o->common.check_args); break;
+        case OPT_SRC: o->src = ns_node_arg("--src", optarg, o->common.check_args); break;
+        case OPT_DST: o->dst = ns_node_arg("--dst", optarg, o->common.check_args); break;
+        case OPT_CPU_NODE: o->cpu_node = ns_node_arg("--cpu-node", optarg, o->common.check_args); break;
         case OPT_MATRIX: o->matrix = 1; break;
         case OPT_SIZE:
             o->bytes = ns_size_arg("--size", optarg);

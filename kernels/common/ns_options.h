@@ -106,6 +106,10 @@ void ns_common_info(const ns_common_options *opts, void (*usage)(void), const ch
  * on an unknown name or an empty list ("OPTION: unknown KIND 'x': use HINT"). */
 void ns_names_arg(const char *option, const char *text, const char **names, int n, int *flags, const char *hint);
 
+/* A node id option (--src=N): 0..NS_MAX_NODES-1, and online unless check_only (--check-args given
+ * before it, which must not look at this machine); ends the program naming the online nodes. */
+int ns_node_arg(const char *option, const char *text, int check_only);
+
 /* Thread count from OMP_NUM_THREADS (its first entry), 0 when unset; ends the program when it
  * is not a positive whole number. */
 int ns_threads_from_env(void);

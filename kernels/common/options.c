@@ -156,6 +156,18 @@ void ns_common_info(const ns_common_options *opts, void (*usage)(void), const ch
     exit(0);
 }
 
+int ns_node_arg(const char *option, const char *text, int check_only)
+{
+    int node = (int)ns_int_arg(option, text, 0, NS_MAX_NODES - 1);
+    if (!check_only && !ns_node_online(node)) {
+        int nodes[NS_MAX_NODES];
+        char list[1024];
+        ns_format_cpulist(nodes, ns_online_nodes(nodes, NS_MAX_NODES), list, sizeof list);
+        ns_die("%s: node %d does not exist (online nodes: %s)", option, node, list);
+    }
+    return node;
+}
+
 int ns_threads_from_env(void)
 {
     const char *env = getenv("OMP_NUM_THREADS");

@@ -498,7 +498,7 @@ def _bad_job_ok(tmp: Path) -> None:
     job.with_suffix(".json").write_text(json.dumps({"job_id": "j1", "grid": {"repetition": 0}}))
 
 for _bench, _spec in BENCHES.items():
-    for _column in _spec.positive:
+    for _column in _spec.tables.positive:
         for _kind, (_cell, _word) in BAD_CELLS.items():
             case("cached results", f"job {_bench} {_column} {_kind}", _bad_job(_bench, _column, _cell),
                  "line 3", f"'{_column}'", "rerun its job", *((_word,) if _word else ()))
@@ -518,7 +518,7 @@ def _bad_table(column: str, cell: str) -> Callable[[Path], list[str]]:
     return argv
 
 
-for _column in BENCHES["latency"].positive:
+for _column in BENCHES["latency"].tables.positive:
     for _kind, (_cell, _word) in BAD_CELLS.items():
         case("cached results", f"cached latency table {_column} {_kind}", _bad_table(_column, _cell),
              "line 3", "correct that cell")

@@ -15,7 +15,7 @@ from numasweep.core import registry
 REPO = Path(__file__).resolve().parents[2]
 
 # The kernels `make -C kernels cpu` builds: one per benchmark whose jobs drive no GPU.
-CPU_KERNELS = tuple(b.kernel for b in registry.all_benches().values() if not b.gpus)
+CPU_KERNELS = tuple(b.launch.kernel for b in registry.all_benches().values() if b.launch.by != "gpus")
 
 # Open MPI refuses root without these; the test machine runs as root.
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}

@@ -477,7 +477,7 @@ JITTER = 0.002
 HOST = "model"
 
 # The columns each benchmark's kernel writes, as docs/INTERFACES.md documents them.
-COLUMNS = {name: ",".join(contract_columns(b.kernel)) for name, b in registry.all_benches().items()}
+COLUMNS = {name: ",".join(contract_columns(b.launch.kernel)) for name, b in registry.all_benches().items()}
 
 
 def _arg(job: grid.Job, name: str, default: str | None = None) -> str | None:

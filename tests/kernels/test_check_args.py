@@ -12,7 +12,7 @@ from numasweep.core import registry
 
 from helpers.kernels import CPU_KERNELS
 
-COPY = registry.get("copy").kernel  # places its memory with --src/--dst, not --policy/--mem-nodes
+COPY = registry.get("copy").launch.kernel  # places its memory with --src/--dst, not --policy/--mem-nodes
 
 
 @pytest.mark.parametrize("kernel", CPU_KERNELS)

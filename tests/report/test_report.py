@@ -274,6 +274,22 @@ def test_cross_system_report_side_by_side(tmp_path: Path) -> None:
     assert "## Findings on alpha" in text and "## Findings on beta" in text
 
 
+def test_cross_system_report_gives_the_best_bandwidth_side_by_side(tmp_path: Path) -> None:
+    """Bandwidth measured on both systems: its section gives, per kernel, the best bandwidth with
+    memory on the threads' node at each thread count both measured, and the ratio."""
+    a = write_results(tmp_path / "a", benches=("bandwidth",), system="alpha")
+    b = write_results(tmp_path / "b", benches=("bandwidth",), system="beta")
+    df_b = pd.read_csv(b / "bandwidth.csv")
+    df_b["best_mb_s"] *= 2
+    df_b.to_csv(b / "bandwidth.csv", index=False)
+    text = report.render_cross([a, b], [None, None], None, tmp_path / "cross.md").read_text()
+    section = text.split("\n## Memory bandwidth (STREAM)\n")[1]
+    table = section.split("**Best triad bandwidth (GB/s, 10^9 bytes/s), memory on the threads' node**")[1].split("\n\n")[1]
+    rows = [[c.strip() for c in row.strip("|").split("|")] for row in table.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["1", "2", "3", "4"] and {r[-1] for r in rows} == {"2.00"}
+    assert "## Memory latency" not in text
+
+
 def test_lumi_g_example_report_carries_its_findings(repo: Path, tmp_path: Path) -> None:
     example = repo / "examples" / "lumi-g"
     findings = analysis.analyse(example)

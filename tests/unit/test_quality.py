@@ -84,7 +84,7 @@ def test_run_spread_over_two_percent_at_large_sizes_is_flagged_per_series(tmp_pa
     part = text.split("## Data quality", 1)[1].split("\n## ", 1)[0]
     assert "- **Spread**: " + flag[1] in part and "- **CPU shared**: " + shared[1] in part and "nontemporal" in part and "cycle build s" in part
     assert "samples taken again (a rank was off its CPU)" in part and "samples retaken" not in part
-    assert quality.series_quality({"latency": frames["latency"].drop(columns=list(registry.get("latency").quality.columns))}) \
+    assert quality.series_quality({"latency": frames["latency"].drop(columns=list(registry.get("latency").checks.quality.columns))}) \
         == []
 
 

@@ -33,21 +33,22 @@ def test_each_benchmark_is_compared_and_quality_checked_or_says_why_not(name):
     """Comparison against references and earlier runs, and fleet screening, read `metrics`; the
     report's data-quality part reads `quality`. Leaving either out needs a reason in words."""
     bench = BENCHES[name]
-    assert bench.metrics or len(bench.not_compared) > 20, f"{name}: no metrics and no reason"
-    assert bench.quality or len(bench.not_checked) > 20, f"{name}: no quality check and no reason"
-    for column in bench.metrics:
-        assert column in bench.required or column in bench.positive, f"{name}: metric {column} is not a column it must have"
+    assert bench.checks.metrics or len(bench.checks.not_compared) > 20, f"{name}: no metrics and no reason"
+    assert bench.checks.quality or len(bench.checks.not_checked) > 20, f"{name}: no quality check and no reason"
+    for column in bench.checks.metrics:
+        assert column in bench.tables.required or column in bench.tables.positive, f"{name}: metric {column} is not a column it must have"
 
 
 @pytest.mark.parametrize("name", list(BENCHES))
 def test_each_benchmark_plans_draws_and_reports(name):
     bench = BENCHES[name]
-    assert bench.expand and bench.analyse and bench.raw_tables
-    assert any(f.draw for f in bench.figures), f"{name}: figures, each kind with its caption and drawer"
-    kinds = {k for _, kinds in bench.subjects.values() for k in kinds}
-    assert kinds <= {f.kind for f in bench.figures}, f"{name}: a subject shows a figure kind it has no caption for"
-    assert set(bench.within) <= set(bench.identity)
-    assert bench.axis is None or bench.axis not in bench.identity
+    assert bench.launch.expand and bench.analyse and bench.presentation.report
+    assert bench.launch.kernels and bench.launch.by in ("mpi", "threads", "gpus"), f"{name}: its builds and how a job runs"
+    assert any(f.draw for f in bench.presentation.figures), f"{name}: figures, each kind with its caption and drawer"
+    kinds = {k for _, kinds in bench.presentation.subjects.values() for k in kinds}
+    assert kinds <= {f.kind for f in bench.presentation.figures}, f"{name}: a subject shows a figure kind it has no caption for"
+    assert set(bench.tables.within) <= set(bench.identity)
+    assert bench.tables.axis is None or bench.tables.axis not in bench.identity
 
 
 def test_the_shared_machinery_names_no_benchmark():
@@ -62,6 +63,57 @@ def test_the_shared_machinery_names_no_benchmark():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
                 found.append(f"{path.relative_to(PKG)}:{node.lineno}: {node.value!r}")
     assert not found, "benchmark names outside benches/:\n" + "\n".join(found)
+
+
+def _bench_columns() -> set[str]:
+    """The columns only benchmarks supply: those their records name, less the ones every run has."""
+    columns = set()
+    for bench in BENCHES.values():
+        t = bench.tables
+        columns |= {*t.required, *t.positive, *t.series, *t.within, *([t.axis] if t.axis else [])}
+        columns |= {c for entry in t.placement for c in entry[:2]} | set(bench.checks.metrics)
+        if bench.checks.quality:
+            columns |= {*bench.checks.quality.columns, *bench.checks.quality.also}
+    return columns - set(registry.COMMON_SERIES)
+
+
+# SLURM's resource of a job's GPUs (workflow/rules/common.smk), a word of the tool, not gpu_xfer's column.
+TOOL_WORDS = {"gpu"}
+
+
+def test_the_templates_and_rules_name_no_benchmark_column_or_subject():
+    """The report templates and the rule files know no benchmark: no benchmark's or kernel's name,
+    no column only a benchmark supplies and no subject title in their code (a template's tags, a
+    rule file's strings and names); a subject's content comes from the benchmarks' records. The
+    data-quality section is the report's own: its title may stand in a template's text, never in
+    a tag, which keys it by its flag."""
+    from numasweep.reporting import report
+
+    names = set(BENCHES) | set(registry.kernels())
+    columns = _bench_columns() - TOOL_WORDS
+    titles = {sub.title for sub in report.SUBJECT_LEADS}
+    workflow = PKG.parent
+    found = []
+    for path in sorted(workflow.glob("report/*.j2")):
+        text = path.read_text()
+        for tag in re.findall(r"\{[{%](.*?)[}%]\}", text, re.S):
+            strings = {a or b for a, b in re.findall(r'"([^"]*)"|\'([^\']*)\'', tag)}
+            code = re.sub(r'"[^"]*"|\'[^\']*\'', "", tag)
+            attributes = set(re.findall(r"\.([A-Za-z_]\w*)", code))
+            identifiers = set(re.findall(r"[A-Za-z_]\w*", code))
+            found += [f"{path.name}: {w!r}" for w in sorted((strings & (names | columns | titles))
+                                                             | (attributes & columns) | (identifiers & names))]
+        found += [f"{path.name}: {t!r} in its text" for t in sorted(titles)
+                  if t in text and not any(s.quality and s.title == t for s in report.SUBJECT_LEADS)]
+    for path in [*sorted(workflow.glob("rules/*.smk")), workflow / "Snakefile"]:
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type == tokenize.STRING:
+                body = tok.string.lstrip("rbfuRBFU").strip("\"'")
+                words = {w for w in names | titles if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", body)}
+                found += [f"{path.name}:{tok.start[0]}: {w!r}" for w in sorted(words | ({body} & columns))]
+            elif tok.type == tokenize.NAME and tok.string in names:
+                found.append(f"{path.name}:{tok.start[0]}: {tok.string!r}")
+    assert not found, "benchmark knowledge in the templates or rule files:\n" + "\n".join(found)
 
 
 # Words of the launch that a benchmark's table also has as a column: every floor places ranks and
@@ -90,7 +142,7 @@ STILL_NAMED = {
 
 def _own_columns() -> set[str]:
     """The columns a benchmark alone supplies: its required columns that not every benchmark has."""
-    required = [set(bench.required) for bench in BENCHES.values()]
+    required = [set(bench.tables.required) for bench in BENCHES.values()]
     return set().union(*required) - set.intersection(*required) - LAUNCH_WORDS
 
 
@@ -122,24 +174,6 @@ def test_the_floors_below_the_benchmarks_read_no_benchmark_column():
     extra = {module: sorted(words - STILL_NAMED.get(module, set())) for module, words in found.items()}
     extra = {module: words for module, words in extra.items() if words}
     assert not extra, f"benchmark names or columns below benches/: {extra}"
-
-
-def test_the_rule_files_name_no_benchmark_or_its_columns():
-    """The Snakemake rules take every benchmark from the registry: no string of theirs is a
-    benchmark's name, kernel or own column (strings read as Python tokens; f-strings aside)."""
-    words = set(BENCHES) | set(registry.kernels()) | _own_columns()
-    found = []
-    for path in sorted((PKG.parent / "rules").glob("*.smk")) + [PKG.parent / "Snakefile"]:
-        for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
-            if token.type != tokenize.STRING:
-                continue
-            try:
-                value = ast.literal_eval(token.string)
-            except (ValueError, SyntaxError):   # an f-string
-                continue
-            if value in words:
-                found.append(f"{path.name}:{token.start[0]}: {value!r}")
-    assert not found, "benchmark names or columns in the rules:\n" + "\n".join(found)
 
 
 def test_each_module_still_naming_a_column_still_needs_it():
@@ -177,20 +211,25 @@ def test_the_job_model_writes_every_benchmark():
 
 
 def _lone_fields() -> dict[str, str]:
-    """Field of `Bench` -> the one benchmark that sets it to other than its default."""
+    """Field of `Bench` or of one of its records (`launch.unavailable`) -> the one benchmark that
+    sets it to other than its default."""
     lone = {}
-    for f in dataclasses.fields(registry.Bench):
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            continue  # every benchmark gives it
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        users = [name for name, bench in BENCHES.items() if getattr(bench, f.name) != default]
-        if len(users) == 1:
-            lone[f.name] = users[0]
+
+    def walk(records: dict[str, object], prefix: str) -> None:
+        for f in dataclasses.fields(next(iter(records.values()))):
+            values = {name: getattr(record, f.name) for name, record in records.items()}
+            if all(dataclasses.is_dataclass(v) for v in values.values()):
+                walk(values, f"{prefix}{f.name}.")
+            elif f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                users = [name for name, value in values.items() if value != default]
+                if len(users) == 1:
+                    lone[prefix + f.name] = users[0]
+
+    walk(BENCHES, "")
     return lone
 
 
-@pytest.mark.xfail(strict=True, reason="report, cross and mpi serve latency alone; kernels, gpus and unavailable "
-                                       "gpu_xfer alone")
 def test_no_field_of_the_record_serves_one_benchmark_only():
     """A field of the shared record that one benchmark alone sets is that benchmark's own
     business carried by all of them: the record stays narrow when each field serves several."""

@@ -224,7 +224,7 @@ def _table(path, rows=40):
 def test_columns_left_unread_are_named_by_no_step_that_skips_them():
     """analyse and figures leave io.UNREAD and io.REPORT_ONLY unread, the report and fleet io.UNREAD: safe
     only while the code of those steps never names such a column (a new use must take it out). The
-    report's own parts of a benchmark (its raw tables, report and cross hooks, its run-quality check)
+    report's own parts of a benchmark (its report and cross hooks, its run-quality check)
     read the report's table and may name REPORT_ONLY columns."""
     import ast
     from pathlib import Path
@@ -233,7 +233,8 @@ def test_columns_left_unread_are_named_by_no_step_that_skips_them():
 
     package = Path(io.__file__).parents[1]
     report_parts = {f.__name__ for b in registry.all_benches().values()
-                    for f in (b.raw_tables, b.report, b.cross, *((b.quality.runs, b.quality.row) if b.quality else ()))
+                    for f in (b.presentation.report, b.presentation.cross,
+                              *((b.checks.quality.runs, b.checks.quality.row) if b.checks.quality else ()))
                     if f is not None}
 
     def named(path: Path, columns: tuple[str, ...], skip: set[str]) -> set[tuple[str, str]]:

@@ -30,7 +30,7 @@ for _spec in registry.all_benches().values():
             job_group
         conda:
             "../envs/kernels.yaml"
-        threads: 1 if _spec.mpi else job_threads
+        threads: 1 if _spec.launch.by == "mpi" else job_threads
         resources:
             **_resources,
             bench_slot=1,

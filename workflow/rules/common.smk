@@ -26,6 +26,7 @@ from numasweep.planning.paths import check_config_paths  # noqa: E402
 for _line in grid.overridden(workflow.overwrite_configfiles, config):
     print(f"numasweep: warning: {_line}", file=sys.stderr)
 try:
+    registry.all_benches()  # a module NUMASWEEP_BENCHES names that fails is one line
     CONFIG = grid.validate_config(config, "config")
     # arch, results, wrapper and store.path: there, readable, no wildcard braces.
     check_config_paths(CONFIG, "config")
@@ -318,8 +319,8 @@ def common_sources():
 
 def kernel_sources(wildcards):
     """A kernel's own sources (the shared module comes in through its library)."""
-    gpu = [b for b in registry.all_benches().values() if b.gpus]
-    if any(wildcards.kernel in (b.kernel, *b.kernels) for b in gpu):
+    gpu = [b for b in registry.all_benches().values() if b.launch.by == "gpus"]
+    if any(wildcards.kernel in b.launch.kernels for b in gpu):
         return sorted(str(p) for p in Path("kernels/gpu").glob("*") if p.is_file())
     return [f"kernels/{wildcards.kernel}.c"]
 
@@ -416,9 +417,9 @@ def slurm_extra(wildcards):
 
 def bench_resources(bench):
     # MPI benchmarks: one rank per placed CPU; the others one process, GPUs where they use them.
-    if bench.mpi:
+    if bench.launch.by == "mpi":
         return {"mpi": mpi_launcher, "tasks": job_tasks}
-    return {"mpi": "", **({"gpu": job_gpus} if bench.gpus else {})}
+    return {"mpi": "", **({"gpu": job_gpus} if bench.launch.by == "gpus" else {})}
 
 
 def job_threads(wildcards):

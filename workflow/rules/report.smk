@@ -49,11 +49,11 @@ rule figures:
                 directory(f"{REPORT_DIR}/figures/{bench}"),
                 patterns=["{kind}--{variant}.png"],
                 caption="../report/figure.rst",
-                category=registry.get(bench).category,
+                category=registry.get(bench).presentation.category,
                 subcategory="{kind}",
                 labels={
                     "figure": "{kind}",
-                    registry.get(bench).variant: "{variant}",
+                    registry.get(bench).presentation.variant: "{variant}",
                 },
             )
             for bench in BENCHES
@@ -122,7 +122,7 @@ rule hwloc_export:
         tables=[
             f"{RESULTS_DIR}/{bench}.csv"
             for bench in BENCHES
-            if registry.get(bench).matrix
+            if registry.get(bench).tables.matrix
         ],
     output:
         f"{REPORT_DIR}/measured-hwloc.xml",

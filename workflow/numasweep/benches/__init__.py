@@ -9,7 +9,8 @@ order, the first time it is asked, and the floors below find them through it and
 Adding a kernel: its C source under kernels/ and one Makefile line, a module here (a `Bench`
 registered at import) and its name in `MODULES`, its config section in
 workflow/schemas/config.schema.yaml, its columns in docs/INTERFACES.md, and its tests
-(docs/ARCHITECTURE.md).
+(docs/ARCHITECTURE.md). A benchmark kept outside this package is named by the environment variable
+NUMASWEEP_BENCHES instead of MODULES (`numasweep.core.registry`).
 """
 
 MODULES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth")

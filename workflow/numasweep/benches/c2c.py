@@ -20,7 +20,7 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, parse_cpulist
 from numasweep.findings.analysis import Finding
@@ -187,7 +187,8 @@ def plot_c2c(table: pd.DataFrame | None, topology: Topology | None, figdir: Path
     return paths
 
 
-def c2c_tables(table: pd.DataFrame) -> list[dict]:
+def c2c_tables(table: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
 
     df = table[(pd.to_numeric(table["cpu_a"]) >= 0) & (pd.to_numeric(table["cpu_b"]) >= 0)]
     df = df.assign(pair_class=df.apply(pair_class, axis=1))
@@ -206,24 +207,33 @@ def c2c_tables(table: pd.DataFrame) -> list[dict]:
 
 BENCH = register(Bench(
     name="c2c",
-    kernel=KERNEL,
     title="Core-to-core latency",
-    category="Core-to-core latency",
-    variant="line home",
-    required=("cpu_a", "cpu_b", "round_trip_ns_median"),
-    positive=("round_trip_ns_median",),
-    axis=None,
-    figures=(
-        Figure("c2c_heatmap", "Median round trip of a cache line between two CPUs, CPUs ordered by NUMA node "
-               "and L3 group; lines mark the L3 groups (thin) and nodes (thick) the kernel found the CPUs on.",
-               draw=plot_c2c),
+    launch=Launch(
+        kernels=(KERNEL,),
+        by="threads",
+        expand=expand,
     ),
-    series=SERIES,
-    within=WITHIN,
-    metrics={"round_trip_ns_median": False},
-    not_checked=("numa_c2c records no within-run spread, timer or first-touch columns beyond each pair's sample range, which its heatmap and tables show"),
-    subjects={"DRAM and NUMA locality": (("core_to_core",), ("c2c_heatmap",))},
-    expand=expand,
+    tables=Tables(
+        required=("cpu_a", "cpu_b", "round_trip_ns_median"),
+        positive=("round_trip_ns_median",),
+        axis=None,
+        series=SERIES,
+        within=WITHIN,
+    ),
     analyse=lambda table, topo: [functools.partial(core_to_core, table)],
-    raw_tables=c2c_tables,
+    presentation=Presentation(
+        category="Core-to-core latency",
+        variant="line home",
+        figures=(
+            Figure("c2c_heatmap", "Median round trip of a cache line between two CPUs, CPUs ordered by NUMA node "
+                   "and L3 group; lines mark the L3 groups (thin) and nodes (thick) the kernel found the CPUs on.",
+                   draw=plot_c2c),
+        ),
+        report=c2c_tables,
+        subjects={"DRAM and NUMA locality": (("core_to_core",), ("c2c_heatmap",))},
+    ),
+    checks=Checks(
+        metrics={"round_trip_ns_median": False},
+        not_checked="numa_c2c records no within-run spread, timer or first-touch columns beyond each pair's sample range, which its heatmap and tables show",
+    ),
 ))

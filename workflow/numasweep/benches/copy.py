@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
@@ -154,7 +154,8 @@ def plot_copy_vs_threads(copy: pd.DataFrame, topology: Topology | None, figdir: 
     return paths
 
 
-def copy_raw_tables(copy: pd.DataFrame) -> list[dict]:
+def copy_raw_tables(copy: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
     out = []
     for variant, config in series.configurations(copy, "copy", without=("threads", "bytes")):
         other = "" if variant == "all" else f", {variant}"
@@ -262,30 +263,39 @@ COUNTED_ONCE = "each byte copied counted once"
 
 BENCH = register(Bench(
     name="copy",
-    kernel=KERNEL,
     title="Node-to-node copy",
-    category="Node-to-node copy",
-    variant="threads on",
-    required=("src_node", "dst_node", "bytes", "best_gb_s"),
-    positive=("bytes", "best_gb_s"),
-    axis=None,
-    figures=(
-        Figure("copy_matrix", "Copy bandwidth from a source node (rows) to a destination node (columns), "
-               "one panel per node running the copying threads.",
-               draw=plot_copy_matrix),
-        Figure("copy_vs_threads", "Copy bandwidth of each node pair against the number of copying threads, "
-               "each byte copied counted once; the band spans the runs.",
-               draw=plot_copy_vs_threads),
+    launch=Launch(
+        kernels=(KERNEL,),
+        by="threads",
+        expand=expand,
+        check=check,
     ),
-    series=SERIES,
-    within=WITHIN,
-    metrics={"best_gb_s": True},
-    not_checked="numa_copy records no within-run spread or timer columns to check",
-    subjects={"Bandwidth": (("copy_matrix",), ("copy_matrix", "copy_vs_threads"))},
-    expand=expand,
-    check=check,
+    tables=Tables(
+        required=("src_node", "dst_node", "bytes", "best_gb_s"),
+        positive=("bytes", "best_gb_s"),
+        axis=None,
+        series=SERIES,
+        within=WITHIN,
+        placement=(("src_page_fractions", "src_node", "job_id"), ("dst_page_fractions", "dst_node", "job_id")),
+    ),
     analyse=lambda table, topo: [functools.partial(copy_matrix, table, topo)],
-    raw_tables=copy_raw_tables,
-    headline=headline,
-    placement=(("src_page_fractions", "src_node", "job_id"), ("dst_page_fractions", "dst_node", "job_id")),
+    presentation=Presentation(
+        category="Node-to-node copy",
+        variant="threads on",
+        figures=(
+            Figure("copy_matrix", "Copy bandwidth from a source node (rows) to a destination node (columns), "
+                   "one panel per node running the copying threads.",
+                   draw=plot_copy_matrix),
+            Figure("copy_vs_threads", "Copy bandwidth of each node pair against the number of copying threads, "
+                   "each byte copied counted once; the band spans the runs.",
+                   draw=plot_copy_vs_threads),
+        ),
+        report=copy_raw_tables,
+        subjects={"Bandwidth": (("copy_matrix",), ("copy_matrix", "copy_vs_threads"))},
+        headline=headline,
+    ),
+    checks=Checks(
+        metrics={"best_gb_s": True},
+        not_checked="numa_copy records no within-run spread or timer columns to check",
+    ),
 ))

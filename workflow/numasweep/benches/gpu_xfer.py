@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Rectangle
 
-from numasweep.core.registry import COMMON_SERIES, Bench, Figure, register
-from numasweep.core.errors import NumasweepError
+from numasweep.core.registry import Bench, COMMON_SERIES, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.core.errors import NumasweepError, Unavailable
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, size_words
 from numasweep.findings import analysis
@@ -102,17 +102,17 @@ def gpu_kernel(topo: Any) -> str:
     return GPU_XFER_HIP if amd else "gpu_xfer"
 
 
-def unavailable(topo: Any, section: dict) -> str | None:
-    """Why the sweeps are left out on this topology (None: they run)."""
-    if topo.gpus or section["force"]:
-        return None
-    return (f"the topology '{topo.system}' lists no GPU; gpu_xfer.force: true plans the jobs anyway (dry run); "
+def expand(topo: Any, section: dict) -> list[grid.Job]:
+    """The jobs of the sweeps; `Unavailable` where the topology lists no GPU and `force` is off."""
+    if not topo.gpus and not section["force"]:
+        raise Unavailable(f"the topology '{topo.system}' lists no GPU; gpu_xfer.force: true plans the jobs anyway (dry run); "
             "run it on a machine with GPUs (nvidia-smi or rocm-smi lists them) or name an arch file that lists them")
+    return list(_jobs(topo, section))
 
 
 # ---------------------------------------------------------------- grid
 
-def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
+def _jobs(topo: Any, section: dict) -> Iterator[grid.Job]:
     for i, sw in enumerate(section["sweeps"]):
         where = f"gpu_xfer.sweeps[{i}]"
         for m, spec in enumerate(sw["memory"]):
@@ -169,7 +169,7 @@ def check(topo: Any, section: dict) -> list[str]:
                 checks.fit(topo, f"{where}.sizes", size, spec, [gpu_cpu_node(topo, sw)])
     force = bool(section.get("force"))
     if not force and not topo.gpus:
-        return []  # skipped (`unavailable` says why)
+        return []  # skipped (`expand` says why)
     have = len(topo.gpus)
     for where, sw in checks.sweeps(section, "gpu_xfer"):
         wanted = max(sw["ngpus"])
@@ -237,7 +237,8 @@ def gpu_configurations(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return series.configurations(table, "gpu_xfer", first="pinned")
 
 
-def gpu_raw_tables(gpu: pd.DataFrame) -> list[dict]:
+def gpu_raw_tables(gpu: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
     table = gpu_table(gpu)
     out = []
     for variant, part in gpu_configurations(table):
@@ -704,41 +705,47 @@ def headline(gpu: pd.DataFrame, topology: Topology | None = None) -> list[list[s
 
 BENCH = register(Bench(
     name="gpu_xfer",
-    kernel="gpu_xfer",
-    kernels=(GPU_XFER_HIP,),
-    gpus=True,
     title="Host-device transfers",
-    category="Host-device transfers",
-    variant="host memory",
-    required=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),
-    positive=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),
-    axis=GPU_SIZE,
-    series=SERIES,
-    within=WITHIN,
-    figures=(
-        Figure("gpu_bandwidth", "Host-device transfer bandwidth against transfer size for each host memory "
-               "policy and weights, one panel per direction measured (host to device, device to host, then each "
-               "of the two when both run at once); the band spans the runs' lowest to highest where there are "
-               "several.",
-               draw=plot_gpu_bandwidth),
-        Figure("gpu_latency", "Host-device transfer time against transfer size for each host memory policy "
-               "and weights, host to device left, device to host right; the band spans the runs' lowest to "
-               "highest where there are several.",
-               draw=plot_gpu_latency),
-        Figure("gpu_node_matrix", "Host-device plateau bandwidth by host memory node (rows) and GPU (columns), "
-               "one panel per direction, each GPU alone, the GPU's own node boxed.",
-               draw=plot_node_matrix),
+    launch=Launch(
+        kernels=("gpu_xfer", GPU_XFER_HIP),
+        by="gpus",
+        expand=expand,
+        check=check,
     ),
-    metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
-    not_checked=("gpu_xfer records no within-run spread, timer or first-touch columns to check; its "
-                 "threads' share of time on their CPUs (on_cpu_pct) goes into each job's quality verdict"),
-    subjects={"Bandwidth": (("gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node",
-                             "gpu_node_matrix"), ("gpu_bandwidth", "gpu_latency", "gpu_node_matrix"))},
-    expand=expand,
-    check=check,
-    unavailable=unavailable,
+    tables=Tables(
+        required=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),
+        positive=("ngpus", GPU_SIZE, "read_bw(gib/s)", "write_bw(gib/s)"),
+        axis=GPU_SIZE,
+        series=SERIES,
+        within=WITHIN,
+    ),
     analyse=lambda table, topo: [functools.partial(gpu_transfers, table, topo),
                                  functools.partial(findings, table, topo)],
-    raw_tables=gpu_raw_tables,
-    headline=headline,
+    presentation=Presentation(
+        category="Host-device transfers",
+        variant="host memory",
+        figures=(
+            Figure("gpu_bandwidth", "Host-device transfer bandwidth against transfer size for each host memory "
+                   "policy and weights, one panel per direction measured (host to device, device to host, then each "
+                   "of the two when both run at once); the band spans the runs' lowest to highest where there are "
+                   "several.",
+                   draw=plot_gpu_bandwidth),
+            Figure("gpu_latency", "Host-device transfer time against transfer size for each host memory policy "
+                   "and weights, host to device left, device to host right; the band spans the runs' lowest to "
+                   "highest where there are several.",
+                   draw=plot_gpu_latency),
+            Figure("gpu_node_matrix", "Host-device plateau bandwidth by host memory node (rows) and GPU (columns), "
+                   "one panel per direction, each GPU alone, the GPU's own node boxed.",
+                   draw=plot_node_matrix),
+        ),
+        report=gpu_raw_tables,
+        subjects={"Bandwidth": (("gpu_plateau", "gpu_pinned", "gpu_weights", "gpu_aggregate", "gpu_host_node",
+                                 "gpu_node_matrix"), ("gpu_bandwidth", "gpu_latency", "gpu_node_matrix"))},
+        headline=headline,
+    ),
+    checks=Checks(
+        metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
+        not_checked="gpu_xfer records no within-run spread, timer or first-touch columns to check; its "
+                    "threads' share of time on their CPUs (on_cpu_pct) goes into each job's quality verdict",
+    ),
 ))

@@ -24,7 +24,7 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
@@ -210,7 +210,8 @@ def plot_loaded_latency(table: pd.DataFrame | None, topology: Topology | None, f
     return paths
 
 
-def loaded_latency_tables(table: pd.DataFrame) -> list[dict]:
+def loaded_latency_tables(table: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
     tables = []
     for _, words, part in loaded_configurations(table):
         med = part.groupby(["traffic", "delay"], sort=False).agg(
@@ -224,26 +225,35 @@ def loaded_latency_tables(table: pd.DataFrame) -> list[dict]:
 
 BENCH = register(Bench(
     name="loaded_latency",
-    kernel=KERNEL,
     title="Loaded latency",
-    category="Loaded latency",
-    variant="chase and memory",
-    required=("traffic", "delay", "chase_cpu", "load_gb_s", "latency_ns_median"),
-    positive=("size_bytes", "latency_ns_median"),
-    axis="delay",
-    figures=(
-        Figure("loaded_latency", "Pointer-chase latency against the bandwidth the load threads achieved at "
-               "once, one line per traffic kind (reads to writes), the idle chase at zero load; bars span "
-               "each point's fastest and slowest sample.",
-               draw=plot_loaded_latency),
+    launch=Launch(
+        kernels=(KERNEL,),
+        by="threads",
+        expand=expand,
+        check=check,
     ),
-    series=SERIES,
-    within=WITHIN,
-    metrics={"latency_ns_median": False},
-    not_checked=("its within-run spread and the chase's time on CPU are read by its finding (a chase that shared its CPU is said there), not yet by the data-quality table"),
-    subjects={"Contention and concurrency": (("loaded_latency",), ("loaded_latency",))},
-    expand=expand,
-    check=check,
+    tables=Tables(
+        required=("traffic", "delay", "chase_cpu", "load_gb_s", "latency_ns_median"),
+        positive=("size_bytes", "latency_ns_median"),
+        axis="delay",
+        series=SERIES,
+        within=WITHIN,
+    ),
     analyse=lambda table, topo: [functools.partial(loaded_latency, table)],
-    raw_tables=loaded_latency_tables,
+    presentation=Presentation(
+        category="Loaded latency",
+        variant="chase and memory",
+        figures=(
+            Figure("loaded_latency", "Pointer-chase latency against the bandwidth the load threads achieved at "
+                   "once, one line per traffic kind (reads to writes), the idle chase at zero load; bars span "
+                   "each point's fastest and slowest sample.",
+                   draw=plot_loaded_latency),
+        ),
+        report=loaded_latency_tables,
+        subjects={"Contention and concurrency": (("loaded_latency",), ("loaded_latency",))},
+    ),
+    checks=Checks(
+        metrics={"latency_ns_median": False},
+        not_checked="its within-run spread and the chase's time on CPU are read by its finding (a chase that shared its CPU is said there), not yet by the data-quality table",
+    ),
 ))

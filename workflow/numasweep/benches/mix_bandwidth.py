@@ -19,7 +19,7 @@ import pandas as pd
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import format_size
-from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
@@ -150,7 +150,8 @@ def plot_mix_matrix(table: pd.DataFrame | None, topology: Topology | None, figdi
     return save(fig, figdir, "mix_bandwidth", "mix_bandwidth_matrix", "all") if drawn else []
 
 
-def mix_bandwidth_tables(table: pd.DataFrame) -> list[dict]:
+def mix_bandwidth_tables(table: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Its raw tables, all it writes in the report (`Presentation.report`)."""
 
     df = table.assign(cpu_nodes=common.node_set(table["cpu_nodes"]), mem_nodes=common.node_set(table["mem_nodes"]))
     med = df.groupby(["traffic", "threads", "cpu_nodes", "memory", "mem_nodes"], sort=False)["gb_s_median"].median()
@@ -161,25 +162,34 @@ def mix_bandwidth_tables(table: pd.DataFrame) -> list[dict]:
 
 BENCH = register(Bench(
     name="mix_bandwidth",
-    kernel=KERNEL,
     title="Peak and mixed bandwidth",
-    category="Peak and mixed bandwidth",
-    variant="panels",
-    required=("traffic", "threads", "gb_s_median"),
-    positive=("threads", "gb_s_median"),
-    axis=None,
-    figures=(
-        Figure("mix_bandwidth_matrix", "Bandwidth of threads on a CPU node (rows) to memory on a node "
-               "(columns), one panel per traffic kind.",
-               draw=plot_mix_matrix),
+    launch=Launch(
+        kernels=(KERNEL,),
+        by="threads",
+        expand=expand,
+        check=check,
     ),
-    series=SERIES,
-    within=WITHIN,
-    metrics={"gb_s_median": True},
-    not_checked=("numa_mix_bandwidth records no timer or first-touch columns; each cell's sample range is in its raw tables"),
-    subjects={"Bandwidth": (("bandwidth_matrix",), ("mix_bandwidth_matrix",))},
-    expand=expand,
-    check=check,
+    tables=Tables(
+        required=("traffic", "threads", "gb_s_median"),
+        positive=("threads", "gb_s_median"),
+        axis=None,
+        series=SERIES,
+        within=WITHIN,
+    ),
     analyse=lambda table, topo: [functools.partial(bandwidth_matrix, table)],
-    raw_tables=mix_bandwidth_tables,
+    presentation=Presentation(
+        category="Peak and mixed bandwidth",
+        variant="panels",
+        figures=(
+            Figure("mix_bandwidth_matrix", "Bandwidth of threads on a CPU node (rows) to memory on a node "
+                   "(columns), one panel per traffic kind.",
+                   draw=plot_mix_matrix),
+        ),
+        report=mix_bandwidth_tables,
+        subjects={"Bandwidth": (("bandwidth_matrix",), ("mix_bandwidth_matrix",))},
+    ),
+    checks=Checks(
+        metrics={"gb_s_median": True},
+        not_checked="numa_mix_bandwidth records no timer or first-touch columns; each cell's sample range is in its raw tables",
+    ),
 ))

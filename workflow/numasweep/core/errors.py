@@ -8,6 +8,12 @@ class NumasweepError(Exception):
     """
 
 
+class Unavailable(NumasweepError):
+    """A benchmark's sweeps cannot run on this topology: a benchmark's `expand` raises it with the
+    reason and the fix, and the plan leaves the benchmark out with that reason (the report's
+    "Not run"), rather than refusing the whole campaign."""
+
+
 class DiskFullError(NumasweepError):
     """A write that found its disk (or the user's quota) full: the message names the folder."""
 

@@ -6,25 +6,33 @@ fills in a `Bench` and registers it. The floors below (planning, running, result
 findings, reporting) never import those modules and never name a benchmark: they ask this
 registry for the record of a name, or walk all of them, and call the record's fields. The
 benchmarks are loaded the way a plugin host loads its plugins, the first time the registry is
-asked (the modules `numasweep.benches.MODULES` names, in that order), so an import of any lower
-module never pulls in the floors above it.
+asked (the modules `numasweep.benches.MODULES` names, in that order, then those the environment
+variable NUMASWEEP_BENCHES names: module names or .py files, separated as in PATH), so an import of
+any lower module never pulls in the floors above it.
 
 A benchmark's `name` is its Snakemake rule, its results folder (`results/<system>/<name>/`) and
-its aggregated table (`<name>.csv`); `kernel` is the binary under build/bin that measures it
-(`kernels` adds other builds of it a plan may launch, such as the HIP one). `required` are the
-columns its kernel's CSV must have (docs/INTERFACES.md) and `positive` the measured values and
-sizes that must be finite numbers above zero. `axis` is the x-axis of its series and `series`
-the columns that name one (`numasweep.results.series`); `within` are the series columns that
-tell the lines of one figure or rows of one table apart. `figures` are the kinds of figure it
-draws (`Figure`: kind, caption, drawer), in report order; `category` and `variant` name its figures in
-Snakemake's HTML report.
+its aggregated table (`<name>.csv`); `title` heads its report section. The rest is in five small
+records: `launch` (`Launch`: the kernel builds under build/bin, the first the one that measures
+it, how a job runs, and the plan's hooks), `tables` (`Tables`: the columns its kernel's CSV must
+have, docs/INTERFACES.md, those that must be positive, the axis and the columns that name a series,
+`numasweep.results.series`, and the node-to-node matrix and page placement read from it),
+`analyse` (its findings), `presentation` (`Presentation`: its figures, each a `Figure` of kind,
+caption and drawer in report order, their category and variant in Snakemake's HTML report, what
+it writes in the report (its raw tables, and blocks in the analysis sections), its subjects and
+headline) and `checks` (`Checks`: the comparison metrics and the data-quality check of its runs).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
+
+from numasweep.core.errors import NumasweepError
 
 # What every benchmark's run is named by: the campaign, the machine, the sweep's label and the
 # memory spec of the grid.
@@ -54,7 +62,7 @@ class Figure:
     """One kind of figure a benchmark draws: `kind` names its files (`<kind>--<variant>.png`),
     `caption` is its sentence in the report, and draw(table, topology, figure folder) -> [paths]
     draws every figure of that kind the table supports; None for a kind only a comparison of two
-    systems draws (`cross`)."""
+    systems draws (`Presentation.cross`)."""
 
     kind: str
     caption: str
@@ -62,56 +70,33 @@ class Figure:
 
 
 @dataclass(frozen=True)
-class Bench:
-    name: str
-    kernel: str
-    title: str  # the report section's heading
-    category: str  # the figures' category in `snakemake --report`
-    variant: str  # what a figure's variant names there (the label of `{variant}`)
-    required: tuple[str, ...]
-    positive: tuple[str, ...]
+class Launch:
+    """What a benchmark plans and how its jobs are launched."""
+
+    kernels: tuple[str, ...]  # the builds a plan may launch, under build/bin; the first is the main one
+    # how a job runs: "mpi" (one MPI rank per placement entry), "threads" (one process, its threads
+    # on the job's CPUs) or "gpus" (one process whose threads drive GPUs: SLURM's `gpu` resource)
+    by: str
+    # expand(topology, section) -> [Job]: the grid points of the config section's sweeps; it
+    # raises core.errors.Unavailable with the reason where they cannot run on this topology.
+    expand: Callable[..., list]
+    # check(topology, section) -> [warning]: plan-time checks beyond the schema (raises on errors).
+    check: Callable[..., list[str]] | None = None
+
+    @property
+    def kernel(self) -> str:
+        return self.kernels[0]
+
+
+@dataclass(frozen=True)
+class Tables:
+    """What its kernel's CSV holds and how the shared machinery reads it."""
+
+    required: tuple[str, ...]  # columns the kernel's CSV must have (docs/INTERFACES.md)
+    positive: tuple[str, ...]  # measured values and sizes that must be finite numbers above zero
     axis: str | None  # the x-axis of a series; None: a series is a single point
     series: tuple[str, ...]  # identity columns after COMMON_SERIES
     within: tuple[str, ...]  # series columns that tell lines of one figure apart
-    figures: tuple[Figure, ...]  # in report order
-    # Comparison against references and earlier runs, fleet screening: the measured columns and
-    # whether higher is better; empty only with a reason in `not_compared`.
-    metrics: dict[str, bool] = field(default_factory=dict)
-    not_compared: str = ""
-    # The data-quality check of the kernel's own run columns (`results.quality`); None only with a
-    # reason in `not_checked`.
-    quality: RunQuality | None = None
-    not_checked: str = ""
-    kernels: tuple[str, ...] = ()  # other builds of `kernel` a plan may launch
-    mpi: bool = False  # launched as MPI ranks (one per placement entry), else one process
-    gpus: bool = False  # its jobs drive GPUs (the `gpu` resource of a SLURM job)
-    # The hooks, each given what it needs and nothing global:
-    # expand(topology, section) -> [Job]: the grid points of the config section's sweeps.
-    expand: Callable[..., list] | None = None
-    # check(topology, section) -> [warning]: plan-time checks beyond the schema (raises on errors).
-    check: Callable[..., list[str]] | None = None
-    # unavailable(topology, section) -> why the sweeps cannot run on this topology, or None.
-    unavailable: Callable[..., str | None] | None = None
-    # analyse(table, topology) -> [callable() -> [Finding]]: the findings' parts, which need
-    # nothing from each other.
-    analyse: Callable[..., list] | None = None
-    # raw_tables(table) -> [{"title", "table"}]: the report's tables of the measured values.
-    raw_tables: Callable[..., list] | None = None
-    # report(table, topology) -> {template key: value}: what it adds to the report beyond its own
-    # section (keys the report template knows: mode_comparison, placement, unmeasured).
-    report: Callable[..., dict] | None = None
-    # headline(table, topology) -> [[quantity, value, interval]]: the rows the summary's headline
-    # table opens with (what a user came for: idle latency per level, best bandwidth and its
-    # scaling, NUMA ratios), each value from the table with its interval or why there is none;
-    # a rate in a unit the summary's preamble defines (reporting.report.UNIT_CONVENTIONS), and a
-    # row that counts its bytes otherwise says so beside its number.
-    headline: Callable[..., list] | None = None
-    # cross([table, table], [name, name], figure folder or None) -> (tables, PNG paths): two
-    # systems side by side.
-    cross: Callable[..., tuple] | None = None
-    # Where the report says its findings and shows its figures: subject title -> (finding ids,
-    # figure kinds), in reading order (`numasweep.reporting.report.subjects`).
-    subjects: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     # matrix(table) -> DataFrame of cpu_node, memory_node (ints) and value, one row per unit
     # measured (a rank, a job): the node-to-node samples of the quantity `matrix_of` names
     # ("latency_ns" or "bandwidth_mb_s"), which `results.matrices` turns into the matrix the
@@ -127,6 +112,68 @@ class Bench:
         return COMMON_SERIES + self.series
 
 
+@dataclass(frozen=True)
+class Presentation:
+    """How its results are shown: figures, report, headline, two systems side by side."""
+
+    category: str  # the figures' category in `snakemake --report`
+    variant: str  # what a figure's variant names there (the label of `{variant}`)
+    figures: tuple[Figure, ...]  # in report order
+    # report(table, topology, findings) -> [block]: what it writes in the report besides its
+    # findings and figures, given the report's findings. A block is a dict: "title" (a bold line
+    # above it, or ""), "table" (its Markdown: a table or sentences) and, for a block in an
+    # analysis section, "subject" (the section's title) and "at" (where in it: after the "lead"
+    # sentence, the "figures" or the "findings"); the blocks without a subject are its raw results,
+    # under its title (`numasweep.reporting.report.by_subject`).
+    report: Callable[..., list]
+    # Where the report says its findings and shows its figures: subject title -> (finding ids,
+    # figure kinds), in reading order (`numasweep.reporting.report.subjects`).
+    subjects: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    # headline(table, topology) -> [[quantity, value, interval]]: the rows the summary's headline
+    # table opens with (what a user came for: idle latency per level, best bandwidth and its
+    # scaling, NUMA ratios), each value from the table with its interval or why there is none;
+    # a rate in a unit the summary's preamble defines (reporting.report.UNIT_CONVENTIONS), and a
+    # row that counts its bytes otherwise says so beside its number.
+    headline: Callable[..., list] | None = None
+    # cross([table, table], [name, name], figure folder or None) -> (tables, PNG paths): two
+    # systems side by side.
+    cross: Callable[..., tuple] | None = None
+
+
+@dataclass(frozen=True)
+class Checks:
+    """How its results are checked: comparison metrics and the data-quality check."""
+
+    # Comparison against references and earlier runs, fleet screening: the measured columns and
+    # whether higher is better; empty only with a reason in `not_compared`.
+    metrics: dict[str, bool] = field(default_factory=dict)
+    not_compared: str = ""
+    # The data-quality check of the kernel's own run columns (`results.quality`); None only with a
+    # reason in `not_checked`.
+    quality: RunQuality | None = None
+    not_checked: str = ""
+
+
+@dataclass(frozen=True)
+class Bench:
+    """A benchmark: its name, its report section's heading, and the records of what it plans and
+    launches, its tables, its analysis, its presentation and its checks."""
+
+    name: str
+    title: str  # the report section's heading
+    launch: Launch
+    tables: Tables
+    # analyse(table, topology) -> [callable() -> [Finding]]: the findings' parts, which need
+    # nothing from each other.
+    analyse: Callable[..., list]
+    presentation: Presentation
+    checks: Checks
+
+    @property
+    def identity(self) -> tuple[str, ...]:
+        return self.tables.identity
+
+
 _REGISTRY: dict[str, Bench] = {}
 
 
@@ -138,6 +185,9 @@ def register(bench: Bench) -> Bench:
 
 
 _LOADED = False
+# Benchmarks from elsewhere, loaded after MODULES and presented after them: module names or .py
+# files, separated as PATH is (docs/ARCHITECTURE.md, "Adding a kernel").
+EXTRA = "NUMASWEEP_BENCHES"
 
 
 def all_benches() -> dict[str, Bench]:
@@ -148,11 +198,36 @@ def all_benches() -> dict[str, Bench]:
         _LOADED = True
         names = [importlib.import_module(f"numasweep.benches.{module}").BENCH.name  # each registers itself
                  for module in importlib.import_module("numasweep.benches").MODULES]
+        for entry in filter(None, os.environ.get(EXTRA, "").split(os.pathsep)):
+            names += _load_extra(entry)
         ordered = {name: _REGISTRY[name] for name in names}
         ordered.update(_REGISTRY)
         _REGISTRY.clear()
         _REGISTRY.update(ordered)
     return _REGISTRY
+
+
+def _load_extra(entry: str) -> list[str]:
+    """The names of the benchmarks one entry of NUMASWEEP_BENCHES registers: a module name on the
+    import path, or a Python file."""
+    before = set(_REGISTRY)
+    try:
+        if entry.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(f"numasweep_extra_{Path(entry).stem}", entry)
+            if not Path(entry).is_file() or spec is None or spec.loader is None:
+                raise ImportError("no such file")
+            module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # as an import would
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(entry)
+    except (ImportError, SyntaxError) as exc:
+        raise NumasweepError(f"{EXTRA}: {entry}: cannot be imported ({exc}); name a module on the import path "
+                             f"or a .py file that registers a Bench, or drop it from {EXTRA}") from None
+    added = [name for name in _REGISTRY if name not in before]
+    if not added:
+        raise NumasweepError(f"{EXTRA}: {entry} registers no benchmark; call numasweep.core.registry.register(Bench(...)) "
+                             f"when it is imported, or drop it from {EXTRA}")
+    return added
 
 
 def get(name: str) -> Bench | None:
@@ -165,7 +240,7 @@ def names() -> tuple[str, ...]:
 
 def kernels() -> tuple[str, ...]:
     """Every kernel binary a plan may launch."""
-    return tuple(k for b in all_benches().values() for k in (b.kernel, *b.kernels))
+    return tuple(k for b in all_benches().values() for k in b.launch.kernels)
 
 
 class Captions(dict):
@@ -178,4 +253,4 @@ class Captions(dict):
 
 def captions() -> Captions:
     """Figure kind -> caption, in report order over all benchmarks."""
-    return Captions({f.kind: f.caption for b in all_benches().values() for f in b.figures})
+    return Captions({f.kind: f.caption for b in all_benches().values() for f in b.presentation.figures})

@@ -6,7 +6,7 @@ topology, returning `list[Finding]`, and `[]` when the data they need is absent.
 what they share: the `Finding` record (its `summary` written from its own `numbers`;
 `numbers["claim"]` says whether it claims an effect), the words and interval fields findings are
 written with, findings.json's layout, the page-placement check every benchmark that records its
-pages gets (`Bench.placement`), and `analyse`, which runs them all over one results folder, one
+pages gets (`Bench.tables.placement`), and `analyse`, which runs them all over one results folder, one
 part after another; each part seeds its own draws, so the same table gives the same findings.
 """
 
@@ -159,12 +159,12 @@ def where_text(key: dict, varying: list[str], skip: tuple[str, ...] = ()) -> tup
 # ---------------------------------------------------------------- placement
 
 def placement_verification(frames: dict[str, pd.DataFrame | None]) -> list[Finding]:
-    """Per rank or job of each benchmark that records where its pages landed (`Bench.placement`):
+    """Per rank or job of each benchmark that records where its pages landed (`Bench.tables.placement`):
     the smallest fraction of the buffer's pages found on the requested node(s), flagged below
     PLACEMENT_OK. Requested = the benchmark's requested-nodes column, or the CPU's node when no
     node was requested."""
     findings = []
-    checks = [(b.name, *c) for b in registry.all_benches().values() for c in b.placement]
+    checks = [(b.name, *c) for b in registry.all_benches().values() for c in b.tables.placement]
     for bench, col, req_col, who in checks:
         df = frames.get(bench)
         if df is None or df.empty or col not in df or df[col].isna().all():

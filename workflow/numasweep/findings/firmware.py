@@ -38,7 +38,7 @@ from numasweep.statistics import stats
 from numasweep.statistics.stats import Interval
 
 FLOOR = 0.10
-# The HMAT field of a measured quantity (`Bench.matrix_of`), by the kind of unit its name says
+# The HMAT field of a measured quantity (`Bench.tables.matrix_of`), by the kind of unit its name says
 # (`units.unit_kind`): a time is read latency, beside the SLIT distance; a rate read bandwidth.
 # Only ratios to a local cell are compared, so the units need not match. The quantity's first word
 # names it in the text.

@@ -42,12 +42,12 @@ BIN_DIR = Path(__file__).resolve().parents[3] / "build" / "bin"
 
 def against_topology(config: dict, topo: Any) -> list[str]:
     """Raise on the first problem (one line); return the warnings. Each benchmark checks its own
-    section (`Bench.check`: sizes against memory, GPUs, arrays against caches)."""
+    section (`Bench.launch.check`: sizes against memory, GPUs, arrays against caches)."""
     warnings: list[str] = []
     for bench in registry.all_benches().values():
         section = config.get(bench.name) or {}
-        if bench.check and section.get("sweeps"):
-            warnings += bench.check(topo, section)
+        if bench.launch.check and section.get("sweeps"):
+            warnings += bench.launch.check(topo, section)
     warnings += _srun_mpi(config)
     return warnings
 

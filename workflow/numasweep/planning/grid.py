@@ -25,7 +25,7 @@ import yaml
 
 from numasweep.core import registry, topology
 from numasweep.planning import batch, checks, fleet, paths, placement
-from numasweep.core.errors import NumasweepError
+from numasweep.core.errors import NumasweepError, Unavailable
 from numasweep.core.io import load_yaml, pattern_problem
 from numasweep.core.units import parse_size, parse_sizes
 
@@ -328,11 +328,10 @@ def expand(config: dict, topo: Any, source: str = "config") -> Plan:
         section = config[bench.name]
         if not section["sweeps"]:
             continue
-        why = bench.unavailable(topo, section) if bench.unavailable else None
-        if why:
-            skipped[bench.name] = why
-        else:
-            jobs += bench.expand(topo, section)
+        try:
+            jobs += list(bench.launch.expand(topo, section))
+        except Unavailable as why:
+            skipped[bench.name] = str(why)
     jobs, thp_warnings = checks.without_thp(jobs, topo)
     checks.warn(thp_warnings)
     if not jobs and skipped:

@@ -129,7 +129,7 @@ def job_argv(job, csv: str | None, launcher: str = "mpirun", wrapper: str = WRAP
     this line (plan gives no CSV, and an empty bin_dir for a kernel named without a folder)."""
     kernel = f"{bin_dir}/{job.kernel}" if bin_dir else job.kernel
     kernel_argv = [kernel, *job.kernel_args, *([f"--csv={csv}"] if csv is not None else [])]
-    mpi = registry.get(job.bench).mpi
+    mpi = registry.get(job.bench).launch.by == "mpi"
     if mpi and job.tasks > 1:
         if launcher == "srun":
             return srun_argv(job.placements, kernel_argv, wrapper=wrapper, mpi=srun_mpi)

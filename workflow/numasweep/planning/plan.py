@@ -61,8 +61,8 @@ def main(argv: list[str]) -> int:
         cut = argv.index("--")
         argv, kernel_argv = argv[:cut], argv[cut + 1:]
     # The benchmark whose ranks a placement is for: the registry's MPI benchmark.
-    mpi_bench = next(b for b in registry.all_benches().values() if b.mpi)
-    default_kernel = f"build/bin/{mpi_bench.kernel}"
+    mpi_bench = next(b for b in registry.all_benches().values() if b.launch.by == "mpi")
+    default_kernel = f"build/bin/{mpi_bench.launch.kernel}"
     ap = argparse.ArgumentParser(prog="python -m numasweep plan",
                                  description="Preview a placement: per-rank table and launch lines.",
                                  epilog="Arguments after -- go to the kernel; if the first one starts with "

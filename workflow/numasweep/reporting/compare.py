@@ -46,9 +46,9 @@ DEFAULT_TOLERANCE = 0.10
 
 
 def _metrics(bench: str) -> dict[str, bool]:
-    """The values a benchmark is judged by, and whether more of each is better (`Bench.metrics`)."""
+    """The values a benchmark is judged by, and whether more of each is better (`Bench.checks.metrics`)."""
     spec = registry.get(bench)
-    return spec.metrics if spec else {}
+    return spec.checks.metrics if spec else {}
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def compare_runs(now: dict[str, pd.DataFrame], then: dict[str, pd.DataFrame],
         keys = [c for c in series.point_columns(a, bench) if c in b.columns and c not in NOT_COMPARED]
         hosts = [c for c in ("host",) if c in a.columns and c in b.columns]
         both = a.merge(b, on=keys, how="outer", suffixes=("", "_then"), indicator=True)
-        axis = registry.get(bench).axis
+        axis = registry.get(bench).tables.axis
         axis = axis if axis in keys else None
         ident = [c for c in keys if c != axis]
         # Named by the columns that tell the series of either run apart.
@@ -308,7 +308,7 @@ def markdown(refs: list[dict], rows: list[dict], findings: list[dict], against: 
                                f"{r['worst_ratio']:.3f}", _at(r), r["hosts_now"], r["hosts_then"],
                                r["status"].upper()] for r in rows], right={3, 4, 5}), ""]
         if unmatched:
-            axis = {b: registry.get(b).axis for b in {u["bench"] for u in unmatched}}
+            axis = {b: registry.get(b).tables.axis for b in {u["bench"] for u in unmatched}}
             out += ["### Not compared", "",
                     "Measured by one run only, so neither passed nor failed:", "",
                     md_table(["benchmark", "series", "measured by", "points", "at"],

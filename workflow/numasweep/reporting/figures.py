@@ -1,6 +1,6 @@
 """Figures from aggregated results: one PNG and one SVG per figure, under `<figdir>/<bench>/`.
 
-Each benchmark draws its own figures (`Bench.figures`, each a `Figure` with its drawer, in its module under `numasweep.benches`);
+Each benchmark draws its own figures (`Bench.presentation.figures`, each a `Figure` with its drawer, in its module under `numasweep.benches`);
 this module holds the conventions they share: the colour-blind-safe palette and a colour per
 line, figure size, value axes that span at least ANCHOR around their median, the size axis,
 cache markers, heat maps, and file names `<kind>--<variant>.png`, from which
@@ -220,7 +220,7 @@ def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[
     paths: list[Path] = []
     for bench in registry.all_benches().values():
         if bench.name in frames:
-            for figure in bench.figures:
+            for figure in bench.presentation.figures:
                 if figure.draw:
                     paths += figure.draw(frames[bench.name], topology, drawn)
     drawn.write()

@@ -97,7 +97,7 @@ def score(values: np.ndarray, tolerance: float) -> tuple[stats.Interval, bool]:
 def screen(frames: dict[str, pd.DataFrame], tolerance: float = DEFAULT_TOLERANCE) -> list[NodeScore]:
     scores = []
     for bench, df in frames.items():
-        for metric, higher_better in registry.get(bench).metrics.items():
+        for metric, higher_better in registry.get(bench).checks.metrics.items():
             table = slowdowns(df, bench, metric, higher_better)
             for host in table.columns:
                 values = table[host].to_numpy(float)

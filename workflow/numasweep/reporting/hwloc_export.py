@@ -63,7 +63,7 @@ def machine_xml() -> str:
 
 def attribute(quantity: str) -> tuple[str, float] | None:
     """(hwloc attribute, factor from the quantity's unit to hwloc's) of a measured matrix's
-    quantity (`Bench.matrix_of`), by the unit its name says: a time is hwloc's Latency, a rate its
+    quantity (`Bench.tables.matrix_of`), by the unit its name says: a time is hwloc's Latency, a rate its
     Bandwidth; None for a quantity hwloc has no attribute for."""
     kind = unit_kind(quantity)
     if kind is None:
@@ -100,7 +100,7 @@ def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML"
             values[name].append((cpu, mem, max(1, round(value * factor))))
     if not values:
         words = " or ".join(name.lower() for name, _ in ATTRIBUTES.values())
-        benches = " or ".join(b.name for b in registry.all_benches().values() if b.matrix is not None)
+        benches = " or ".join(b.name for b in registry.all_benches().values() if b.tables.matrix is not None)
         raise NumasweepError(f"no measured {words} matrix to export: the results need the {benches} benchmark "
                              "with threads or ranks on single nodes")
     for old in [c for c in root if c.tag == "memattr" and c.get("name") in values]:

@@ -39,18 +39,18 @@ COMMAND_KEYS = ("command", "launch", "command_line", "cmdline")
 @dataclass(frozen=True)
 class Subject:
     """A section of the report's analysis: its findings (by id, in the order they are read),
-    the figures drawn for it (by kind) and a lead sentence; `absent`, where given, is said when
-    the results cannot give the subject a finding (`unmeasurable`)."""
+    the figures drawn for it (by kind) and a lead sentence; `quality` marks the data-quality
+    section, which also holds the machine states and the kernels' run checks of the results."""
 
     title: str
     lead: str
     ids: tuple[str, ...]
     figures: tuple[str, ...] = ()
-    absent: str | None = None
+    quality: bool = False
 
 
 # The report reads as an analysis, by subject, in this order. Each benchmark says which of its
-# findings (by id) and figures (by kind) go under which subject (`Bench.subjects`); here are the
+# findings (by id) and figures (by kind) go under which subject (`Bench.presentation.subjects`); here are the
 # subjects' leads, and what belongs to no one benchmark. Every finding id the analyses give has
 # its subject (tests check it); compare's regressions and missed references are the comparison
 # section's own (compare.markdown).
@@ -62,10 +62,7 @@ SUBJECT_LEADS = (
     Subject("TLB",
             "What small pages cost against huge pages in otherwise identical runs: where the small-page "
             "curve parts from the huge-page one beyond the noise, the loads pay for page-table walks "
-            "(the reach of the TLB), not for a cache.", (),
-            absent="No latency curve was measured with both small and huge pages, so the TLB's share "
-                   "cannot be told from the caches' here; a sweep with `pages: [4k, thp]` (or a second one "
-                   "with `pages: [thp]` at the large sizes, as the default sweep has) tells them apart."),
+            "(the reach of the TLB), not for a cache.", ()),
     Subject("DRAM and NUMA locality",
             "How far memory is: latency by CPU node and memory node against the firmware distances, "
             "how the L3 groups of a domain compare, and the round trip of a cache line between cores.", ()),
@@ -87,7 +84,7 @@ SUBJECT_LEADS = (
             "What may distort the numbers above, from the columns the kernels and the workflow recorded: "
             "machine states, the spread within each run, where the pages landed, runs off their curve "
             "and curves that are no measurement of what they were run for.",
-            ("placement", "not_concluded")),
+            ("placement", "not_concluded"), quality=True),
 )
 
 
@@ -96,7 +93,7 @@ def subjects() -> tuple[Subject, ...]:
     in the registry's order."""
     out = []
     for sub in SUBJECT_LEADS:
-        given = [b.subjects.get(sub.title, ((), ())) for b in registry.all_benches().values()]
+        given = [b.presentation.subjects.get(sub.title, ((), ())) for b in registry.all_benches().values()]
         out.append(dataclasses.replace(sub, ids=tuple(i for ids, _ in given for i in ids) + sub.ids,
                                        figures=sub.figures + tuple(k for _, kinds in given for k in kinds)))
     return tuple(out)
@@ -347,21 +344,6 @@ def evidence_table(evidence: list[dict], limit: int = EVIDENCE_ROWS) -> str | No
                                   f"{differs}; all {len(evidence)} rows are in findings.json)"))
 
 
-def cache_tally(findings: list[dict]) -> str | None:
-    """One sentence: how many latency rises a cache explains and how many nothing explains."""
-    steps = [f.get("numbers") or {} for f in findings if f.get("id") == "cache_threshold"]
-    if not steps:
-        return None
-    explained = sum(bool(n.get("matched_cache")) for n in steps)
-    unexplained = len(steps) - explained
-    text = f"Of the {len(steps)} latency rise{'s' if len(steps) > 1 else ''} found, "
-    text += (f"{explained} {'is' if explained == 1 else 'are'} a cache level's" if explained else "none is a cache's")
-    if unexplained:
-        text += (f" and {unexplained} nothing in the topology explains (said so below, with what could "
-                 f"cause {'it' if unexplained == 1 else 'them'})")
-    return text + "."
-
-
 def subject_of(finding_id: str) -> Subject:
     return next((sub for sub in subjects() if finding_id in sub.ids), OTHER)
 
@@ -485,7 +467,7 @@ def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None,
     lacks (every job of it disturbed) has one row saying so, rather than going missing."""
     rows = []
     for bench in registry.all_benches().values():
-        if bench.headline is None:
+        if bench.presentation.headline is None:
             continue
         if bench.name not in frames:
             if bench.name in measured:
@@ -493,10 +475,10 @@ def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None,
                              "every job measured while disturbed (listed at the top)"])
             continue
         df = frames[bench.name]
-        mine = bench.headline(df, topology)
+        mine = bench.presentation.headline(df, topology)
         noisy = (disturbed.job_verdicts(df)[disturbed.VERDICT] == disturbed.NOISY).to_numpy()
         if noisy.any():
-            quiet = ({tuple(r) for r in bench.headline(df[~noisy].reset_index(drop=True), topology)}
+            quiet = ({tuple(r) for r in bench.presentation.headline(df[~noisy].reset_index(drop=True), topology)}
                      if not noisy.all() else set())
             # an unknown value (the theoretical bandwidth of a machine whose DIMMs are not listed)
             # rests on no series, noisy or not
@@ -544,23 +526,26 @@ def hosts(frames: dict[str, pd.DataFrame]) -> list[str]:
     return sorted(found)
 
 
-def by_subject(findings: list[dict], figures: list[dict], unmeasured: set[str] = frozenset(),
-               other_content: set[str] = frozenset()) -> list[dict]:
+def by_subject(findings: list[dict], figures: list[dict], blocks: list[dict] = (),
+               quality_content: bool = False) -> list[dict]:
     """The analysis sections, in the order of `subjects` (then any finding of no subject): each
-    with its lead, its figures, its findings in the order of its ids, and its `absent` sentence
-    where the results cannot speak to it (`unmeasured`). A subject with none of these, and not
-    in `other_content` (titles the template fills with tables of their own), is not shown."""
+    with its lead, its figures, its findings in the order of its ids, and the benchmarks' blocks
+    for it (`Presentation.report`) after its lead, its figures and its findings; in the
+    data-quality section, the blocks after its findings are the placement verification's. A
+    subject with none of these, and not the data-quality one with `quality_content` (the machine
+    states and run checks the template gives it), is not shown."""
     out = []
     for sub in subjects() + (OTHER,):
         mine = sorted((f for f in findings if f["subject"] == sub.title),
                       key=lambda f: sub.ids.index(f["id"]) if f.get("id") in sub.ids else len(sub.ids))
         figs = [fig for fig in figures if fig["kind"] in sub.figures]
-        absent = Md(sub.absent) if sub.absent and not mine and sub.title in unmeasured else None
+        after = {f"after_{at}": [b for b in blocks if b["subject"] == sub.title and b["at"] == at]
+                 for at in ("lead", "figures", "findings")}
         # Placement findings go under the placement heading with their per-rank tables.
         placed = [f for f in mine if f.get("id") == "placement"]
         out.append({"title": sub.title, "lead": Md(sub.lead), "findings": [f for f in mine if f not in placed],
-                    "placement_findings": placed, "figures": figs, "absent": absent,
-                    "shown": bool(mine or figs or absent or sub.title in other_content)})
+                    "placement_findings": placed, "figures": figs, "quality": sub.quality, **after,
+                    "shown": bool(mine or figs or any(after.values()) or (sub.quality and quality_content))})
     return out
 
 
@@ -620,33 +605,28 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})
     placed = {kind for sub in subjects() for kind in sub.figures}
-    sections, subject_figures = [], []
-    # what a benchmark adds to the report beyond its section (`Bench.report`): the latency's mode
-    # comparison and placement tables, the subjects its results cannot speak to
-    parts: dict = {"mode_comparison": None, "placement": [], "unmeasured": set()}
+    sections, subject_figures, subject_blocks = [], [], []
     for bench in registry.all_benches().values():
         if bench.name not in frames:
             continue
         df = frames[bench.name]
         entries = figure_entries(figures_dir, bench.name, out_md)
         subject_figures += [e for e in entries if e["kind"] in placed]
+        # what it writes in the report: its raw results, and blocks for the analysis sections
+        blocks = bench.presentation.report(df, topology, found)
+        subject_blocks += [b for b in blocks if b.get("subject")]
         sections.append({
             "name": bench.name,
             "title": bench.title,
             "rows": len(df),
-            "raw_tables": bench.raw_tables(df) if bench.raw_tables else [],
+            "raw_tables": [b for b in blocks if not b.get("subject")],
             "figures": [e for e in entries if e["kind"] not in placed],
         })
-        for key, value in (bench.report(df, topology) if bench.report else {}).items():
-            parts[key] = parts[key] | value if isinstance(value, set) else value
     system = (topology.system if topology else None) or (findings or {}).get("system") or results_dir.name
-    modes, placement = parts["mode_comparison"], parts["placement"]
     notes = [{**q, "hosts": q["hosts"][:digest.HOST_ROWS] + [f"{len(q['hosts']) - digest.HOST_ROWS} more hosts"]}
              if len(q["hosts"]) > digest.HOST_ROWS + 1 else q for q in quality.notes(frames)]
     run_quality = [{**q, "table": md_table(q["header"], q["rows"], right=q["numeric"])}
                    for q in quality.series_quality(frames, topology)]
-    other_content = {title for title, has in (("Contention and concurrency", modes),
-                                              ("Data quality", placement or notes or run_quality)) if has}
     return {
         "system": system,
         "results_dir": str(results_dir),
@@ -664,10 +644,8 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "skipped": skipped_benches(results_dir),
         "sweeps_measured": sweeps_measured(results_dir),
         "benches": sections,
-        "subjects": [sub for sub in by_subject(found, subject_figures, parts["unmeasured"], other_content) if sub["shown"]],
-        "cache_tally": cache_tally(found),
-        "mode_comparison": modes,
-        "placement": placement,
+        "subjects": [sub for sub in by_subject(found, subject_figures, subject_blocks, bool(notes or run_quality))
+                     if sub["shown"]],
         "findings": found,
         "headline_table": md_table(["measured", "value", "95% interval"], headline, right={1}) if headline else None,
         "headline_units": headline_units(headline),
@@ -678,7 +656,6 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "headlines": summary_lines([f for f in found if f["headline"]])[:SUMMARY_MAX],
         "more_headlines": max(0, len(summary_lines([f for f in found if f["headline"]])) - SUMMARY_MAX),
         "anomalies": sum(1 for f in every if f.get("id") == "anomaly"),
-        "cross_figures": [],
         "data_quality": notes,
         "run_quality": run_quality,
         "sections": [],
@@ -725,30 +702,31 @@ def spec_rows(contexts: list[dict]) -> list[list[object]]:
 
 def render_cross(results_dirs: list[Path], findings: list[dict | None], figures_dir: Path | None,
                  out_md: Path) -> Path:
-    """Two systems side by side: specifications, what each benchmark compares (`Bench.cross`: the
-    latency at the sizes both measured), findings of each."""
+    """Two systems side by side: specifications, what each benchmark compares (its
+    `presentation.cross`: the latency at the sizes both measured, the best bandwidth at the thread
+    counts both measured), findings of each."""
     out_md = Path(out_md)
     contexts = [system_context(Path(d), f, None, out_md) for d, f in zip(results_dirs, findings)]
     names = [c["system"] for c in contexts]
     if names[0] == names[1]:
         names = [f"{n} ({Path(d).name})" for n, d in zip(names, results_dirs)]
     frames = [aggregate.load_results(d, UNREAD) for d in results_dirs]
-    cross_tables, cross_figures = [], []
+    compared = []
     for bench in registry.all_benches().values():
         both = [f.get(bench.name) for f in frames]
-        if bench.cross is None or any(t is None for t in both):
+        if bench.presentation.cross is None or any(t is None for t in both):
             continue
-        tables_, pngs = bench.cross(both, names, Path(figures_dir) if figures_dir is not None else None)
-        cross_tables += tables_
-        cross_figures += [{"path": os.path.relpath(png, out_md.parent),
-                           "caption": registry.captions().get(figures.figure_kind(png), ""),
-                           "alt": f"{bench.title.lower()} on each system"} for png in pngs]
+        tables_, pngs = bench.presentation.cross(both, names, Path(figures_dir) if figures_dir is not None else None)
+        if tables_ or pngs:
+            compared.append({"title": bench.title, "tables": tables_, "figures": [
+                {"path": os.path.relpath(png, out_md.parent),
+                 "caption": registry.captions().get(figures.figure_kind(png), ""),
+                 "alt": f"{bench.title.lower()} on each system"} for png in pngs]})
     text = environment().get_template("cross.md.j2").render(
         names=names,
         systems=contexts,
         specs=md_table(["", *names], spec_rows(contexts), right=set()),
-        cross_tables=cross_tables,
-        cross_figures=cross_figures,
+        compared=compared,
     )
     atomic_write_text(out_md, tidy(text))
     return out_md

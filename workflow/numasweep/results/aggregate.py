@@ -32,7 +32,7 @@ from numasweep.core.io import atomic_write, atomic_write_text, read_csv
 from numasweep.running import verdict
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
 
-# A kernel CSV without its benchmark's `required` columns (`Bench.required`) is malformed; each
+# A kernel CSV without its benchmark's `required` columns (`Bench.tables.required`) is malformed; each
 # `positive` column must hold finite numbers above zero: a non-numeric, empty, zero, negative or
 # infinite cell stops aggregation (and a cached report) naming the file, line and column,
 # instead of failing later inside a plot.
@@ -47,7 +47,7 @@ def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
     import numpy as np
 
     spec = registry.get(bench)
-    for column in spec.positive if spec else ():
+    for column in spec.tables.positive if spec else ():
         if column not in df.columns:
             continue
         raw = df[column]
@@ -83,7 +83,7 @@ def check_points(df: pd.DataFrame, path: Path | str, bench: str, fix: str, lines
     spec = registry.get(bench)
     if spec is None or df.empty:
         return
-    keys = [c for c in dict.fromkeys((*spec.series, *((spec.axis,) if spec.axis else ()), *POINT_KEYS)) if c in df]
+    keys = [c for c in dict.fromkeys((*spec.tables.series, *((spec.tables.axis,) if spec.tables.axis else ()), *POINT_KEYS)) if c in df]
     if not keys:
         return
     twice = df.duplicated(keys, keep=False)
@@ -93,7 +93,7 @@ def check_points(df: pd.DataFrame, path: Path | str, bench: str, fix: str, lines
     first = rows[0]
     same = [r for r in rows[1:] if df.iloc[r][keys].equals(df.iloc[first][keys])]
     second = same[0] if same else rows[1]
-    value = next((c for c in spec.positive if c in df and c != spec.axis), None)
+    value = next((c for c in spec.tables.positive if c in df and c != spec.tables.axis), None)
     values = (f" with {value} {df.iloc[first][value]} and {df.iloc[second][value]}" if value else "")
     point = ", ".join(f"{k}={df.iloc[first][k]}" for k in keys if str(df.iloc[first][k]) not in ("", "nan"))
     where = f"lines {first + 2} and {second + 2}" if lines else "two rows"
@@ -119,7 +119,7 @@ def _raw_cell(path: Path, row: int, column: str) -> str:
 def read_job(csv: Path, bench: str) -> pd.DataFrame:
     """One job's rows with job_id, grid and provenance columns, or a NumasweepError naming the file."""
     spec = registry.get(bench)
-    df = read_csv(csv, spec.required if spec else ())
+    df = read_csv(csv, spec.tables.required if spec else ())
     if df.empty:
         raise NumasweepError(f"{csv}: no rows; delete it and rerun its job")
     check_values(df, csv, bench, FIX_JOB)
@@ -186,7 +186,7 @@ def _read_all(csvs: list[Path], bench: str) -> pd.DataFrame | None:
         df = pd.read_csv(io.StringIO(header + "\n" + "".join(bodies)))
         del bodies
         spec = registry.get(bench)
-        required = spec.required if spec else ()
+        required = spec.tables.required if spec else ()
         if len(df) != sum(rows) or any(c not in df.columns for c in required):
             return None
         check_values(df, Path(csvs[0]), bench, FIX_JOB)
@@ -275,14 +275,14 @@ def read_table(path: Path, bench: Bench, skip: tuple[str, ...] = ()) -> pd.DataF
     categoricals, the columns in `skip` left out, its `required` columns present and at least
     one row (else one line naming the file and the fix), each `positive` cell checked
     (`check_values`)."""
-    df = read_csv(path, skip=skip, codes=True, keep=bench.positive)
+    df = read_csv(path, skip=skip, codes=True, keep=bench.tables.positive)
     # required columns are checked in the header: a caller may skip one it does not read
-    header = df.columns if not set(skip) & set(bench.required) else pd.read_csv(path, nrows=0).columns
-    missing = [c for c in bench.required if c not in header]
+    header = df.columns if not set(skip) & set(bench.tables.required) else pd.read_csv(path, nrows=0).columns
+    missing = [c for c in bench.tables.required if c not in header]
     if missing:
         raise NumasweepError(
             f"{path}: no column {', '.join(repr(c) for c in missing)} (a {bench.name} table needs "
-            f"{', '.join(bench.required)}); restore the column, or for a measured sweep delete {path} and rerun "
+            f"{', '.join(bench.tables.required)}); restore the column, or for a measured sweep delete {path} and rerun "
             "snakemake, which aggregates it again from the job CSVs")
     if df.empty:
         raise NumasweepError(

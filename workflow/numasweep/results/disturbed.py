@@ -79,9 +79,9 @@ def _series_words(df: pd.DataFrame, bench: str) -> pd.Series:
     series' axis where its job measured one point of several (a bandwidth job's thread count),
     so that a series' disturbed and noisy jobs are told apart."""
     spec = registry.get(bench)
-    cols = [c for c in (spec.series if spec else ()) if c in df and df[c].nunique() > 1
+    cols = [c for c in (spec.tables.series if spec else ()) if c in df and df[c].nunique() > 1
             and c not in ("rank", "cpu", "cpu_node", "l3_group")]
-    axis = spec.axis if spec else None
+    axis = spec.tables.axis if spec else None
     if axis in df and "job_id" in df and df[axis].nunique() > 1 and \
             (df.groupby("job_id")[axis].transform("nunique") == 1).all():
         cols.append(axis)

@@ -1,6 +1,6 @@
 """The measured node-to-node matrices of a results folder: each benchmark that has one
-(`Bench.matrix`) turns its aggregated table into samples (one row per rank or job: cpu_node,
-memory_node, value) of the quantity it measures (`Bench.matrix_of`: latency_ns,
+(`Bench.tables.matrix`) turns its aggregated table into samples (one row per rank or job: cpu_node,
+memory_node, value) of the quantity it measures (`Bench.tables.matrix_of`: latency_ns,
 bandwidth_mb_s); their median per cell is the matrix, CPU node (rows) by memory node (columns).
 
 The firmware comparison, the recommended weighted-interleave weights and the hwloc export all
@@ -19,11 +19,11 @@ def samples(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     table) whose table holds at least one single-node cell."""
     out: dict[str, pd.DataFrame] = {}
     for bench in registry.all_benches().values():
-        if bench.matrix is None or bench.name not in tables or bench.matrix_of in out:
+        if bench.tables.matrix is None or bench.name not in tables or bench.tables.matrix_of in out:
             continue
-        rows = bench.matrix(tables[bench.name])
+        rows = bench.tables.matrix(tables[bench.name])
         if len(rows):
-            out[bench.matrix_of] = rows
+            out[bench.tables.matrix_of] = rows
     return out
 
 

@@ -145,7 +145,7 @@ def _over_hosts(found: list[tuple[str, str, list, list]], reduce: tuple) -> tupl
 
 
 def series_quality(frames: dict[str, pd.DataFrame], topo: Topology | None = None) -> list[dict[str, Any]]:
-    """Per benchmark whose kernel records columns about its own runs (`Bench.quality`,
+    """Per benchmark whose kernel records columns about its own runs (`Bench.checks.quality`,
     docs/INTERFACES.md): one row per series of those columns' figures, and a sentence per series
     where they show the run was disturbed or mis-sized: the warnings the kernels print, from their
     CSV columns rather than the job logs. Over more than HOST_ROWS hosts (a fleet) a series' hosts
@@ -154,7 +154,7 @@ def series_quality(frames: dict[str, pd.DataFrame], topo: Topology | None = None
     without the columns give none."""
     out = []
     for spec in registry.all_benches().values():
-        bench, check = spec.name, spec.quality
+        bench, check = spec.name, spec.checks.quality
         df = frames.get(bench)
         if check is None or df is None or df.empty or not any(c in df for c in check.columns):
             continue

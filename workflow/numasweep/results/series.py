@@ -102,7 +102,7 @@ def series_columns(df: pd.DataFrame, bench: str) -> list[str]:
 
 def point_columns(df: pd.DataFrame, bench: str) -> list[str]:
     """Series columns plus the axis: the rows that agree on these are repetitions of one point."""
-    axis = registry.get(bench).axis
+    axis = registry.get(bench).tables.axis
     return series_columns(df, bench) + ([axis] if axis and axis in df.columns else [])
 
 
@@ -218,7 +218,7 @@ def config_columns(df: pd.DataFrame, bench: str, without: tuple[str, ...] = ()) 
     sweep's `pages` is left to the kernel's `page_size` where the table has both."""
     same = ("pages",) if "page_size" in df.columns else ()
     return [c for c in series_columns(df, bench)
-            if c not in registry.get(bench).within and c not in without + same and df[c].astype(str).nunique() > 1]
+            if c not in registry.get(bench).tables.within and c not in without + same and df[c].astype(str).nunique() > 1]
 
 
 def configurations(df: pd.DataFrame, bench: str, first: str | None = None,

@@ -1,7 +1,7 @@
 """repeat_until (config): a grid point's kernel run again until the 95% interval of each value it
 measures is as narrow as the campaign asks, or the cap on runs is reached.
 
-A point's values are its benchmark's measured columns (`Bench.metrics`) at each of its rows, a
+A point's values are its benchmark's measured columns (`Bench.checks.metrics`) at each of its rows, a
 row named by the benchmark's series and axis columns that tell a run's rows apart (a latency job's
 rank and size, a bandwidth job's STREAM kernel). After each run, each value's interval over the runs so
 far is the one the report's headline gives it (`stats.unit_mean_interval` on the log of one value
@@ -40,12 +40,12 @@ def widest(runs: Runs, bench: registry.Bench) -> tuple[float, str]:
     """(the widest relative half-width of a value's 95% interval over `runs`, that value in
     words: its column and what tells its row from the run's others); inf while a value has fewer
     than two runs."""
-    keys = [c for c in dict.fromkeys((*bench.identity, *((bench.axis,) if bench.axis else ())))
+    keys = [c for c in dict.fromkeys((*bench.identity, *((bench.tables.axis,) if bench.tables.axis else ())))
             if len({row.get(c) for row in runs[0]}) > 1]
     values: dict[tuple[str, ...], list[float]] = {}
     for run in runs:
         for row in run:
-            for metric in (m for m in bench.metrics if m in row):
+            for metric in (m for m in bench.checks.metrics if m in row):
                 values.setdefault((metric, *(f"{k} {row[k]}" for k in keys)), []).append(_number(row[metric]))
     worst, where = -1.0, ""
     for named, found in values.items():
@@ -62,7 +62,7 @@ def widest(runs: Runs, bench: registry.Bench) -> tuple[float, str]:
 
 def widest_for(kernel: Path) -> Callable[[Runs], tuple[float, str]]:
     """`widest` for the benchmark whose kernel (or another build of it) is the file `kernel`."""
-    bench = next((b for b in registry.all_benches().values() if kernel.name in (b.kernel, *b.kernels)), None)
+    bench = next((b for b in registry.all_benches().values() if kernel.name in b.launch.kernels), None)
     if bench is None:
         return lambda runs: (math.inf, "values of a kernel no benchmark names")
     return lambda runs: widest(runs, bench)

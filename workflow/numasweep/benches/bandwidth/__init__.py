@@ -4,7 +4,7 @@ local, on a node, interleaved or weighted, swept over thread counts, access patt
 Its parts: `plan` (the grid and its checks), `tables` (one row per point of a series),
 `findings` (the theoretical peak, saturation, locality, weightings compared; the model in its
 docstring), `weights` (the weighted-interleave weights the measured matrix recommends), `figures`,
-`report` (raw tables, bytes counted, headline) and `quality`.
+`report` (raw tables, bytes counted, headline, two systems side by side) and `quality`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import functools
 
 from numasweep.benches.bandwidth import figures, findings, plan, quality, report, weights
 from numasweep.benches.bandwidth.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
 
 
@@ -24,39 +24,49 @@ def _against_firmware(table, topo) -> list:
 
 BENCH = register(Bench(
     name=NAME,
-    kernel=KERNEL,
     title="Memory bandwidth (STREAM)",
-    category="Memory bandwidth",
-    variant="kernel",
-    required=("kernel", "threads", "best_mb_s", "validation"),
-    positive=("threads", "best_mb_s"),
-    axis="threads",
-    figures=(
-        Figure("bandwidth_vs_threads", "Best STREAM bandwidth against thread count, one line per CPU node "
-               "and memory node, local and remote; the band below a line reaches down to the slowest of the "
-               "kernel's timed iterations where it recorded them.",
-               draw=figures.plot_bandwidth_vs_threads),
-        Figure("bandwidth_matrix", "Best STREAM bandwidth at the highest thread count by CPU node (rows) "
-               "and memory node (columns).",
-               draw=figures.plot_bandwidth_matrix),
+    launch=Launch(
+        kernels=(KERNEL,),
+        by="threads",
+        expand=plan.expand,
+        check=plan.check,
     ),
-    series=SERIES,
-    within=WITHIN,
-    metrics={"best_mb_s": True},
-    subjects={"Bandwidth": (("bandwidth_peak", "bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering",
-                             "bandwidth_weights", "recommended_weights"),
-                            ("bandwidth_vs_threads", "bandwidth_matrix"))},
-    expand=plan.expand,
-    check=plan.check,
+    tables=Tables(
+        required=("kernel", "threads", "best_mb_s", "validation"),
+        positive=("threads", "best_mb_s"),
+        axis="threads",
+        series=SERIES,
+        within=WITHIN,
+        matrix=figures.bandwidth_samples,
+        matrix_of="bandwidth_mb_s",
+        placement=(("page_fractions", "mem_nodes", "job_id"),),
+    ),
     analyse=lambda table, topo: [functools.partial(findings.bandwidth_peak, table, topo),
                                  functools.partial(findings.bandwidth_saturation, table, topo),
                                  functools.partial(findings.bandwidth_locality, table, topo),
                                  functools.partial(weights.recommended_weights, table, topo),
                                  functools.partial(_against_firmware, table, topo)],
-    matrix=figures.bandwidth_samples,
-    matrix_of="bandwidth_mb_s",
-    raw_tables=report.bandwidth_raw_tables,
-    headline=report.headline,
-    quality=quality.QUALITY,
-    placement=(("page_fractions", "mem_nodes", "job_id"),),
+    presentation=Presentation(
+        category="Memory bandwidth",
+        variant="kernel",
+        figures=(
+            Figure("bandwidth_vs_threads", "Best STREAM bandwidth against thread count, one line per CPU node "
+                   "and memory node, local and remote; the band below a line reaches down to the slowest of the "
+                   "kernel's timed iterations where it recorded them.",
+                   draw=figures.plot_bandwidth_vs_threads),
+            Figure("bandwidth_matrix", "Best STREAM bandwidth at the highest thread count by CPU node (rows) "
+                   "and memory node (columns).",
+                   draw=figures.plot_bandwidth_matrix),
+        ),
+        report=report.bandwidth_raw_tables,
+        subjects={"Bandwidth": (("bandwidth_peak", "bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering",
+                                 "bandwidth_weights", "recommended_weights"),
+                                ("bandwidth_vs_threads", "bandwidth_matrix"))},
+        headline=report.headline,
+        cross=report.cross,
+    ),
+    checks=Checks(
+        metrics={"best_mb_s": True},
+        quality=quality.QUALITY,
+    ),
 ))

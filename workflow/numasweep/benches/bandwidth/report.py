@@ -1,7 +1,9 @@
 """The bandwidth parts of the report: the raw tables (best bandwidth per thread count, the STREAM
-layout), the bytes each kernel counts, and the headline rows."""
+layout), the bytes each kernel counts, the headline rows and two systems side by side."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 
@@ -13,8 +15,9 @@ from numasweep.reporting.markdown import md_table, measured
 from numasweep.results import series
 
 
-def bandwidth_raw_tables(bandwidth: pd.DataFrame) -> list[dict]:
-    """Per kernel: threads down, one column per (CPU node, memory node), like the STREAM table."""
+def bandwidth_raw_tables(bandwidth: pd.DataFrame, topology: Topology | None = None, findings: list[dict] = ()) -> list[dict]:
+    """Per kernel: threads down, one column per (CPU node, memory node), like the STREAM table:
+    all it writes in the report (`Presentation.report`)."""
     out = []
     for variant, part in tables.bandwidth_variants(tables.bandwidth_table(bandwidth)):
         part = part.copy()
@@ -51,6 +54,31 @@ def byte_counting(bandwidth: pd.DataFrame) -> dict | None:
 STREAM_ORDER = ("copy", "scale", "add", "triad")
 
 
+def _stream_order(kernel: str) -> tuple:
+    return STREAM_ORDER.index(kernel) if kernel in STREAM_ORDER else len(STREAM_ORDER), kernel
+
+
+def cross(bandwidths: list[pd.DataFrame], names: list[str], figdir: Path | None) -> tuple[list[dict], list[Path]]:
+    """Two systems side by side: per kernel, the best bandwidth with memory on the threads' node
+    (the median over such series) at each thread count both systems measured, and the ratio."""
+    best = []
+    for bandwidth in bandwidths:
+        table = tables.bandwidth_table(bandwidth)
+        if {"cpu_nodes", "mem_nodes"} <= set(table):
+            table = table[table["mem_nodes"].astype(str) == table["cpu_nodes"].astype(str)]
+        best.append({kernel: part.groupby("threads")["best_mb_s"].median() / 1000
+                     for kernel, part in table.groupby(table["kernel"].astype(str))})
+    out = []
+    for kernel in sorted(set(best[0]) & set(best[1]), key=_stream_order):
+        first, second = best[0][kernel], best[1][kernel]
+        rows = [[int(t), float(first[t]), float(second[t]), float(second[t] / first[t])]
+                for t in sorted(set(first.index) & set(second.index))]
+        if rows:
+            out.append({"title": f"Best {kernel} bandwidth (GB/s, 10^9 bytes/s), memory on the threads' node",
+                        "table": md_table(["threads", names[0], names[1], f"{names[1]} / {names[0]}"], rows)})
+    return out, []
+
+
 
 def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
     """Best bandwidth per kernel and thread count, local memory, with its scaling from the fewest
@@ -80,7 +108,7 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
                           + memory.where(spread, "on node " + mem).str.replace(":", " on nodes ").str.replace("@", ", weights "))
     df["kernel"] = df["kernel"].replace("", "STREAM")
     kernels = sorted(df["kernel"].astype(str).unique(),
-                     key=lambda k: (STREAM_ORDER.index(k) if k in STREAM_ORDER else len(STREAM_ORDER), k))
+                     key=_stream_order)
     rows: list[list[str]] = []
     for kernel in kernels:
         mine = df[df["kernel"].astype(str) == kernel]

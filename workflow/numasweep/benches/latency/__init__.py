@@ -5,7 +5,7 @@ memory local, on a node, interleaved or weighted, all at once (concurrent) or on
 
 Its parts: `plan` (the grid and its checks), `tables` (one row per point of a series),
 `findings` (cache levels, TLB, locality, contention, outliers, rank scaling), `figures` and
-`report` (raw tables, placement, modes, two systems side by side).
+`report` (raw tables, the cache tally, placement, modes, two systems side by side).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import functools
 
 from numasweep.benches.latency import figures, findings, plan, quality, report
 from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Bench, Figure, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
 
 
@@ -30,57 +30,64 @@ def _analyse(table, topo) -> list:
 
 BENCH = register(Bench(
     name=NAME,
-    kernel=KERNEL,
     title="Memory latency",
-    category="Memory latency",
-    variant="mode",
-    required=("rank", "cpu", "size_bytes", "latency_ns_median"),
-    positive=("size_bytes", "latency_ns_median"),
-    axis="size_bytes",
-    figures=(
-        Figure("latency_vs_size", "Load-to-use latency of a random pointer chase against buffer size, "
-               "one line per rank, each its own colour (a node's second L3 group dashed), with the cache "
-               "sizes marked; the band around a line "
-               "spans its runs' fastest to slowest sample where the kernel recorded them.",
-               draw=figures.plot_latency_vs_size),
-        Figure("concurrent_vs_serial", "Latency measured with all ranks running at once divided by the "
-               "latency of the same rank running alone, against buffer size.",
-               draw=figures.plot_concurrent_vs_serial),
-        Figure("latency_matrix", "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
-               "memory (columns) at the largest size measured; a row per L3 group where one cell would mix "
-               "ranks of two L3 groups, and \"not measured\" in a cell no run measured.",
-               draw=figures.plot_latency_matrix),
-        Figure("rank_scaling", "Median latency over the ranks of a run against ranks per domain at the "
-               "largest buffer size, one line per placement and domain set (cores in order solid, one core "
-               "per L3 group in turn dashed), its band the fastest to the slowest rank.",
-               draw=figures.plot_rank_scaling),
-        Figure("latency_pages", "Latency against buffer size with 4 KiB and with huge pages on one axis, "
-               "one line per page kind and rank: where the two part, the TLB no longer covers the buffer.",
-               draw=figures.plot_pages),
-        Figure("cross_latency_vs_size", "Median latency over ranks against buffer size on each system, one "
-               "panel per mode."),
+    launch=Launch(
+        kernels=(KERNEL,),
+        by="mpi",
+        expand=plan.expand,
+        check=plan.check,
     ),
-    series=SERIES,
-    within=WITHIN,
-    metrics={"latency_ns_median": False},
-    mpi=True,
-    subjects={
-        "Caches": (("cache_threshold", "cache_unseen", "cache_untested"), ("latency_vs_size",)),
-        "TLB": (("tlb_cost",), ("latency_pages",)),
-        "DRAM and NUMA locality": (("latency_locality", "latency_ordering", "domain_asymmetry"), ("latency_matrix",)),
-        "Contention and concurrency": (("mode_divergence",), ("concurrent_vs_serial",)),
-        "Rank scaling": (("rank_scaling", "placement_scaling"), ("rank_scaling",)),
-        "Data quality": (("anomaly", "not_latency"), ()),
-    },
-    matrix=figures.node_samples,
-    matrix_of="latency_ns",
-    expand=plan.expand,
-    check=plan.check,
+    tables=Tables(
+        required=("rank", "cpu", "size_bytes", "latency_ns_median"),
+        positive=("size_bytes", "latency_ns_median"),
+        axis="size_bytes",
+        series=SERIES,
+        within=WITHIN,
+        matrix=figures.node_samples,
+        matrix_of="latency_ns",
+        placement=(("page_fractions", "mem_nodes", "rank"),),
+    ),
     analyse=_analyse,
-    raw_tables=report.latency_raw_tables,
-    quality=quality.QUALITY,
-    report=report.report_parts,
-    headline=report.headline,
-    cross=report.cross,
-    placement=(("page_fractions", "mem_nodes", "rank"),),
+    presentation=Presentation(
+        category="Memory latency",
+        variant="mode",
+        figures=(
+            Figure("latency_vs_size", "Load-to-use latency of a random pointer chase against buffer size, "
+                   "one line per rank, each its own colour (a node's second L3 group dashed), with the cache "
+                   "sizes marked; the band around a line "
+                   "spans its runs' fastest to slowest sample where the kernel recorded them.",
+                   draw=figures.plot_latency_vs_size),
+            Figure("concurrent_vs_serial", "Latency measured with all ranks running at once divided by the "
+                   "latency of the same rank running alone, against buffer size.",
+                   draw=figures.plot_concurrent_vs_serial),
+            Figure("latency_matrix", "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
+                   "memory (columns) at the largest size measured; a row per L3 group where one cell would mix "
+                   "ranks of two L3 groups, and \"not measured\" in a cell no run measured.",
+                   draw=figures.plot_latency_matrix),
+            Figure("rank_scaling", "Median latency over the ranks of a run against ranks per domain at the "
+                   "largest buffer size, one line per placement and domain set (cores in order solid, one core "
+                   "per L3 group in turn dashed), its band the fastest to the slowest rank.",
+                   draw=figures.plot_rank_scaling),
+            Figure("latency_pages", "Latency against buffer size with 4 KiB and with huge pages on one axis, "
+                   "one line per page kind and rank: where the two part, the TLB no longer covers the buffer.",
+                   draw=figures.plot_pages),
+            Figure("cross_latency_vs_size", "Median latency over ranks against buffer size on each system, one "
+                   "panel per mode."),
+        ),
+        subjects={
+            "Caches": (("cache_threshold", "cache_unseen", "cache_untested"), ("latency_vs_size",)),
+            "TLB": (("tlb_cost",), ("latency_pages",)),
+            "DRAM and NUMA locality": (("latency_locality", "latency_ordering", "domain_asymmetry"), ("latency_matrix",)),
+            "Contention and concurrency": (("mode_divergence",), ("concurrent_vs_serial",)),
+            "Rank scaling": (("rank_scaling", "placement_scaling"), ("rank_scaling",)),
+            "Data quality": (("anomaly", "not_latency"), ()),
+        },
+        report=report.report,
+        headline=report.headline,
+        cross=report.cross,
+    ),
+    checks=Checks(
+        metrics={"latency_ns_median": False},
+        quality=quality.QUALITY,
+    ),
 ))

@@ -166,18 +166,49 @@ def cross(latencies: list[pd.DataFrame], names: list[str], figdir: Path | None) 
     return common_size_table(latencies, names), pngs
 
 
-def unmeasured(latency: pd.DataFrame) -> set[str]:
-    """Titles of the report's subjects these results cannot speak to: the TLB where latency was
-    measured without a huge-page curve next to a 4 KiB one."""
+NO_TLB = ("No latency curve was measured with both small and huge pages, so the TLB's share cannot be told "
+          "from the caches' here; a sweep with `pages: [4k, thp]` (or a second one with `pages: [thp]` at the "
+          "large sizes, as the default sweep has) tells them apart.")
+
+
+def tlb_unmeasured(latency: pd.DataFrame) -> bool:
+    """No huge-page curve was measured next to a 4 KiB one: the TLB cannot be told from the caches."""
     pages = {str(p).lower() for p in latency.get("page_size", pd.Series(dtype=object)).dropna().unique()}
     base = pages & levels.BASE_PAGES
-    return set() if base and pages - base - {""} else {"TLB"}
+    return not (base and pages - base - {""})
 
 
-def report_parts(latency: pd.DataFrame, topology: Topology | None) -> dict:
-    """What the latency adds to the report beyond its own section (`Bench.report`)."""
-    return {"mode_comparison": mode_comparison(latency), "placement": placement_tables(latency, topology),
-            "unmeasured": unmeasured(latency)}
+def cache_tally(findings: list[dict]) -> str | None:
+    """One sentence: how many latency rises a cache explains and how many nothing explains."""
+    steps = [f.get("numbers") or {} for f in findings if f.get("id") == "cache_threshold"]
+    if not steps:
+        return None
+    explained = sum(bool(n.get("matched_cache")) for n in steps)
+    unexplained = len(steps) - explained
+    text = f"Of the {len(steps)} latency rise{'s' if len(steps) > 1 else ''} found, "
+    text += (f"{explained} {'is' if explained == 1 else 'are'} a cache level's" if explained else "none is a cache's")
+    if unexplained:
+        text += (f" and {unexplained} nothing in the topology explains (said so below, with what could "
+                 f"cause {'it' if unexplained == 1 else 'them'})")
+    return text + "."
+
+
+def report(latency: pd.DataFrame, topology: Topology | None, findings: list[dict]) -> list[dict]:
+    """What the latency writes in the report besides its findings and figures
+    (`Presentation.report`): its raw tables; how many rises a cache explains, after the caches'
+    lead; why the TLB has no finding where no huge-page curve was measured; the modes compared,
+    after the contention figures; where each rank's pages landed, under the data quality."""
+    out = latency_raw_tables(latency)
+    tally = cache_tally(findings)
+    if tally:
+        out.append({"title": "", "table": tally, "subject": "Caches", "at": "lead"})
+    if tlb_unmeasured(latency) and not any(f.get("subject") == "TLB" for f in findings):
+        out.append({"title": "", "table": Md(NO_TLB), "subject": "TLB", "at": "lead"})
+    modes = mode_comparison(latency)
+    if modes:
+        out.append({"title": "Concurrent vs serial, all ranks", "table": modes, "subject": "Contention and concurrency",
+                    "at": "figures"})
+    return out + [{**t, "subject": "Data quality", "at": "findings"} for t in placement_tables(latency, topology)]
 
 
 def _runs(part: pd.DataFrame) -> list[float]:
