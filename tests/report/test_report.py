@@ -464,3 +464,18 @@ def test_the_html_page_is_the_markdown_report_with_its_figures_embedded(tmp_path
     assert html.count("<table>") == len(re.findall(r"^\| :?-", text, flags=re.M))
     body = html.split("<body>", 1)[1]
     assert "**" not in body and "| ---" not in body and "![" not in body
+
+
+def test_a_caption_is_said_once_under_its_figures_of_one_kind(full_report) -> None:
+    """Figures of one kind in a row (one per kernel, per mode) share one caption, said once after
+    the last of them: a section never repeats a caption, and every figure is followed by its
+    caption before a figure of another kind."""
+    _, text, _, _ = full_report
+    for part in text.split("\n## ")[1:]:
+        captions = [line for line in part.splitlines() if line.startswith("*") and line.endswith("*")
+                    and not line.startswith("**")]
+        assert len(captions) == len(set(captions)), part.splitlines()[0]
+    blocks = [b for b in text.split("\n\n") if b.startswith("![") or (b.startswith("*") and not b.startswith("**"))]
+    assert blocks and not blocks[-1].startswith("!["), "the last figure has no caption"
+    images = sum(b.startswith("![") for b in blocks)
+    assert 0 < sum(not b.startswith("![") for b in blocks) < images  # some captions serve several figures
