@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from numasweep.core.topology import Topology
-from numasweep.findings import analysis, levels
+from numasweep.benches.common import LATENCY
+from numasweep.benches.latency import levels
+from numasweep.findings import analysis
 from numasweep.statistics import contrasts
 
 from helpers import synthetic as truth
@@ -23,9 +25,10 @@ LEVEL_NAMES = {"L1": 1, "L2": 2, "L3": 3}
 
 def analyse(p: Planted):
     lv = levels.latency_levels(p.table, p.topology, SERIES, REPLICATES)
-    ccd = contrasts.contrast(p.table, "l3_position", 0, 1, ["cpu_node", "repetition"], ["mode", "page_size"])
+    ccd = contrasts.contrast(p.table, "l3_position", 0, 1, ["cpu_node", "repetition"], ["mode", "page_size"],
+                             measure=LATENCY, where="latency.csv")
     div = contrasts.contrast(p.table, "mode", "concurrent", "serial", ["rank", "repetition"],
-                             ["page_size", "l3_position"])
+                             ["page_size", "l3_position"], measure=LATENCY, where="latency.csv")
     devs = contrasts.deviations(ccd + div)
     return lv, ccd + div, devs
 

@@ -177,7 +177,7 @@ def test_a_topology_without_caches_is_said_in_the_first_lines(tmp_path: Path) ->
 def _curves(table: pd.DataFrame, topology) -> list:
     """The latency curves the report's levels come from (`benches.latency.findings`)."""
     from numasweep.benches.latency import findings as latency
-    from numasweep.findings import levels
+    from numasweep.benches.latency import levels
 
     study = latency._prepare(table, topology)
     pooled = latency._pool_one_rank(study.table)

@@ -10,7 +10,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from numasweep.findings import analysis, levels
+from numasweep.benches.common import LATENCY
+from numasweep.benches.latency import levels
+from numasweep.findings import analysis
 from numasweep.statistics import contrasts
 
 import known_truth as kt
@@ -156,7 +158,8 @@ def test_a_transition_nothing_explains_is_said_once_with_the_vm_caveat():
 
 def test_contrast_of_identical_sides_is_equivalent():
     p = truth.plant(np.random.default_rng(9), flat=True, max_bytes=1 << 20, noise=0.01)
-    (c, *_) = contrasts.contrast(p.table, "mode", "concurrent", "serial", ["rank", "repetition"])
+    (c, *_) = contrasts.contrast(p.table, "mode", "concurrent", "serial", ["rank", "repetition"],
+                                 measure=LATENCY, where="latency.csv")
     assert not c.differs and c.equivalent and c.overall_ratio.covers(1.0)
 
 
@@ -165,7 +168,8 @@ def test_planted_numa_distance_is_found_at_dram_sizes_only_and_covered():
     for i, family in enumerate(truth.FAMILIES[::3]):
         p = truth.plant(np.random.default_rng(300 + i), family, remote=True, pages=("2m",), modes=("serial",))
         far += p.remote_factor > 1.2
-        (c,) = contrasts.contrast(p.table, "locality", "remote", "local", ["rank", "repetition"], ["mode"])
+        (c,) = contrasts.contrast(p.table, "locality", "remote", "local", ["rank", "repetition"], ["mode"],
+                                  measure=LATENCY, where="latency.csv")
         local, remote = p.curves[("serial", "2m", 0)], p.curves[("serial", "2m", 0, "remote")]
         for s, a, b in zip(c.per_size, remote, local):
             if s.size_bytes <= family.l2:

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from numasweep.statistics import contrasts
-from numasweep.findings import levels
+from numasweep.benches.common import LATENCY
+from numasweep.benches.latency import levels
 from numasweep.core import topology
 
 GiB = 1 << 30
@@ -17,7 +18,9 @@ GiB = 1 << 30
 def lumi(repo):
     topo = topology.load(repo / "examples/lumi-g/topology.json")
     table = pd.read_csv(repo / "examples/lumi-g/latency.csv")
-    return topo, contrasts.with_l3_position(table, topo)
+    # each rank's L3 group as its place among its node's groups: the first CCD of every node alike
+    position = topo.l3_positions()
+    return topo, table.assign(l3_position=[position.get(int(g), -1) for g in table["l3_group"]])
 
 
 def test_l3_transition_found_once_per_mode_and_no_per_node_l3(lumi):
@@ -37,7 +40,8 @@ def test_l3_transition_found_once_per_mode_and_no_per_node_l3(lumi):
 
 def test_concurrent_ccd_asymmetry_serial_symmetry_and_the_node0_inversion(lumi):
     _, table = lumi
-    asym = {c.series["mode"]: c for c in contrasts.contrast(table, "l3_position", 0, 1, ["cpu_node"], ["mode"])}
+    asym = {c.series["mode"]: c for c in contrasts.contrast(table, "l3_position", 0, 1, ["cpu_node"], ["mode"],
+                                                            measure=LATENCY, where="latency.csv")}
     conc = asym["concurrent"]
     assert (conc.plateau_from_bytes, conc.plateau_to_bytes) == (1 * GiB, 8 * GiB)
     iv = conc.plateau_ratio
@@ -52,7 +56,8 @@ def test_concurrent_ccd_asymmetry_serial_symmetry_and_the_node0_inversion(lumi):
 def test_divergence_onset_on_the_first_ccd_only(lumi):
     _, table = lumi
     div = {c.series["l3_position"]: c
-           for c in contrasts.contrast(table, "mode", "concurrent", "serial", ["rank"], ["l3_position"])}
+           for c in contrasts.contrast(table, "mode", "concurrent", "serial", ["rank"], ["l3_position"],
+                                       measure=LATENCY, where="latency.csv")}
     first, second = div[0], div[1]
     assert first.onset_bytes is not None and 256 << 20 <= first.onset_bytes <= 2 * GiB
     assert first.onset.low <= first.onset_bytes <= first.onset.high

@@ -10,7 +10,7 @@ import pytest
 
 from numasweep.statistics import stats
 from numasweep.core.errors import NumasweepError
-from numasweep.statistics.contrasts import LATENCY
+from numasweep.benches.common import LATENCY
 
 
 def _table(values):

@@ -164,8 +164,10 @@ def test_hwloc_export_of_the_guests_results_reads_in_lstopo(guest: GuestRun) -> 
     topo = topology.load(results / "topology.json")
     cpusets = {n.id: hwloc_cpuset(n.cpus) for n in topo.nodes if n.cpus}
     measured = matrices.measured(aggregate.load_results(results))
-    for quantity, (name, factor) in hwloc_export.ATTRIBUTES.items():
+    assert {hwloc_export.attribute(q)[0] for q in measured} == {"Latency", "Bandwidth"}, list(measured)
+    for quantity, matrix in measured.items():
+        name, factor = hwloc_export.attribute(quantity)
         expected = {(mem, cpusets[cpu]): max(1, round(value * factor))
-                    for (cpu, mem), value in matrices.cells(measured[quantity]).items()}
+                    for (cpu, mem), value in matrices.cells(matrix).items()}
         assert printed.get(name) == expected, (
             f"lstopo's {name}: {printed.get(name)}, the measured matrix gives {expected}:\n{shown.stdout}")

@@ -41,7 +41,7 @@ from helpers import synthetic as model
 from numasweep.benches.gpu_xfer import GPU_DIRECTIONS
 from numasweep.benches.latency import tables as lat_tables
 from numasweep.core import registry, topology
-from numasweep.findings import levels
+from numasweep.benches.latency import levels
 from numasweep.reporting import figures
 
 ROOT = Path(__file__).resolve().parents[2]

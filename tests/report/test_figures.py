@@ -65,11 +65,11 @@ def test_single_size_has_no_curve_but_a_matrix(tmp_path: Path) -> None:
 
 
 def test_cache_markers_come_from_the_topology() -> None:
-    marks = dict(figures.cache_markers(topology()))
+    marks = dict(lat_figures.cache_markers(topology()))
     # a core fills the L3 of its own group (4 MiB), never the 8 MiB of its node's two groups
     assert marks == {32768: "L1d 32KiB (per core)", 512 * 1024: "L2 512KiB (per core)",
                      4 << 20: "L3 4MiB (per L3 group, 2 cores)"}
-    assert figures.cache_markers(None) == []
+    assert lat_figures.cache_markers(None) == []
 
 
 def test_memory_node_from_pages_then_request() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numasweep.results import legacy
+from numasweep.benches.latency import legacy
 from numasweep.core.errors import NumasweepError
 
 LUMI_TOPO = "examples/lumi-g/topology.json"

@@ -116,6 +116,73 @@ def test_the_templates_and_rules_name_no_benchmark_column_or_subject():
     assert not found, "benchmark knowledge in the templates or rule files:\n" + "\n".join(found)
 
 
+# Words of the launch that a benchmark's table also has as a column: every floor places ranks and
+# threads on CPUs and launches a kernel, whichever benchmark it is.
+LAUNCH_WORDS = {"cpu", "rank", "threads", "kernel"}
+# Modules that still read a benchmark's own columns, each with the reason it is not yet the
+# benchmark's: a test below fails once an entry is no longer needed, so the list only shrinks.
+STILL_NAMED = {
+    # a cache's size: the topology's own field, spelled as latency's size column
+    "core/topology.py": {"size_bytes"},
+    # the size column of the page-placement evidence, shared by the benchmarks that check placement
+    "findings/analysis.py": {"size_bytes"},
+    # the size a flagged evidence row is at; the check that a curve's cache steps never overlap
+    "findings/audit.py": {"size_bytes"},
+    # a where-filter's size written in bytes (a column name ending in "bytes")
+    "reporting/compare.py": {"bytes"},
+    # evidence headers and cells, the cache table: the report's subjects, rewritten apart
+    "reporting/report.py": {"size_bytes"},
+    # identity columns read as numbers, and the words before a numbered column
+    "results/series.py": {"size_bytes", "bytes", "src_node", "dst_node", "ngpus", "access_size(bytes)"},
+    # each kernel's within-run spread columns, read while the job runs
+    "running/verdict.py": {"latency_ns_median", "round_trip_ns_median", "best_mb_s", "best_gb_s", "gb_s_median",
+                           "size_bytes"},
+}
+
+
+def _own_columns() -> set[str]:
+    """The columns a benchmark alone supplies: its required columns that not every benchmark has."""
+    required = [set(bench.tables.required) for bench in BENCHES.values()]
+    return set().union(*required) - set.intersection(*required) - LAUNCH_WORDS
+
+
+def _named_below_benches() -> dict[str, set[str]]:
+    """Per module of the floors under `benches/` (and `reporting/`), the benchmark names, kernels and
+    benchmark-own columns it has as a string or as an attribute read (a method called is not one)."""
+    names = set(BENCHES) | set(registry.kernels())
+    columns = _own_columns()
+    found: dict[str, set[str]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG)
+        if len(rel.parts) < 2 or rel.parts[0] == "benches":
+            continue
+        tree = ast.parse(path.read_text())
+        called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names | columns:
+                found.setdefault(rel.as_posix(), set()).add(node.value)
+            elif isinstance(node, ast.Attribute) and node.attr in columns and id(node) not in called:
+                found.setdefault(rel.as_posix(), set()).add(node.attr)
+    return found
+
+
+def test_the_floors_below_the_benchmarks_read_no_benchmark_column():
+    """Below `benches/`, no module names a benchmark, its kernel or a column only some benchmarks
+    write (their `required` columns not common to all): what a benchmark's columns mean is said in
+    its own package, and the floors take the columns from the caller or the registry."""
+    found = _named_below_benches()
+    extra = {module: sorted(words - STILL_NAMED.get(module, set())) for module, words in found.items()}
+    extra = {module: words for module, words in extra.items() if words}
+    assert not extra, f"benchmark names or columns below benches/: {extra}"
+
+
+def test_each_module_still_naming_a_column_still_needs_it():
+    found = _named_below_benches()
+    stale = {module: sorted(words - found.get(module, set())) for module, words in STILL_NAMED.items()}
+    stale = {module: words for module, words in stale.items() if words}
+    assert not stale, f"no longer named, take them off STILL_NAMED: {stale}"
+
+
 def test_a_schema_section_per_benchmark():
     schema = (PKG.parent / "schemas" / "config.schema.yaml").read_text()
     for name in BENCHES:

@@ -249,6 +249,8 @@ def test_columns_left_unread_are_named_by_no_step_that_skips_them():
 
     steps = [*package.glob("findings/*.py"), *package.glob("statistics/*.py"), package / "results/tables.py",
              package / "results/series.py", package / "reporting/figures.py", *package.rglob("benches/**/*.py")]
+    # the import of old logs (import-legacy) writes a table with every column; it reads none
+    steps.remove(package / "benches/latency/legacy.py")
     assert len(steps) > 15
     quality_modules = {package / "benches/latency/quality.py"}
     got = set()

@@ -428,8 +428,10 @@ def test_hwloc_export_writes_the_measured_matrices_into_this_machines_topology(s
                            timeout=60)
     assert shown.returncode == 0, shown.stderr
     measured = matrices.measured(aggregate.load_results(results))
-    for quantity, (name, factor) in hwloc_export.ATTRIBUTES.items():
-        (value,) = matrices.cells(measured[quantity]).values()  # one node here: the (0, 0) cell
+    assert {hwloc_export.attribute(q)[0] for q in measured} == {"Latency", "Bandwidth"}, list(measured)
+    for quantity, matrix in measured.items():
+        name, factor = hwloc_export.attribute(quantity)
+        (value,) = matrices.cells(matrix).values()  # one node here: the (0, 0) cell
         block = shown.stdout.split(f"name `{name}'", 1)[1].split("Memory attribute", 1)[0]
         assert re.search(rf"NUMANode L#0 = {max(1, round(value * factor))} from cpuset", block), shown.stdout
 

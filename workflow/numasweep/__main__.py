@@ -20,7 +20,7 @@ COMMANDS = {
     "run-job": ("numasweep.statistics.repeat:run_job", "run one benchmark job: lock, launch, archive, provenance"),
     "run-batch": ("numasweep.statistics.repeat:run_batch", "run the grid points of one batch (config key batch) as run-job does"),
     "aggregate": ("numasweep.results.aggregate", "merge per-job CSVs into one tidy CSV per benchmark"),
-    "import-legacy": ("numasweep.results.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
+    "import-legacy": ("numasweep.benches.latency.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
     "analyse": ("numasweep.findings.analysis", "compute findings.json from aggregated results"),
     "figures": ("numasweep.reporting.figures", "draw the figures from aggregated results"),
     "report": ("numasweep.reporting.report", "render the Markdown report"),

@@ -1,5 +1,6 @@
-"""Pieces several benchmark modules share: the plan and table helpers of the kernels that pin their
-own threads (loaded latency, core-to-core, mixed bandwidth). Not a benchmark: it registers none."""
+"""Pieces several benchmark modules share: the columns of a latency table (latency, loaded
+latency), the plan and table helpers of the kernels that pin their own threads (loaded latency,
+core-to-core, mixed bandwidth). Not a benchmark: it registers none."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ import numpy as np
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import format_size, parse_size
 from numasweep.planning import placement
+from numasweep.statistics import stats
+
+# The columns of a latency table (numa_latency, numa_loaded_latency): a curve's axis, value and
+# each run's spread, the measure the latency findings hand to `statistics`.
+LATENCY = stats.Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
 
 PLACED_CPUS = ("chase_cpu", "load_nodes", "load_cpus")  # where the chase and the load ran
 

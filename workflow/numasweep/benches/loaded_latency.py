@@ -32,7 +32,7 @@ from numasweep.reporting.figures import line_colours, new_figure, save
 from numasweep.reporting.markdown import md_table
 from numasweep.results import series
 from numasweep.results.tables import as_text as _text
-from numasweep.statistics import contrasts, fits, stats
+from numasweep.statistics import fits, stats
 
 KERNEL = "numa_loaded_latency"
 # What names a series (after registry.COMMON_SERIES), and what tells the lines of one figure apart.
@@ -119,7 +119,7 @@ def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
             continue
         heaviest = loaded.loc[pd.to_numeric(loaded["load_gb_s"], errors="coerce").idxmax()]
         pair = pd.DataFrame([idle.iloc[0], heaviest])
-        se = stats.run_standard_error(pair, contrasts.LATENCY)
+        se = stats.run_standard_error(pair, common.LATENCY)
         logs = np.log(common.numbers(pair, "latency_ns_median"))
         dof = max(1.0, float(np.nanmin(common.numbers(pair, "samples"))) - 1)
         rise = stats.t_interval(logs[1] - logs[0], float(np.hypot(*se)), dof,

@@ -142,6 +142,14 @@ def size_words(nbytes: float) -> str:
     return f"{nbytes:.3g} B"
 
 
+def capacity_words(label: str, nbytes: int | None) -> str:
+    """A cache named with its size where it is: "L2 (per core)", 1 MiB -> "L2 (1 MiB per core)"."""
+    name, _, where = label.partition(" (")
+    if nbytes is None:
+        return label
+    return f"{name} ({size_words(nbytes)} {where}" if where else f"{name} ({size_words(nbytes)})"
+
+
 # Units of measured values: a time in ns or a rate in bytes per second, each to its base.
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
 RATE_UNITS = {"MB/s": 1e6, "GB/s": 1e9, "GiB/s": float(1 << 30)}
@@ -156,6 +164,13 @@ def metric_unit(column: str) -> str | None:
             return next(u for u in RATE_UNITS if u.lower() == unit)
     words = re.split(r"[^a-z]+", name)
     return next((u for u in TIME_UNITS if u in words), None)
+
+
+def unit_kind(column: str) -> str | None:
+    """"time" or "rate": what a column measures, by the unit its name says (`metric_unit`); None
+    where the name says neither."""
+    unit = metric_unit(column)
+    return "time" if unit in TIME_UNITS else "rate" if unit in RATE_UNITS else None
 
 
 def convert(value: float, unit: str, to: str) -> float:

@@ -28,11 +28,11 @@ from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_text
 from numasweep.core.units import count_words, page_words, parse_page_fractions, size_words
-from numasweep.findings import levels
 from numasweep.results import aggregate, disturbed, series
 from numasweep.results.tables import nodes as _nodes
 from numasweep.statistics.stats import Interval
 
+GRID_PAGES = "pages"       # a sweep's `pages` in an aggregated table: the page size again
 PLACEMENT_OK = 0.99      # a rank whose pages are less than 99 % on the requested node(s) is flagged
 
 
@@ -127,7 +127,7 @@ def in_parens(name: str) -> str:
     return f" ({name})" if name else ""
 
 
-# ---------------------------------------------------------------- latency: levels, TLB, contrasts
+# ---------------------------------------------------------------- a series in words, an interval as numbers
 
 
 def interval_numbers(name: str, interval: Interval | None) -> dict:
@@ -146,7 +146,7 @@ def where_text(key: dict, varying: list[str], skip: tuple[str, ...] = ()) -> tup
     parts = [f"in {mode} mode" if mode and "mode" not in skip else "",
              f"with {page_words(page)}" if page and "page_size" not in skip else "",
              f"memory {locality}" if locality not in ("local", "") else ""]
-    others = [c for c in varying if c not in ("mode", "page_size", levels.GRID_PAGES, "locality") + skip and c in key]
+    others = [c for c in varying if c not in ("mode", "page_size", GRID_PAGES, "locality") + skip and c in key]
     name = series.config_name(key, others)
     text = " ".join(p for p in parts + [f"({name})" if name else ""] if p)
     title = ", ".join(x for x in (mode if "mode" not in skip else "",

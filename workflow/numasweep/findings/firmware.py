@@ -32,13 +32,17 @@ import pandas as pd
 
 from numasweep.core.firmware import NOT_PROVIDED
 from numasweep.core.topology import Topology
+from numasweep.core.units import unit_kind
 from numasweep.findings.analysis import Finding, interval_numbers
 from numasweep.statistics import stats
 from numasweep.statistics.stats import Interval
 
 FLOOR = 0.10
-# quantity -> the HMAT field of the same quantity; the quantity's first word names it in the text.
-QUANTITIES = {"latency_ns": "read_latency_ns", "bandwidth_mb_s": "read_bandwidth_mb_s"}
+# The HMAT field of a measured quantity (`Bench.tables.matrix_of`), by the kind of unit its name says
+# (`units.unit_kind`): a time is read latency, beside the SLIT distance; a rate read bandwidth.
+# Only ratios to a local cell are compared, so the units need not match. The quantity's first word
+# names it in the text.
+HMAT_FIELDS = {"time": "read_latency_ns", "rate": "read_bandwidth_mb_s"}
 
 
 def _word(quantity: str) -> str:
@@ -98,9 +102,9 @@ def _claim(topo: Topology, source: str, hmat_field: str, cpu: int, mem: int) -> 
 def _pairs(samples: pd.DataFrame, topo: Topology, quantity: str) -> list[Pair]:
     """Each measured remote cell against a local one: the CPU node's own, else the memory node's
     (a column measured from every CPU node towards one memory node)."""
-    hmat_field = QUANTITIES[quantity]
+    hmat_field = HMAT_FIELDS[unit_kind(quantity)]
     cells = {(int(c), int(m)): g["value"].to_numpy(float) for (c, m), g in samples.groupby(["cpu_node", "memory_node"])}
-    sources = ["HMAT access1", "HMAT access0"] + (["SLIT"] if quantity == "latency_ns" and topo.distances else [])
+    sources = ["HMAT access1", "HMAT access0"] + (["SLIT"] if unit_kind(quantity) == "time" and topo.distances else [])
     pairs = []
     for (cpu, mem), values in sorted(cells.items()):
         local = cpu if (cpu, cpu) in cells else mem if (mem, mem) in cells else None
@@ -249,8 +253,8 @@ def far_memory(findings: list[dict]) -> list[dict]:
         if group is None or len(group) == 1:
             out.append(f)
         elif f is group[0]:
-            order = sorted(group, key=lambda g: list(QUANTITIES).index(g["numbers"]["quantity"])
-                           if g["numbers"]["quantity"] in QUANTITIES else len(QUANTITIES))
+            kinds = [*HMAT_FIELDS, None]
+            order = sorted(group, key=lambda g: kinds.index(unit_kind(g["numbers"]["quantity"])))
             ratios = [(_interval(g["numbers"], "ratio"), _word(g["numbers"]["quantity"])) for g in order]
             node, cpu = key(f)
             out.append({**f, "bench": ", ".join(g["bench"] for g in order),

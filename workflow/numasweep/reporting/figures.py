@@ -26,12 +26,12 @@ from numasweep.core import registry
 from numasweep.core.topology import Topology
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_files
 from numasweep.core.units import format_size
-from numasweep.findings import levels
 from numasweep.results import aggregate
 
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 LINESTYLES = ["-", "--", ":", "-."]
+STYLE_WORDS = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dotted"}   # the line styles in words
 HEATMAP = "cividis"  # perceptually uniform and readable without red/green vision
 
 # Report width is about 800 px; 8 x 4.5 in at 100 dpi keeps labels legible without zooming.
@@ -157,40 +157,6 @@ def count_axis(axis) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
-    """(size in bytes, label) for each cache level as one core can use it (levels'
-    usable capacities: the L3 of the core's own L3 group, never a node's sum of them)."""
-    marks: dict[int, str] = {}
-    for cap in levels.usable_capacities(topology):
-        name, _, where = cap.label.partition(" (")
-        marks.setdefault(cap.size_bytes, f"{name} {format_size(cap.size_bytes)}" + (f" ({where}" if where else ""))
-    return sorted(marks.items())
-
-
-def draw_cache_markers(ax, topology: Topology | None, sizes: list[int]) -> None:
-    """A dotted line at each cache size inside the sizes drawn, named short ("L2 1MiB") inside
-    the axes, just below the top, so no label is cut at the figure's edge."""
-    lo, hi = min(sizes), max(sizes)
-    for size, label in cache_markers(topology):
-        if lo <= size <= hi:
-            ax.axvline(size, color="0.4", linestyle=":", linewidth=1)
-            ax.text(size, 0.97, label.split(" (")[0], transform=ax.get_xaxis_transform(), rotation=90,
-                    va="top", ha="right", fontsize=8, color="0.3", clip_on=True,
-                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
-
-
-def log_latency_axis(ax, label: str = "latency (ns per load)") -> None:
-    """Latency on a log axis, so each cache level's step shows beside the DRAM one, its ticks
-    written as plain numbers (1, 2, 5, 10, 20, ...)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_ylabel(label)
-
-
 NOT_MEASURED = "not measured"
 
 
@@ -224,35 +190,6 @@ def heatmap(ax, matrix: pd.DataFrame, unit: str, fmt: str, row_label: str, col_l
                 ax.text(j, i, empty if values.shape[1] <= 6 else empty.replace(" ", "\n"), ha="center",
                         va="center", fontsize=7, color="0.4")
     ax.figure.colorbar(image, ax=ax, label=unit)
-
-
-def l3_linestyles(topology: Topology | None) -> dict[int, str]:
-    """Line style per L3 group by the group's place inside its NUMA node (first solid, second
-    dashed, ...), so that one node's L3 groups (CCDs) read as a pair; `linestyle_key` says so."""
-    styles: dict[int, str] = {}
-    if topology and topology.l3_groups:
-        cpu_node = {c: n.id for n in topology.nodes for c in n.cpus}
-        seen: dict[int, int] = {}
-        for index, cpus in enumerate(topology.l3_groups):
-            node = cpu_node.get(min(cpus), -1)
-            styles[index] = LINESTYLES[seen.get(node, 0) % len(LINESTYLES)]
-            seen[node] = seen.get(node, 0) + 1
-    return styles
-
-
-STYLE_WORDS = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dotted"}
-PLACE_WORDS = ("first", "second", "third", "fourth")
-
-
-def linestyle_key(used: set[str]) -> str | None:
-    """A legend title naming what the line styles `used` (`l3_linestyles`) stand for: "solid: a
-    node's first L3 group, dashed: its second"; None where every line is solid."""
-    places = [i for i, style in enumerate(LINESTYLES) if style in used]
-    if places in ([], [0]):
-        return None
-    return ", ".join(f"{STYLE_WORDS[LINESTYLES[i]]}: " + (f"a node's {PLACE_WORDS[i]} L3 group" if n == 0
-                                                          else f"its {PLACE_WORDS[i]}")
-                     for n, i in enumerate(places))
 
 
 # ---------------------------------------------------------------------------------------------

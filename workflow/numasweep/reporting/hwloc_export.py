@@ -12,7 +12,7 @@ machine, or run here) with its `Latency` and `Bandwidth` attributes set by hwloc
 (by its logical index, which `hwloc-info` gives), initiator the CPU node's cpuset. The base's
 values of a measured attribute are dropped first (hwloc-annotate sets values, it cannot remove
 them), so firmware numbers are not mixed with measured ones. Units are hwloc's: Latency in nanoseconds,
-Bandwidth in MiB/s (the bandwidth kernel counts MB/s, 10^6 bytes). Check the file with
+Bandwidth in MiB/s (a rate measured in MB/s, 10^6 bytes, is converted). Check the file with
 `lstopo --input FILE --memattrs`.
 
 `python -m numasweep hwloc-export RESULTS [--base XML] -o OUT.xml`; the workflow takes the base
@@ -34,13 +34,12 @@ import pandas as pd
 
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
+from numasweep.core import registry
+from numasweep.core.units import RATE_UNITS, TIME_UNITS, metric_unit, unit_kind
 from numasweep.results import aggregate, disturbed, matrices
 
-# quantity -> (hwloc attribute, factor from our unit to hwloc's).
-ATTRIBUTES = {
-    "latency_ns": ("Latency", 1.0),
-    "bandwidth_mb_s": ("Bandwidth", 1e6 / 2**20),
-}
+# hwloc's attributes of a time and of a rate, each in hwloc's unit: ns, and MiB/s (2^20 bytes/s).
+ATTRIBUTES = {"time": ("Latency", TIME_UNITS["ns"]), "rate": ("Bandwidth", float(1 << 20))}
 HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE topology SYSTEM "hwloc2.dtd">\n'
 
 
@@ -62,6 +61,18 @@ def machine_xml() -> str:
     return hwloc("lstopo", "--of", "xml", "-")
 
 
+def attribute(quantity: str) -> tuple[str, float] | None:
+    """(hwloc attribute, factor from the quantity's unit to hwloc's) of a measured matrix's
+    quantity (`Bench.tables.matrix_of`), by the unit its name says: a time is hwloc's Latency, a rate its
+    Bandwidth; None for a quantity hwloc has no attribute for."""
+    kind = unit_kind(quantity)
+    if kind is None:
+        return None
+    name, base = ATTRIBUTES[kind]
+    units = TIME_UNITS if kind == "time" else RATE_UNITS
+    return name, units[metric_unit(quantity)] / base
+
+
 def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML", mark: str | None = None) -> str:
     """`base` (an hwloc XML topology) with the measured matrices as its Latency and Bandwidth
     attributes; a node the base lacks is refused, naming it. `mark`: said in an info attribute
@@ -75,11 +86,12 @@ def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML"
     if root.tag != "topology" or not numa:
         raise NumasweepError(f"{where}: not an hwloc topology with NUMA nodes; give what `lstopo --of xml` writes")
     values = {}
-    for quantity, (name, factor) in ATTRIBUTES.items():
-        if measured.get(quantity) is None:
+    for quantity, matrix in measured.items():
+        if matrix is None or attribute(quantity) is None:
             continue
+        name, factor = attribute(quantity)
         values[name] = []
-        for (cpu, mem), value in sorted(matrices.cells(measured[quantity]).items()):
+        for (cpu, mem), value in sorted(matrices.cells(matrix).items()):
             for node, role in ((cpu, "CPU"), (mem, "memory")):
                 if node not in numa:
                     raise NumasweepError(
@@ -87,8 +99,10 @@ def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML"
                         f"give --base the XML of the machine measured (nodes here: {sorted(numa)})")
             values[name].append((cpu, mem, max(1, round(value * factor))))
     if not values:
-        raise NumasweepError("no measured latency or bandwidth matrix to export: the results need the "
-                             "latency or bandwidth benchmark with threads or ranks on single nodes")
+        words = " or ".join(name.lower() for name, _ in ATTRIBUTES.values())
+        benches = " or ".join(b.name for b in registry.all_benches().values() if b.tables.matrix is not None)
+        raise NumasweepError(f"no measured {words} matrix to export: the results need the {benches} benchmark "
+                             "with threads or ranks on single nodes")
     for old in [c for c in root if c.tag == "memattr" and c.get("name") in values]:
         root.remove(old)
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,7 +167,7 @@ def main(argv: list[str]) -> int:
     measured = matrices.measured(frames if args.force else clean)
     mark = "; ".join(r.sentence() for r in left) if left else None
     atomic_write_text(args.output, export(base, measured, args.base or "lstopo --of xml", mark))
-    names = ", ".join(ATTRIBUTES[q][0] for q in ATTRIBUTES if q in measured)
+    names = ", ".join(attribute(q)[0] for q in measured if attribute(q))
     print(f"{args.output}: measured {names} as hwloc memory attributes; "
           f"check with `lstopo --input {args.output} --memattrs`, use with HWLOC_XMLFILE={args.output}")
     return 0

@@ -27,9 +27,8 @@ from numasweep.core.errors import NumasweepError
 from numasweep.reporting.markdown import Md, fmt_number, fmt_value, md_block, md_code, md_table, md_text, md_url
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
-from numasweep.core.units import format_cpulist, size_words
+from numasweep.core.units import capacity_words, format_cpulist, size_words
 from numasweep.findings import analysis, audit, firmware
-from numasweep.findings.levels import capacity_words
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report"
 # The aggregated tables carry the launch line as `command` (from provenance); imported legacy

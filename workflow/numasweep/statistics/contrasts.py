@@ -35,9 +35,6 @@ from numasweep.statistics import stats
 from numasweep.results.series import constant_keys, joined, per_value
 from numasweep.statistics.stats import Interval, Series
 
-# The columns of a latency table (numa_latency, numa_loaded_latency): a curve's axis, value and
-# each run's spread; the measure `contrast` reads by default.
-LATENCY = stats.Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
 MIN_EFFECT = 0.10   # floor of practical effect: a difference under 10 % is not reported
 
 
@@ -132,12 +129,12 @@ def _units_by_size(g: pd.DataFrame, axis: str) -> tuple[np.ndarray, np.ndarray, 
 
 
 def contrast(table: pd.DataFrame, factor: str, a: Any, b: Any, unit_keys: Sequence[str],
-             series_keys: Sequence[str] = (), floor: float = MIN_EFFECT, q: float = stats.FDR,
-             where: str = "latency table", measure: stats.Measure = LATENCY,
-             onset: bool = True) -> list[Contrast]:
-    """a / b per series and size (see the module docstring); `measure` names the columns of a
-    table other than latency over sizes (bandwidth over threads: its "sizes" are thread counts);
-    onset=False skips the onset and its bootstrap (a caller that states no onset)."""
+             series_keys: Sequence[str] = (), *, measure: stats.Measure, where: str,
+             floor: float = MIN_EFFECT, q: float = stats.FDR, onset: bool = True) -> list[Contrast]:
+    """a / b per series and size (see the module docstring); `measure` names the caller's columns
+    (a latency table's value over sizes; bandwidth over threads: its "sizes" are thread counts),
+    `where` the table in messages; onset=False skips the onset and its bootstrap (a caller that
+    states no onset)."""
     stats.check_values(table, where, measure)
     df = measure.columns(table, *series_keys, *unit_keys, factor)
     keys = [k for k in series_keys if k in df] + [k for k in unit_keys if k in df]
@@ -256,10 +253,3 @@ def deviations(contrasts: Sequence[Contrast], alpha: float = stats.FDR) -> list[
                              bool(inversion)))
     return out
 
-
-def with_l3_position(table: pd.DataFrame, topology: Any) -> pd.DataFrame:
-    """Adds `l3_position`: index of the row's L3 group among the L3 groups of its CPU's node
-    (0 = the group with the lowest CPU), so ranks on the first CCD of every node compare alike."""
-    position = topology.l3_positions()
-    groups = pd.to_numeric(table["l3_group"], errors="coerce").fillna(-1).astype(int)
-    return table.assign(l3_position=[position.get(g, -1) for g in groups])

@@ -210,7 +210,7 @@ class Series:
     def center(self, logs: np.ndarray | None = None) -> np.ndarray:
         return np.nanmedian(self.logs if logs is None else logs, axis=0)
 
-    def latency_ns(self) -> np.ndarray:
+    def values(self) -> np.ndarray:
         """exp of the centre: the value at each size in the table's unit."""
         return np.exp(self.center())
 

@@ -7,13 +7,76 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep.benches.latency import findings, tables
+from numasweep.benches.latency import findings, levels, tables
 from numasweep.benches.latency.tables import NAME, SPREAD, WITHIN
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_size
 from numasweep.reporting import figures
 from numasweep.results import series
 from numasweep.results.tables import with_memory_node
+
+
+def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
+    """(size in bytes, label) for each cache level as one core can use it (levels'
+    usable capacities: the L3 of the core's own L3 group, never a node's sum of them)."""
+    marks: dict[int, str] = {}
+    for cap in levels.usable_capacities(topology):
+        name, _, where = cap.label.partition(" (")
+        marks.setdefault(cap.size_bytes, f"{name} {format_size(cap.size_bytes)}" + (f" ({where}" if where else ""))
+    return sorted(marks.items())
+
+
+def draw_cache_markers(ax, topology: Topology | None, sizes: list[int]) -> None:
+    """A dotted line at each cache size inside the sizes drawn, named short ("L2 1MiB") inside
+    the axes, just below the top, so no label is cut at the figure's edge."""
+    lo, hi = min(sizes), max(sizes)
+    for size, label in cache_markers(topology):
+        if lo <= size <= hi:
+            ax.axvline(size, color="0.4", linestyle=":", linewidth=1)
+            ax.text(size, 0.97, label.split(" (")[0], transform=ax.get_xaxis_transform(), rotation=90,
+                    va="top", ha="right", fontsize=8, color="0.3", clip_on=True,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+
+
+def log_latency_axis(ax, label: str = "latency (ns per load)") -> None:
+    """Latency on a log axis, so each cache level's step shows beside the DRAM one, its ticks
+    written as plain numbers (1, 2, 5, 10, 20, ...)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_ylabel(label)
+
+
+def l3_linestyles(topology: Topology | None) -> dict[int, str]:
+    """Line style per L3 group by the group's place inside its NUMA node (first solid, second
+    dashed, ...), so that one node's L3 groups (CCDs) read as a pair; `linestyle_key` says so."""
+    styles: dict[int, str] = {}
+    if topology and topology.l3_groups:
+        cpu_node = {c: n.id for n in topology.nodes for c in n.cpus}
+        seen: dict[int, int] = {}
+        for index, cpus in enumerate(topology.l3_groups):
+            node = cpu_node.get(min(cpus), -1)
+            styles[index] = figures.LINESTYLES[seen.get(node, 0) % len(figures.LINESTYLES)]
+            seen[node] = seen.get(node, 0) + 1
+    return styles
+
+
+PLACE_WORDS = ("first", "second", "third", "fourth")
+
+
+def linestyle_key(used: set[str]) -> str | None:
+    """A legend title naming what the line styles `used` (`l3_linestyles`) stand for: "solid: a
+    node's first L3 group, dashed: its second"; None where every line is solid."""
+    styles = figures.LINESTYLES
+    places = [i for i, style in enumerate(styles) if style in used]
+    if places in ([], [0]):
+        return None
+    return ", ".join(f"{figures.STYLE_WORDS[styles[i]]}: " + (f"a node's {PLACE_WORDS[i]} L3 group" if n == 0
+                                                      else f"its {PLACE_WORDS[i]}")
+                     for n, i in enumerate(places))
 
 
 def across_hosts(part: pd.DataFrame, value: str, by: tuple[str, ...] = ()) -> tuple[pd.DataFrame, int]:
@@ -37,7 +100,7 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | No
     each its own colour, styled by its L3 group's place in its node (the legend's title says how);
     a band from each point's sample range where the table has one (`tables.SPREAD`). Over several
     hosts, one line per rank: the median over the hosts, the band their range (`across_hosts`)."""
-    styles = figures.l3_linestyles(topology)
+    styles = l3_linestyles(topology)
     part, hosts = across_hosts(part, value, by)
     over = f", median of {hosts} nodes" if hosts > 1 else ""
     lines = list(tables.latency_lines(part, by))
@@ -59,7 +122,7 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | No
         ax.text(0.99, 0.01, f"band: lowest to highest of {hosts} nodes", transform=ax.transAxes, fontsize=7,
                 ha="right", va="bottom")
     ax.legend(fontsize=7, ncol=2 if part["rank"].nunique() > 8 else 1, loc="best",
-              title=figures.linestyle_key(used), title_fontsize=7)
+              title=linestyle_key(used), title_fontsize=7)
 
 
 def plot_latency_vs_size(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
@@ -77,9 +140,9 @@ def size_figure(part: pd.DataFrame, topology: Topology | None, figdir: Path, kin
     sizes = sorted(part["size_bytes"].unique())
     fig, (ax,) = figures.new_figure()
     plot_rank_curves(ax, part, "latency_ns_median", topology, by)
-    figures.draw_cache_markers(ax, topology, sizes)
+    draw_cache_markers(ax, topology, sizes)
     figures.size_axis(ax, sizes)
-    figures.log_latency_axis(ax)
+    log_latency_axis(ax)
     ax.set_title(figures.titled(title, variant))
     return figures.save(fig, figdir, NAME, kind, variant)
 
@@ -188,7 +251,7 @@ def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: 
                 ax.fill_between(curve.index, curve["min"], curve["max"], color=colour, alpha=0.15, linewidth=0)
             ax.set_xlabel("ranks per domain")
             figures.count_axis(ax.xaxis)
-            figures.log_latency_axis(ax, "median latency over ranks (ns per load)")
+            log_latency_axis(ax, "median latency over ranks (ns per load)")
             ax.grid(True, which="both", alpha=0.3)
             ax.set_title(f"{format_size(int(size))} buffers")
             interleaved = "strategy" in rows and (rows["strategy"] == "interleaved").any()

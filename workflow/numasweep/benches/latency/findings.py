@@ -34,12 +34,13 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from numasweep.benches.latency import tables
+from numasweep.benches import common
+from numasweep.benches.latency import levels, tables
 from numasweep.benches.latency.tables import NAME, SERIES, WITHIN
 from numasweep.core.registry import COMMON_SERIES
 from numasweep.core.topology import Topology
-from numasweep.core.units import page_words, size_words
-from numasweep.findings import analysis, levels
+from numasweep.core.units import capacity_words, page_words, size_words
+from numasweep.findings import analysis
 from numasweep.findings.analysis import Finding
 from numasweep.results import series
 from numasweep.results.tables import locality, node_lists
@@ -220,7 +221,7 @@ def latency_locality(latency: pd.DataFrame | None, topology: Topology | None = N
         return []
     single = points[~points["mem_nodes"].str.contains(",") & (points["mem_nodes"] != "")]
     config = [c for c in series.series_columns(single, NAME) if c not in WITHIN]
-    varying = [c for c in config if c not in ("mode", "page_size", levels.GRID_PAGES) and single[c].nunique() > 1]
+    varying = [c for c in config if c not in ("mode", "page_size", analysis.GRID_PAGES) and single[c].nunique() > 1]
     groups = []
     for key, g in single.groupby(config + ["mem_nodes"]):
         values = dict(zip(config, key))
@@ -335,7 +336,7 @@ def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | 
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
         return None
-    stats.check_values(latency, "latency.csv", contrasts.LATENCY)
+    stats.check_values(latency, "latency.csv", common.LATENCY)
     df = series.normalise(latency, "latency")
     for col in ("mode", "page_size", "mem_nodes"):
         if col not in df:
@@ -426,7 +427,7 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
             findings.append(Finding(
                 id="cache_threshold", bench="latency",
                 title=(f"Latency step {size_words(t.from_size_bytes)} to {size_words(t.to_size_bytes)}: "
-                       f"{levels.capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}"
+                       f"{capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}"
                        + (" and on to memory" if t.to_memory else "") + title),
                 summary=_opening(text, t.describe() + left_out),
                 numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
@@ -439,7 +440,7 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                 evidence=[{"size_bytes": s, "latency_ns": v} for s, v in zip(curve.sizes, curve.latency_ns)
                           if t.from_size_bytes <= s <= t.to_size_bytes]))
         if curve.unseen:
-            names = ", ".join(levels.capacity_words(c.label, c.size_bytes) for c in curve.unseen)
+            names = ", ".join(capacity_words(c.label, c.size_bytes) for c in curve.unseen)
             # an unexplained rise ending below them: memory latency came before these caches filled
             early = [t for t in curve.transitions if t.kind == "unexplained"
                      and all(t.to_size_bytes < c.size_bytes for c in curve.unseen)]
@@ -457,7 +458,7 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                 if c.size_bytes not in seen}
     tested = [s for curve in lv.curves for s in curve.sizes]
     if untested and tested:
-        names = ", ".join(levels.capacity_words(c.label, c.size_bytes)
+        names = ", ".join(capacity_words(c.label, c.size_bytes)
                           for c in sorted(untested.values(), key=lambda c: c.size_bytes))
         findings.append(Finding(
             id="cache_untested", bench="latency", title="Caches outside the tested sizes",
@@ -627,7 +628,7 @@ def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
     """Runs (a rank of one repetition) off the others of their curve at one size (`stats.deviations`)."""
     keys = study.keys + ["l3_position"]
     reps = [c for c in REPLICATES if c in table]
-    curves = stats.series_table(table, keys, reps, contrasts.LATENCY)
+    curves = stats.series_table(table, keys, reps, common.LATENCY)
     found = stats.deviations(curves, [contrasts.MIN_EFFECT] * len(curves),
                              skip=levels.unstable_indices(table, keys, curves))
     findings = []
@@ -698,13 +699,15 @@ def _contrast_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
     div: list[contrasts.Contrast] = []
     if {"concurrent", "serial"} <= set(table["mode"].unique()):
         div_keys = [k for k in study.keys if k != "mode"] + ["l3_position"]
-        div = contrasts.contrast(table, "mode", "concurrent", "serial", RANK_UNITS, div_keys, where="latency.csv")
+        div = contrasts.contrast(table, "mode", "concurrent", "serial", RANK_UNITS, div_keys,
+                                 measure=common.LATENCY, where="latency.csv")
     ccd: list[tuple[int, int, contrasts.Contrast]] = []
     positions = sorted(set(table["l3_position"].unique()))
     if study.topology is not None and study.topology.l3_groups and len(positions) > 1:
         for p in positions[1:]:
             ccd += [(positions[0], p, c) for c in contrasts.contrast(
-                table, "l3_position", positions[0], p, NODE_UNITS, study.keys, where="latency.csv")]
+                table, "l3_position", positions[0], p, NODE_UNITS, study.keys, measure=common.LATENCY,
+                where="latency.csv")]
     return (_divergence_findings(study, div) + _asymmetry_findings(study, ccd)
             + _deviation_findings(study, contrasts.deviations([c for _, _, c in ccd] + div)))
 

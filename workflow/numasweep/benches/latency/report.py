@@ -10,12 +10,11 @@ from pathlib import Path
 import pandas as pd
 
 from numasweep.benches.latency import figures as latency_figures
-from numasweep.benches.latency import tables
+from numasweep.benches.latency import levels, tables
 from numasweep.benches.latency.findings import REPLICATES
 from numasweep.benches.latency.tables import NAME
 from numasweep.core.topology import Topology
-from numasweep.core.units import page_words, parse_page_fractions, size_words
-from numasweep.findings import levels
+from numasweep.core.units import capacity_words, page_words, parse_page_fractions, size_words
 from numasweep.reporting import figures
 from numasweep.reporting.markdown import Md, md_table, md_text, measured
 from numasweep.results import digest, series
@@ -289,7 +288,7 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         part, page = at(local, int(inside[-1]))
         ns, value, interval = measured(_runs(part), "ns")
         where = size_words(int(inside[-1])) + (f", {page_words(page)}" if page else "")
-        cache_rows.append((ns, [f"{levels.capacity_words(cache.label, cache.size_bytes)} latency, at {where}{alone}",
+        cache_rows.append((ns, [f"{capacity_words(cache.label, cache.size_bytes)} latency, at {where}{alone}",
                                 value, interval]))
     largest = int(df["size_bytes"].max())
     local_ns = {}

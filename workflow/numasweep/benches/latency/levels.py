@@ -60,11 +60,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from numasweep.findings import analysis
 from numasweep.statistics import stats
-from numasweep.statistics.contrasts import LATENCY
+from numasweep.benches.common import LATENCY
 from numasweep.statistics.stats import Interval, Series
 from numasweep.core.topology import Topology
-from numasweep.core.units import size_words
+from numasweep.core.units import capacity_words, size_words
 
 STEP_FLOOR = 0.10          # a size step that adds at least 10 % latency may belong to a transition
 TRANSITION_FLOOR = 0.20    # a transition raises latency by at least 20 % from plateau to plateau
@@ -77,7 +78,6 @@ FAR_BEYOND = 8
 PREFETCH_MAX_NS = 10.0
 NO_TOPOLOGY_FAR_BYTES = 2 ** 31   # without a topology, "far beyond any LLC" is 2 GiB
 BASE_PAGES = {"4k", "4kib", "4096"}
-GRID_PAGES = "pages"       # the sweep's `pages` in an aggregated table: the page size again
 LOCATION_DRAWS = 300
 # A size whose runs' samples spread (median over runs of (max - min) / median, the kernel's
 # spread_pct) beyond 30 % and beyond 3x the curve's typical spread is unstable: its samples
@@ -126,14 +126,6 @@ class Transition:
             cause += (f", and on to memory-level latency ({self.latency_after_ns:.0f} ns) with no plateau between: "
                       "the exit from the larger caches is inside this rise, and its ratio is not this cache's alone")
         return f"latency rises {self.ratio.text('{:.2f}x')} {where}, {at}: {cause}"
-
-
-def capacity_words(label: str, nbytes: int | None) -> str:
-    """A cache named with its size where it is: "L2 (per core)", 1 MiB -> "L2 (1 MiB per core)"."""
-    name, _, where = label.partition(" (")
-    if nbytes is None:
-        return label
-    return f"{name} ({size_words(nbytes)} {where}" if where else f"{name} ({size_words(nbytes)})"
 
 
 @dataclass
@@ -443,7 +435,7 @@ def latency_series(table: pd.DataFrame, series_keys: Sequence[str], replicate_ke
 def refusals(all_series: Sequence[Series], topology: Topology | None) -> list[str | None]:
     """Per series, why the plausibility gate refuses it as a latency curve (None: measured)."""
     capacities = usable_capacities(topology)
-    return [plausibility(s.sizes, s.latency_ns(), capacities) for s in all_series]
+    return [plausibility(s.sizes, s.values(), capacities) for s in all_series]
 
 
 def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: Sequence[str],
@@ -476,7 +468,7 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
     curves = []
     for n, (s, reason) in enumerate(curves_in):
         _, _, _, rule = s.noise()
-        base = dict(series=s.key, sizes=s.sizes.tolist(), latency_ns=s.latency_ns().tolist(), noise_rule=rule)
+        base = dict(series=s.key, sizes=s.sizes.tolist(), latency_ns=s.values().tolist(), noise_rule=rule)
         if reason is not None:
             curves.append(CurveLevels(**base, measured=False, gate_reason=reason, transitions=[], unseen=[],
                                       untested=[]))
@@ -609,7 +601,7 @@ def _page_pairs(series: list[Series], page_col: str) -> list[tuple[Series, Serie
 
 
 def _without_pages(key: dict, page_col: str) -> dict:
-    return {k: v for k, v in key.items() if k not in (page_col, GRID_PAGES)}
+    return {k: v for k, v in key.items() if k not in (page_col, analysis.GRID_PAGES)}
 
 
 def _ratio_series(small: Series, huge: Series) -> Series:
