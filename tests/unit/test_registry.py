@@ -134,9 +134,6 @@ STILL_NAMED = {
     "reporting/report.py": {"size_bytes"},
     # identity columns read as numbers, and the words before a numbered column
     "results/series.py": {"size_bytes", "bytes", "src_node", "dst_node", "ngpus", "access_size(bytes)"},
-    # each kernel's within-run spread columns, read while the job runs
-    "running/verdict.py": {"latency_ns_median", "round_trip_ns_median", "best_mb_s", "best_gb_s", "gb_s_median",
-                           "size_bytes"},
 }
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from numasweep.core import registry
 from numasweep.results import aggregate
 from numasweep.running import verdict
 
@@ -16,40 +17,69 @@ LATENCY = {"rank": "0", "latency_ns_median": "100", "latency_ns_min": "99.5", "l
 BANDWIDTH = {"best_mb_s": "10000", "min_mb_s": "9900", "avg_mb_s": "9950", "on_cpu_pct": "99.5"}
 
 
-@pytest.mark.parametrize("row, load, expected, words", [
-    (LATENCY, 0.5, "quiet", "every thread on its CPU"),
-    ({**LATENCY, "on_cpu_pct": "2.0"}, 0.5, "disturbed", "rank 0 on its CPU 2% of the time"),
+def spread(bench: str):
+    """The spread a benchmark's jobs are judged by, found as run-job finds it: by the folder of
+    the job's table."""
+    return verdict.spread_of(Path("results", "sys", bench, "j1.csv"))
+
+
+@pytest.mark.parametrize("row, load, expected, words, bench", [
+    (LATENCY, 0.5, "quiet", "every thread on its CPU", "latency"),
+    ({**LATENCY, "on_cpu_pct": "2.0"}, 0.5, "disturbed", "rank 0 on its CPU 2% of the time", "latency"),
     ({**LATENCY, "retaken": "5", "on_cpu_pct": "84.0"}, 0.5, "disturbed", "took every sample again and stayed "
-     "under 90%"),
+     "under 90%", "latency"),
     # retakes spent, the samples kept at 90-95%: a few percent taken, as when every CPU measures
-    ({**LATENCY, "retaken": "5", "on_cpu_pct": "94.0"}, 0.5, "noisy", "under 95% on the CPU (at least 94%)"),
+    ({**LATENCY, "retaken": "5", "on_cpu_pct": "94.0"}, 0.5, "noisy", "under 95% on the CPU (at least 94%)",
+     "latency"),
     # retakes spent, but the samples kept ran at 95% or more: the retakes did their job
-    ({**LATENCY, "retaken": "6", "on_cpu_pct": "97.4"}, 0.5, "quiet", "every thread on its CPU"),
-    ({**LATENCY, "on_cpu_pct": "80.0"}, 0.5, "noisy", "rank 0 on its CPU 80% of the time"),
-    ({**LATENCY, "latency_ns_max": "103"}, 0.5, "noisy", "spread within the run 3.5%, above the target of 2%"),
-    (BANDWIDTH, 0.5, "quiet", "every thread"),
-    ({**BANDWIDTH, "avg_mb_s": "9600"}, 0.5, "noisy", "above the target of 3%"),
-    ({**BANDWIDTH, "on_cpu_pct": "31.3"}, 0.5, "disturbed", "a thread on its CPU 31% of the time"),
+    ({**LATENCY, "retaken": "6", "on_cpu_pct": "97.4"}, 0.5, "quiet", "every thread on its CPU", "latency"),
+    ({**LATENCY, "on_cpu_pct": "80.0"}, 0.5, "noisy", "rank 0 on its CPU 80% of the time", "latency"),
+    ({**LATENCY, "latency_ns_max": "103"}, 0.5, "noisy", "spread within the run 3.5%, above the target of 2%",
+     "latency"),
+    (BANDWIDTH, 0.5, "quiet", "every thread", "bandwidth"),
+    ({**BANDWIDTH, "avg_mb_s": "9600"}, 0.5, "noisy", "above the target of 3%", "bandwidth"),
+    ({**BANDWIDTH, "on_cpu_pct": "31.3"}, 0.5, "disturbed", "a thread on its CPU 31% of the time", "bandwidth"),
     ({"chase_on_cpu_pct": "100", "load_on_cpu_pct": "12", "chase_retaken": "0", "samples": "2"}, 0.5,
-     "disturbed", "a load thread on its CPU 12% of the time"),
-    (BANDWIDTH, 3.5, "noisy", "load average 3.5 on 2 CPUs"),
-    ({"size": "1", "value": "2.5"}, 0.5, "quiet", "every thread"),
+     "disturbed", "a load thread on its CPU 12% of the time", "loaded_latency"),
+    (BANDWIDTH, 3.5, "noisy", "load average 3.5 on 2 CPUs", "bandwidth"),
+    ({"size": "1", "value": "2.5"}, 0.5, "quiet", "every thread", "not_a_benchmark"),
 ])
-def test_the_verdict_follows_the_rule(row, load, expected, words):
-    got, reason = verdict.decide([row], load, 2)
+def test_the_verdict_follows_the_rule(row, load, expected, words, bench):
+    got, reason = verdict.decide([row], load, 2, spread(bench))
     assert got == expected and words in reason, (got, reason)
 
 
 def test_the_worst_row_decides(tmp_path: Path):
     rows = [LATENCY, {**LATENCY, "rank": "3", "on_cpu_pct": "40"}, {**LATENCY, "on_cpu_pct": "70"}]
-    assert verdict.decide(rows, None, 2) == ("disturbed", "rank 3 on its CPU 40% of the time")
+    assert verdict.decide(rows, None, 2, spread("latency")) == ("disturbed", "rank 3 on its CPU 40% of the time")
 
 
 def test_one_row_over_the_spread_target_does_not_make_a_run_noisy():
     """A cache's edge or one slow size spreads its samples; the run is noisy when most rows do."""
     wide = {**LATENCY, "latency_ns_max": "110"}
-    assert verdict.decide([LATENCY, LATENCY, wide], None, 2)[0] == "quiet"
-    assert verdict.decide([LATENCY, wide, wide], None, 2)[0] == "noisy"
+    assert verdict.decide([LATENCY, LATENCY, wide], None, 2, spread("latency"))[0] == "quiet"
+    assert verdict.decide([LATENCY, wide, wide], None, 2, spread("latency"))[0] == "noisy"
+
+
+def test_a_latency_under_256_mib_has_the_looser_target():
+    """numa_latency's --spread-small: a short sample at a small size is judged against 5%, not 2%."""
+    row = {**LATENCY, "latency_ns_max": "103"}  # 3.5%
+    assert verdict.decide([{**row, "size_bytes": str(4 << 10)}], None, 2, spread("latency"))[0] == "quiet"
+    assert verdict.decide([{**row, "size_bytes": str(256 << 20)}], None, 2, spread("latency")) == (
+        "noisy", "spread within the run 3.5%, above the target of 2%")
+    assert verdict.decide([{**row, "size_bytes": str(4 << 10), "latency_ns_max": "106"}], None, 2,
+                          spread("latency"))[0] == "noisy"
+
+
+def test_every_spread_a_benchmark_records_is_among_its_kernels_columns():
+    """The verdict reads the columns a benchmark's record names; a name its kernel never writes
+    would leave its jobs unjudged."""
+    for name, bench in registry.all_benches().items():
+        s = bench.checks.spread
+        if s is not None:
+            kernel = (Path(__file__).parents[2] / "kernels" / f"{bench.launch.kernel}.c").read_text()
+            for column in (s.high, s.low, s.reference) + ((s.small[0],) if s.small else ()):
+                assert column in kernel, (name, column)
 
 
 def _job(tmp_path: Path, quality: dict | None) -> Path:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, parse_cpulist
 from numasweep.findings.analysis import Finding
@@ -235,5 +235,6 @@ BENCH = register(Bench(
     checks=Checks(
         metrics={"round_trip_ns_median": False},
         not_checked="numa_c2c records no within-run spread, timer or first-touch columns beyond each pair's sample range, which its heatmap and tables show",
+        spread=Spread("round_trip_ns_max", "round_trip_ns_min", "round_trip_ns_median", common.TIME_SPREAD_PCT),
     ),
 ))

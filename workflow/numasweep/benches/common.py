@@ -10,6 +10,7 @@ import pandas as pd
 import numpy as np
 
 from numasweep.core.errors import NumasweepError
+from numasweep.core.registry import Spread
 from numasweep.core.units import format_size, parse_size
 from numasweep.planning import placement
 from numasweep.statistics import stats
@@ -17,6 +18,12 @@ from numasweep.statistics import stats
 # The columns of a latency table (numa_latency, numa_loaded_latency): a curve's axis, value and
 # each run's spread, the measure the latency findings hand to `statistics`.
 LATENCY = stats.Measure("latency_ns_median", "latency_ns_min", "latency_ns_max", "samples", "size_bytes")
+
+# The spread within a run a job's quality verdict reads (`core.registry.Spread`): a time per load
+# 2% (numa_latency's --spread) from 256 MiB on and 5% below (--spread-small), where a sample is
+# short and a cache's edge spreads it; a rate (bandwidths) 3%.
+TIME_SPREAD_PCT, RATE_SPREAD_PCT = 2.0, 3.0
+LATENCY_SPREAD = Spread(LATENCY.high, LATENCY.low, LATENCY.value, TIME_SPREAD_PCT, (LATENCY.axis, 256 << 20, 5.0))
 
 PLACED_CPUS = ("chase_cpu", "load_nodes", "load_cpus")  # where the chase and the load ran
 

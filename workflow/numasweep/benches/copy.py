@@ -19,7 +19,8 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.benches import common
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
@@ -297,5 +298,6 @@ BENCH = register(Bench(
     checks=Checks(
         metrics={"best_gb_s": True},
         not_checked="numa_copy records no within-run spread or timer columns to check",
+        spread=Spread("best_gb_s", "avg_gb_s", "best_gb_s", common.RATE_SPREAD_PCT),
     ),
 ))

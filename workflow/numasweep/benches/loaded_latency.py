@@ -255,5 +255,6 @@ BENCH = register(Bench(
     checks=Checks(
         metrics={"latency_ns_median": False},
         not_checked="its within-run spread and the chase's time on CPU are read by its finding (a chase that shared its CPU is said there), not yet by the data-quality table",
+        spread=common.LATENCY_SPREAD,
     ),
 ))

@@ -19,7 +19,8 @@ have, docs/INTERFACES.md, those that must be positive, the axis and the columns 
 `analyse` (its findings), `presentation` (`Presentation`: its figures, each a `Figure` of kind,
 caption and drawer in report order, their category and variant in Snakemake's HTML report, what
 it writes in the report (its raw tables, and blocks in the analysis sections), its subjects and
-headline) and `checks` (`Checks`: the comparison metrics and the data-quality check of its runs).
+headline) and `checks` (`Checks`: the comparison metrics, the data-quality check of its runs and
+the spread within a run its jobs' verdict reads).
 """
 
 from __future__ import annotations
@@ -55,6 +56,19 @@ class RunQuality:
     reduce: tuple[str | None, ...]
     also: tuple[str, ...] = ()  # other columns `runs` reads
     text: tuple[str, ...] = ()  # columns of `columns` that are text, not numbers
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A kernel's spread within a run, which run-job's quality verdict reads (`running.verdict`):
+    (high - low) / reference of a row, in percent, against `target_pct`; `small` (size column,
+    bytes, target in percent): a looser target for rows under that size, where a sample is short."""
+
+    high: str
+    low: str
+    reference: str
+    target_pct: float
+    small: tuple[str, int, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +166,8 @@ class Checks:
     # reason in `not_checked`.
     quality: RunQuality | None = None
     not_checked: str = ""
+    # The spread within a run that a job's quality verdict reads; None: the kernel records none.
+    spread: Spread | None = None
 
 
 @dataclass(frozen=True)

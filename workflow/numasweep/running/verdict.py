@@ -14,9 +14,10 @@ The rule, from the kernel's table and the machine's load average:
 - noisy: a share under NOISY_ON_CPU_PCT (90%); or retakes spent with samples kept between 90%
   and 95% on the CPU (as every CPU of a machine measures at once, and the machine's own work
   takes a few percent of one); or the typical row's spread within the run (the
-  median over the rows of max - min over the median, best - average over the best for
-  bandwidths) above the kernel's target, SPREAD_TARGET_PCT (2% latency from 256 MiB on and 5%
-  below, as numa_latency's --spread and --spread-small; 3% bandwidth); or the
+  median over the rows of high - low over the reference, the benchmark's `checks.spread`:
+  max - min over the median for latencies, best - average over the best for bandwidths) above
+  its target (2% latency from 256 MiB on and 5% below, as numa_latency's --spread and
+  --spread-small; 3% bandwidth); or the
   1-minute load average when the job ended above the machine's CPUs (more runnable work than
   CPUs: something waited).
 - quiet otherwise.
@@ -33,6 +34,8 @@ import csv
 import os
 from pathlib import Path
 
+from numasweep.core import registry
+from numasweep.core.registry import Spread
 from numasweep.core.units import count_words
 
 VERDICTS = ("quiet", "noisy", "disturbed")
@@ -44,18 +47,6 @@ ON_CPU_COLUMNS = {"on_cpu_pct": "a thread", "chase_on_cpu_pct": "the chase", "lo
 # (numa_latency, numa_loaded_latency); the share under which a kernel takes a sample again.
 RETAKEN_COLUMNS = {"retaken": ("samples", "on_cpu_pct"), "chase_retaken": ("samples", "chase_on_cpu_pct")}
 RETAKE_BELOW_PCT = 95.0
-# Within-run spread: (high, low, reference) columns and the target in percent.
-SPREAD_TARGET_PCT = {"time": 2.0, "rate": 3.0}     # a time per load (latencies), a rate (bandwidths)
-# numa_latency's own targets: --spread (2 %) from 256 MiB on, --spread-small (5 %) below, where a
-# sample is short and a cache's edge spreads it
-SMALL_BYTES, SMALL_TARGET_PCT = 256 << 20, 5.0
-SPREAD_COLUMNS = (
-    ("latency_ns_max", "latency_ns_min", "latency_ns_median", "time"),
-    ("round_trip_ns_max", "round_trip_ns_min", "round_trip_ns_median", "time"),
-    ("best_mb_s", "avg_mb_s", "best_mb_s", "rate"),
-    ("best_gb_s", "avg_gb_s", "best_gb_s", "rate"),
-    ("gb_s_max", "gb_s_min", "gb_s_median", "rate"),
-)
 
 
 def _number(text: str | None) -> float | None:
@@ -90,32 +81,44 @@ def retakes_spent(rows: list[dict[str, str]], below: float = RETAKE_BELOW_PCT) -
     return spent
 
 
-def worst_spread(rows: list[dict[str, str]]) -> tuple[float, float] | None:
+def worst_spread(rows: list[dict[str, str]], spread: Spread | None) -> tuple[float, float] | None:
     """(spread in percent, its target) of the job's typical row: the median over its rows of the
     spread against its target (one size or kernel over it, a cache's edge or a first timed
-    iteration, does not make a run noisy; most of them do); None when the table has no spread
-    columns. A bandwidth's spread is best over average (the figure reported is the best; the
-    slowest single iteration says little of the others)."""
+    iteration, does not make a run noisy; most of them do); None when the benchmark records no
+    spread (`spread` None) or the table lacks its columns. A bandwidth's spread is best over
+    average (the figure reported is the best; the slowest single iteration says little of the
+    others)."""
+    if spread is None:
+        return None
     found = []
     for row in rows:
-        for hi_col, lo_col, ref_col, kind in SPREAD_COLUMNS:
-            hi, lo, ref = _number(row.get(hi_col)), _number(row.get(lo_col)), _number(row.get(ref_col))
-            if hi is None or lo is None or not ref:
-                continue
-            target = SPREAD_TARGET_PCT[kind]
-            size = _number(row.get("size_bytes"))
-            if kind == "time" and size is not None and size < SMALL_BYTES:
-                target = SMALL_TARGET_PCT
-            found.append((100 * (hi - lo) / ref, target))
+        hi, lo, ref = _number(row.get(spread.high)), _number(row.get(spread.low)), _number(row.get(spread.reference))
+        if hi is None or lo is None or not ref:
+            continue
+        target = spread.target_pct
+        if spread.small is not None:
+            size_col, under, small_target = spread.small
+            size = _number(row.get(size_col))
+            if size is not None and size < under:
+                target = small_target
+        found.append((100 * (hi - lo) / ref, target))
     if not found:
         return None
     found.sort(key=lambda f: f[0] / f[1])
     return found[(len(found) - 1) // 2]
 
 
-def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int) -> tuple[str, str]:
+def spread_of(csv: Path) -> Spread | None:
+    """The spread within a run that the benchmark of a job's table records: the table's folder is
+    its benchmark's name (as in provenance.record's `bench`); None for a folder no benchmark has."""
+    bench = registry.get(Path(csv).parent.name)
+    return bench.checks.spread if bench else None
+
+
+def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int,
+           spread: Spread | None) -> tuple[str, str]:
     """(verdict, reason) of a job from its table's rows, the 1-minute load average when it ended
-    (None: unknown) and the machine's CPUs."""
+    (None: unknown), the machine's CPUs and the spread its benchmark records (`checks.spread`)."""
     share = least_on_cpu(rows)
     if share and share[0] < DISTURBED_ON_CPU_PCT:
         return "disturbed", f"{share[1]} on its CPU {share[0]:.0f}% of the time"
@@ -130,9 +133,9 @@ def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int) -> t
         return "noisy", (f"{count_words(spent, 'row')} took every sample again and stayed "
                          f"under {RETAKE_BELOW_PCT:.0f}% on the CPU"
                          + (f" (at least {share[0]:.0f}%)" if share else ""))
-    spread = worst_spread(rows)
-    if spread and spread[0] > spread[1]:
-        return "noisy", f"spread within the run {spread[0]:.1f}%, above the target of {spread[1]:g}%"
+    worst = worst_spread(rows, spread)
+    if worst and worst[0] > worst[1]:
+        return "noisy", f"spread within the run {worst[0]:.1f}%, above the target of {worst[1]:g}%"
     if load_after is not None and load_after > cpus:
         return "noisy", f"load average {load_after:.1f} on {cpus} CPUs when the job ended"
     return "quiet", "every thread on its CPU, spread within target"

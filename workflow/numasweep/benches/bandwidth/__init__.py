@@ -13,7 +13,8 @@ import functools
 
 from numasweep.benches.bandwidth import figures, findings, plan, quality, report, weights
 from numasweep.benches.bandwidth.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.benches import common
+from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.findings import firmware
 
 
@@ -68,5 +69,6 @@ BENCH = register(Bench(
     checks=Checks(
         metrics={"best_mb_s": True},
         quality=quality.QUALITY,
+        spread=Spread("best_mb_s", "avg_mb_s", "best_mb_s", common.RATE_SPREAD_PCT),
     ),
 ))

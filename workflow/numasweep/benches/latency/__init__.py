@@ -14,6 +14,7 @@ import functools
 
 from numasweep.benches.latency import figures, findings, plan, quality, report
 from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
+from numasweep.benches import common
 from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
 
@@ -89,5 +90,6 @@ BENCH = register(Bench(
     checks=Checks(
         metrics={"latency_ns_median": False},
         quality=quality.QUALITY,
+        spread=common.LATENCY_SPREAD,
     ),
 ))
