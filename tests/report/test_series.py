@@ -178,6 +178,20 @@ def test_configuration_names_say_what_each_number_counts() -> None:
                              "concurrent, nodes 0,1, 4 ranks, 2 per domain"], names
 
 
+def test_each_benchmarks_own_columns_are_named_as_its_record_says() -> None:
+    """A benchmark's own series columns are read and named from its record (`Tables.numeric`,
+    `sizes`, `words`): a node pair, a GPU count and a size say what their numbers are."""
+    assert series.value_name("src_node", 3) == "source node 3"
+    assert series.value_name("dst_node", 1.0) == "destination node 1"
+    assert series.value_name("ngpus", 2) == "2 GPUs"
+    assert series.value_name("chase_node", 0) == "chase node 0"
+    assert series.value_name("load_bytes", str(1 << 30)) == "1 GiB"
+    assert series.value_name("threads", 1) == "1 thread"
+    assert "src_node" in series.numeric("copy") and "src_node" not in series.numeric("latency")
+    table = series.normalise(pd.DataFrame({"src_node": ["1", None], "dst_node": [0, 1], "bytes": [4096, 4096]}), "copy")
+    assert table["src_node"].tolist() == [1, -1]
+
+
 def test_categorical_identities_hold_the_same_text_and_group_in_the_same_order():
     """normalise's text columns are categorical; they and the joined or per-row categoricals read
     as the text columns they replace, and group in text order (as text would)."""

@@ -128,12 +128,8 @@ STILL_NAMED = {
     "findings/analysis.py": {"size_bytes"},
     # the size a flagged evidence row is at; the check that a curve's cache steps never overlap
     "findings/audit.py": {"size_bytes"},
-    # a where-filter's size written in bytes (a column name ending in "bytes")
-    "reporting/compare.py": {"bytes"},
     # evidence headers and cells, the cache table: the report's subjects, rewritten apart
     "reporting/report.py": {"size_bytes"},
-    # identity columns read as numbers, and the words before a numbered column
-    "results/series.py": {"size_bytes", "bytes", "src_node", "dst_node", "ngpus", "access_size(bytes)"},
 }
 
 
@@ -178,6 +174,21 @@ def test_each_module_still_naming_a_column_still_needs_it():
     stale = {module: sorted(words - found.get(module, set())) for module, words in STILL_NAMED.items()}
     stale = {module: words for module, words in stale.items() if words}
     assert not stale, f"no longer named, take them off STILL_NAMED: {stale}"
+
+
+def test_every_column_a_record_reads_or_names_is_one_its_kernel_writes():
+    """The columns a record names for the shared floors (its series columns' numbers, sizes and
+    words, its within-run spread) are in its kernel's source: a misspelt one would be read as text,
+    said as a bare number or leave its jobs unjudged, and nothing else would fail."""
+    for name, bench in BENCHES.items():
+        source = "".join(p.read_text() for p in (PKG.parents[1] / "kernels").rglob(f"{bench.launch.kernel}.c*"))
+        assert source, f"{name}: no source of {bench.launch.kernel} under kernels/"
+        spread = bench.checks.spread
+        named = {*bench.tables.numeric, *bench.tables.sizes, *bench.tables.words}
+        if spread is not None:
+            named |= {spread.high, spread.low, spread.reference, *(spread.small or ())[:1]}
+        missing = sorted(c for c in named if c not in source)
+        assert not missing, f"{name}: its record names columns {bench.launch.kernel} never writes: {missing}"
 
 
 def test_a_schema_section_per_benchmark():

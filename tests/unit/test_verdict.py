@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from numasweep.core import registry
 from numasweep.results import aggregate
 from numasweep.running import verdict
 
@@ -69,17 +68,6 @@ def test_a_latency_under_256_mib_has_the_looser_target():
         "noisy", "spread within the run 3.5%, above the target of 2%")
     assert verdict.decide([{**row, "size_bytes": str(4 << 10), "latency_ns_max": "106"}], None, 2,
                           spread("latency"))[0] == "noisy"
-
-
-def test_every_spread_a_benchmark_records_is_among_its_kernels_columns():
-    """The verdict reads the columns a benchmark's record names; a name its kernel never writes
-    would leave its jobs unjudged."""
-    for name, bench in registry.all_benches().items():
-        s = bench.checks.spread
-        if s is not None:
-            kernel = (Path(__file__).parents[2] / "kernels" / f"{bench.launch.kernel}.c").read_text()
-            for column in (s.high, s.low, s.reference) + ((s.small[0],) if s.small else ()):
-                assert column in kernel, (name, column)
 
 
 def _job(tmp_path: Path, quality: dict | None) -> Path:

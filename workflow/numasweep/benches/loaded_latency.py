@@ -238,6 +238,9 @@ BENCH = register(Bench(
         axis="delay",
         series=SERIES,
         within=WITHIN,
+        numeric=("size_bytes",),
+        sizes=("size_bytes", "load_bytes"),
+        words={"chase_node": "chase node"},
     ),
     analyse=lambda table, topo: [functools.partial(loaded_latency, table)],
     presentation=Presentation(

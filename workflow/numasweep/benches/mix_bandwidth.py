@@ -175,6 +175,8 @@ BENCH = register(Bench(
         axis=None,
         series=SERIES,
         within=WITHIN,
+        numeric=("size_bytes",),
+        sizes=("size_bytes",),
     ),
     analyse=lambda table, topo: [functools.partial(bandwidth_matrix, table)],
     presentation=Presentation(

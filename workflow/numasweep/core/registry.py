@@ -111,6 +111,13 @@ class Tables:
     axis: str | None  # the x-axis of a series; None: a series is a single point
     series: tuple[str, ...]  # identity columns after COMMON_SERIES
     within: tuple[str, ...]  # series columns that tell lines of one figure apart
+    # How `results.series` reads and names its own columns beyond the launch's (ranks, CPUs, CPU
+    # nodes, threads): `numeric`, those compared as numbers (the rest as text); `sizes`, those
+    # holding a size in bytes ("1 GiB"); `words`, the words said before a column's number
+    # ("source node" -> "source node 3"), or, after "#", the noun a count is of ("#GPU" -> "2 GPUs").
+    numeric: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = ()
+    words: dict[str, str] = field(default_factory=dict)
     # matrix(table) -> DataFrame of cpu_node, memory_node (ints) and value, one row per unit
     # measured (a rank, a job): the node-to-node samples of the quantity `matrix_of` names
     # ("latency_ns" or "bandwidth_mb_s"), which `results.matrices` turns into the matrix the

@@ -94,15 +94,15 @@ def parse_references(entries: list[dict], source: str = "references") -> list[Re
     return refs
 
 
-def _matches(table: pd.DataFrame, where: dict, source: str) -> pd.Series:
+def _matches(table: pd.DataFrame, where: dict, source: str, bench: str) -> pd.Series:
     keep = pd.Series(True, index=table.index)
     for col, want in where.items():
         if col not in table.columns:
             raise NumasweepError(f"{source}.where: no column '{col}' in the results; use an identity "
                                  f"column ({', '.join(c for c in table.columns if not c.startswith('_'))})")
-        if col in series.NUMERIC:
+        if col in series.numeric(bench):
             try:
-                value = parse_size(want) if isinstance(want, str) and col.endswith(("bytes", "bytes)")) else int(want)
+                value = parse_size(want) if isinstance(want, str) and col in series.sizes() else int(want)
             except NumasweepError as exc:
                 raise NumasweepError(f"{source}.where.{col}: {exc}") from None
             except ValueError:
@@ -128,7 +128,7 @@ def check_references(frames: dict[str, pd.DataFrame], refs: list[Reference]) -> 
                "points": 0, "status": "no data"}
         if ref.bench in frames:
             points = point_values(frames[ref.bench], ref.bench)
-            chosen = points[_matches(points, ref.where, f"references[{i}]")]
+            chosen = points[_matches(points, ref.where, f"references[{i}]", ref.bench)]
             values = pd.to_numeric(chosen[ref.metric], errors="coerce").dropna()
             if len(values):
                 measured = float(values.median())
@@ -139,10 +139,10 @@ def check_references(frames: dict[str, pd.DataFrame], refs: list[Reference]) -> 
 
 
 def series_name(row: pd.Series, columns: list[str]) -> str:
-    parts = []
+    parts, sizes = [], series.sizes()
     for col in columns:
         value = row[col]
-        shown = size_words(int(value)) if col.endswith("bytes") and isinstance(value, (int, np.integer)) \
+        shown = size_words(int(value)) if col in sizes and isinstance(value, (int, np.integer)) \
             and value > 0 else series.label(value)
         parts.append(f"{col}={shown}")
     return ", ".join(parts) or "all"

@@ -28,10 +28,9 @@ from numasweep.core.units import count_words, page_words, size_words
 
 REPETITION = "repetition"
 
-# Identity columns read as numbers; every other identity column is compared as text.
-NUMERIC = {"ranks", "ranks_per_domain", "rank", "cpu", "cpu_node", "l3_group", "threads", "stride",
-           "array_bytes", "src_node", "dst_node", "bytes", "ngpus", "gpu", "gpu_node", "size_bytes",
-           "access_size(bytes)"}
+# The launch's identity columns read as numbers, whichever benchmark it is; a benchmark adds its
+# own (`Tables.numeric`). Every other identity column is compared as text.
+NUMERIC = {"ranks", "ranks_per_domain", "rank", "cpu", "cpu_node", "l3_group", "threads"}
 
 
 def label(value: object) -> str:
@@ -43,14 +42,23 @@ def label(value: object) -> str:
     return str(value)
 
 
-# Columns whose bare number says nothing of what it numbers: the word put before it ("CPU 3").
-NUMBERED = {"rank": "rank", "cpu": "CPU", "cpu_node": "CPU node", "l3_group": "L3 group", "gpu": "GPU",
-            "gpu_node": "GPU node", "src_node": "source node", "dst_node": "destination node",
-            "chase_node": "chase node"}
-# Columns that count: the number before its noun ("2 threads").
-COUNTED = {"ranks": "rank", "threads": "thread", "ngpus": "GPU"}
+# The launch's columns whose bare number says nothing of what it numbers: the word put before it
+# ("CPU 3"), or after "#" the noun a count is of ("2 threads"); a benchmark adds its own
+# (`Tables.words`).
+WORDS = {"rank": "rank", "cpu": "CPU", "cpu_node": "CPU node", "l3_group": "L3 group", "ranks": "#rank",
+         "threads": "#thread"}
 # The placement strategies in words (config/README.md, `strategy`).
 STRATEGY_WORDS = {"sequential": "cores in order", "interleaved": "one core per L3 group in turn"}
+
+
+def numeric(bench: str) -> set[str]:
+    """The identity columns of `bench` read as numbers: the launch's and its own."""
+    return NUMERIC | set(registry.get(bench).tables.numeric)
+
+
+def sizes() -> set[str]:
+    """The columns any benchmark holds a size in bytes in (`Tables.sizes`)."""
+    return {c for b in registry.all_benches().values() for c in b.tables.sizes}
 
 
 def value_name(column: str, value: object) -> str:
@@ -65,15 +73,17 @@ def value_name(column: str, value: object) -> str:
         return f"{'node' if text.isdigit() else 'nodes'} {text}"
     if column == "strategy":
         return STRATEGY_WORDS.get(text, text)
-    if column in COUNTED and text.isdigit():
-        return count_words(text, COUNTED[column])
+    words = {**WORDS, **{c: w for b in registry.all_benches().values() for c, w in b.tables.words.items()}}
+    counted = words.get(column, "").startswith("#")
+    if counted and text.isdigit():
+        return count_words(text, words[column][1:])
     if column == "ranks_per_domain":
         return f"{text} per domain"
     if column in ("page_size", "pages"):
         return page_words(text)
-    if column in NUMBERED:
-        return f"{NUMBERED[column]} {text}"
-    if column.endswith("bytes") and text.isdigit():
+    if column in words and not counted:
+        return f"{words[column]} {text}"
+    if column in sizes() and text.isdigit():
         return size_words(int(text))
     if re.fullmatch(r"-?[0-9.]+", text):
         return f"{column.replace('_', ' ')} {text}"
@@ -115,8 +125,9 @@ def normalise(df: pd.DataFrame, bench: str) -> pd.DataFrame:
     # A shallow copy: pandas copies a column only when it is written (copy on write), so the
     # other columns of a large table are not copied.
     df = df.copy(deep=False)
+    numbers = numeric(bench)
     for col in point_columns(df, bench):
-        if col in NUMERIC:
+        if col in numbers:
             if df[col].dtype != "int64":        # one of int64 holds no NaN: shared, not copied
                 df[col] = pd.to_numeric(df[col], errors="coerce").fillna(-1).astype("int64")
         else:
