@@ -150,6 +150,11 @@ def capacity_words(label: str, nbytes: int | None) -> str:
     return f"{name} ({size_words(nbytes)} {where}" if where else f"{name} ({size_words(nbytes)})"
 
 
+# A size in bytes as tables, findings' numbers and their evidence spell it: a name that ends in
+# SIZE_BYTES holds one ("size_bytes", "from_size_bytes"), said in binary units (`size_words`).
+SIZE_BYTES = "size_bytes"
+
+
 # Units of measured values: a time in ns or a rate in bytes per second, each to its base.
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
 RATE_UNITS = {"MB/s": 1e6, "GB/s": 1e9, "GiB/s": float(1 << 30)}

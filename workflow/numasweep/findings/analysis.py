@@ -27,7 +27,7 @@ import pandas as pd
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_text
-from numasweep.core.units import count_words, page_words, parse_page_fractions, size_words
+from numasweep.core.units import SIZE_BYTES, count_words, page_words, parse_page_fractions, size_words
 from numasweep.results import aggregate, disturbed, series
 from numasweep.results.tables import nodes as _nodes
 from numasweep.statistics.stats import Interval
@@ -187,7 +187,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None]) -> list[Findi
         worst = pd.DataFrame({name: value for name, value in (
             (who, picked(df.get(who), "")), ("job_id", picked(df.get("job_id"), "")),
             ("mode", picked(df.get("mode"), "")), ("cpu", picked(df.get("cpu"))), ("requested", picked(requested)),
-            ("size_bytes", picked(df.get("size_bytes"))), ("fraction", picked(fraction)),
+            (SIZE_BYTES, picked(df.get(SIZE_BYTES))), ("fraction", picked(fraction)),
             ("page_fractions", picked(df[col])))}, index=pd.RangeIndex(len(pick)))
         worst["job_id"] = worst["job_id"].astype(object).fillna("").astype(str)
         worst = worst.sort_values("fraction", kind="stable")
@@ -204,7 +204,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None]) -> list[Findi
                      + (f"; {bad_text}." if len(bad) else ".")),
             numbers={"checked": len(worst), "flagged": len(bad), "min_fraction": worst["fraction"].min(),
                      "threshold": PLACEMENT_OK},
-            evidence=worst[list(dict.fromkeys(("job_id", who, "mode", "cpu", "requested", "size_bytes", "fraction",
+            evidence=worst[list(dict.fromkeys(("job_id", who, "mode", "cpu", "requested", SIZE_BYTES, "fraction",
                                                "page_fractions")))].to_dict("records"),
         ))
     return findings

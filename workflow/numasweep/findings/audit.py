@@ -29,6 +29,7 @@ import math
 from typing import Any, Iterable
 
 from numasweep.core.errors import NumasweepError
+from numasweep.core.units import SIZE_BYTES
 
 # finding id -> (interval name in numbers, the no-effect value, numbers key that must be true for
 # the interval to be a claim of difference; None: whenever numbers["claim"] is true)
@@ -110,7 +111,7 @@ def _table_problems(f: dict) -> Iterable[str]:
     for col in FLAGS:
         flagged = [r for r in rows if isinstance(r, dict) and r.get(col) is True]
         if flagged and any(p in summary for p in NOTHING_FOUND):
-            at = flagged[0].get("size_bytes", flagged[0].get("threads", "?"))
+            at = flagged[0].get(SIZE_BYTES, flagged[0].get("threads", "?"))
             yield (f"{_name(f)} says nothing differs, yet its table flags {len(flagged)} row(s) as '{col}' "
                    f"(first at {at})")
         for r in rows:
@@ -132,11 +133,11 @@ def _verdict_problems(findings: list[dict]) -> Iterable[str]:
             if not isinstance(r, dict):
                 continue
             for col in FLAGS:
-                if col not in r or "size_bytes" not in r:
+                if col not in r or SIZE_BYTES not in r:
                     continue
-                key = (f.get("bench"), f.get("id"), f.get("title"), series, col, r["size_bytes"])
+                key = (f.get("bench"), f.get("id"), f.get("title"), series, col, r[SIZE_BYTES])
                 if key in seen and seen[key][0] != r[col]:
-                    yield (f"{_name(f)} gives {col} = {r[col]} at {r['size_bytes']} bytes where "
+                    yield (f"{_name(f)} gives {col} = {r[col]} at {r[SIZE_BYTES]} bytes where "
                            f"{_name(seen[key][1])} gives {seen[key][0]} for the same quantity")
                 seen.setdefault(key, (r[col], f))
 
@@ -146,10 +147,11 @@ def _told_twice(findings: list[dict]) -> Iterable[str]:
     spans: dict[tuple, list[tuple[int, int, dict]]] = {}
     for f in findings:
         n = f.get("numbers") or {}
-        if f.get("id") != "cache_threshold" or not _finite(n.get("from_size_bytes"), n.get("size_bytes")):
+        start, end = n.get(f"from_{SIZE_BYTES}"), n.get(SIZE_BYTES)
+        if f.get("id") != "cache_threshold" or not _finite(start, end):
             continue
         key = (f.get("bench"),) + tuple(str(n.get(k, "")) for k in ("mode", "page_size", "locality", "config"))
-        spans.setdefault(key, []).append((int(n["from_size_bytes"]), int(n["size_bytes"]), f))
+        spans.setdefault(key, []).append((int(start), int(end), f))
     for told in spans.values():
         told.sort(key=lambda t: t[0])
         for (a0, a1, fa), (b0, b1, fb) in zip(told, told[1:]):

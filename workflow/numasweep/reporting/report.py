@@ -27,7 +27,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.reporting.markdown import Md, fmt_number, fmt_value, md_block, md_code, md_table, md_text, md_url
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
-from numasweep.core.units import capacity_words, format_cpulist, size_words
+from numasweep.core.units import SIZE_BYTES, capacity_words, format_cpulist, size_words
 from numasweep.findings import analysis, audit, firmware
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report"
@@ -277,8 +277,8 @@ def _words(text: str) -> str:
 def evidence_header(column: str) -> str:
     """A findings.json column in words with its unit: "latency_ns" -> "latency (ns)", "local_mb_s"
     -> "local GB/s" (converted, as every bandwidth of the report), "ratio_low" -> "ratio, 95% low"."""
-    if column.endswith("size_bytes"):
-        return (_words(column[: -len("size_bytes")]) + " size").strip()
+    if column.endswith(SIZE_BYTES):
+        return (_words(column[: -len(SIZE_BYTES)]) + " size").strip()
     for suffix, unit in (("mb_s", "GB/s"), ("gib_s", "GiB/s"), ("gb_s", "GB/s")):
         if column == suffix or column.endswith("_" + suffix):
             return (_words(column[: -len(suffix)]) + " " + unit).strip()
@@ -294,7 +294,7 @@ def evidence_header(column: str) -> str:
 def evidence_cell(column: str, value: object) -> object:
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if column.endswith("size_bytes") and isinstance(value, (int, float)):
+    if column.endswith(SIZE_BYTES) and isinstance(value, (int, float)):
         return size_words(int(value))
     if (column == "mb_s" or column.endswith("_mb_s")) and isinstance(value, (int, float)):
         return value / 1000.0           # MB/s as the kernel wrote it, GB/s as the report says
