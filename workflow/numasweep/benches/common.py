@@ -23,7 +23,9 @@ LATENCY = stats.Measure("latency_ns_median", "latency_ns_min", "latency_ns_max",
 # 2% (numa_latency's --spread) from 256 MiB on and 5% below (--spread-small), where a sample is
 # short and a cache's edge spreads it; a rate (bandwidths) 3%.
 TIME_SPREAD_PCT, RATE_SPREAD_PCT = 2.0, 3.0
-LATENCY_SPREAD = Spread(LATENCY.high, LATENCY.low, LATENCY.value, TIME_SPREAD_PCT, (LATENCY.axis, 256 << 20, 5.0))
+SMALL_BYTES, SMALL_SPREAD_PCT = 256 << 20, 5.0
+LATENCY_SPREAD = Spread(LATENCY.high, LATENCY.low, LATENCY.value, TIME_SPREAD_PCT,
+                        (LATENCY.axis, SMALL_BYTES, SMALL_SPREAD_PCT))
 
 PLACED_CPUS = ("chase_cpu", "load_nodes", "load_cpus")  # where the chase and the load ran
 

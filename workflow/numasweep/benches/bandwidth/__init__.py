@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 
+from numasweep.benches import common
 from numasweep.benches.bandwidth import figures, findings, plan, quality, report, weights
 from numasweep.benches.bandwidth.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.benches import common
 from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.findings import firmware
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import functools
 
+from numasweep.benches import common
 from numasweep.benches.latency import figures, findings, plan, quality, report
 from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.benches import common
 from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
 

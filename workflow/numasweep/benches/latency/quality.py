@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import pandas as pd
 
+from numasweep.benches import common
 from numasweep.core.registry import RunQuality
 from numasweep.core.units import size_words
 from numasweep.results import quality
 
 
-SPREAD_LIMIT_PCT = 2.0            # numa_latency's default --spread target
+SPREAD_LIMIT_PCT = common.TIME_SPREAD_PCT   # numa_latency's default --spread target
 
 
 ON_CPU_LIMIT_PCT = 95.0           # numa_latency warns when a rank ran less of a sample on its CPU
 
 
-SPREAD_FROM_BYTES = 256 << 20     # sizes where a chase runs long enough for its spread to mean noise
+SPREAD_FROM_BYTES = common.SMALL_BYTES   # sizes where a chase runs long enough for its spread to mean noise
 
 
 def latency_runs(df: pd.DataFrame, keys: list[str]):
