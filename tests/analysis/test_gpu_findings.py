@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from numasweep.benches import gpu_xfer
+from numasweep.benches.gpu_xfer import figures as gpu_figures, findings as gpu_xfer
 
 
 
@@ -83,5 +83,5 @@ def test_host_node_by_gpu_matrix_with_the_own_node_marked(tmp_path) -> None:
     (found,) = [f for f in gpu_xfer.node_matrix(pd.DataFrame(rows)) if f.numbers["direction"] == "read"]
     assert found.id == "gpu_node_matrix" and "GPU 1 (on node 1): node 0 14.9" in found.summary
     assert "node 1 (own) 23.0 (95% interval 22.7 to 23.2, 4 runs)" in found.summary
-    paths = gpu_xfer.plot_node_matrix(pd.DataFrame(rows), None, tmp_path)
+    paths = gpu_figures.plot_node_matrix(pd.DataFrame(rows), None, tmp_path)
     assert [p.suffix for p in paths] and all(p.exists() for p in paths)

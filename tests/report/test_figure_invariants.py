@@ -38,7 +38,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_hex
 
 from helpers import synthetic as model
-from numasweep.benches.gpu_xfer import GPU_DIRECTIONS
+from numasweep.benches.gpu_xfer.tables import GPU_DIRECTIONS
 from numasweep.benches.latency import tables as lat_tables
 from numasweep.core import registry, topology
 from numasweep.benches.latency import levels

@@ -14,7 +14,7 @@ from numasweep.findings import analysis
 from numasweep.core.errors import NumasweepError
 from numasweep.benches.bandwidth import findings as bw_findings
 from numasweep.benches import copy as copy_bench
-from numasweep.benches import gpu_xfer
+from numasweep.benches.gpu_xfer import findings as gpu_xfer
 from numasweep.benches.latency import findings as lat_findings
 
 MIB = 1 << 20

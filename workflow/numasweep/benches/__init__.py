@@ -1,4 +1,8 @@
-"""The benchmarks, one module each, in the order the report presents them (`MODULES`).
+"""The benchmarks, one module or package each, in the order the report presents them (`MODULES`).
+A small benchmark is one module in sections (grid, findings, figures and tables, its record
+last); one that outgrows a module is a package of those parts as files (`plan`, `tables`,
+`findings`, `figures`, `report`, and `quality` where it checks its own runs), its record in
+`__init__.py`.
 
 Everything particular to a benchmark is in its module, behind one record (`registry.Bench`): its
 config section's grid and plan-time checks, how it is launched, what names a series, its
