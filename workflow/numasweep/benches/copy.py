@@ -280,7 +280,8 @@ BENCH = register(Bench(
         numeric=("src_node", "dst_node", "bytes"),
         sizes=("bytes",),
         words={"src_node": "source node", "dst_node": "destination node"},
-        placement=(("src_page_fractions", "src_node", "job_id"), ("dst_page_fractions", "dst_node", "job_id")),
+        placement=(("src_page_fractions", "src_node", "job_id", "copy sources"),
+                   ("dst_page_fractions", "dst_node", "job_id", "copy destinations")),
     ),
     analyse=lambda table, topo: [functools.partial(copy_matrix, table, topo)],
     presentation=Presentation(

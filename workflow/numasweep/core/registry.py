@@ -125,8 +125,8 @@ class Tables:
     matrix: Callable[..., Any] | None = None
     matrix_of: str = ""
     # Page placement the findings verify: (page-fractions column, requested-nodes column, what a
-    # row stands for: "rank" or "job_id").
-    placement: tuple[tuple[str, str, str], ...] = ()
+    # row stands for: "rank" or "job_id", what the buffers are called in the finding: "ranks").
+    placement: tuple[tuple[str, str, str, str], ...] = ()
 
     @property
     def identity(self) -> tuple[str, ...]:
@@ -162,6 +162,23 @@ class Presentation:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """What one kind of finding claims, read off its numbers by the audit of every report
+    (`findings.audit`) where the finding lists no `claims` of its own."""
+
+    # the ratio in numbers whose interval (`<name>_low`, `<name>_high`) claims a difference from
+    # `null`, when numbers[`when`] is true (None: numbers["claim"])
+    interval: str | None = None
+    null: float = 1.0
+    when: str | None = None
+    # the ratio whose interval, inside the floor's margin, claims equivalence (numbers["equivalent"])
+    equivalent: str | None = None
+    # numbers keys naming one series: its findings of this kind span sizes (`from_size_bytes` to
+    # `size_bytes`) that never overlap, each rise told once; () for a kind that spans none
+    spans: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Checks:
     """How its results are checked: comparison metrics and the data-quality check."""
 
@@ -175,6 +192,8 @@ class Checks:
     not_checked: str = ""
     # The spread within a run that a job's quality verdict reads; None: the kernel records none.
     spread: Spread | None = None
+    # finding id -> what that kind of finding claims (`Claim`), for the kinds that claim one
+    claims: dict[str, Claim] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

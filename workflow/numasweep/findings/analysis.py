@@ -165,7 +165,7 @@ def placement_verification(frames: dict[str, pd.DataFrame | None]) -> list[Findi
     node was requested."""
     findings = []
     checks = [(b.name, *c) for b in registry.all_benches().values() for c in b.tables.placement]
-    for bench, col, req_col, who in checks:
+    for bench, col, req_col, who, what in checks:
         df = frames.get(bench)
         if df is None or df.empty or col not in df or df[col].isna().all():
             continue
@@ -192,8 +192,6 @@ def placement_verification(frames: dict[str, pd.DataFrame | None]) -> list[Findi
         worst["job_id"] = worst["job_id"].astype(object).fillna("").astype(str)
         worst = worst.sort_values("fraction", kind="stable")
         bad = worst[worst["fraction"] < PLACEMENT_OK]
-        what = {"src_page_fractions": "copy sources", "dst_page_fractions": "copy destinations"}.get(
-            col, "ranks" if who == "rank" else "jobs")
         bad_text = "; ".join(f"{who} {r[who]}{' (' + r['mode'] + ')' if r['mode'] else ''} has "
                              f"{r['fraction'] * 100:.1f}% on node(s) {r['requested']}"
                              for _, r in bad.head(5).iterrows())

@@ -5,7 +5,7 @@ over every shipped example, every real curve and the known-truth generator's dat
 A finding states claims: a quantity (a ratio), its estimate and interval, the value that means no
 effect (1 for a ratio) and a verdict (`differs`, `equivalent`). A finding may list them itself
 (`numbers["claims"]`, each a dict with those keys); otherwise they are read off the numbers each
-kind of finding writes (`CLAIMED`). The rules, each a reviewer's question:
+kind of finding writes, as its benchmark's record says (`Checks.claims`). The rules, each a reviewer's question:
 
 - **interval**: a claim that two things differ prints an interval that excludes the no-effect
   value; a claim of equivalence an interval inside the floor's margin. An effect claimed with no
@@ -28,27 +28,9 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
+from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import SIZE_BYTES
-
-# finding id -> (interval name in numbers, the no-effect value, numbers key that must be true for
-# the interval to be a claim of difference; None: whenever numbers["claim"] is true)
-CLAIMED: dict[str, tuple[str, float, str | None]] = {
-    "cache_threshold": ("step_ratio", 1.0, None),
-    "mode_divergence": ("plateau_ratio", 1.0, "differs"),
-    "domain_asymmetry": ("plateau_ratio", 1.0, "differs"),
-    "tlb_cost": ("max_ratio", 1.0, "peak_claimed"),
-    "latency_ordering": ("ratio", 1.0, None),
-    "anomaly": ("relative", 1.0, None),
-    "bandwidth_locality": ("ratio", 1.0, "differs"),
-}
-
-# findings whose `equivalent` claim rests on this interval lying inside the floor's margin
-EQUIVALENCE: dict[str, str] = {
-    "mode_divergence": "overall_ratio",
-    "domain_asymmetry": "overall_ratio",
-    "latency_locality": "geomean_ratio",
-}
 
 # what a sentence says when it finds nothing: such a sentence over a flagged row contradicts it
 NOTHING_FOUND = ("do not part", "does not part", "are alike", "is alike", "no size differs",
@@ -65,20 +47,24 @@ def _name(f: dict) -> str:
     return f"finding '{f.get('title', f.get('id', '?'))}' ({f.get('id', '?')})"
 
 
+def _claims() -> dict[str, registry.Claim]:
+    """Finding id -> what it claims, over every benchmark's record."""
+    return {kind: claim for b in registry.all_benches().values() for kind, claim in b.checks.claims.items()}
+
+
 def claims_of(f: dict) -> list[dict]:
     """The claims a finding states: its own list, else those its kind's numbers hold."""
     n = f.get("numbers") or {}
     if isinstance(n.get("claims"), list):
         return n["claims"]
     out = []
-    kind = f.get("id", "")
-    if kind in CLAIMED:
-        name, null, when = CLAIMED[kind]
-        if (n.get(when) if when else n.get("claim")) and name in n:
-            out.append({"quantity": name, "estimate": n.get(name), "low": n.get(f"{name}_low"),
-                        "high": n.get(f"{name}_high"), "null": null, "verdict": "differs"})
-    if kind in EQUIVALENCE and n.get("equivalent") and EQUIVALENCE[kind] in n:
-        name = EQUIVALENCE[kind]
+    kind = _claims().get(f.get("id", ""), registry.Claim())
+    name = kind.interval
+    if name and (n.get(kind.when) if kind.when else n.get("claim")) and name in n:
+        out.append({"quantity": name, "estimate": n.get(name), "low": n.get(f"{name}_low"),
+                    "high": n.get(f"{name}_high"), "null": kind.null, "verdict": "differs"})
+    if kind.equivalent and n.get("equivalent") and kind.equivalent in n:
+        name = kind.equivalent
         floor = float(n.get("floor") or 0.1)
         out.append({"quantity": name, "estimate": n.get(name), "low": n.get(f"{name}_low"),
                     "high": n.get(f"{name}_high"), "null": 1.0, "verdict": "equivalent", "floor": floor})
@@ -145,12 +131,14 @@ def _verdict_problems(findings: list[dict]) -> Iterable[str]:
 def _told_twice(findings: list[dict]) -> Iterable[str]:
     """A curve's rises, each told once: the cache steps of one series never overlap."""
     spans: dict[tuple, list[tuple[int, int, dict]]] = {}
+    kinds = _claims()
     for f in findings:
         n = f.get("numbers") or {}
         start, end = n.get(f"from_{SIZE_BYTES}"), n.get(SIZE_BYTES)
-        if f.get("id") != "cache_threshold" or not _finite(start, end):
+        series = kinds.get(f.get("id", ""), registry.Claim()).spans
+        if not series or not _finite(start, end):
             continue
-        key = (f.get("bench"),) + tuple(str(n.get(k, "")) for k in ("mode", "page_size", "locality", "config"))
+        key = (f.get("bench"), f.get("id")) + tuple(str(n.get(k, "")) for k in series)
         spans.setdefault(key, []).append((int(start), int(end), f))
     for told in spans.values():
         told.sort(key=lambda t: t[0])

@@ -14,7 +14,7 @@ import functools
 from numasweep.benches import common
 from numasweep.benches.bandwidth import figures, findings, plan, quality, report, weights
 from numasweep.benches.bandwidth.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
+from numasweep.core.registry import Bench, Checks, Claim, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.findings import firmware
 
 
@@ -42,7 +42,7 @@ BENCH = register(Bench(
         sizes=("array_bytes",),
         matrix=figures.bandwidth_samples,
         matrix_of="bandwidth_mb_s",
-        placement=(("page_fractions", "mem_nodes", "job_id"),),
+        placement=(("page_fractions", "mem_nodes", "job_id", "jobs"),),
     ),
     analyse=lambda table, topo: [functools.partial(findings.bandwidth_peak, table, topo),
                                  functools.partial(findings.bandwidth_saturation, table, topo),
@@ -72,5 +72,6 @@ BENCH = register(Bench(
         metrics={"best_mb_s": True},
         quality=quality.QUALITY,
         spread=Spread("best_mb_s", "avg_mb_s", "best_mb_s", common.RATE_SPREAD_PCT),
+        claims={"bandwidth_locality": Claim("ratio", when="differs")},
     ),
 ))

@@ -15,7 +15,7 @@ import functools
 from numasweep.benches import common
 from numasweep.benches.latency import figures, findings, plan, quality, report
 from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.core.registry import Bench, Checks, Claim, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
 
 
@@ -48,7 +48,7 @@ BENCH = register(Bench(
         sizes=("size_bytes",),
         matrix=figures.node_samples,
         matrix_of="latency_ns",
-        placement=(("page_fractions", "mem_nodes", "rank"),),
+        placement=(("page_fractions", "mem_nodes", "rank", "ranks"),),
     ),
     analyse=_analyse,
     presentation=Presentation(
@@ -93,5 +93,14 @@ BENCH = register(Bench(
         metrics={"latency_ns_median": False},
         quality=quality.QUALITY,
         spread=common.LATENCY_SPREAD,
+        claims={
+            "cache_threshold": Claim("step_ratio", spans=("mode", "page_size", "locality", "config")),
+            "mode_divergence": Claim("plateau_ratio", when="differs", equivalent="overall_ratio"),
+            "domain_asymmetry": Claim("plateau_ratio", when="differs", equivalent="overall_ratio"),
+            "tlb_cost": Claim("max_ratio", when="peak_claimed"),
+            "latency_ordering": Claim("ratio"),
+            "latency_locality": Claim(equivalent="geomean_ratio"),
+            "anomaly": Claim("relative"),
+        },
     ),
 ))
