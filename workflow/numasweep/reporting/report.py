@@ -476,7 +476,7 @@ def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None,
             continue
         df = frames[bench.name]
         mine = bench.presentation.headline(df, topology)
-        noisy = (disturbed.job_verdicts(df)[disturbed.VERDICT] == disturbed.NOISY).to_numpy()
+        noisy = (disturbed.job_verdicts(df, bench.name)[disturbed.VERDICT] == disturbed.NOISY).to_numpy()
         if noisy.any():
             quiet = ({tuple(r) for r in bench.presentation.headline(df[~noisy].reset_index(drop=True), topology)}
                      if not noisy.all() else set())
