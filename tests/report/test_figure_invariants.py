@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if (p / "topology.json").exists())
 MEASURED = sorted(p for p in (ROOT / "tests" / "fixtures" / "measured").iterdir() if list(p.glob("*.csv")))
 LUMI_G = ROOT / "config" / "campaigns" / "lumi-g.yaml"
+TIERED = ROOT / "config" / "campaigns" / "tiered.yaml"
 COUNTS = ("threads", "ranks per domain", "ranks", "GPUs")
 
 
@@ -59,7 +60,8 @@ def _column_filled(*columns: str):
 SPREAD = {"gpu_xfer": (lambda df: "repetition" in df and df["repetition"].nunique() > 1,
                        ("gpu_bandwidth", "gpu_latency")),
           "latency": (_column_filled("latency_ns_min", "latency_ns_max"), ("latency_vs_size",)),
-          "bandwidth": (_column_filled("min_mb_s"), ("bandwidth_vs_threads",))}
+          "bandwidth": (_column_filled("min_mb_s"), ("bandwidth_vs_threads",)),
+          "migrate": (lambda df: "repetition" in df and df["repetition"].nunique() > 1, ("migrate_vs_size",))}
 RESULTS: dict[str, Path] = {}     # each case's results folder, as the fixture wrote it
 
 CASES = {**{f"example-{p.name}": (lambda tmp, p=p: p) for p in EXAMPLES},
@@ -68,7 +70,10 @@ CASES = {**{f"example-{p.name}": (lambda tmp, p=p: p) for p in EXAMPLES},
          # LUMI-G's campaign: interleaved and sequential ranks over 1, 2 and 4 nodes, two CCDs a node
          "campaign-lumi-g": lambda tmp: model.write_sweep(tmp / "results" / "lumi-g", LUMI_G,
                                                           topology.load(ROOT / "config" / "arch" / "lumi-g.yaml")),
-         "default-sweep": lambda tmp: model.write_default_sweep(tmp / "results" / "desk")}
+         "default-sweep": lambda tmp: model.write_default_sweep(tmp / "results" / "desk"),
+         # the tiered campaign: page migration between DRAM and CXL, and the copies of the same pairs
+         "campaign-tiered": lambda tmp: model.write_sweep(tmp / "results" / "cxl-example", TIERED,
+                                                          topology.load(ROOT / "config" / "arch" / "cxl-example.yaml"))}
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))

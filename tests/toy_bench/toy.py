@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Launch, Presentation, Tables, register
 from numasweep.findings.analysis import Finding
 from numasweep.planning import grid
 from numasweep.reporting.figures import new_figure, save
@@ -67,7 +67,7 @@ def bench() -> Bench:
             category="Toy buffer writes", variant="panels",
             figures=(Figure("toy_rate", "Time to write a buffer, per KiB, by its size.", draw=plot_rate),),
             report=report, subjects={"Bandwidth": (("toy_rate",), ("toy_rate",))}),
-        checks=Checks(metrics={VALUE: False}, not_checked="numa_toy records no columns about its own runs"),
+        checks=Checks(on_cpu=ON_CPU_MEASURES, metrics={VALUE: False}, not_checked="numa_toy records no columns about its own runs"),
     )
 
 

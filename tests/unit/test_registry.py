@@ -77,8 +77,12 @@ def _bench_columns() -> set[str]:
     return columns - set(registry.COMMON_SERIES)
 
 
-# SLURM's resource of a job's GPUs (workflow/rules/common.smk), a word of the tool, not gpu_xfer's column.
-TOOL_WORDS = {"gpu"}
+# Words of the tool that a benchmark also has as a column, each in the tool's own sense: SLURM's
+# resource of a job's GPUs (workflow/rules/common.smk), not gpu_xfer's column; the config key
+# `batch` of run-batch, not numa_migrate's pages a call; an interval's `method` (findings), the
+# `seconds` of a timestamp's precision, the `src`/`dst` of a column name spelt out in words and the
+# `gb_s` of a rate's unit (reporting.report), none of them numa_migrate's columns.
+TOOL_WORDS = {"gpu", "batch", "method", "seconds", "src", "dst", "gb_s"}
 
 
 def test_the_templates_and_rules_name_no_benchmark_column_or_subject():
@@ -133,7 +137,7 @@ STILL_NAMED = {
 def _own_columns() -> set[str]:
     """The columns a benchmark alone supplies: its required columns that not every benchmark has."""
     required = [set(bench.tables.required) for bench in BENCHES.values()]
-    return set().union(*required) - set.intersection(*required) - LAUNCH_WORDS
+    return set().union(*required) - set.intersection(*required) - LAUNCH_WORDS - TOOL_WORDS
 
 
 def _named_below_benches() -> dict[str, set[str]]:

@@ -88,3 +88,21 @@ def test_the_tables_carry_the_verdict_and_old_records_go_without(tmp_path: Path)
         "disturbed", "rank 0 on its CPU 2% of the time", 3)
     old = aggregate.job_columns(_job(tmp_path / "old", None), ["size_bytes", "latency_ns_median"])
     assert not {"quality", "quality_reason", "quality_tries"} & set(old)
+
+
+def test_a_kernel_that_waits_in_the_kernel_is_not_judged_by_its_share_on_the_cpu(tmp_path: Path):
+    """numa_migrate's moves sleep in the kernel (`checks.on_cpu` "waits"): 35% on the CPU is its
+    nature, not a disturbed run; the same share from numa_copy is one. Tables without a recorded
+    verdict are read the same way."""
+    import pandas as pd
+
+    from numasweep.results import disturbed
+
+    text = "direction,gb_s,on_cpu_pct\nforward,2.5,35.0\nback,2.4,41.0\n"
+    for bench, expected in (("migrate", "quiet"), ("copy", "disturbed")):
+        table = tmp_path / bench / "j.csv.partial"     # run-job reads the partial table in its benchmark's folder
+        table.parent.mkdir()
+        table.write_text(text)
+        assert verdict.decide(verdict.read_rows(table), 0.5, 2, spread(bench))[0] == expected
+        df = pd.read_csv(table).assign(job_id="j")
+        assert set(disturbed.job_verdicts(df, bench)[disturbed.VERDICT]) == {expected}

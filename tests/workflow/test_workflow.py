@@ -37,6 +37,8 @@ CAMPAIGNS = {
     "config/campaigns/ulisse.yaml": {"bandwidth": 60},
     # numa-gpu-xfer-bench.md: 2 GPU counts x 4 node sets + 2 GPU counts x 4 weight vectors.
     "config/campaigns/gpu-cxl.yaml": {"gpu_xfer": 16},
+    # docs/benchmarks/migrate.md: 3 methods x 2 page sizes + 3 thread counts + 1 socket pair; 3 copy pairs x 3.
+    "config/campaigns/tiered.yaml": {"migrate": 10, "copy": 9},
     # The default sweep on this machine: one rank (concurrent only: serial is the same run with
     # one rank) and two ranks in both modes with 4 KiB pages, and one rank with transparent huge
     # pages (left out where THP is off); 2 thread counts; the one node pair (0, 0); no GPU, so

@@ -18,4 +18,4 @@ kept outside this package is named by the environment variable NUMASWEEP_BENCHES
 MODULES (`numasweep.core.registry`).
 """
 
-MODULES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth")
+MODULES = ("latency", "bandwidth", "copy", "gpu_xfer", "loaded_latency", "c2c", "mix_bandwidth", "migrate")

@@ -77,3 +77,16 @@ def memory_args(topo: Any, spec: str, where: str) -> list[str]:
 
 def free_cpus(topo: Any, nodes: list[int]) -> list[int]:
     return [c for n in nodes for c in topo.free_cores(n)]
+
+
+def pair_cpu_node(topo: Any, choice: str | int, src: int, dst: int) -> int:
+    """Where the threads of a node pair's job run (copy, migrate): `src`/`dst` name the pair's
+    node; when it is memory-only (CXL), the other node of the pair, else the nearest node with
+    CPUs (firmware distance)."""
+    if isinstance(choice, int):
+        return choice
+    first, other = (src, dst) if choice == "src" else (dst, src)
+    ids = topo.node_ids()
+    row = topo.distances[ids.index(first)]
+    nearest = sorted(ids, key=lambda n: row[ids.index(n)])
+    return next((n for n in [first, other, *nearest] if topo.free_cores(n)), first)

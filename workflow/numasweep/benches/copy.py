@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep.benches import common
-from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
@@ -54,7 +54,7 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
             grid.check_nodes(topo, list(pair), f"{where}.pairs[{p}]")
         size = grid.one_size(sw["size"], f"{where}.size")
         for (src, dst), threads, rep in itertools.product(pairs, sw["threads"], range(sw["repetitions"])):
-            cpu_node = _copy_cpu_node(topo, sw["cpu_node"], src, dst)
+            cpu_node = common.pair_cpu_node(topo, sw["cpu_node"], src, dst)
             grid.check_nodes(topo, [cpu_node], f"{where}.cpu_node")
             cpus = grid.cpus_on(topo, cpu_node, threads, f"{where}.threads")
             yield grid.Job(
@@ -76,18 +76,6 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
                 cpus=cpus,
                 memory="local",
             )
-
-
-def _copy_cpu_node(topo: Any, choice: str | int, src: int, dst: int) -> int:
-    """`src`/`dst` name the pair's node; when it is memory-only (CXL), the other node of the
-    pair, else the nearest node with CPUs (firmware distance)."""
-    if isinstance(choice, int):
-        return choice
-    first, other = (src, dst) if choice == "src" else (dst, src)
-    ids = topo.node_ids()
-    row = topo.distances[ids.index(first)]
-    nearest = sorted(ids, key=lambda n: row[ids.index(n)])
-    return next((n for n in [first, other, *nearest] if topo.free_cores(n)), first)
 
 
 def check(topo: Any, section: dict) -> list[str]:
@@ -300,6 +288,7 @@ BENCH = register(Bench(
         headline=headline,
     ),
     checks=Checks(
+        on_cpu=ON_CPU_MEASURES,
         metrics={"best_gb_s": True},
         not_checked="numa_copy records no within-run spread or timer columns to check",
         spread=Spread("best_gb_s", "avg_gb_s", "best_gb_s", common.RATE_SPREAD_PCT),

@@ -161,6 +161,9 @@ class Presentation:
     cross: Callable[..., tuple] | None = None
 
 
+ON_CPU_MEASURES, ON_CPU_WAITS = "measures", "waits"
+
+
 @dataclass(frozen=True)
 class Claim:
     """What one kind of finding claims, read off its numbers by the audit of every report
@@ -182,6 +185,12 @@ class Claim:
 class Checks:
     """How its results are checked: comparison metrics and the data-quality check."""
 
+    # What the kernel's share of time on its CPU (`on_cpu_pct` and the like) says of a run, which
+    # a job's verdict and the report read (`running.verdict`, `results.disturbed`): ON_CPU_MEASURES,
+    # its threads spin while they measure, so a share under the thresholds means a disturbed or
+    # noisy run (also said by a kernel that records no share); ON_CPU_WAITS, its threads wait in
+    # the kernel by design (page migration sleeps in the kernel), so the share says nothing.
+    on_cpu: str
     # Comparison against references and earlier runs, fleet screening: the measured columns and
     # whether higher is better; empty only with a reason in `not_compared`.
     metrics: dict[str, bool] = field(default_factory=dict)
@@ -274,6 +283,11 @@ def _load_extra(entry: str) -> list[str]:
 
 def get(name: str) -> Bench | None:
     return all_benches().get(name)
+
+
+def of_kernel(kernel: str) -> Bench | None:
+    """The benchmark whose kernel (or another build of it) is named `kernel`."""
+    return next((b for b in all_benches().values() if kernel in b.launch.kernels), None)
 
 
 def names() -> tuple[str, ...]:

@@ -75,6 +75,10 @@ SUBJECT_LEADS = (
     Subject("Bandwidth",
             "Memory bandwidth: how it grows with threads and where it saturates, what remote and "
             "interleaved memory give, node-to-node copies, and host-device transfers.", ()),
+    Subject("Page migration",
+            "What moving pages between nodes costs, as a tiering policy moves them between DRAM and a far "
+            "tier: the time and throughput of each move and its way back, read against the copy bandwidth "
+            "of the same pair (docs/benchmarks/migrate.md).", ()),
     Subject("Measured against the firmware",
             "The measured latency and bandwidth of each memory node relative to the local one, beside "
             "what the firmware claims for the same pair (HMAT, SLIT distances), with the memory-only "
@@ -476,7 +480,7 @@ def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None,
             continue
         df = frames[bench.name]
         mine = bench.presentation.headline(df, topology)
-        noisy = (disturbed.job_verdicts(df)[disturbed.VERDICT] == disturbed.NOISY).to_numpy()
+        noisy = (disturbed.job_verdicts(df, bench.name)[disturbed.VERDICT] == disturbed.NOISY).to_numpy()
         if noisy.any():
             quiet = ({tuple(r) for r in bench.presentation.headline(df[~noisy].reset_index(drop=True), topology)}
                      if not noisy.all() else set())

@@ -48,9 +48,10 @@ class Left:
                 f"({'; '.join(self.reasons[:3])}{' ...' if len(self.reasons) > 3 else ''})")
 
 
-def job_verdicts(df: pd.DataFrame) -> pd.DataFrame:
+def job_verdicts(df: pd.DataFrame, bench: str) -> pd.DataFrame:
     """Per row: its job's verdict and reason (columns VERDICT, REASON), from the recorded verdict
-    or, without one, from the kernel's own CPU share; quiet where neither was recorded."""
+    or, without one, from the kernel's own CPU share (not where the threads of `bench` wait in the
+    kernel by design, `checks.on_cpu`); quiet where neither was recorded."""
     out = pd.DataFrame({VERDICT: QUIET, REASON: ""}, index=df.index)
     if VERDICT in df:
         verdict = df[VERDICT].astype(object).where(df[VERDICT].notna(), QUIET).astype(str)
@@ -58,7 +59,8 @@ def job_verdicts(df: pd.DataFrame) -> pd.DataFrame:
         if REASON in df:
             out[REASON] = df[REASON].astype(object).where(df[REASON].notna(), "").astype(str)
         return out
-    present = [c for c in ON_CPU if c in df]
+    spec = registry.get(bench)
+    present = [c for c in ON_CPU if c in df and not (spec and spec.checks.on_cpu == registry.ON_CPU_WAITS)]
     if not present:
         return out
     share = df[present].apply(pd.to_numeric, errors="coerce").min(axis=1)
@@ -110,7 +112,7 @@ def split(frames: dict[str, pd.DataFrame], conclude: bool = False) -> tuple[dict
     records still given, for the report to say so."""
     clean, left = {}, []
     for bench, df in frames.items():
-        verdicts = job_verdicts(df)
+        verdicts = job_verdicts(df, bench)
         left += _records(df, bench, verdicts, DISTURBED)
         keep = (verdicts[VERDICT] != DISTURBED).to_numpy() | conclude
         if keep.all():
@@ -122,5 +124,5 @@ def split(frames: dict[str, pd.DataFrame], conclude: bool = False) -> tuple[dict
 
 def noisy(frames: dict[str, pd.DataFrame]) -> list[Left]:
     """The noisy series of each benchmark, one record each."""
-    return [r for bench, df in frames.items() for r in _records(df, bench, job_verdicts(df), NOISY)]
+    return [r for bench, df in frames.items() for r in _records(df, bench, job_verdicts(df, bench), NOISY)]
 

@@ -108,10 +108,15 @@ def worst_spread(rows: list[dict[str, str]], spread: Spread | None) -> tuple[flo
     return found[(len(found) - 1) // 2]
 
 
+def _bench_of(csv: Path) -> registry.Bench | None:
+    """The benchmark of a job's table: the table's folder is its benchmark's name (as in
+    provenance.record's `bench`); None for a folder no benchmark has."""
+    return registry.get(Path(csv).parent.name)
+
+
 def spread_of(csv: Path) -> Spread | None:
-    """The spread within a run that the benchmark of a job's table records: the table's folder is
-    its benchmark's name (as in provenance.record's `bench`); None for a folder no benchmark has."""
-    bench = registry.get(Path(csv).parent.name)
+    """The spread within a run that the benchmark of a job's table records."""
+    bench = _bench_of(csv)
     return bench.checks.spread if bench else None
 
 
@@ -142,8 +147,14 @@ def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int,
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
+    """A job's table as the verdict reads it: without its CPU-share columns where its benchmark's
+    threads wait in the kernel by design (`checks.on_cpu`)."""
     with open(path, newline="", errors="replace") as fh:
-        return list(csv.DictReader(fh))
+        rows = list(csv.DictReader(fh))
+    bench = _bench_of(path)
+    if bench and bench.checks.on_cpu == registry.ON_CPU_WAITS:
+        rows = [{k: v for k, v in row.items() if k not in ON_CPU_COLUMNS} for row in rows]
+    return rows
 
 
 def load_average() -> float | None:

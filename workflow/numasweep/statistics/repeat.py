@@ -62,7 +62,7 @@ def widest(runs: Runs, bench: registry.Bench) -> tuple[float, str]:
 
 def widest_for(kernel: Path) -> Callable[[Runs], tuple[float, str]]:
     """`widest` for the benchmark whose kernel (or another build of it) is the file `kernel`."""
-    bench = next((b for b in registry.all_benches().values() if kernel.name in b.launch.kernels), None)
+    bench = registry.of_kernel(kernel.name)
     if bench is None:
         return lambda runs: (math.inf, "values of a kernel no benchmark names")
     return lambda runs: widest(runs, bench)

@@ -14,7 +14,7 @@ import functools
 from numasweep.benches import common
 from numasweep.benches.bandwidth import figures, findings, plan, quality, report, weights
 from numasweep.benches.bandwidth.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Bench, Checks, Claim, Figure, Launch, Presentation, Spread, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Claim, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.findings import firmware
 
 
@@ -69,6 +69,7 @@ BENCH = register(Bench(
         cross=report.cross,
     ),
     checks=Checks(
+        on_cpu=ON_CPU_MEASURES,
         metrics={"best_mb_s": True},
         quality=quality.QUALITY,
         spread=Spread("best_mb_s", "avg_mb_s", "best_mb_s", common.RATE_SPREAD_PCT),

@@ -30,7 +30,7 @@ from numasweep.benches.gpu_xfer.findings import gpu_transfers
 from numasweep.benches.gpu_xfer.plan import GPU_XFER_HIP, check, expand
 from numasweep.benches.gpu_xfer.report import gpu_raw_tables, headline
 from numasweep.benches.gpu_xfer.tables import GPU_SIZE, SERIES, WITHIN
-from numasweep.core.registry import Bench, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Launch, Presentation, Tables, register
 
 
 BENCH = register(Bench(
@@ -77,6 +77,7 @@ BENCH = register(Bench(
         headline=headline,
     ),
     checks=Checks(
+        on_cpu=ON_CPU_MEASURES,
         metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
         not_checked="gpu_xfer records no within-run spread, timer or first-touch columns to check; its "
                     "threads' share of time on their CPUs (on_cpu_pct) goes into each job's quality verdict",

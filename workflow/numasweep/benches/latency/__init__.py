@@ -15,7 +15,7 @@ import functools
 from numasweep.benches import common
 from numasweep.benches.latency import figures, findings, plan, quality, report
 from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
-from numasweep.core.registry import Bench, Checks, Claim, Figure, Launch, Presentation, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Claim, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
 
 
@@ -90,6 +90,7 @@ BENCH = register(Bench(
         cross=report.cross,
     ),
     checks=Checks(
+        on_cpu=ON_CPU_MEASURES,
         metrics={"latency_ns_median": False},
         quality=quality.QUALITY,
         spread=common.LATENCY_SPREAD,
