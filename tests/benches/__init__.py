@@ -9,7 +9,10 @@ adding a benchmark adds its file and edits no shared test. A file holds
   (tests/kernels/test_sanitize.py);
 - `BAD_ARGS`: invocations it refuses in one line, `OPTION_CASES`: (arguments, what the line
   says), and `GOOD`: a small job table its aggregation accepts, whose cells the catalogue spoils
-  (tests/catalogue/test_catalogue.py).
+  (tests/catalogue/test_catalogue.py);
+- `PLACE_ARGS`: options that place its memory on nodes no machine has, which `--check-args` must
+  accept without looking (tests/kernels/test_check_args.py); without it, `--policy=bind
+  --mem-nodes=63`.
 
 A GPU kernel has no `SANITIZED` or `BAD_ARGS`; a kernel with no benchmark yet no `rows` or `GOOD`. The
 shared tests check that every registered benchmark and every CPU kernel has what they need.
@@ -29,3 +32,4 @@ SANITIZED = {test_id: [f.KERNEL, *args] for f in FILES for test_id, args in geta
 BAD_ARGS = {f.KERNEL: f.BAD_ARGS for f in FILES if hasattr(f, "BAD_ARGS")}
 OPTION_CASES = {f.KERNEL: f.OPTION_CASES for f in FILES if hasattr(f, "OPTION_CASES")}
 GOOD = {f.BENCH: f.GOOD for f in FILES if f.BENCH}
+PLACE_ARGS = {f.KERNEL: f.PLACE_ARGS for f in FILES if hasattr(f, "PLACE_ARGS")}

@@ -36,4 +36,6 @@ BAD_ARGS = ["--bogus", "--size=abc", "--size=0", "--src=x", "--dst=x", "--thread
 
 # A small job table (header and two rows) its aggregation accepts; the catalogue spoils one
 # cell of it per case (tests/catalogue/test_catalogue.py).
+# it places its memory with --src/--dst, not --policy/--mem-nodes
+PLACE_ARGS = ["--src=0", "--dst=62", "--cpu-node=63"]
 GOOD = "src_node,dst_node,bytes,best_gb_s\n0,0,67108864,9.5\n0,1,67108864,7.5\n"

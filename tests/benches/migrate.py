@@ -62,5 +62,7 @@ BAD_ARGS = ["--bogus", "--size=abc", "--size=0", "--src=x", "--method=memcpy", "
 
 # A small job table (header and two rows) its aggregation accepts; the catalogue spoils one
 # cell of it per case (tests/catalogue/test_catalogue.py).
+# it places its buffer with --src/--dst, not --policy/--mem-nodes
+PLACE_ARGS = ["--src=0", "--dst=62"]
 GOOD = ("direction,src,dst,method,size_bytes,seconds,gb_s,pages_total,pages_moved\n"
         "forward,0,1,mbind,268435456,0.1,2.68,65536,65536\nback,1,0,mbind,268435456,0.1,2.68,65536,65536\n")

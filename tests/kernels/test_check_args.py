@@ -8,18 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from numasweep.core import registry
-
+from benches import PLACE_ARGS
 from helpers.kernels import CPU_KERNELS
-
-COPY = registry.get("copy").launch.kernel  # places its memory with --src/--dst, not --policy/--mem-nodes
 
 
 @pytest.mark.parametrize("kernel", CPU_KERNELS)
 def test_check_args_parses_and_stops_before_the_machine(kernel: str, kernels_bin: Path, tmp_path: Path) -> None:
     csv = tmp_path / "no" / "folder" / "k.csv"
     # node 63 exists nowhere here, nor does the CSV's folder: both are checks of the machine.
-    extra = ["--src=0", "--dst=62", "--cpu-node=63"] if kernel == COPY else ["--policy=bind", "--mem-nodes=63"]
+    extra = PLACE_ARGS.get(kernel, ["--policy=bind", "--mem-nodes=63"])
     ok = subprocess.run([str(kernels_bin / kernel), "--check-args", *extra, f"--csv={csv}"],
                         capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr
