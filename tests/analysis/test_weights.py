@@ -55,3 +55,29 @@ def test_finding_states_the_kernels_current_weights_beside_them():
 def test_cached_ulisse_bandwidth_gets_its_weights():
     found = [f for f in analyse(REPO / "examples" / "ulisse")["findings"] if f["id"] == "recommended_weights"]
     assert [f["numbers"]["memory_spec"] for f in found] == ["weighted:0,1@4,3"]
+
+
+def _weighted_jobs(share_of_node0: list[float]) -> pd.DataFrame:
+    """Bandwidth rows of jobs under weights 2,1 over nodes 0 and 3, each with its pages' split."""
+    return pd.DataFrame([{"job_id": f"j{i}", "repetition": i, "memory": "weighted:0,3@2,1",
+                          "page_fractions": f"0:{s:.4f},3:{1 - s:.4f}", "best_mb_s": 1000.0}
+                         for i, s in enumerate(share_of_node0)])
+
+
+def test_pages_under_weights_two_to_one_are_two_to_one_within_five_percent():
+    (found,) = weights.weighted_pages(_weighted_jobs([0.6667, 0.6660, 0.6672]))
+    n = found.numbers
+    assert n["within"] and n["jobs"] == 3 and n["worst_off"] < 0.01, found.summary
+    assert "node 0 66.7%, node 3 33.3% of the pages" in found.summary and "within 5%" in found.summary
+
+
+def test_pages_off_the_weights_are_said_with_the_job_furthest_off():
+    # 60/40 is a ratio of 1.5, 25% under the 2 the weights ask for
+    (found,) = weights.weighted_pages(_weighted_jobs([0.6667, 0.60]))
+    assert not found.numbers["within"] and abs(found.numbers["worst_off"] - 0.25) < 0.01
+    assert "node 0 60.0%, node 3 40.0% there" in found.summary and "beyond 5%" in found.summary
+
+
+def test_only_a_weighting_the_run_set_is_checked():
+    plain = _weighted_jobs([0.5]).assign(memory="weighted:0,3")   # the kernel's own weights: unknown ratio
+    assert weights.weighted_pages(plain) == [] and weights.weighted_pages(None) == []

@@ -141,6 +141,18 @@ def test_report_compares_the_weightings(findings: list[dict], report: str) -> No
     assert best["summary"] in section(report, "Bandwidth"), best["summary"]
 
 
+def test_report_checks_each_weighting_s_pages_against_its_weights(findings: list[dict], report: str) -> None:
+    """Each weighting the run set has its pages where its weights say: weights 2,1 give 2:1 pages
+    within 5%, by the kernel's count of every page's node (move_pages)."""
+    checked = {f["numbers"]["memory"]: f for f in findings if f["id"] == "weighted_pages"}
+    set_by_run = {spec for sw in sweeps(OVERLAY) for spec in sw["memory"] if "@" in spec}
+    assert set(checked) == set_by_run, sorted(checked)
+    for spec, f in checked.items():
+        assert f["numbers"]["within"] and f["numbers"]["worst_off"] <= 0.05, (spec, f["summary"])
+        assert f["summary"] in section(report, "Bandwidth"), f["summary"]
+    assert checked["weighted:0,3@2,1"]["numbers"]["weights"] == [2, 1]
+
+
 def test_report_sets_the_matrix_beside_the_guests_hmat(campaign: Path, report: str) -> None:
     """Two repetitions a cell: the matrix sweep's node 3 against HMAT's 5 GB/s of 20 with an
     interval, and a verdict from it."""

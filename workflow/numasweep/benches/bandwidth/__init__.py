@@ -48,6 +48,7 @@ BENCH = register(Bench(
                                  functools.partial(findings.bandwidth_saturation, table, topo),
                                  functools.partial(findings.bandwidth_locality, table, topo),
                                  functools.partial(weights.recommended_weights, table, topo),
+                                 functools.partial(weights.weighted_pages, table, topo),
                                  functools.partial(_against_firmware, table, topo)],
     presentation=Presentation(
         category="Memory bandwidth",
@@ -63,7 +64,7 @@ BENCH = register(Bench(
         ),
         report=report.bandwidth_raw_tables,
         subjects={"Bandwidth": (("bandwidth_peak", "bandwidth_saturation", "bandwidth_locality", "bandwidth_ordering",
-                                 "bandwidth_weights", "recommended_weights"),
+                                 "bandwidth_weights", "weighted_pages", "recommended_weights"),
                                 ("bandwidth_vs_threads", "bandwidth_matrix"))},
         headline=report.headline,
         cross=report.cross,

@@ -23,8 +23,9 @@ import pandas as pd
 from numasweep.benches.bandwidth.figures import bandwidth_samples
 from numasweep.core import firmware
 from numasweep.core.topology import Topology
+from numasweep.core.units import count_words, parse_page_fractions
 from numasweep.findings.analysis import Finding
-from numasweep.results import matrices
+from numasweep.results import matrices, quality
 
 CAP = 8
 
@@ -96,6 +97,56 @@ def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, 
                      "numactl": rec.numactl(), "sysfs_writes": rec.sysfs_writes(), "cap": CAP, "claim": False},
             evidence=[{"memory_node": n, "bandwidth_mb_s": round(bw, 1), "weight": rec.weights[n]}
                       for n, bw in sorted(rec.bandwidth_mb_s.items())],
+        ))
+    return found
+
+
+# A weighting's pages are where its weights say when the first node's page ratio to each other
+# node is within this of the weights' ratio (weights {2,1}: 2:1 pages, 1.9 to 2.1).
+PAGE_RATIO_TOLERANCE = 0.05
+
+
+def weighted_pages(bandwidth: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
+    """Per weighting the run set (memory spec `weighted:NODES@WEIGHTS`): where its jobs' pages
+    landed against the weights, the first node's page ratio to each other node against the
+    weights' ratio, from the kernel's own count of every page's node (`page_fractions`, by move_pages);
+    the job furthest off is the one said."""
+    if bandwidth is None or bandwidth.empty or not {"memory", "page_fractions"} <= set(bandwidth.columns):
+        return []
+    found = []
+    jobs = bandwidth.drop_duplicates([c for c in ("job_id", "repetition", "memory") if c in bandwidth.columns])
+    for memory, part in jobs.groupby("memory", sort=True):
+        spec = quality.SET_WEIGHTS.match(str(memory))
+        if not spec:
+            continue
+        nodes = [int(n) for n in spec.group(1).split(",")]
+        weights = [int(w) for w in spec.group(2).split(",")]
+        worst, worst_off = None, -1.0
+        for fractions in part["page_fractions"]:
+            share = parse_page_fractions(fractions)
+            first = share.get(nodes[0], 0.0)
+            off = max((abs(first / share[n] / (weights[0] / w) - 1) if share.get(n) else math.inf
+                       for n, w in zip(nodes[1:], weights[1:])), default=0.0)
+            if off > worst_off:
+                worst, worst_off = share, off
+        if worst is None:
+            continue
+        within = worst_off <= PAGE_RATIO_TOLERANCE
+        asked = ", ".join(f"node {n} {w / sum(weights) * 100:.1f}%" for n, w in zip(nodes, weights))
+        landed = ", ".join(f"node {n} {worst.get(n, 0.0) * 100:.1f}%" for n in nodes)
+        found.append(Finding(
+            id="weighted_pages", bench="bandwidth", title=f"Pages under weights {spec.group(2)} over nodes {spec.group(1)}",
+            summary=(f"Weighted interleave with weights {spec.group(2)} over nodes {spec.group(1)} asks for {asked} of "
+                     f"the pages; the furthest of its {count_words(len(part), 'job')} put {landed} there, "
+                     + (f"node {nodes[0]}'s page ratio to each other node within {PAGE_RATIO_TOLERANCE * 100:.0f}% of "
+                        f"the weights' (at most {worst_off * 100:.1f}% off)." if within else
+                        f"a page ratio {worst_off * 100:.1f}% off the weights', beyond {PAGE_RATIO_TOLERANCE * 100:.0f}%: "
+                        "the kernel did not place the pages as the weights say (were the weights set, and is "
+                        "every node's memory free?).")),
+            numbers={"memory": str(memory), "nodes": nodes, "weights": weights, "jobs": len(part),
+                     "worst_off": worst_off, "within": within, "tolerance": PAGE_RATIO_TOLERANCE, "claim": False},
+            evidence=[{"memory_node": n, "weight": w, "asked_share": round(w / sum(weights), 4),
+                       "page_share": round(worst.get(n, 0.0), 4)} for n, w in zip(nodes, weights)],
         ))
     return found
 
