@@ -139,7 +139,7 @@ def weighted_pages(bandwidth: pd.DataFrame | None, topology: Topology | None = N
             summary=(f"Weighted interleave with weights {spec.group(2)} over nodes {spec.group(1)} asks for {asked} of "
                      f"the pages; the furthest of its {count_words(len(part), 'job')} put {landed} there, "
                      + (f"node {nodes[0]}'s page ratio to each other node within {PAGE_RATIO_TOLERANCE * 100:.0f}% of "
-                        f"the weights' (at most {worst_off * 100:.1f}% off)." if within else
+                        f"the weights' (at most {worst_off * 100:.2f}% off)." if within else
                         f"a page ratio {worst_off * 100:.1f}% off the weights', beyond {PAGE_RATIO_TOLERANCE * 100:.0f}%: "
                         "the kernel did not place the pages as the weights say (were the weights set, and is "
                         "every node's memory free?).")),
