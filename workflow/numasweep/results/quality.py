@@ -71,8 +71,7 @@ def notes(frames: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-
-# A memory spec that sets the weights for its run: weighted:NODES@WEIGHTS (planning.grid).
+# A memory spec that sets the weights for its run: weighted:NODES@WEIGHTS (planning.placement).
 SET_WEIGHTS = re.compile(r"^weighted:([\d,]+)@([\d,]+)$")
 
 
