@@ -16,10 +16,10 @@ LATENCY = {"rank": "0", "latency_ns_median": "100", "latency_ns_min": "99.5", "l
 BANDWIDTH = {"best_mb_s": "10000", "min_mb_s": "9900", "avg_mb_s": "9950", "on_cpu_pct": "99.5"}
 
 
-def spread(bench: str):
-    """The spread a benchmark's jobs are judged by, found as run-job finds it: by the folder of
-    the job's table."""
-    return verdict.spread_of(Path("results", "sys", bench, "j1.csv"))
+def checks(bench: str):
+    """The checks a benchmark's jobs are judged by (its spread, what its CPU share means), found
+    as run-job finds them: by the folder of the job's table."""
+    return verdict.checks_of(Path("results", "sys", bench, "j1.csv"))
 
 
 @pytest.mark.parametrize("row, load, expected, words, bench", [
@@ -44,30 +44,30 @@ def spread(bench: str):
     ({"size": "1", "value": "2.5"}, 0.5, "quiet", "every thread", "not_a_benchmark"),
 ])
 def test_the_verdict_follows_the_rule(row, load, expected, words, bench):
-    got, reason = verdict.decide([row], load, 2, spread(bench))
+    got, reason = verdict.decide([row], load, 2, checks(bench))
     assert got == expected and words in reason, (got, reason)
 
 
 def test_the_worst_row_decides(tmp_path: Path):
     rows = [LATENCY, {**LATENCY, "rank": "3", "on_cpu_pct": "40"}, {**LATENCY, "on_cpu_pct": "70"}]
-    assert verdict.decide(rows, None, 2, spread("latency")) == ("disturbed", "rank 3 on its CPU 40% of the time")
+    assert verdict.decide(rows, None, 2, checks("latency")) == ("disturbed", "rank 3 on its CPU 40% of the time")
 
 
 def test_one_row_over_the_spread_target_does_not_make_a_run_noisy():
     """A cache's edge or one slow size spreads its samples; the run is noisy when most rows do."""
     wide = {**LATENCY, "latency_ns_max": "110"}
-    assert verdict.decide([LATENCY, LATENCY, wide], None, 2, spread("latency"))[0] == "quiet"
-    assert verdict.decide([LATENCY, wide, wide], None, 2, spread("latency"))[0] == "noisy"
+    assert verdict.decide([LATENCY, LATENCY, wide], None, 2, checks("latency"))[0] == "quiet"
+    assert verdict.decide([LATENCY, wide, wide], None, 2, checks("latency"))[0] == "noisy"
 
 
 def test_a_latency_under_256_mib_has_the_looser_target():
     """numa_latency's --spread-small: a short sample at a small size is judged against 5%, not 2%."""
     row = {**LATENCY, "latency_ns_max": "103"}  # 3.5%
-    assert verdict.decide([{**row, "size_bytes": str(4 << 10)}], None, 2, spread("latency"))[0] == "quiet"
-    assert verdict.decide([{**row, "size_bytes": str(256 << 20)}], None, 2, spread("latency")) == (
+    assert verdict.decide([{**row, "size_bytes": str(4 << 10)}], None, 2, checks("latency"))[0] == "quiet"
+    assert verdict.decide([{**row, "size_bytes": str(256 << 20)}], None, 2, checks("latency")) == (
         "noisy", "spread within the run 3.5%, above the target of 2%")
     assert verdict.decide([{**row, "size_bytes": str(4 << 10), "latency_ns_max": "106"}], None, 2,
-                          spread("latency"))[0] == "noisy"
+                          checks("latency"))[0] == "noisy"
 
 
 def _job(tmp_path: Path, quality: dict | None) -> Path:
@@ -103,6 +103,6 @@ def test_a_kernel_that_waits_in_the_kernel_is_not_judged_by_its_share_on_the_cpu
         table = tmp_path / bench / "j.csv.partial"     # run-job reads the partial table in its benchmark's folder
         table.parent.mkdir()
         table.write_text(text)
-        assert verdict.decide(verdict.read_rows(table), 0.5, 2, spread(bench))[0] == expected
+        assert verdict.decide(verdict.read_rows(table), 0.5, 2, checks(bench))[0] == expected
         df = pd.read_csv(table).assign(job_id="j")
         assert set(disturbed.job_verdicts(df, bench)[disturbed.VERDICT]) == {expected}

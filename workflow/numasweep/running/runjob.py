@@ -170,7 +170,7 @@ class Runner:
         self.repeated: dict = {}
         self.csv: Path = args.csv
         self.partial = Path(f"{args.csv}{PARTIAL}")
-        self.spread = verdict.spread_of(args.csv)
+        self.checks = verdict.checks_of(args.csv)
         self.proc: subprocess.Popen | None = None
         self.stopped_by: int | None = None
         self.lock: JobLock | None = None
@@ -313,7 +313,7 @@ class Runner:
         # From here the result is finished: a stop signal waits until it is published.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         rows = verdict.read_rows(self.partial)
-        self.quality = verdict.record(*verdict.decide(rows, load_after, os.cpu_count() or 1, self.spread), tries)
+        self.quality = verdict.record(*verdict.decide(rows, load_after, os.cpu_count() or 1, self.checks), tries)
         publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s, quality=self.quality,
                 repeated=self.repeated, tiering=self.tiering)
         print(progress_line(a.job_id, Path(a.kernel).name, time.monotonic() - began, len(rows), self.csv)
@@ -344,7 +344,7 @@ class Runner:
             width, where = widest(runs)
             if width <= target or len(runs) > cap:
                 break
-            if verdict.decide(runs[-1], None, os.cpu_count() or 1, self.spread)[0] == "disturbed":
+            if verdict.decide(runs[-1], None, os.cpu_count() or 1, self.checks)[0] == "disturbed":
                 # this try is disturbed whatever follows: its retry measures again, so more runs
                 # of it would only lengthen the wait
                 print("numasweep: repeat_until: no more runs of this try: the last was measured while disturbed",

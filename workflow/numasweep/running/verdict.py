@@ -114,17 +114,20 @@ def _bench_of(csv: Path) -> registry.Bench | None:
     return registry.get(Path(csv).parent.name)
 
 
-def spread_of(csv: Path) -> Spread | None:
-    """The spread within a run that the benchmark of a job's table records."""
+def checks_of(csv: Path) -> registry.Checks | None:
+    """The checks the benchmark of a job's table states (its spread, what its CPU share means)."""
     bench = _bench_of(csv)
-    return bench.checks.spread if bench else None
+    return bench.checks if bench else None
 
 
 def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int,
-           spread: Spread | None) -> tuple[str, str]:
+           checks: registry.Checks | None) -> tuple[str, str]:
     """(verdict, reason) of a job from its table's rows, the 1-minute load average when it ended
-    (None: unknown), the machine's CPUs and the spread its benchmark records (`checks.spread`)."""
-    share = least_on_cpu(rows)
+    (None: unknown), the machine's CPUs and its benchmark's checks: the spread it records
+    (`checks.spread`), and whether its share on the CPU says anything (`checks.on_cpu`: not where
+    its threads wait in the kernel by design)."""
+    waits = checks is not None and checks.on_cpu == registry.ON_CPU_WAITS
+    share = None if waits else least_on_cpu(rows)
     if share and share[0] < DISTURBED_ON_CPU_PCT:
         return "disturbed", f"{share[1]} on its CPU {share[0]:.0f}% of the time"
     spent = retakes_spent(rows, NOISY_ON_CPU_PCT)
@@ -138,7 +141,7 @@ def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int,
         return "noisy", (f"{count_words(spent, 'row')} took every sample again and stayed "
                          f"under {RETAKE_BELOW_PCT:.0f}% on the CPU"
                          + (f" (at least {share[0]:.0f}%)" if share else ""))
-    worst = worst_spread(rows, spread)
+    worst = worst_spread(rows, checks.spread if checks else None)
     if worst and worst[0] > worst[1]:
         return "noisy", f"spread within the run {worst[0]:.1f}%, above the target of {worst[1]:g}%"
     if load_after is not None and load_after > cpus:
@@ -147,14 +150,9 @@ def decide(rows: list[dict[str, str]], load_after: float | None, cpus: int,
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """A job's table as the verdict reads it: without its CPU-share columns where its benchmark's
-    threads wait in the kernel by design (`checks.on_cpu`)."""
+    """A job's table as the verdict reads it."""
     with open(path, newline="", errors="replace") as fh:
-        rows = list(csv.DictReader(fh))
-    bench = _bench_of(path)
-    if bench and bench.checks.on_cpu == registry.ON_CPU_WAITS:
-        rows = [{k: v for k, v in row.items() if k not in ON_CPU_COLUMNS} for row in rows]
-    return rows
+        return list(csv.DictReader(fh))
 
 
 def load_average() -> float | None:
