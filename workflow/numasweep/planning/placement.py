@@ -89,6 +89,16 @@ def parse_memory(spec: str) -> MemorySpec:
     return MemorySpec(kind, nodes)
 
 
+def weights_set(spec: object) -> MemorySpec | None:
+    """The memory spec of a table's `memory` cell when it sets the weights for its run
+    (`weighted:NODES@WEIGHTS`); None for any other spec, or a cell that is none."""
+    try:
+        mem = parse_memory(str(spec))
+    except NumasweepError:
+        return None
+    return mem if mem.kind == "weighted" and mem.weights else None
+
+
 def check_memory(topo: Topology, mem: MemorySpec) -> None:
     """Every node the spec names exists (memory-only nodes are fine: that is what they are for)."""
     for n in mem.nodes:

@@ -10,7 +10,6 @@ the kernels measured about their own runs (within-run spread, sample length, set
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ import pandas as pd
 
 from numasweep.core import registry
 from numasweep.core.units import count_words
+from numasweep.planning.placement import weights_set
 from numasweep.results import series
 from numasweep.results.digest import HOST_ROWS
 from numasweep.core.system_state import SystemState, quality_notes
@@ -71,10 +71,6 @@ def notes(frames: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-# A memory spec that sets the weights for its run: weighted:NODES@WEIGHTS (planning.placement).
-SET_WEIGHTS = re.compile(r"^weighted:([\d,]+)@([\d,]+)$")
-
-
 def tiering(frames: dict[str, pd.DataFrame]) -> list[str]:
     """The report's lines on memory tiering during the run, from the jobs' provenance: the
     settings as the jobs found them (each distinct text with its count of jobs), those a job
@@ -96,11 +92,11 @@ def tiering(frames: dict[str, pd.DataFrame]) -> list[str]:
         lines += ([f"different after {count_words(n, 'job')} from before it: {text}"
                    for text, n in changed.value_counts(sort=False).items()]
                   or ["the same after every job as before it"])
-    specs = table["memory"].astype(str).str.extract(SET_WEIGHTS).dropna() if "memory" in table.columns else None
-    if specs is not None and not specs.empty:
-        for (nodes, weights), n in specs.value_counts(sort=False).items():
-            lines.append(f"set by the run: weighted-interleave weights {weights} on nodes {nodes} for "
-                         f"{count_words(n, 'job')}, written before each run and the old ones written back after it")
+    for memory, n in (table["memory"].value_counts(sort=False).items() if "memory" in table.columns else ()):
+        if (mem := weights_set(memory)) is not None:
+            lines.append(f"set by the run: weighted-interleave weights {','.join(map(str, mem.weights))} on nodes "
+                         f"{','.join(map(str, mem.nodes))} for {count_words(n, 'job')}, written before each run and "
+                         "the old ones written back after it")
     return lines
 
 

@@ -25,7 +25,8 @@ from numasweep.core import firmware
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, parse_page_fractions
 from numasweep.findings.analysis import Finding
-from numasweep.results import matrices, quality
+from numasweep.planning.placement import weights_set
+from numasweep.results import matrices
 
 CAP = 8
 
@@ -116,11 +117,11 @@ def weighted_pages(bandwidth: pd.DataFrame | None, topology: Topology | None = N
     found = []
     jobs = bandwidth.drop_duplicates([c for c in ("job_id", "repetition", "memory") if c in bandwidth.columns])
     for memory, part in jobs.groupby("memory", sort=True):
-        spec = quality.SET_WEIGHTS.match(str(memory))
-        if not spec:
+        spec = weights_set(memory)
+        if spec is None:
             continue
-        nodes = [int(n) for n in spec.group(1).split(",")]
-        weights = [int(w) for w in spec.group(2).split(",")]
+        nodes, weights = list(spec.nodes), list(spec.weights)
+        listed_nodes, listed_weights = ",".join(map(str, nodes)), ",".join(map(str, weights))
         worst, worst_off = None, -1.0
         for fractions in part["page_fractions"]:
             share = parse_page_fractions(fractions)
@@ -135,8 +136,8 @@ def weighted_pages(bandwidth: pd.DataFrame | None, topology: Topology | None = N
         asked = ", ".join(f"node {n} {w / sum(weights) * 100:.1f}%" for n, w in zip(nodes, weights))
         landed = ", ".join(f"node {n} {worst.get(n, 0.0) * 100:.1f}%" for n in nodes)
         found.append(Finding(
-            id="weighted_pages", bench="bandwidth", title=f"Pages under weights {spec.group(2)} over nodes {spec.group(1)}",
-            summary=(f"Weighted interleave with weights {spec.group(2)} over nodes {spec.group(1)} asks for {asked} of "
+            id="weighted_pages", bench="bandwidth", title=f"Pages under weights {listed_weights} over nodes {listed_nodes}",
+            summary=(f"Weighted interleave with weights {listed_weights} over nodes {listed_nodes} asks for {asked} of "
                      f"the pages; the furthest of its {count_words(len(part), 'job')} put {landed} there, "
                      + (f"node {nodes[0]}'s page ratio to each other node within {PAGE_RATIO_TOLERANCE * 100:.0f}% of "
                         f"the weights' (at most {worst_off * 100:.2f}% off)." if within else
