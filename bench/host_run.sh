@@ -14,7 +14,8 @@
 #      record, log, and topology.json) in latency/, every pair's ratios in csv/bw-pairs-*.json.
 # SECONDS: the wall time the whole run may take (default 540); the bandwidth section gets what the
 #      latency curve leaves, and prints each thread count's table as soon as it is done.
-# Environment: THREADS (1,2,4,8,16), SIZES (latency, 16K to 4G), LIKWID (flavours), PAIRS (at most
+# Environment: THREADS (1,2,4,8,16), SIZES (latency, 16K to 4G), CURVE (page kinds of the latency
+#      curve, "4k thp"; empty: no curve), LIKWID (flavours), PAIRS (at most
 #      4 per comparison), BUDGET (45 s of pairs per thread count), STREAM (empty: no STREAM),
 #      PYTHON (python3).
 #
@@ -74,7 +75,7 @@ top=4096
 while [ "$top" -gt 1 ] && [ $((top * 5 / 4)) -gt "$free_mib" ]; do top=$((top / 2)); done
 echo "latency curve: 16 KiB to $top MiB (node 0 has $free_mib MiB free)" | tee -a "$WORK/host.txt"
 PYTHONPATH=workflow timeout 60 "$PY" -m numasweep topology --detect -o "$WORK/latency/topology.json" >>"$WORK/host.txt" 2>&1
-for pages in 4k thp; do
+for pages in ${CURVE-4k thp}; do
     job="lat-sequential-d0-r1-local-concurrent${pages/4k/}-rep0"
     job=${job/concurrentthp/concurrent-thp}
     PYTHONPATH=workflow timeout 150 "$PY" -m numasweep run-job --job-id "$job" \
