@@ -317,13 +317,16 @@ def likwid_run(test: str, working_set_bytes: int, threads: int, iterations: int 
     return out
 
 
-def likwid_wall_check(test: str, working_set_bytes: int, threads: int) -> str:
-    """Does likwid-bench's own clock agree with the wall clock? Two runs of 10 and 30 iterations
-    per thread: the extra bytes over the extra wall time is a rate no thread's timing can raise
-    (start-up and initialisation cancel out); a reported rate far above it means the threads did
-    not all stream for the whole of the reported time."""
+def likwid_wall_check(test: str, working_set_bytes: int, threads: int, rate_mb_s: float) -> str:
+    """Does likwid-bench's own clock agree with the wall clock? Two runs, of 10 iterations per
+    thread and of enough more to stream for about 3 s at the scouted rate: the extra bytes over the
+    extra wall time is a rate no thread's timing can raise (start-up and initialisation cancel
+    out, and their jitter, a second of first touch on a shared host, is small against 3 s); a
+    reported rate far above it means the threads did not all stream for the whole of the reported
+    time."""
+    extra = max(20, math.ceil(3.0 * rate_mb_s * 1e6 / working_set_bytes))
     walls, volumes, reported = [], [], []
-    for iterations in (10, 30):
+    for iterations in (10, 10 + extra):
         start = time.monotonic()
         out = likwid_run(test, working_set_bytes, threads, iterations)
         walls.append(time.monotonic() - start)
@@ -333,7 +336,7 @@ def likwid_wall_check(test: str, working_set_bytes: int, threads: int) -> str:
     # Counting: every iteration moves the whole working set once, split among the threads.
     counted = volumes[1] / (float(out["Iterations per thread"]) * working_set_bytes)
     return (f"likwid-bench {test} clock check: reported {reported[1]:.0f} MB/s, wall clock over the extra "
-            f"20 iterations {wall_rate:.0f} MB/s (reported / wall {reported[1] / wall_rate:.3f}); bytes counted "
+            f"{extra} iterations ({walls[1] - walls[0]:.1f} s) {wall_rate:.0f} MB/s (reported / wall {reported[1] / wall_rate:.3f}); bytes counted "
             f"per iteration / working set {counted:.3f}")
 
 
@@ -454,7 +457,8 @@ def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Pat
         placed += [f"likwid {likwid_run(next(iter(best.values())), 2 * array_bytes, threads)['cpus']}" if best else ""]
         print("  threads on CPUs (thread:CPUs): " + "; ".join(p for p in placed if p))
         for group, test in best.items():   # every paired flavour: a clock that runs ahead inflates its rate
-            print("  " + likwid_wall_check(test, LIKWID_STREAMS[group.split("_")[0]] * array_bytes, threads))
+            print("  " + likwid_wall_check(test, LIKWID_STREAMS[group.split("_")[0]] * array_bytes, threads,
+                                           scouted[test]))
         if shapes:
             got, _ = ours(list(rows), "shapes", "--variant=all")
             print("  every shape of ours once, average MB/s: " + ", ".join(f"{k} {v['avg']:.0f}" for k, v in got.items()))
