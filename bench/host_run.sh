@@ -17,7 +17,7 @@
 # Environment: THREADS (1,2,4,8,16), SIZES (latency, 16K to 4G), CURVE (page kinds of the latency
 #      curve, "4k thp"; empty: no curve), LIKWID (flavours), PAIRS (at most
 #      4 per comparison), BUDGET (45 s of pairs per thread count), NTIMES (10 repetitions per run
-#      of ours and STREAM), STREAM (empty: no STREAM),
+#      of ours and STREAM), VARIANT (our code shape, auto), STREAM (empty: no STREAM),
 #      PYTHON (python3).
 #
 # Every part runs under its own time limit and a failing part does not stop the next one.
@@ -96,7 +96,7 @@ echo "== bandwidth: ${budget} s left"
 PYTHONUNBUFFERED=1 timeout $((budget > 30 ? budget - 10 : 20)) "$PY" bench/kernels.py --bin build/bin --short \
     --threads "${THREADS:-1,2,4,8,16}" "${stream[@]}" --ref-dir "$WORK/ref" --keep "$WORK/csv" \
     --likwid "${LIKWID:-copy_sse,copy_avx512,copy_mem_avx,copy_mem_avx512,stream_sse,stream_avx512_fma,stream_mem_avx,stream_mem_avx512,load_sse,load_avx512}" \
-    --ntimes "${NTIMES:-10}" --max-pairs "${PAIRS:-4}" --budget "${BUDGET:-45}" --skip latency --skip cycle --skip sweep \
+    --ntimes "${NTIMES:-10}" --variant "${VARIANT:-auto}" --max-pairs "${PAIRS:-4}" --budget "${BUDGET:-45}" --skip latency --skip cycle --skip sweep \
     2>&1 | tee "$WORK/bandwidth.txt" "$OUT/bandwidth.txt"
 echo "== done in $(($(date +%s) - START)) s, load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$WORK/bandwidth.txt"
 pack

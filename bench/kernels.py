@@ -364,7 +364,7 @@ class Pairs:
 
 def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Path | None, ref_dir: Path,
                       workdir: Path, shapes: bool, likwid_groups: list[str] | None, rows: tuple[str, ...],
-                      max_pairs: int, budget_s: float, ntimes: int) -> list[str]:
+                      max_pairs: int, budget_s: float, ntimes: int, variant: str = "auto") -> list[str]:
     elements = array_bytes // 8
     print(f"\n== bandwidth: {format_size(array_bytes)} per array ({array_bytes} bytes), MB/s = 10^6 bytes/s "
           f"counted as STREAM does, load average {load():.2f} ==")
@@ -412,7 +412,7 @@ def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Pat
             out = workdir / f"bw-{threads}-{tag}.csv"
             proc = run([BIN / "numa_bandwidth", f"--kernels={','.join(kernels)}", f"--stores={','.join(stores)}",
                         f"--array-size={array_bytes // 1024}K", f"--ntimes={ntimes}", "--quiet", f"--csv={out}",
-                        *extra], env={**env, **OMP_AFFINITY})
+                        *(extra or [f"--variant={variant}"])], env={**env, **OMP_AFFINITY})
             table = read_csv(out, required=["kernel", "stores", "best_mb_s", "avg_mb_s", "validation", "array_bytes"])
             if (table["validation"] != "pass").any() or int(table["array_bytes"].iloc[0]) != array_bytes:
                 fail(f"{out}: numa_bandwidth failed its validation or ran another size")
@@ -698,6 +698,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--shapes", action="store_true",
                         help="bandwidth: also run our kernels in every code shape (--variant=all) and print them "
                              "beside likwid's flavours")
+    parser.add_argument("--variant", default="auto",
+                        help="bandwidth: our code shape in the pairs (default auto: calibration picks per run), "
+                             "e.g. avx512 to compare one shape with the references")
     parser.add_argument("--baseline", type=Path,
                         help="latency: also run numa_latency from this folder (e.g. an earlier build) as a fourth "
                              "tool in the same rounds, and print its ratio to the reference chase beside ours")
@@ -755,7 +758,7 @@ def main(argv: list[str]) -> int:
                 fail("--max-pairs must be at least 1 and --ntimes at least 2")
             verdicts += bandwidth_section(array_bytes, threads, args.stream_src, args.ref_dir, workdir, args.shapes,
                                           groups, SHORT_ROWS if args.short else OUR_ROWS, args.max_pairs,
-                                          args.budget, args.ntimes)
+                                          args.budget, args.ntimes, args.variant)
         if "latency" not in args.skip:
             multichase = multichase_binary(args.multichase) if args.multichase else None
             if args.baseline and not (args.baseline / "numa_latency").is_file():
