@@ -60,7 +60,27 @@ echo "$old0" > {WEIGHTS}/node0
 echo "$old3" > {WEIGHTS}/node3
 exit $rc
 """
-STEPS = [Step("campaign", CAMPAIGN_STEP)]
+# A weighted run stopped by SIGTERM mid-run: the kernel sets 2,1 (the guest has 5,2), and its
+# handler must put 5,2 (and `auto`, where the kernel has it) back before it exits.
+SIGTERM_STEP = f"""
+[ -d {WEIGHTS} ] || {{ echo "{WEIGHTS} missing: this guest kernel has no weighted interleave"; exit 3; }}
+state() {{ echo "$(cat {WEIGHTS}/node0) $(cat {WEIGHTS}/node3) $(cat {WEIGHTS}/auto 2>/dev/null || echo no-auto)"; }}
+old0=$(cat {WEIGHTS}/node0) old3=$(cat {WEIGHTS}/node3)
+echo {CURRENT[0]} > {WEIGHTS}/node0 && echo {CURRENT[3]} > {WEIGHTS}/node3 || {{ echo "cannot write {WEIGHTS}"; exit 4; }}
+state > "$OUT/sigterm_before"
+OMP_NUM_THREADS=1 "$BIN/numa_bandwidth" --policy=weighted --mem-nodes=0,3 --weights=2,1 --kernels=triad \
+    --array-size=4M --ntimes=1000000 --quiet &
+pid=$!
+for i in $(seq 600); do [ "$(cat {WEIGHTS}/node0)" = 2 ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+state > "$OUT/sigterm_during"
+kill -TERM $pid
+wait $pid
+echo $? > "$OUT/sigterm_rc"
+state > "$OUT/sigterm_after"
+echo "$old0" > {WEIGHTS}/node0
+echo "$old3" > {WEIGHTS}/node3
+"""
+STEPS = [Step("campaign", CAMPAIGN_STEP), Step("sigterm", SIGTERM_STEP)]
 prepare = copy_repo_with_kernels
 
 
@@ -98,7 +118,7 @@ def test_overlay_is_the_campaign_made_small(repo: Path) -> None:
 
 
 def test_campaign_runs_every_weighting_and_restores_the_weights(campaign: Path, guest: GuestRun) -> None:
-    """16 points, each with the weights it ran with in its row and its pages where they say; the
+    """22 points, each with the weights it ran with in its row and its pages where they say; the
     guest's sysfs weights as they were before the campaign."""
     before = (guest.out / "weights_before").read_text().split()
     after = (guest.out / "weights_after").read_text().split()
@@ -133,12 +153,44 @@ def test_report_recommends_weights_with_the_lines_that_use_them(findings: list[d
 
 
 def test_report_compares_the_weightings(findings: list[dict], report: str) -> None:
-    (best,) = [f for f in findings if f["id"] == "bandwidth_weights"]
-    numbers = best["numbers"]
     weightings = {"1,1", f"{CURRENT[0]},{CURRENT[3]}", "2,1", "3,1", "4,1", "8,3"}
+    # the weights sweep's six (the verify sweep compares its two as well)
+    (best,) = [f for f in findings if f["id"] == "bandwidth_weights" and len(f["evidence"]) == len(weightings)]
+    numbers = best["numbers"]
     assert numbers["weightings"] == len(weightings) and {e["weights"] for e in best["evidence"]} == weightings, best
     assert numbers["cpu_nodes"] == "0" and numbers["mem_nodes"] == "0,3", numbers
     assert best["summary"] in section(report, "Bandwidth"), best["summary"]
+
+
+def test_report_verifies_the_weights_against_local_only_memory_and_uniform_interleave(
+        findings: list[dict], report: str) -> None:
+    """The verify sweep: weights 2,1 against node 0 alone and against 1,1, measured in the same
+    sweep; each comparison a finding with its interval and what it means (under emulation the
+    outcome itself is whatever TCG's memory gives)."""
+    verified = {f["numbers"]["baseline"]: f for f in findings if f["id"] == "weights_verified"}
+    assert set(verified) == {"local", "uniform"}, [f["title"] for f in verified.values()]
+    for baseline, f in verified.items():
+        n = f["numbers"]
+        assert (n["cpu_node"], n["mem_nodes"], n["weights"]) == ("0", "0,3", "2,1"), n
+        assert n["baseline_weights"] == ("" if baseline == "local" else "1,1"), n
+        assert n["ratio_low"] is not None and n["ratio_low"] <= n["ratio"] <= n["ratio_high"], n
+        closing = f["summary"].rsplit("So ", 1)[-1]
+        said = {"helped": "helped", "cost bandwidth": "cost bandwidth", "no gain": "gained nothing",
+                "undecided": "undecided", "unknown": "unknown"}[n["outcome"]]
+        assert "95% interval" in f["summary"] and said in closing, f["summary"]
+        assert f["summary"] in section(report, "Bandwidth"), f["summary"]
+
+
+def test_sigterm_mid_run_leaves_the_weights_as_found(guest: GuestRun) -> None:
+    """The kernel set 2,1 while it ran; SIGTERM ended it and 5,2 (and the mode) were back."""
+    step = guest.step("sigterm")
+    step.check()
+    before = (guest.out / "sigterm_before").read_text().split()
+    during = (guest.out / "sigterm_during").read_text().split()
+    after = (guest.out / "sigterm_after").read_text().split()
+    assert before[:2] == [str(CURRENT[0]), str(CURRENT[3])], before
+    assert during[:2] == ["2", "1"], f"the kernel never set its weights before the SIGTERM: {during}\n{step.log}"
+    assert after == before, f"weights and mode {before} before, {after} after a SIGTERM mid-run\n{step.log}"
 
 
 def test_report_checks_each_weighting_s_pages_against_its_weights(findings: list[dict], report: str) -> None:

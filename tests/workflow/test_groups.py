@@ -57,13 +57,17 @@ def test_lumi_g_comparisons_are_the_mode_pair_and_each_scaling_series() -> None:
         assert sorted(int(re.search(r"-r(\d+)-", i).group(1)) for i in ids) == [1, 2, 4, 8, 14], ids
 
 
-def test_weights_campaign_compares_the_weightings_of_one_node_pair() -> None:
+def test_weights_campaign_compares_every_memory_placement_of_one_sweep() -> None:
     found = comparisons(plan("config/campaigns/weights.yaml"))
-    pair = found["bw-weights-c0-weighted0.3-rep1"]
+    pair = found["bw-weights-c0-rep1"]
     assert len(pair) == 12 and {i.split("-t")[0] for i in pair} == {
         "bw-weights-c0-weighted0.3w1.1", "bw-weights-c0-weighted0.3", "bw-weights-c0-weighted0.3w2.1",
         "bw-weights-c0-weighted0.3w3.1", "bw-weights-c0-weighted0.3w4.1", "bw-weights-c0-weighted0.3w8.3"}
-    assert len(found["bw-matrix-c0-node0-rep0"]) == 2  # one node alone, its two thread counts
+    # remote against local memory, on one node: nodes 0 and 3 alone, two thread counts each
+    assert {i.split("-t")[0] for i in found["bw-matrix-c0-rep0"]} == {"bw-matrix-c0-node0", "bw-matrix-c0-node3"}
+    # the weights verified against local-only memory and uniform interleave, in one group
+    assert {i.split("-t")[0] for i in found["bw-verify-c0-rep0"]} == {
+        "bw-verify-c0-node0", "bw-verify-c0-weighted0.3w1.1", "bw-verify-c0-weighted0.3w2.1"}
 
 
 def test_fleet_copies_compare_within_their_node() -> None:

@@ -48,8 +48,8 @@ class Job:
     cpus: tuple[int, ...] = ()  # non-MPI jobs: the CPUs the threads run on
     memory: str = "local"  # non-MPI jobs: the memory spec numactl applies
     # The comparison the point belongs to: the points one finding compares share it (concurrent
-    # and serial of one placement, the rank counts of one scaling series, the weightings of one
-    # node pair); "" for a point compared with none. Config `group_compared` runs each
+    # and serial of one placement, the rank counts of one scaling series, the memory placements
+    # of one bandwidth sweep); "" for a point compared with none. Config `group_compared` runs each
     # comparison as one SLURM job group (workflow/rules/benchmarks.smk).
     compared: str = ""
 

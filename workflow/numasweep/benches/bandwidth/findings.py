@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from numasweep.benches.bandwidth import weights
 from numasweep.benches.bandwidth.tables import bandwidth_points
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, page_words, parse_cpulist
@@ -331,8 +332,16 @@ def bandwidth_locality(bandwidth: pd.DataFrame | None, topology: Topology | None
         return []
     pairs, meta = _locality_pairs(runs, keys)
     weight_pairs, weight_meta = _weight_pairs(runs, keys)
-    found = _contrasts(pairs + weight_pairs)
-    return _locality_findings(found, meta, topology, metric) + _weight_findings(found, weight_meta, metric)
+    verify_pairs, verify_meta = _verify_pairs(runs, keys)
+    found = _contrasts(pairs + weight_pairs + verify_pairs)
+    verified = _verify_findings(found, verify_meta, weights.recommended(bandwidth), metric)
+    # one story per comparison: a weighting and uniform interleave alone are the verification's
+    told = {(f.numbers["cpu_node"], f.numbers["mem_nodes"], frozenset((f.numbers["weights"],
+            f.numbers["baseline_weights"]))) for f in verified if f.numbers["baseline"] == "uniform"}
+    compared = [f for f in _weight_findings(found, weight_meta, metric)
+                if f.numbers["weightings"] > 2 or (str(f.numbers["cpu_nodes"]), f.numbers["mem_nodes"], frozenset(
+                    (f.numbers["best_weights"], f.numbers["worst_weights"]))) not in told]
+    return _locality_findings(found, meta, topology, metric) + compared + verified
 
 
 def _locality_pairs(runs: pd.DataFrame, keys: list[str]) -> tuple[list, dict]:
@@ -442,6 +451,87 @@ def _weight_findings(found: dict, meta: dict, metric: str) -> list[Finding]:
                      **interval_numbers("ratio", ratio), "p_value": p, "weightings": len(order),
                      "repetitions": len(c.ratios.replicates), "noise_rule": c.noise_rule},
             evidence=[{"weights": w, "mb_s": float(per[w])} for w in order],
+        ))
+    return findings
+
+
+def _uniform(weights: str) -> bool:
+    """Weights that give every node the same share (1,1 or 2,2): plain interleave."""
+    values = [w for w in str(weights).split(",") if w]
+    return len(values) > 1 and len(set(values)) == 1
+
+
+def _verify_pairs(runs: pd.DataFrame, keys: list[str]) -> tuple[list, dict]:
+    """Weights verified: in a sweep that measures local-only memory (bound to the CPUs' own node)
+    beside weightings, each weighting that is not uniform against local-only memory and against
+    uniform interleave over the same nodes (equal weights, or the interleave policy), every
+    other setting alike."""
+    if "policy" not in runs.columns:
+        return [], {}
+    base = [c for c in keys if c not in ("weights", "memory", "mem_nodes", "policy")]
+    varying = [c for c in base if runs[c].astype(str).nunique() > 1]
+    pairs, meta = [], {}
+    for _, g in runs.groupby(base, dropna=False) if base else [((), runs)]:
+        cpu = str(g.iloc[0]["cpu_nodes"])
+        weighted = g[g["policy"] == "weighted"]
+        local = g[(g["mem_nodes"] == cpu) & ~g["policy"].isin(["weighted", "interleave"])]
+        if "," in cpu or not cpu or weighted.empty or local.empty:
+            continue
+        name = ", ".join(f"{c} {g.iloc[0][c]}" for c in varying)
+        for nodes, over in weighted.groupby("mem_nodes"):
+            uniform = over[over["weights"].map(_uniform)]
+            if uniform.empty:
+                uniform = g[(g["policy"] == "interleave") & (g["mem_nodes"] == nodes)]
+            for chosen, rows in over[~over["weights"].map(_uniform)].groupby("weights"):
+                for baseline, other in (("local", local), ("uniform", uniform)):
+                    if other.empty or other["weights"].nunique() > 1:
+                        continue
+                    label = f"verify {len(pairs)}"
+                    pairs.append((label, rows, other))
+                    meta[label] = (cpu, nodes, chosen, baseline, rows, other, name)
+    return pairs, meta
+
+
+BASELINES = {"local": "local-only memory (node {cpu})", "uniform": "uniform interleave over nodes {nodes}"}
+
+
+def _verify_findings(found: dict, meta: dict, recommended: dict[int, weights.Recommendation],
+                     metric: str) -> list[Finding]:
+    """Whether each weighting helped against each baseline, with the ratio's interval; the weights
+    recommended from the same results' node-alone bandwidth named as such."""
+    findings = []
+    for label, (cpu, nodes, chosen, baseline, rows, other, name) in meta.items():
+        c = found.get(label)
+        if c is None:
+            continue
+        ratio, threads, equivalent, p = _stated(c)
+        against = BASELINES[baseline].format(cpu=cpu, nodes=nodes)
+        if not np.isfinite(ratio.low) or c.unclaimed:
+            outcome = "unknown"
+        elif c.differs:
+            outcome = "helped" if ratio.estimate > 1 else "cost bandwidth"
+        else:
+            outcome = "no gain" if equivalent else "undecided"
+        said = {"helped": "the weights helped", "cost bandwidth": "the weights cost bandwidth",
+                "no gain": f"the weights gained nothing beyond the {c.floor * 100:.0f}% margin",
+                "undecided": "whether the weights helped is undecided",
+                "unknown": "whether the weights helped is unknown"}[outcome]
+        rec = recommended.get(int(cpu))
+        is_recommended = bool(rec and rec.memory_spec() == f"weighted:{nodes}@{chosen}")
+        which = (f"the weights recommended from this run's node-alone bandwidth ({chosen})" if is_recommended
+                 else f"weights {chosen}")
+        verdict = _verdict(c, ratio, equivalent, f"weights {chosen} reach", f"the bandwidth of {against}")
+        findings.append(Finding(
+            id="weights_verified", bench="bandwidth",
+            title=f"Weights {chosen} over nodes {nodes} from node {cpu} against {against}" + in_parens(name),
+            summary=(f"Weighted interleave over nodes {nodes} with {which}, from node {cpu}'s CPUs, over "
+                     f"{_threads(threads)} (geometric mean): {verdict}. So {said}."),
+            numbers={"cpu_node": cpu, "mem_nodes": nodes, "weights": chosen, "baseline": baseline,
+                     "baseline_weights": str(other.iloc[0]["weights"]), "recommended": is_recommended,
+                     "outcome": outcome, "metric": metric, "claim": c.differs, "differs": c.differs,
+                     "equivalent": equivalent, "floor": c.floor, **interval_numbers("ratio", ratio), "p_value": p,
+                     "repetitions": len(c.ratios.replicates), "noise_rule": c.noise_rule},
+            evidence=_per_thread(c, _medians(rows), _medians(other), ("weighted_mb_s", "baseline_mb_s")),
         ))
     return findings
 

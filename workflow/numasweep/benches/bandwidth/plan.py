@@ -28,8 +28,9 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
         ):
             cpus = grid.cpus_on(topo, node, threads, f"{where}.threads")
             pat = "" if pattern == "sequential" else f"-{pattern}"
-            # Compared: the thread counts and the weightings of one node set (the spec before '@').
-            node_set = grid.memory_word(memory.split("@")[0])
+            # Compared: every memory placement and thread count of one sweep from one CPU node (the
+            # locality finding compares remote with local memory, the weights findings weightings
+            # with each other and with local-only memory and uniform interleave).
             yield grid.Job(
                 bench=NAME,
                 id=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{grid.memory_word(memory)}-t{threads}{pat}-rep{rep}",
@@ -52,7 +53,7 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
                 threads=threads,
                 cpus=cpus,
                 memory=memory,
-                compared=f"{grid.id_prefix('bw', sw['label'])}-c{node}-{node_set}{pat}-rep{rep}",
+                compared=f"{grid.id_prefix('bw', sw['label'])}-c{node}{pat}-rep{rep}",
             )
 
 
