@@ -69,7 +69,7 @@ old0=$(cat {WEIGHTS}/node0) old3=$(cat {WEIGHTS}/node3)
 echo {CURRENT[0]} > {WEIGHTS}/node0 && echo {CURRENT[3]} > {WEIGHTS}/node3 || {{ echo "cannot write {WEIGHTS}"; exit 4; }}
 state > "$OUT/sigterm_before"
 OMP_NUM_THREADS=1 "$BIN/numa_bandwidth" --policy=weighted --mem-nodes=0,3 --weights=2,1 --kernels=triad \
-    --array-size=4M --ntimes=1000000 --quiet &
+    --array-size=4M --ntimes=100000 --quiet &
 pid=$!
 for i in $(seq 600); do [ "$(cat {WEIGHTS}/node0)" = 2 ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 state > "$OUT/sigterm_during"
