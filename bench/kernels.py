@@ -421,7 +421,10 @@ def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Pat
                 name = row_name(r["kernel"], r["stores"]) + (f" {r['variant']}" if "--variant=all" in extra else "")
                 got[name] = {"best": float(r["best_mb_s"]), "avg": float(r["avg_mb_s"])}
                 record.shapes[name].append(str(r.get("variant", "unknown")))
-            return got, omp_cpus(proc)
+            where = omp_cpus(proc)
+            if where == "not printed" and "cpus" in table:   # libgomp prints no affinity for one thread
+                where = f"cpus {table['cpus'].iloc[0]} (its CSV)"
+            return got, where
 
         def reference(tool: str, figure: str) -> tuple[dict[str, float], str]:
             if tool == "likwid":
