@@ -39,6 +39,19 @@ def test_one_recommendation_per_cpu_node_with_two_memory_nodes():
                                   "echo 1 | sudo tee /sys/kernel/mm/mempolicy/weighted_interleave/node3"]
 
 
+def test_two_sockets_that_want_different_weights_are_each_told_their_own():
+    """Each socket's CPUs see their own node's memory twice as fast as the other's: node 0's CPUs
+    want 2,1 and node 1's 1,2 over the same two nodes, which one machine-wide vector cannot be."""
+    matrix = pd.DataFrame([[20000.0, 10000.0], [10000.0, 20000.0]], index=[0, 1], columns=[0, 1])
+    found = weights.weights_findings(matrix, None, "bandwidth")
+    assert [f.numbers["weights"] for f in found] == [{"0": 2, "1": 1}, {"0": 1, "1": 2}]
+    for f, other in zip(found, (1, 0)):
+        assert f.numbers["per_socket"] and f.numbers["other_cpu_nodes"] == [other], f.numbers
+        assert f"Node {other}'s CPUs are recommended" in f.summary and "no one vector serves both" in f.summary
+    alike = pd.DataFrame([[20000.0, 10000.0], [20000.0, 10000.0]], index=[0, 1], columns=[0, 1])
+    assert not any(f.numbers["per_socket"] for f in weights.weights_findings(alike, None, "bandwidth"))
+
+
 def test_finding_states_the_kernels_current_weights_beside_them():
     topo = load_arch(REPO / "config" / "arch" / "cxl-example.yaml")
     matrix = pd.DataFrame([[20000.0, 9000.0]], index=[0], columns=[0, 3])

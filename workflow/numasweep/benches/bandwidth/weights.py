@@ -79,8 +79,18 @@ def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, 
     kernel's current weights where the topology recorded them."""
     fw = topology.firmware if topology else firmware.Firmware()
     found = []
-    for rec in recommendations(bandwidth):
+    recs = recommendations(bandwidth)
+    for rec in recs:
         seen = ", ".join(f"node {n} {bw / 1000:.1f} GB/s" for n, bw in sorted(rec.bandwidth_mb_s.items()))
+        # the kernel keeps one weight per node for the whole machine: where another CPU node wants
+        # other weights over the same nodes, no one vector serves both, and these are this node's
+        others = [r for r in recs if r.cpu_node != rec.cpu_node and set(r.weights) == set(rec.weights)
+                  and r.weights != rec.weights]
+        per_socket = (" " + " ".join(f"Node {r.cpu_node}'s CPUs are recommended {_listed(r.weights)}." for r in others)
+                      + f" The kernel keeps one weight per node for the whole machine, so no one vector serves "
+                      f"{'both' if len(others) == 1 else 'all'}: these are the weights for programs on node "
+                      f"{rec.cpu_node}'s CPUs (verify each node's from its own CPUs, docs/firmware.md)."
+                      if others else "")
         current = {n: fw.weights[n] for n in rec.weights if n in fw.weights}
         now = (f"The kernel's weights when the topology was read: {_listed(current)} ({fw.weights_mode()})."
                if len(current) == len(rec.weights) else "The kernel's current weights: not provided.")
@@ -91,11 +101,12 @@ def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, 
                      f"of pages in proportion to its bandwidth (at most {CAP}, reduced; docs/firmware.md): "
                      f"{_listed(rec.weights)}. Set them with `{'; '.join(rec.sysfs_writes())}` and run "
                      f"`{rec.numactl()}` (numactl 2.0.19 or later); measure them against others with the "
-                     f"memory spec `{rec.memory_spec()}` (config/campaigns/weights.yaml). {now}"),
+                     f"memory spec `{rec.memory_spec()}` (config/campaigns/weights.yaml).{per_socket} {now}"),
             numbers={"cpu_node": rec.cpu_node, "weights": {str(n): w for n, w in rec.weights.items()},
                      "current_weights": {str(n): w for n, w in current.items()} or None,
                      "weights_mode": fw.weights_mode(), "memory_spec": rec.memory_spec(),
-                     "numactl": rec.numactl(), "sysfs_writes": rec.sysfs_writes(), "cap": CAP, "claim": False},
+                     "numactl": rec.numactl(), "sysfs_writes": rec.sysfs_writes(), "cap": CAP, "claim": False,
+                     "per_socket": bool(others), "other_cpu_nodes": [r.cpu_node for r in others]},
             evidence=[{"memory_node": n, "bandwidth_mb_s": round(bw, 1), "weight": rec.weights[n]}
                       for n, bw in sorted(rec.bandwidth_mb_s.items())],
         ))
