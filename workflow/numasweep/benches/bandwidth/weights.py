@@ -163,13 +163,16 @@ def weighted_pages(bandwidth: pd.DataFrame | None, topology: Topology | None = N
     return found
 
 
+def _matrix(bandwidth: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The bandwidth matrix (MB/s) of a bandwidth table's node-alone runs."""
+    return None if bandwidth is None or bandwidth.empty else matrices.matrix(bandwidth_samples(bandwidth))
+
+
 def recommended(bandwidth: pd.DataFrame | None) -> dict[int, Recommendation]:
     """CPU node -> the weights recommended from a bandwidth table's node-alone runs."""
-    if bandwidth is None or bandwidth.empty:
-        return {}
-    return {r.cpu_node: r for r in recommendations(matrices.matrix(bandwidth_samples(bandwidth)))}
+    return {r.cpu_node: r for r in recommendations(_matrix(bandwidth))}
 
 
 def recommended_weights(bandwidth: pd.DataFrame, topology: Topology | None = None) -> list[Finding]:
     """Weighted-interleave weights from the bandwidth matrix (`weights_findings`)."""
-    return weights_findings(matrices.matrix(bandwidth_samples(bandwidth)), topology, "bandwidth")
+    return weights_findings(_matrix(bandwidth), topology, "bandwidth")
