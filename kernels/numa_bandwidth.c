@@ -15,8 +15,8 @@
  * (copy, scale, add, triad, write) run once per store kind asked for, each its own sequence of
  * repetitions; nt needs x86-64 and the sequential pattern. The bytes counted are the same for both.
  * Code shapes (--variant, the CSV's variant column): the sequential kernels run as the plain
- * loop, scalar code, 256-bit or 512-bit vectors, each with or without unrolling ("Code shapes"
- * below); by default a short calibration on the arrays picks the fastest shape per kernel and
+ * loop, scalar code, 256-bit or 512-bit vectors, each with or without unrolling, and with
+ * non-temporal stores the unrolled vectors also four pages at a time ("Code shapes" below); by default a short calibration on the arrays picks the fastest shape per kernel and
  * store kind, as the shape alone moves a kernel's rate by a quarter on some processors.
  * Patterns: sequential (e = 0..N-1), strided (e = 0, S, 2S, ... ; N/S elements), random
  * (e = idx[k] for a random permutation idx of 0..N-1: gather and scatter).
@@ -48,10 +48,12 @@ enum { P_SEQUENTIAL, P_STRIDED, P_RANDOM, NPATTERNS };
 static const char *pattern_names[NPATTERNS] = {"sequential", "strided", "random"};
 
 /* Code shapes of the sequential kernels: see "Code shapes" below. */
-enum { V_LOOP, V_SCALAR, V_SCALAR_U, V_AVX2, V_AVX2_U, V_AVX512, V_AVX512_U, NVARIANTS };
-static const char *variant_names[NVARIANTS] = {"loop", "scalar", "scalar-unroll", "avx2", "avx2-unroll", "avx512",
-                                               "avx512-unroll"};
-#define VARIANT_HINT "auto, all, or a list of loop, scalar, scalar-unroll, avx2, avx2-unroll, avx512, avx512-unroll"
+enum { V_LOOP, V_SCALAR, V_SCALAR_U, V_AVX2, V_AVX2_U, V_AVX2_P, V_AVX512, V_AVX512_U, V_AVX512_P, NVARIANTS };
+static const char *variant_names[NVARIANTS] = {"loop", "scalar", "scalar-unroll", "avx2", "avx2-unroll", "avx2-pages",
+                                               "avx512", "avx512-unroll", "avx512-pages"};
+#define VARIANT_HINT                                                                                           \
+    "auto, all, or a list of loop, scalar, scalar-unroll, avx2, avx2-unroll, avx2-pages, avx512, avx512-unroll, " \
+    "avx512-pages"
 #define V_AUTO (-1)
 /* One timed run per shape: shapes that differ by more than a busy machine's noise are told apart
  * by one; those within it cost the same either way, and the calibration stays under the
@@ -64,11 +66,11 @@ static int variant_runs_here(int v, const char **why)
     *why = "";
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if ((v == V_AVX2 || v == V_AVX2_U) && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+    if ((v == V_AVX2 || v == V_AVX2_U || v == V_AVX2_P) && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
         *why = "this CPU has no AVX2 and FMA";
         return 0;
     }
-    if ((v == V_AVX512 || v == V_AVX512_U) && !__builtin_cpu_supports("avx512f")) {
+    if ((v == V_AVX512 || v == V_AVX512_U || v == V_AVX512_P) && !__builtin_cpu_supports("avx512f")) {
         *why = "this CPU has no AVX-512F";
         return 0;
     }
@@ -81,8 +83,15 @@ static int variant_runs_here(int v, const char **why)
     return 1;
 }
 
-/* Whether the shape has a form for these stores (loop: regular only). */
-static int variant_has_stores(int v, int stores) { return stores == S_REGULAR || v != V_LOOP; }
+/* Whether the shape has a form for these stores (loop: regular only; the page order: nt only). */
+static int variant_has_stores(int v, int stores)
+{
+    if (v == V_LOOP)
+        return stores == S_REGULAR;
+    if (v == V_AVX2_P || v == V_AVX512_P)
+        return stores == S_NT;
+    return 1;
+}
 
 
 #define SCALAR 3.0
@@ -139,8 +148,10 @@ static void usage(void)
            "  --variant=LIST      code shape of the sequential kernels: auto (default: a short calibration on\n"
            "                      the arrays picks the fastest shape per kernel and stores), all (every shape\n"
            "                      this CPU runs), or a list of loop (the plain loop as built, regular stores\n"
-           "                      only), scalar, avx2, avx512 (256- and 512-bit vectors) and their -unroll forms\n"
-           "                      (four steps per iteration); the CSV's variant column names the shape used\n"
+           "                      only), scalar, avx2, avx512 (256- and 512-bit vectors), their -unroll forms\n"
+           "                      (four steps per iteration) and avx2-pages, avx512-pages (non-temporal\n"
+           "                      stores only: unrolled, four 4 KiB pages at a time); the CSV's variant\n"
+           "                      column names the shape used\n"
            "  --stride=N          element step of the strided pattern (default 8 = one 64-byte line)\n"
            "  --threads=N         OpenMP threads (default OMP_NUM_THREADS, else all CPUs allowed)\n"
            "  --seed=N            seed of the random pattern (default 1)\n\n%s",
@@ -190,8 +201,9 @@ static void check_variants(options *o)
         for (int v = 0; v < NVARIANTS; v++)
             any |= o->variants[v] && variant_has_stores(v, st);
         if (o->stores[st] && !any)
-            ns_die("--variant: loop has no form with non-temporal stores (the compiler picks the stores): "
-                   "give --stores=nt a shape too, e.g. --variant=loop,avx2");
+            ns_die("--variant: no shape asked for has a form with %s stores (loop: regular only, the compiler "
+                   "picks its stores; avx2-pages and avx512-pages: nt only): give --stores=%s a shape too, "
+                   "e.g. --variant=%s,avx2", store_names[st], store_names[st], st == S_NT ? "loop" : "avx2-pages");
     }
 }
 
@@ -353,11 +365,40 @@ static double read_sequential(const double *restrict a, size_t n)
  *   avx512          512-bit vectors (AVX-512F), 8 doubles per instruction
  *   *-unroll        the same with four independent steps per loop iteration (four partial
  *                   sums in read)
+ *   *-pages         non-temporal stores only: unrolled, in another order, four 4 KiB pages at a
+ *                   time, one iteration's worth of each in turn, as glibc's memcpy copies large
+ *                   blocks with non-temporal stores (STREAM's copy as gcc builds it). Hardware
+ *                   prefetchers follow a stream within one 4 KiB page; four pages at once are four
+ *                   streams in flight. One thread's straight non-temporal copy read 14% below
+ *                   STREAM's memcpy on a Xeon guest (family 6 model 167), and the page order alone
+ *                   moved it 1.3x there (bench/README.md). Ordinary stores and read keep the
+ *                   straight order of STREAM's and likwid-bench's loops, so that their figures
+ *                   compare with those tools' (the page order moved them 3-7% there)
  * Non-temporal stores: movnti (scalar), vmovntpd (vectors). Workers leave the loops loops: gcc
  * would turn a copy or write loop into memcpy/memset, whose large-block code streams with
  * non-temporal stores, so "regular" would silently be "nt". */
 
 typedef double (*worker_fn)(double *restrict a, double *restrict b, double *restrict c, size_t lo, size_t hi);
+
+/* The main loop of a worker over whole iterations of STEP elements, BODY at element e: "straight"
+ * from e to hi; "pages" four 4 KiB pages (PAGE_DOUBLES elements each) at a time, BODY at the same
+ * offset in each of the four in turn, then straight for the elements after the last four pages. */
+#define PAGE_DOUBLES 512
+#define MAIN_LOOP_straight(STEP, BODY)                                                                         \
+    for (; e + (STEP) <= hi; e += (STEP)) {                                                                    \
+        BODY                                                                                                   \
+    }
+#define MAIN_LOOP_pages(STEP, BODY)                                                                            \
+    for (; e + 4 * PAGE_DOUBLES <= hi; e += 4 * PAGE_DOUBLES) {                                                \
+        const size_t block_ = e;                                                                               \
+        for (size_t off_ = 0; off_ < PAGE_DOUBLES; off_ += (STEP))                                             \
+            for (size_t page_ = 0; page_ < 4; page_++) {                                                       \
+                e = block_ + page_ * PAGE_DOUBLES + off_;                                                      \
+                BODY                                                                                           \
+            }                                                                                                  \
+        e = block_;                                                                                            \
+    }                                                                                                          \
+    MAIN_LOOP_straight(STEP, BODY)
 
 /* One step of u (0..U-1) in a loop iteration at element e; U = 1 or 4. */
 #define REP1(S) { const size_t u = 0; S; }
@@ -366,7 +407,7 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
 
 /* A store kernel: whole groups of U vectors, then single vectors, then single elements with
  * ordinary stores. */
-#define STORE_WORKER(FN, ATTR, U, V, W, SET1, STEP, TAIL)                                                      \
+#define STORE_WORKER(FN, ATTR, U, ORDER, V, W, SET1, STEP, TAIL)                                               \
     ATTR __attribute__((noinline)) static double FN(double *restrict a, double *restrict b, double *restrict c, \
                                                     size_t lo, size_t hi)                                      \
     {                                                                                                          \
@@ -374,8 +415,7 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
         const V s = SET1(SCALAR), w = SET1(FILL);                                                              \
         (void)a, (void)b, (void)c, (void)s, (void)w;                                                           \
         size_t e = lo;                                                                                         \
-        for (; e + (U) * W_ <= hi; e += (U) * W_)                                                              \
-            REP##U(STEP);                                                                                      \
+        MAIN_LOOP_##ORDER((U) * W_, REP##U(STEP);)                                                             \
         for (; e + W_ <= hi; e += W_)                                                                          \
             REP1(STEP);                                                                                        \
         for (; e < hi; e++)                                                                                    \
@@ -388,19 +428,15 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
  * non-temporal copy 4.5% below likwid's copy_mem_avx512 on a Xeon (family 6 model 167, one
  * thread); loads first gained 2.6% there (16 alternating pairs) and nothing with ordinary stores
  * (bench/README.md). The empty asm keeps the compiler from interleaving them again. */
-#define COPY_WORKER(FN, ATTR, U, V, W, LD, STORE)                                                              \
+#define COPY_WORKER(FN, ATTR, U, ORDER, V, W, LD, STORE)                                                       \
     ATTR __attribute__((noinline)) static double FN(double *restrict a, double *restrict b, double *restrict c, \
                                                     size_t lo, size_t hi)                                      \
     {                                                                                                          \
         enum { W_ = W };                                                                                       \
         (void)b;                                                                                               \
         size_t e = lo;                                                                                         \
-        for (; e + (U) * W_ <= hi; e += (U) * W_) {                                                            \
-            V t[4];                                                                                            \
-            REP##U(t[u] = LD(AT(a)));                                                                          \
-            __asm__ volatile("" ::: "memory");                                                                 \
-            REP##U(STORE(AT(c), t[u]));                                                                        \
-        }                                                                                                      \
+        MAIN_LOOP_##ORDER((U) * W_, V t[4]; REP##U(t[u] = LD(AT(a))); __asm__ volatile("" ::: "memory");       \
+                          REP##U(STORE(AT(c), t[u]));)                                                         \
         for (; e + W_ <= hi; e += W_)                                                                          \
             REP1(STORE(AT(c), LD(AT(a))));                                                                     \
         for (; e < hi; e++)                                                                                    \
@@ -409,7 +445,7 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
     }
 
 /* The read kernel: U partial sums of vectors, summed at the end. */
-#define READ_WORKER(FN, ATTR, U, V, W, LD, ADD, ZERO, HSUM)                                                    \
+#define READ_WORKER(FN, ATTR, U, ORDER, V, W, LD, ADD, ZERO, HSUM)                                             \
     ATTR __attribute__((noinline)) static double FN(double *restrict a, double *restrict b, double *restrict c, \
                                                     size_t lo, size_t hi)                                      \
     {                                                                                                          \
@@ -417,8 +453,7 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
         (void)b, (void)c;                                                                                      \
         V acc[4] = {ZERO, ZERO, ZERO, ZERO};                                                                   \
         size_t e = lo;                                                                                         \
-        for (; e + (U) * W_ <= hi; e += (U) * W_)                                                              \
-            REP##U(acc[u] = ADD(acc[u], LD(AT(a))));                                                           \
+        MAIN_LOOP_##ORDER((U) * W_, REP##U(acc[u] = ADD(acc[u], LD(AT(a))));)                                  \
         for (; e + W_ <= hi; e += W_)                                                                          \
             REP1(acc[u] = ADD(acc[u], LD(AT(a))));                                                             \
         double sum = (HSUM(acc[0]) + HSUM(acc[1])) + (HSUM(acc[2]) + HSUM(acc[3]));                            \
@@ -429,26 +464,33 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
 
 /* The five store kernels of one shape with the store STORE (ordinary or non-temporal); the
  * elements after the last whole vector use ordinary stores. */
-#define STORE_KERNELS(NAME, STORES, ATTR, U, V, W, LD, STORE, SET1, ADD, MUL)                                  \
-    COPY_WORKER(NAME##_copy_##STORES, ATTR, U, V, W, LD, STORE)                                                \
-    STORE_WORKER(NAME##_scale_##STORES, ATTR, U, V, W, SET1, STORE(AT(b), MUL(s, LD(AT(c)))),                  \
+#define STORE_KERNELS(NAME, STORES, ATTR, U, ORDER, V, W, LD, STORE, SET1, ADD, MUL)                           \
+    COPY_WORKER(NAME##_copy_##STORES, ATTR, U, ORDER, V, W, LD, STORE)                                         \
+    STORE_WORKER(NAME##_scale_##STORES, ATTR, U, ORDER, V, W, SET1, STORE(AT(b), MUL(s, LD(AT(c)))),           \
                  b[e] = SCALAR * c[e])                                                                         \
-    STORE_WORKER(NAME##_add_##STORES, ATTR, U, V, W, SET1, STORE(AT(c), ADD(LD(AT(a)), LD(AT(b)))),            \
+    STORE_WORKER(NAME##_add_##STORES, ATTR, U, ORDER, V, W, SET1, STORE(AT(c), ADD(LD(AT(a)), LD(AT(b)))),     \
                  c[e] = a[e] + b[e])                                                                           \
-    STORE_WORKER(NAME##_triad_##STORES, ATTR, U, V, W, SET1, STORE(AT(a), ADD(LD(AT(b)), MUL(s, LD(AT(c))))),  \
-                 a[e] = b[e] + SCALAR * c[e])                                                                  \
-    STORE_WORKER(NAME##_write_##STORES, ATTR, U, V, W, SET1, STORE(AT(c), w), c[e] = FILL)
+    STORE_WORKER(NAME##_triad_##STORES, ATTR, U, ORDER, V, W, SET1,                                            \
+                 STORE(AT(a), ADD(LD(AT(b)), MUL(s, LD(AT(c))))), a[e] = b[e] + SCALAR * c[e])                 \
+    STORE_WORKER(NAME##_write_##STORES, ATTR, U, ORDER, V, W, SET1, STORE(AT(c), w), c[e] = FILL)
 
 /* The eleven workers of one shape: each store kernel with ST (ordinary) and NT stores, and read. */
-#define SHAPE(NAME, ATTR, U, V, W, LD, ST, NT, SET1, ADD, MUL, ZERO, HSUM)                                     \
-    STORE_KERNELS(NAME, regular, ATTR, U, V, W, LD, ST, SET1, ADD, MUL)                                        \
-    STORE_KERNELS(NAME, nt, ATTR, U, V, W, LD, NT, SET1, ADD, MUL)                                             \
-    READ_WORKER(NAME##_read, ATTR, U, V, W, LD, ADD, ZERO, HSUM)
+#define SHAPE(NAME, ATTR, U, ORDER, V, W, LD, ST, NT, SET1, ADD, MUL, ZERO, HSUM)                              \
+    STORE_KERNELS(NAME, regular, ATTR, U, ORDER, V, W, LD, ST, SET1, ADD, MUL)                                 \
+    STORE_KERNELS(NAME, nt, ATTR, U, ORDER, V, W, LD, NT, SET1, ADD, MUL)                                      \
+    READ_WORKER(NAME##_read, ATTR, U, ORDER, V, W, LD, ADD, ZERO, HSUM)
+
+/* A shape with non-temporal stores only (the page order). */
+#define NT_SHAPE(NAME, ATTR, U, ORDER, V, W, LD, NT, SET1, ADD, MUL)                                            \
+    STORE_KERNELS(NAME, nt, ATTR, U, ORDER, V, W, LD, NT, SET1, ADD, MUL)
 
 /* In the order of the kernel enum (copy, scale, add, triad, read, write). */
 #define SHAPE_TABLE(NAME)                                                                                      \
     {{NAME##_copy_regular, NAME##_scale_regular, NAME##_add_regular, NAME##_triad_regular, NAME##_read,        \
       NAME##_write_regular},                                                                                   \
+     {NAME##_copy_nt, NAME##_scale_nt, NAME##_add_nt, NAME##_triad_nt, NULL, NAME##_write_nt}}
+#define NT_SHAPE_TABLE(NAME)                                                                                   \
+    {{NULL, NULL, NULL, NULL, NULL, NULL},                                                                     \
      {NAME##_copy_nt, NAME##_scale_nt, NAME##_add_nt, NAME##_triad_nt, NULL, NAME##_write_nt}}
 
 /* Scalar: vectorisation off (gcc; clang has no such attribute and the scalar shape may then be
@@ -476,8 +518,8 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
 #else
 #define SC_NT(P, X) SC_ST(P, X) /* never called: nt is refused off x86-64 */
 #endif
-SHAPE(scalar, SCALAR_ATTR, 1, double, 1, SC_LD, SC_ST, SC_NT, SC_SET1, SC_ADD, SC_MUL, 0.0, SC_HSUM)
-SHAPE(scalar_u, SCALAR_ATTR, 4, double, 1, SC_LD, SC_ST, SC_NT, SC_SET1, SC_ADD, SC_MUL, 0.0, SC_HSUM)
+SHAPE(scalar, SCALAR_ATTR, 1, straight, double, 1, SC_LD, SC_ST, SC_NT, SC_SET1, SC_ADD, SC_MUL, 0.0, SC_HSUM)
+SHAPE(scalar_u, SCALAR_ATTR, 4, straight, double, 1, SC_LD, SC_ST, SC_NT, SC_SET1, SC_ADD, SC_MUL, 0.0, SC_HSUM)
 
 #if defined(__x86_64__)
 #define VEC_ATTR(ISA) __attribute__((target(ISA), optimize("no-tree-loop-distribute-patterns")))
@@ -485,14 +527,18 @@ SHAPE(scalar_u, SCALAR_ATTR, 4, double, 1, SC_LD, SC_ST, SC_NT, SC_SET1, SC_ADD,
 #define AVX512_ATTR VEC_ATTR("avx512f")
 #define Y_HSUM(X) (((X)[0] + (X)[1]) + ((X)[2] + (X)[3]))
 #define Z_HSUM(X) ((((X)[0] + (X)[1]) + ((X)[2] + (X)[3])) + (((X)[4] + (X)[5]) + ((X)[6] + (X)[7])))
-SHAPE(avx2, AVX2_ATTR, 1, __m256d, 4, _mm256_load_pd, _mm256_store_pd, _mm256_stream_pd, _mm256_set1_pd,
+SHAPE(avx2, AVX2_ATTR, 1, straight, __m256d, 4, _mm256_load_pd, _mm256_store_pd, _mm256_stream_pd, _mm256_set1_pd,
       _mm256_add_pd, _mm256_mul_pd, _mm256_setzero_pd(), Y_HSUM)
-SHAPE(avx2_u, AVX2_ATTR, 4, __m256d, 4, _mm256_load_pd, _mm256_store_pd, _mm256_stream_pd, _mm256_set1_pd,
+SHAPE(avx2_u, AVX2_ATTR, 4, straight, __m256d, 4, _mm256_load_pd, _mm256_store_pd, _mm256_stream_pd, _mm256_set1_pd,
       _mm256_add_pd, _mm256_mul_pd, _mm256_setzero_pd(), Y_HSUM)
-SHAPE(avx512, AVX512_ATTR, 1, __m512d, 8, _mm512_load_pd, _mm512_store_pd, _mm512_stream_pd, _mm512_set1_pd,
+NT_SHAPE(avx2_p, AVX2_ATTR, 4, pages, __m256d, 4, _mm256_load_pd, _mm256_stream_pd, _mm256_set1_pd, _mm256_add_pd,
+         _mm256_mul_pd)
+SHAPE(avx512, AVX512_ATTR, 1, straight, __m512d, 8, _mm512_load_pd, _mm512_store_pd, _mm512_stream_pd, _mm512_set1_pd,
       _mm512_add_pd, _mm512_mul_pd, _mm512_setzero_pd(), Z_HSUM)
-SHAPE(avx512_u, AVX512_ATTR, 4, __m512d, 8, _mm512_load_pd, _mm512_store_pd, _mm512_stream_pd, _mm512_set1_pd,
-      _mm512_add_pd, _mm512_mul_pd, _mm512_setzero_pd(), Z_HSUM)
+SHAPE(avx512_u, AVX512_ATTR, 4, straight, __m512d, 8, _mm512_load_pd, _mm512_store_pd, _mm512_stream_pd,
+      _mm512_set1_pd, _mm512_add_pd, _mm512_mul_pd, _mm512_setzero_pd(), Z_HSUM)
+NT_SHAPE(avx512_p, AVX512_ATTR, 4, pages, __m512d, 8, _mm512_load_pd, _mm512_stream_pd, _mm512_set1_pd,
+         _mm512_add_pd, _mm512_mul_pd)
 #endif
 
 /* workers[variant][stores][kernel]; NULL: the loop variant (run_kernel's own loops), or not built. */
@@ -502,8 +548,10 @@ static const worker_fn workers[NVARIANTS][NSTORES][NKERNELS] = {
 #if defined(__x86_64__)
     [V_AVX2] = SHAPE_TABLE(avx2),
     [V_AVX2_U] = SHAPE_TABLE(avx2_u),
+    [V_AVX2_P] = NT_SHAPE_TABLE(avx2_p),
     [V_AVX512] = SHAPE_TABLE(avx512),
     [V_AVX512_U] = SHAPE_TABLE(avx512_u),
+    [V_AVX512_P] = NT_SHAPE_TABLE(avx512_p),
 #endif
 };
 

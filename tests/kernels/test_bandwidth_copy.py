@@ -74,7 +74,13 @@ def test_regular_store_loops_are_not_turned_into_memcpy(kernels_bin):
     assert {"scalar_copy_regular", "scalar_u_write_regular"} <= workers, sorted(workers)
 
 
-SHAPES = ["loop", "scalar", "scalar-unroll", "avx2", "avx2-unroll", "avx512", "avx512-unroll"]
+SHAPES = ["loop", "scalar", "scalar-unroll", "avx2", "avx2-unroll", "avx2-pages", "avx512", "avx512-unroll",
+          "avx512-pages"]
+REGULAR_ONLY, NT_ONLY = {"loop"}, {"avx2-pages", "avx512-pages"}   # the shapes with one store kind
+
+
+def _stores_of(shape: str) -> set[str]:
+    return {"regular"} if shape in REGULAR_ONLY else {"nt"} if shape in NT_ONLY else {"regular", "nt"}
 
 
 def _shapes_here(kernels_bin) -> list[str]:
@@ -93,14 +99,14 @@ def test_every_code_shape_validates_with_both_stores(kernels_bin, tmp_path):
     remainders (single vectors after the unrolled groups) run too."""
     for shape in _shapes_here(kernels_bin):
         csv_path = tmp_path / f"{shape}.csv"
-        stores = "regular" if shape == "loop" else "regular,nt"
+        stores = ",".join(sorted(_stores_of(shape)))
         proc = run_ok([kernels_bin / "numa_bandwidth", "--array-size=4097K", "--ntimes=3", f"--variant={shape}",
                        f"--stores={stores}", f"--csv={csv_path}"], env={"OMP_NUM_THREADS": "3"})
         assert "Validation: passed" in proc.stdout, shape
         header, rows = read_rows(csv_path)
         assert header == contract_columns("numa_bandwidth")
-        expected = {(k, "regular") for k in WORDS} | (
-            set() if shape == "loop" else {(k, "nt") for k in WORDS if k != "read"})
+        expected = ({(k, "regular") for k in WORDS} if "regular" in _stores_of(shape) else set()) | (
+            {(k, "nt") for k in WORDS if k != "read"} if "nt" in _stores_of(shape) else set())
         assert {(r["kernel"], r["stores"]) for r in rows} == expected, shape
         for r in rows:
             assert r["variant"] == shape and r["validation"] == "pass", r
@@ -117,13 +123,13 @@ def test_auto_calibrates_one_shape_per_kernel_and_says_which(kernels_bin, tmp_pa
     assert len(sequential) == 6 + 5
     for r in sequential:
         assert r["variant"] in here and r["validation"] == "pass", r
-        assert r["stores"] == "regular" or r["variant"] != "loop", r  # loop has no non-temporal form
+        assert r["stores"] in _stores_of(r["variant"]), r   # loop: regular only; the page order: nt only
         # The log lists the calibration of that kernel and stores, ending with the shape chosen.
         line = next(ln for ln in proc.stdout.splitlines()
                     if ln.split()[:2] == [r["kernel"], r["stores"]] and "->" in ln)
         assert line.rstrip().endswith(f"-> {r['variant']}"), line
         timed = line.split("->")[0].split()[2::2]
-        assert set(timed) == {s for s in here if r["stores"] == "regular" or s != "loop"}, line
+        assert set(timed) == {s for s in here if r["stores"] in _stores_of(s)}, line
     assert all(r["variant"] == "loop" for r in rows if r["pattern"] == "strided")
 
 
@@ -134,10 +140,12 @@ def test_all_runs_every_shape_here_and_bad_shapes_are_refused(kernels_bin, tmp_p
             "--quiet", f"--csv={csv_path}"], env={"OMP_NUM_THREADS": "1"})
     _, rows = read_rows(csv_path)
     assert sorted((r["kernel"], r["variant"]) for r in rows) == sorted(
-        (k, s) for k in ("triad", "read") for s in here)
+        (k, s) for k in ("triad", "read") for s in here if "regular" in _stores_of(s))
     assert all(r["validation"] == "pass" for r in rows)
-    for args, words in ((["--variant=loop", "--stores=nt"], "loop has no form with non-temporal stores"),
-                        (["--variant=avx3"], "unknown variant 'avx3'")):
+    refused = [(["--variant=loop", "--stores=nt"], "no shape asked for has a form with nt stores"),
+               (["--variant=avx3"], "unknown variant 'avx3'")]
+    refused += [([f"--variant={s}"], "no shape asked for has a form with regular stores") for s in here if s in NT_ONLY]
+    for args, words in refused:
         proc = run([kernels_bin / "numa_bandwidth", "--array-size=1M", *args])
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
     for missing in set(SHAPES) - set(here):

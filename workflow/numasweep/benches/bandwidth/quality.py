@@ -97,7 +97,9 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
 # The kernel's code shapes (its `variant` column, kernels/numa_bandwidth.c) in words.
 SHAPE_WORDS = {"loop": "plain loop", "scalar": "scalar code", "scalar-unroll": "scalar code, unrolled",
                "avx2": "256-bit vectors", "avx2-unroll": "256-bit vectors, unrolled",
-               "avx512": "512-bit vectors", "avx512-unroll": "512-bit vectors, unrolled"}
+               "avx2-pages": "256-bit vectors, unrolled, four pages at a time",
+               "avx512": "512-bit vectors", "avx512-unroll": "512-bit vectors, unrolled",
+               "avx512-pages": "512-bit vectors, unrolled, four pages at a time"}
 
 QUALITY = RunQuality(
     columns=("stores", "variant", "first_touch_s", "timer_ticks"),
