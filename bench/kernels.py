@@ -19,7 +19,8 @@ belong to the machine and to how busy it was):
 4. sweep: the wall time of the seed's sweep `numa_latency --size=1-1024` for one rank.
 
 Bandwidth runs in pairs: ours and one reference back to back (the order alternating), one
-ratio per pair, a 95% interval over the pairs, pairs added until it is within +-2% or a cap;
+ratio per pair, a 95% interval over the pairs, pairs added until it is within +-2% and decides
+the verdict (or, at the border itself, within +-1%) or a cap;
 the verdict is "within 3%", "below"/"above" (all of the interval) or "undecided". Latency runs
 the tools interleaved, round by round, so that a slow phase of a shared machine falls on all of
 them; printed: the ratio ours / reference (of the medians over the rounds) with the range of the
@@ -114,11 +115,11 @@ def cpu_flags() -> set[str]:
 
 
 # likwid-bench's kernels compared: a test, its non-temporal `_mem` form, and their instruction-set
-# flavours (copy, copy_sse, copy_avx, copy_avx512, stream_avx_fma, ...). load_mem is left out:
+# flavours (copy, copy_sse, copy_avx, copy_avx512, stream_avx_fma, sum_avx512, ...). load_mem is left out:
 # its loads, not its stores, are non-temporal.
-LIKWID_FLAVOUR = re.compile(r"^(?P<test>copy|stream|load|store)(?P<mem>_mem)?(?P<isa>_sse|_avx512|_avx)?(?P<fma>_fma)?$")
+LIKWID_FLAVOUR = re.compile(r"^(?P<test>copy|stream|load|store|sum)(?P<mem>_mem)?(?P<isa>_sse|_avx512|_avx)?(?P<fma>_fma)?$")
 LIKWID_ISA_FLAG = {"_sse": "sse2", "_avx": "avx", "_avx512": "avx512f"}
-LIKWID_STREAMS = {"stream": 3, "copy": 2, "load": 1, "store": 1}
+LIKWID_STREAMS = {"stream": 3, "copy": 2, "load": 1, "sum": 1, "store": 1}
 
 
 def likwid_flavours() -> dict[str, list[str]]:
@@ -225,11 +226,13 @@ BANDWIDTH_PAIRS = [
     ("copy regular", "avg", "likwid", "copy"),
     ("copy nt", "avg", "likwid", "copy_mem"),
     ("read", "avg", "likwid", "load"),
+    ("read", "avg", "likwid", "sum"),      # likwid's form of our read: partial sums of the loads
     ("write regular", "avg", "likwid", "store"),
     ("write nt", "avg", "likwid", "store_mem"),
 ]
 SHORT_ROWS = ("copy regular", "copy nt", "triad regular", "triad nt", "read")   # --short
-HALF_WIDTH = 0.02      # pairs are added until every ratio's 95% interval is within +-2%...
+HALF_WIDTH = 0.02      # pairs are added until every ratio's 95% interval is within +-2% and decides
+BORDER_HALF_WIDTH = 0.01   # ...or, where the ratio sits at 0.97 or 1.03 itself, within +-1%...
 MIN_PAIRS = 3          # ...with at least this many pairs
 
 
@@ -359,7 +362,9 @@ class Pairs:
         if len(values) < MIN_PAIRS:
             return False
         ratio = self.interval(key)
-        return max(ratio.high / ratio.estimate - 1, 1 - ratio.low / ratio.estimate) <= HALF_WIDTH
+        half = max(ratio.high / ratio.estimate - 1, 1 - ratio.low / ratio.estimate)
+        decided = not pair_verdict(ratio).startswith("undecided")
+        return half <= BORDER_HALF_WIDTH or (half <= HALF_WIDTH and decided)
 
 
 def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Path | None, ref_dir: Path,
@@ -370,7 +375,8 @@ def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Pat
           f"counted as STREAM does, load average {load():.2f} ==")
     print(f"each reference is paired with a run of ours just before or after it (the order alternates), so both "
           f"see the same seconds of the machine; pairs are added until every ratio's 95% interval is within "
-          f"+-{HALF_WIDTH:.0%} ({MIN_PAIRS} pairs at least), {max_pairs} pairs or {budget_s:.0f} s per thread count. "
+          f"+-{HALF_WIDTH:.0%} and decides its verdict, or is within +-{BORDER_HALF_WIDTH:.0%} "
+          f"({MIN_PAIRS} pairs at least), {max_pairs} pairs or {budget_s:.0f} s per thread count. "
           f"Against STREAM: best of {ntimes} repetitions on both sides; against likwid (a whole-run rate): "
           "our average over the repetitions, against likwid's fastest flavour of a scouting pass")
     print(f"CPU frequency: {frequency_behaviour()}")
@@ -753,9 +759,9 @@ def main(argv: list[str]) -> int:
                 fail(f"--array-bytes {array_bytes}: give a positive multiple of 128000 (whole likwid kB of 1000 "
                      "bytes, whole KiB, whole doubles), e.g. 128000000")
             groups = args.likwid.split(",") if args.likwid else (
-                ["copy", "copy_mem", "stream", "stream_mem", "load"] if args.short else None)
+                ["copy", "copy_mem", "stream", "stream_mem", "load", "sum"] if args.short else None)
             if groups and not all(LIKWID_FLAVOUR.match(g) for g in groups):
-                fail(f"--likwid {args.likwid}: give groups of copy,copy_mem,stream,stream_mem,load,store,store_mem "
+                fail(f"--likwid {args.likwid}: give groups of copy,copy_mem,stream,stream_mem,load,sum,store,store_mem "
                      "or flavours of them (copy_avx512, stream_mem_sse, ...)")
             if args.max_pairs < 1 or args.ntimes < 2:
                 fail("--max-pairs must be at least 1 and --ntimes at least 2")
