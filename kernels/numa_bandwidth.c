@@ -16,8 +16,9 @@
  * repetitions; nt needs x86-64 and the sequential pattern. The bytes counted are the same for both.
  * Code shapes (--variant, the CSV's variant column): the sequential kernels run as the plain
  * loop, scalar code, 256-bit or 512-bit vectors, each with or without unrolling, and with
- * non-temporal stores the unrolled vectors also four pages at a time ("Code shapes" below); by default a short calibration on the arrays picks the fastest shape per kernel and
- * store kind, as the shape alone moves a kernel's rate by a quarter on some processors.
+ * non-temporal stores the unrolled vectors also four pages at a time ("Code shapes" below); by
+ * default a short calibration on the arrays picks the fastest shape per kernel and store kind,
+ * as the shape alone moves a kernel's rate by a quarter on some processors.
  * Patterns: sequential (e = 0..N-1), strided (e = 0, S, 2S, ... ; N/S elements), random
  * (e = idx[k] for a random permutation idx of 0..N-1: gather and scatter).
  * Each repetition runs the selected kernels in the order above; the first repetition is not
@@ -66,7 +67,8 @@ static int variant_runs_here(int v, const char **why)
     *why = "";
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if ((v == V_AVX2 || v == V_AVX2_U || v == V_AVX2_P) && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+    if ((v == V_AVX2 || v == V_AVX2_U || v == V_AVX2_P) &&
+        !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
         *why = "this CPU has no AVX2 and FMA";
         return 0;
     }
