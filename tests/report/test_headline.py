@@ -172,3 +172,39 @@ def test_dram_latency_is_read_on_the_memory_plateau_before_the_page_walk_rise(re
     assert all(104 <= float(v[0].removesuffix(" ns")) <= 116 for v in dram.values()), dram
     (walks,) = [(k, v) for k, v in table.items() if k.startswith("DRAM latency past the memory plateau")]
     assert "at 16 GiB" in walks[0] and "TLB-affected" in walks[0] and float(walks[1][0].removesuffix(" ns")) > 125
+
+
+def _curve_table(curve: dict[int, float], remote: float | None = None) -> pd.DataFrame:
+    """Three repetitions of one local latency curve (size -> ns), and the same on node 1's
+    memory times `remote` where given."""
+    return pd.DataFrame([{"rank": 0, "ranks": 1, "mode": "concurrent", "page_size": "4k", "memory": memory,
+                          "cpu_node": 0, "mem_nodes": mem, "repetition": rep, "size_bytes": size,
+                          "latency_ns_median": ns * factor * (1 + 0.01 * rep)}
+                         for rep in range(3) for size, ns in curve.items()
+                         for memory, mem, factor in [("local", "0", 1.0)] + ([("node:1", "1", remote)] if remote else [])])
+
+
+def test_a_sweep_that_stops_inside_the_caches_claims_no_dram() -> None:
+    """The model workstation's curve to 2 MiB (its L3 is 32 MiB): no row says DRAM or memory
+    latency, and no remote row gives a NUMA ratio of cache hits."""
+    curve = {16 << 10: 1.5, 256 << 10: 3.9, 512 << 10: 4.0, 1 << 20: 6.0, 2 << 20: 12.0}
+    table_rows = {r[0]: r[1:] for r in lat_report.headline(_curve_table(curve, remote=1.02), model.workstation())}
+    assert not any("DRAM" in k or "memory latency" in k or k.startswith("NUMA ratio") for k in table_rows), table_rows
+    (l3,) = [k for k in table_rows if k.startswith("L3")]
+    assert l3.startswith("L3 (32 MiB per L3 group, 8 cores) latency, at 2 MiB"), l3
+    (remote,) = [k for k in table_rows if "memory on node 1" in k]
+    assert remote.startswith("Latency,") and "inside the caches" in remote, remote
+
+
+def test_past_the_last_cache_the_largest_size_is_dram() -> None:
+    """The same curve continued to 256 MiB, past the 32 MiB L3: DRAM and the NUMA ratio are said;
+    to 1 MiB, where no L3 row is read, the largest size is named as such and not called memory."""
+    curve = {16 << 10: 1.5, 512 << 10: 4.0, 2 << 20: 12.0, 16 << 20: 14.0, 64 << 20: 80.0, 256 << 20: 82.0}
+    table_rows = {r[0]: r[1:] for r in lat_report.headline(_curve_table(curve, remote=1.5), model.workstation())}
+    assert any(k.startswith("DRAM latency, local memory, at 256 MiB") for k in table_rows), table_rows
+    assert table_rows["NUMA ratio, latency node 0 to node 1 / local"][0] == "1.50x"
+    inside = {s: ns for s, ns in curve.items() if s <= 512 << 10} | {1 << 20: 6.0}
+    table_rows = {r[0]: r[1:] for r in lat_report.headline(_curve_table(inside), model.workstation())}
+    (largest,) = [k for k in table_rows if k.startswith("Latency, local memory")]
+    assert "at 1 MiB" in largest and "inside the L3 (32 MiB per L3 group, 8 cores)" in largest, largest
+    assert not any("DRAM" in k or "memory latency" in k for k in table_rows), table_rows

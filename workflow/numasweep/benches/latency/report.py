@@ -243,8 +243,9 @@ def memory_plateau_end(curve: pd.DataFrame, topology: Topology | None) -> int:
 def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
     """Idle latency per level: the runs of the fewest ranks (alone where serial runs exist), memory
     local, at the largest size measured that is at most half of each cache level (and above the
-    level below), and at the largest size for DRAM; huge pages where measured at that size (no
-    page walks), else 4 KiB pages. Remote memory at the largest size, with its ratio to local."""
+    level below), and at the largest size for DRAM (where the sweep went past the last cache's
+    row); huge pages where measured at that size (no page walks), else 4 KiB pages. Remote memory
+    at the largest size, with its ratio to local."""
     df = latency.copy()
     if df.empty:
         return []
@@ -278,9 +279,10 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
     rows: list[list[str]] = []
     sizes = sorted(local["size_bytes"].unique())
     below = 0
-    cache_rows: list[tuple[float, list[str]]] = []
+    cache_rows: list[tuple[float, int, list[str]]] = []
+    caches = levels.usable_capacities(topology)
     # the levels one core can use, named as the findings name them ("L2 (1 MiB per core)")
-    for cache in levels.usable_capacities(topology):
+    for cache in caches:
         inside = [s for s in sizes if below < s <= cache.size_bytes // 2]
         below = cache.size_bytes
         if not inside:
@@ -288,21 +290,33 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         part, page = at(local, int(inside[-1]))
         ns, value, interval = measured(_runs(part), "ns")
         where = size_words(int(inside[-1])) + (f", {page_words(page)}" if page else "")
-        cache_rows.append((ns, [f"{capacity_words(cache.label, cache.size_bytes)} latency, at {where}{alone}",
-                                value, interval]))
+        cache_rows.append((ns, int(inside[-1]), [f"{capacity_words(cache.label, cache.size_bytes)} latency, at "
+                                                 f"{where}{alone}", value, interval]))
     largest = int(df["size_bytes"].max())
     local_ns = {}
     dram_rows = []
+    # A sweep that stops where the headline reads the last cache one core can use (at most half
+    # of it, as the topology reports it) never showed memory: its largest size is not called DRAM
+    # (the cache's row gives it), and no level is compared with it. Between half the last cache
+    # and all of it the largest size stays DRAM's: a VM's share of a large host L3 is far
+    # smaller than the L3 it reports, and its curve reaches memory there.
+    last_cache = caches[-1] if caches else None
+    plateau, in_cache = 0, False
     if sizes:
         _, page = at(local, int(sizes[-1]))
         curve = local[local[page_col].astype(str) == page] if page_col else local
         plateau = memory_plateau_end(curve, topology)
+        in_cache = last_cache is not None and plateau <= last_cache.size_bytes // 2
+        inside = (f": the largest size measured, inside the {capacity_words(last_cache.label, last_cache.size_bytes)}"
+                  " the topology reports, so not shown to be memory") if in_cache and last_cache else ""
         part, page = at(local, plateau)
         for node, mine in (part.groupby(cpu_node[part.index]) if cpu_node[part.index].nunique() > 1 else [("", part)]):
             local_ns[node], value, interval = measured(_runs(mine), "ns")
             on = f", CPUs on node {node}" if node != "" else ""
-            dram_rows.append([f"DRAM latency, local memory{on}, at {size_words(plateau)}"
-                              + (f", {page_words(page)}" if page else "") + alone, value, interval])
+            if in_cache and any(size == plateau for _, size, _ in cache_rows):
+                continue          # a cache's row already gives that size
+            dram_rows.append([f"{'Latency' if in_cache else 'DRAM latency'}, local memory{on}, at {size_words(plateau)}"
+                              + (f", {page_words(page)}" if page else "") + alone + inside, value, interval])
         if plateau < sizes[-1]:
             # beyond the plateau the loads pay for more than memory: page-table walks, which no cache explains
             part, page = at(local, int(sizes[-1]))
@@ -311,10 +325,11 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
                               f"{size_words(int(sizes[-1]))}" + (f", {page_words(page)}" if page else "") + alone
                               + ": TLB-affected, the loads pay for page-table walks too", value, interval])
     dram = min(local_ns.values(), default=math.nan)
-    for ns, row in cache_rows:
+    for ns, size, row in cache_rows:
         # no cache's hit costs half a load from memory: a level that does is memory already (a
-        # VM given part of the host's L3, or a cache the topology reports but the core cannot fill)
-        if ns == ns and dram == dram and ns >= MEMORY_CLASS * dram:
+        # VM given part of the host's L3, or a cache the topology reports but the core cannot fill);
+        # said only where the sweep reached memory
+        if ns == ns and dram == dram and ns >= MEMORY_CLASS * dram and size < plateau and not in_cache:
             row[0] += f": already memory latency ({ns / dram:.0%} of DRAM's), no plateau of its own"
         rows.append(row)
     rows += dram_rows
@@ -324,13 +339,15 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
     if remote.empty:
         return rows
     keys = pd.DataFrame({"cpu": cpu_node[remote.index], "mem": mem_nodes[remote.index]})
+    beyond = last_cache is None or largest > last_cache.size_bytes // 2
     for (node, mem), part in remote.groupby([keys["cpu"], keys["mem"]]):
         part, page = at(part, largest)
         ns, value, interval = measured(_runs(part), "ns")
-        rows.append([f"DRAM latency, CPUs on node {node}, memory on node {mem}, at {size_words(largest)}"
-                     + (f", {page_words(page)}" if page else "") + alone, value, interval])
+        rows.append([f"{'DRAM latency' if beyond else 'Latency'}, CPUs on node {node}, memory on node {mem}, at "
+                     f"{size_words(largest)}" + (f", {page_words(page)}" if page else "") + alone
+                     + ("" if beyond else ": inside the caches, not a NUMA figure"), value, interval])
         base = local_ns.get(node, local_ns.get("")) if local_ns else None
-        if base and ns == ns:
+        if base and ns == ns and beyond:
             rows.append([f"NUMA ratio, latency node {node} to node {mem} / local", f"{ns / base:.2f}x",
                          "ratio of the estimates"])
     return rows
