@@ -307,8 +307,8 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         curve = local[local[page_col].astype(str) == page] if page_col else local
         plateau = memory_plateau_end(curve, topology)
         in_cache = last_cache is not None and plateau <= last_cache.size_bytes // 2
-        inside = (f": the largest size measured, inside the {capacity_words(last_cache.label, last_cache.size_bytes)}"
-                  " the topology reports, so not shown to be memory") if in_cache and last_cache else ""
+        unproven = (f": the largest size measured, inside the {capacity_words(last_cache.label, last_cache.size_bytes)}"
+                    " the topology reports, so not shown to be memory") if in_cache and last_cache else ""
         part, page = at(local, plateau)
         for node, mine in (part.groupby(cpu_node[part.index]) if cpu_node[part.index].nunique() > 1 else [("", part)]):
             local_ns[node], value, interval = measured(_runs(mine), "ns")
@@ -316,7 +316,7 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
             if in_cache and any(size == plateau for _, size, _ in cache_rows):
                 continue          # a cache's row already gives that size
             dram_rows.append([f"{'Latency' if in_cache else 'DRAM latency'}, local memory{on}, at {size_words(plateau)}"
-                              + (f", {page_words(page)}" if page else "") + alone + inside, value, interval])
+                              + (f", {page_words(page)}" if page else "") + alone + unproven, value, interval])
         if plateau < sizes[-1]:
             # beyond the plateau the loads pay for more than memory: page-table walks, which no cache explains
             part, page = at(local, int(sizes[-1]))
