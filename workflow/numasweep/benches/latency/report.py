@@ -301,12 +301,16 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
     # and all of it the largest size stays DRAM's: a VM's share of a large host L3 is far
     # smaller than the L3 it reports, and its curve reaches memory there.
     last_cache = caches[-1] if caches else None
+
+    def in_the_caches(size: int) -> bool:
+        return last_cache is not None and size <= last_cache.size_bytes // 2
+
     plateau, in_cache = 0, False
     if sizes:
         _, page = at(local, int(sizes[-1]))
         curve = local[local[page_col].astype(str) == page] if page_col else local
         plateau = memory_plateau_end(curve, topology)
-        in_cache = last_cache is not None and plateau <= last_cache.size_bytes // 2
+        in_cache = in_the_caches(plateau)
         unproven = (f": the largest size measured, inside the {capacity_words(last_cache.label, last_cache.size_bytes)}"
                     " the topology reports, so not shown to be memory") if in_cache and last_cache else ""
         part, page = at(local, plateau)
@@ -325,11 +329,11 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
                               f"{size_words(int(sizes[-1]))}" + (f", {page_words(page)}" if page else "") + alone
                               + ": TLB-affected, the loads pay for page-table walks too", value, interval])
     dram = min(local_ns.values(), default=math.nan)
-    for ns, size, row in cache_rows:
+    for ns, _, row in cache_rows:
         # no cache's hit costs half a load from memory: a level that does is memory already (a
         # VM given part of the host's L3, or a cache the topology reports but the core cannot fill);
         # said only where the sweep reached memory
-        if ns == ns and dram == dram and ns >= MEMORY_CLASS * dram and size < plateau and not in_cache:
+        if ns == ns and dram == dram and ns >= MEMORY_CLASS * dram and not in_cache:
             row[0] += f": already memory latency ({ns / dram:.0%} of DRAM's), no plateau of its own"
         rows.append(row)
     rows += dram_rows
@@ -339,7 +343,7 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
     if remote.empty:
         return rows
     keys = pd.DataFrame({"cpu": cpu_node[remote.index], "mem": mem_nodes[remote.index]})
-    beyond = last_cache is None or largest > last_cache.size_bytes // 2
+    beyond = not in_the_caches(largest)
     for (node, mem), part in remote.groupby([keys["cpu"], keys["mem"]]):
         part, page = at(part, largest)
         ns, value, interval = measured(_runs(part), "ns")
