@@ -351,7 +351,7 @@ def test_two_thread_counts_give_the_rise_with_its_interval_and_no_plateau(reps):
     assert n["claim"] and n["thread_counts"] == 2 and n["saturation_threads"] is None
     assert n["rise_low"] > 1 + bw_findings.MIN_EFFECT and covers(n, "rise", 1.5)
     assert n["average_rise_low"] is not None and covers(n, "average_rise", 1.5)
-    assert ("repetitions" in n["rise_method"]) == (reps > 1)
+    assert ("spread of replicates" in n["rise_method"]) == (reps > 1)
     assert "plateau needs three or more thread counts" in found.summary
     assert "rises 1.5" in found.summary
 

@@ -312,7 +312,7 @@ def firmware_beside_measured(report: str, results: Path, quantities: tuple[str, 
     assert topo.firmware.access, "the guest boots with HMAT (run.sh --memory-only): detection read none"
     for line in topo.firmware.summary():  # the firmware's view as read, in the report's configuration
         assert line in report, f"'{line}' not in the report:\n{section(report, 'System')[:3000]}"
-    samples = matrices.samples(aggregate.load_results(results))
+    samples = matrices.samples(aggregate.load_results(results), aggregate.load_topology(results))
     stated = firmware_statements(section(report, "Measured against the firmware"))
     checked = []
     for quantity in quantities:

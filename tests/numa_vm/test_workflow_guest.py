@@ -163,7 +163,7 @@ def test_hwloc_export_of_the_guests_results_reads_in_lstopo(guest: GuestRun) -> 
     printed = memattrs(shown.stdout)
     topo = topology.load(results / "topology.json")
     cpusets = {n.id: hwloc_cpuset(n.cpus) for n in topo.nodes if n.cpus}
-    measured = matrices.measured(aggregate.load_results(results))
+    measured = matrices.measured(aggregate.load_results(results), aggregate.load_topology(results))
     assert {hwloc_export.attribute(q)[0] for q in measured} == {"Latency", "Bandwidth"}, list(measured)
     for quantity, matrix in measured.items():
         name, factor = hwloc_export.attribute(quantity)

@@ -71,7 +71,9 @@ def test_no_two_summary_lines_say_the_same_thing_about_identical_runs(summary) -
     ("h100-vm", r"GPU copies host to device, pinned host memory, GPU 0 \(GiB/s, 2\^30 bytes/s\) \| [\d.]+ GiB/s \| [\d.]+ to [\d.]+ GiB/s \(3 runs\)"),
     ("ulisse", r"STREAM, best bandwidth, local memory \| [\d.]+ GB/s at 1 thread, peak [\d.]+ at \d+ threads \([\d.]+x\)"),
     ("ulisse", r"NUMA ratio, STREAM bandwidth threads on node 0, memory on node 1 / local"),
-    ("lumi-g", r"L3 \(32 MiB per L3 group, 8 cores\) latency, at 16 MiB \| [\d.]+ ns \| [\d.]+ to [\d.]+ ns \(\d+ runs\)"),
+    # the L3 read on its plateau (2 to 8 MiB), over the 8 ranks of one run each
+    ("lumi-g", r"L3 \(32 MiB per L3 group, 8 cores\) latency, at 8 MiB \(its plateau from 2 MiB\) \| [\d.]+ ns \| "
+               r"[\d.]+ to [\d.]+ ns \(8 ranks\)"),
     ("lumi-g-remote", r"DRAM latency, CPUs on node 0, memory on node 3, at 512 MiB, 4 KiB pages \| [\d.]+ ns"),
 ])
 def test_every_example_has_its_headline(repo, tmp_path, example, expect) -> None:
@@ -86,17 +88,38 @@ def test_the_summary_says_ranks_pages_and_caches_in_words(summary) -> None:
     assert not re.search(r"\b1 threads\b", summary)
 
 
-def test_a_level_already_at_memory_latency_is_said_so() -> None:
+def test_a_level_the_curve_passes_by_at_memory_latency_has_no_plateau() -> None:
     """A VM's curve reaches memory latency at 4 MiB, far below the 32 MiB L3 the topology reports:
-    the L3's row (taken at 16 MiB) says it measured memory, not an L3 hit."""
+    the L3's row says it has no plateau, and why, with no value; no cache row carries a memory
+    value; the levels whose one size lies between two rises (a coarse grid) are said unread."""
     curve = {16 << 10: 1.2, 512 << 10: 4.95, 4 << 20: 108.0, 16 << 20: 150.0, 256 << 20: 165.0}
     table = pd.DataFrame([{"rank": 0, "ranks": 1, "mode": "concurrent", "page_size": "4k", "memory": "local",
                            "cpu_node": 0, "mem_nodes": "0", "repetition": rep, "size_bytes": size,
                            "latency_ns_median": ns * (1 + 0.01 * rep)} for rep in range(3) for size, ns in curve.items()])
     table_rows = {r[0]: r[1:] for r in lat_report.headline(table, model.workstation())}
-    (l3,) = [k for k in table_rows if k.startswith("L3")]
-    assert "already memory latency" in l3 and "no plateau of its own" in l3
-    assert not any("already memory" in k for k in table_rows if k.startswith(("L1d", "L2")))
+    (l3,) = [v for k, v in table_rows.items() if k.startswith("L3")]
+    assert l3[0] == "no plateau" and "reaches memory latency" in l3[1] and "far below the 32 MiB" in l3[1], l3
+    for k, (value, _) in table_rows.items():
+        if k.startswith(("L1d", "L2", "L3")):
+            assert not value.endswith(" ns") or float(value.removesuffix(" ns")) < 60, (k, value)
+    assert all(v[0] == "no plateau" for k, v in table_rows.items() if k.startswith(("L1d", "L2"))), table_rows
+
+
+def test_each_level_is_read_on_its_plateau_never_at_a_size_from_the_topology() -> None:
+    """The L2 (1 MiB) of a curve whose plateau is 3.9 ns from 64 to 256 KiB, rising on to 8 ns at
+    512 KiB: read on the plateau, not at half the L2; an L3 plateau that ends at 4 MiB (memory
+    from 8 MiB, far below the 32 MiB reported) read there and said cut short."""
+    curve = {16 << 10: 1.1, 32 << 10: 1.2, 64 << 10: 3.9, 128 << 10: 3.9, 256 << 10: 3.95, 512 << 10: 5.6,
+             1 << 20: 10.0, 2 << 20: 14.3, 4 << 20: 16.0, 8 << 20: 150.0, 16 << 20: 158.0, 64 << 20: 170.0,
+             256 << 20: 176.0}
+    table_rows = {r[0]: r[1:] for r in lat_report.headline(_curve_table(curve), model.workstation())}
+    (l2,) = [(k, v) for k, v in table_rows.items() if k.startswith("L2")]
+    assert "at 256 KiB (its plateau from 64 KiB)" in l2[0] and float(l2[1][0].removesuffix(" ns")) < 4.1, l2
+    (l3,) = [(k, v) for k, v in table_rows.items() if k.startswith("L3")]
+    assert "at 4 MiB (its plateau from 2 MiB)" in l3[0] and "leaves it at 4 MiB to 8 MiB" in l3[0], l3
+    assert 14 <= float(l3[1][0].removesuffix(" ns")) <= 17
+    (dram,) = [(k, v) for k, v in table_rows.items() if k.startswith("DRAM")]
+    assert "at 256 MiB (its plateau from 8 MiB)" in dram[0] and float(dram[1][0].removesuffix(" ns")) > 170
 
 
 def test_bandwidth_headline_from_categorical_columns() -> None:
@@ -136,7 +159,7 @@ def test_every_summary_row_is_in_a_unit_its_preamble_defines(repo, tmp_path, fol
     for quantity, (value, _) in table.items():
         unit = report.row_unit(value)
         if unit == "ns" or unit is None:
-            assert unit or value.endswith("x") or value == "unknown", (quantity, value)
+            assert unit or value.endswith("x") or value in ("unknown", "no plateau"), (quantity, value)
             continue
         assert report.UNIT_CONVENTIONS[unit] in " ".join(preamble.split()), (quantity, unit)
         assert "GiB/s" not in value or "GiB/s" in quantity, quantity   # said in the row and the preamble alike
@@ -168,7 +191,9 @@ def test_dram_latency_is_read_on_the_memory_plateau_before_the_page_walk_rise(re
     text = report.render(repo / "examples" / "lumi-g", {"findings": []}, None, tmp_path / "r.md").read_text()
     table = rows(text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])
     dram = {k: v for k, v in table.items() if k.startswith("DRAM latency, local memory")}
-    assert len(dram) == 4 and all(k.endswith("at 8 GiB") for k in dram), sorted(dram)
+    assert len(dram) == 4 and all(k.endswith("at 8 GiB (its plateau from 256 MiB)") for k in dram), sorted(dram)
+    # each node's value over its two ranks (its two L3 groups): ranks, not runs
+    assert all(v[1].endswith("(2 ranks)") for v in dram.values()), dram
     assert all(104 <= float(v[0].removesuffix(" ns")) <= 116 for v in dram.values()), dram
     (walks,) = [(k, v) for k, v in table.items() if k.startswith("DRAM latency past the memory plateau")]
     assert "at 16 GiB" in walks[0] and "TLB-affected" in walks[0] and float(walks[1][0].removesuffix(" ns")) > 125
@@ -186,25 +211,28 @@ def _curve_table(curve: dict[int, float], remote: float | None = None) -> pd.Dat
 
 def test_a_sweep_that_stops_inside_the_caches_claims_no_dram() -> None:
     """The model workstation's curve to 2 MiB (its L3 is 32 MiB): no row says DRAM or memory
-    latency, and no remote row gives a NUMA ratio of cache hits."""
+    latency, the L2 is read on its plateau, the one size past its exit reads no L3, and no remote
+    row gives a NUMA ratio of cache hits."""
     curve = {16 << 10: 1.5, 256 << 10: 3.9, 512 << 10: 4.0, 1 << 20: 6.0, 2 << 20: 12.0}
     table_rows = {r[0]: r[1:] for r in lat_report.headline(_curve_table(curve, remote=1.02), model.workstation())}
     assert not any("DRAM" in k or "memory latency" in k or k.startswith("NUMA ratio") for k in table_rows), table_rows
-    (l3,) = [k for k in table_rows if k.startswith("L3")]
-    assert l3.startswith("L3 (32 MiB per L3 group, 8 cores) latency, at 2 MiB"), l3
+    (l2,) = [k for k in table_rows if k.startswith("L2")]
+    assert l2.startswith("L2 (1 MiB per core) latency, at 512 KiB (its plateau from 256 KiB)"), l2
+    assert not any(k.startswith("L3") and v[0].endswith(" ns") for k, v in table_rows.items()), table_rows
     (remote,) = [k for k in table_rows if "memory on node 1" in k]
     assert remote.startswith("Latency,") and "inside the caches" in remote, remote
 
 
-def test_past_the_last_cache_the_largest_size_is_dram() -> None:
-    """The same curve continued to 256 MiB, past the 32 MiB L3: DRAM and the NUMA ratio are said;
-    to 1 MiB, where no L3 row is read, the largest size is named as such and not called memory."""
+def test_past_the_last_cache_the_memory_plateau_is_dram() -> None:
+    """The same curve continued to 256 MiB, past the 32 MiB L3: DRAM on memory's plateau and the
+    NUMA ratio from the two values printed beside it; to 1 MiB nothing is called memory."""
     curve = {16 << 10: 1.5, 512 << 10: 4.0, 2 << 20: 12.0, 16 << 20: 14.0, 64 << 20: 80.0, 256 << 20: 82.0}
     table_rows = {r[0]: r[1:] for r in lat_report.headline(_curve_table(curve, remote=1.5), model.workstation())}
-    assert any(k.startswith("DRAM latency, local memory, at 256 MiB") for k in table_rows), table_rows
-    assert table_rows["NUMA ratio, latency node 0 to node 1 / local"][0] == "1.50x"
+    (local,) = [v for k, v in table_rows.items() if k.startswith("DRAM latency, local memory, at 256 MiB")]
+    (remote,) = [v for k, v in table_rows.items() if k.startswith("DRAM latency, CPUs on node 0, memory on node 1")]
+    ratio = table_rows["NUMA ratio, latency node 0 to node 1 / local"][0]
+    assert ratio == "1.50x" and float(ratio[:-1]) == pytest.approx(
+        float(remote[0].removesuffix(" ns")) / float(local[0].removesuffix(" ns")), abs=0.01)
     inside = {s: ns for s, ns in curve.items() if s <= 512 << 10} | {1 << 20: 6.0}
     table_rows = {r[0]: r[1:] for r in lat_report.headline(_curve_table(inside), model.workstation())}
-    (largest,) = [k for k in table_rows if k.startswith("Latency, local memory")]
-    assert "at 1 MiB" in largest and "inside the L3 (32 MiB per L3 group, 8 cores)" in largest, largest
     assert not any("DRAM" in k or "memory latency" in k for k in table_rows), table_rows

@@ -4,7 +4,6 @@ bandwidth against it. The dmidecode texts are written in the layout `dmidecode -
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +97,7 @@ def test_the_best_bandwidth_as_a_fraction_of_the_peak_with_its_interval(tmp_path
     f, = bw_findings.bandwidth_peak(df, topo)
     n = f.numbers
     assert n["claim"] and n["peak_gb_s"] == pytest.approx(102.4)
-    best = math.exp(np.mean(np.log([40.0, 41.0, 39.0])))
+    best = float(np.median([40.0, 41.0, 39.0]))   # the point's value, as every table gives it
     assert n["best_gb_s"] == pytest.approx(best) and n["fraction"] == pytest.approx(best / 102.4)
     assert n["fraction_low"] < n["fraction"] < n["fraction_high"]
     assert "of the machine's theoretical peak of 102.4 GB/s (4 channels x 3200 MT/s x 8 bytes" in f.summary

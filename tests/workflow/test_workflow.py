@@ -429,7 +429,7 @@ def test_hwloc_export_writes_the_measured_matrices_into_this_machines_topology(s
     shown = subprocess.run(["lstopo", "--input", str(xml), "--memattrs"], capture_output=True, text=True,
                            timeout=60)
     assert shown.returncode == 0, shown.stderr
-    measured = matrices.measured(aggregate.load_results(results))
+    measured = matrices.measured(aggregate.load_results(results), aggregate.load_topology(results))
     assert {hwloc_export.attribute(q)[0] for q in measured} == {"Latency", "Bandwidth"}, list(measured)
     for quantity, matrix in measured.items():
         name, factor = hwloc_export.attribute(quantity)

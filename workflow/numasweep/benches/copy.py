@@ -10,6 +10,7 @@ configurations of the call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -26,7 +27,7 @@ from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import count_axis, heatmap, line_colours, new_figure, save, titled
-from numasweep.reporting.markdown import fmt_value, md_table, measured
+from numasweep.reporting.markdown import fmt_value, interval_cells, md_table
 from numasweep.results import series
 from numasweep.results.tables import as_text
 from numasweep.statistics import contrasts, stats
@@ -236,15 +237,25 @@ def headline(copy: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
     numa_copy counts each byte copied once, where STREAM's copy counts it read and written: the
     row says so, with the number as STREAM would count it beside."""
     rows = []
-    keys = [c for c in ("src_node", "dst_node", "threads") if c in copy]
-    for key, part in copy.groupby(keys):
+    keys = [c for c in ("src_node", "dst_node") if c in copy]
+    for key, part in (copy.groupby(keys) if keys else [((), copy)]):
         named = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        threads = int(named.get("threads", 1))
-        gb_s, value, interval = measured(part["best_gb_s"], "GB/s")
-        rows.append([f"node-to-node copy, node {named.get('src_node')} to node {named.get('dst_node')}, "
-                     f"{count_words(threads, 'thread')}, {COUNTED_ONCE}",
-                     f"{value} ({fmt_value(2 * gb_s, 1)} GB/s as STREAM counts a copy)", interval])
+        for threads, (iv, runs) in _thread_values(part).items():
+            value, interval = interval_cells(iv, "GB/s", count_words(runs, "run"))
+            rows.append([f"node-to-node copy, node {named.get('src_node')} to node {named.get('dst_node')}, "
+                         f"{count_words(threads, 'thread')}, {COUNTED_ONCE}",
+                         f"{value} ({fmt_value(2 * iv.estimate, 1)} GB/s as STREAM counts a copy)", interval])
     return rows
+
+
+def _thread_values(rows: pd.DataFrame) -> dict[int, tuple[stats.Interval, int]]:
+    """Thread count -> (value with the model's interval, repetitions) of one node pair's copies
+    taken as a series over thread counts: the median over repetitions (the raw tables' value),
+    its noise pooled over a band of thread counts."""
+    runs = rows.assign(threads=pd.to_numeric(rows["threads"]) if "threads" in rows else 1,
+                       **{series.REPETITION: rows[series.REPETITION].astype(str) if series.REPETITION in rows else "0"})
+    (s,) = stats.series_table(runs, [], (series.REPETITION,), dataclasses.replace(COPY, axis="threads"))
+    return {int(t): (s.at(j), int(s.k[j])) for j, t in enumerate(s.sizes)}
 
 
 COUNTED_ONCE = "each byte copied counted once"

@@ -118,7 +118,7 @@ class Tables:
     numeric: tuple[str, ...] = ()
     sizes: tuple[str, ...] = ()
     words: dict[str, str] = field(default_factory=dict)
-    # matrix(table) -> DataFrame of cpu_node, memory_node (ints) and value, one row per unit
+    # matrix(table, topology) -> DataFrame of cpu_node, memory_node (ints) and value, one row per unit
     # measured (a rank, a job): the node-to-node samples of the quantity `matrix_of` names
     # ("latency_ns" or "bandwidth_mb_s"), which `results.matrices` turns into the matrix the
     # firmware comparison, the recommended weights and the hwloc export read.

@@ -73,11 +73,13 @@ def attribute(quantity: str) -> tuple[str, float] | None:
     return name, units[metric_unit(quantity)] / base
 
 
-def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML", mark: str | None = None) -> str:
+def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML", mark: str | None = None,
+           sources: dict[str, str] | None = None) -> str:
     """`base` (an hwloc XML topology) with the measured matrices as its Latency and Bandwidth
     attributes; a node the base lacks is refused, naming it. `mark`: said in an info attribute
     of the machine object (NumasweepDisturbed): the series measured while disturbed that were
-    exported all the same."""
+    exported all the same; `sources`: what each attribute's values are (hwloc attribute -> the
+    series and statistic), an info attribute each (NumasweepLatency, NumasweepBandwidth)."""
     try:
         root = ET.fromstring(base)
     except ET.ParseError as exc:
@@ -116,8 +118,11 @@ def export(base: str, measured: dict[str, pd.DataFrame], where: str = "base XML"
             for cpu, mem, value in cells:
                 hwloc("hwloc-annotate", xml, xml, f"NUMANode:{logical[mem]}", "memattr", name,
                       numa[cpu].get("cpuset", ""), str(value))
+        # No XML comment to say where the numbers come from: hwloc's parsers stop at one.
+        for name, text in (sources or {}).items():
+            if name in values:
+                hwloc("hwloc-annotate", "--ri", xml, xml, "root", "info", f"Numasweep{name}", text)
         if mark:
-            # No XML comment to say where the numbers come from: hwloc's parsers stop at one.
             hwloc("hwloc-annotate", "--ri", xml, xml, "root", "info", "NumasweepDisturbed", mark)
         return Path(xml).read_text()
 
@@ -164,10 +169,14 @@ def main(argv: list[str]) -> int:
                              f"{f' (and {len(left) - 1} more series)' if len(left) > 1 else ''}: a runtime would "
                              "place memory by them; measure them again on a quiet machine, or give --force to "
                              "export them marked")
-    measured = matrices.measured(frames if args.force else clean)
+    topology = aggregate.load_topology(args.results)
+    measured = matrices.measured(frames if args.force else clean, topology)
     mark = "; ".join(r.sentence() for r in left) if left else None
-    atomic_write_text(args.output, export(base, measured, args.base or "lstopo --of xml", mark))
-    names = ", ".join(attribute(q)[0] for q in measured if attribute(q))
+    said = {attribute(q)[0]: text for q, text in matrices.sources(frames if args.force else clean, topology).items()
+            if attribute(q)}
+    atomic_write_text(args.output, export(base, measured, args.base or "lstopo --of xml", mark, said))
+    names = "; ".join(f"{attribute(q)[0]} ({said[attribute(q)[0]]})" if attribute(q)[0] in said else attribute(q)[0]
+                      for q in measured if attribute(q))
     print(f"{args.output}: measured {names} as hwloc memory attributes; "
           f"check with `lstopo --input {args.output} --memattrs`, use with HWLOC_XMLFILE={args.output}")
     return 0

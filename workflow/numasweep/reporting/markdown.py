@@ -16,6 +16,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from numasweep.core.units import count_words
 from numasweep.statistics import stats
 
 
@@ -113,19 +114,26 @@ def fmt_value(value: float, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
-def measured(values, unit: str = "", digits: int = 1) -> tuple[float, str, str]:
-    """(estimate, value text, interval text) of a quantity measured once per run: the geometric
-    mean over the runs with a 95% t interval over them (`stats.unit_mean_interval`), or "one run:
-    no interval"."""
-    logs = np.log(np.asarray(values, dtype=float))
-    logs = logs[np.isfinite(logs)]
-    if not len(logs):
+def measured(values, unit: str = "", digits: int = 1, units: str | None = None) -> tuple[float, str, str]:
+    """(estimate, value text, interval text) of a quantity measured once per run: the median over
+    the runs with the model's 95% interval on it (`stats.center_interval`), as the analysis and
+    every table take a point's value; `units`: what the values are in words ("3 runs", "8 ranks"),
+    by default their count as runs."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
         return float("nan"), "", ""
-    iv = stats.unit_mean_interval(logs.reshape(-1, 1))
+    iv = stats.center_interval(values)
+    return (iv.estimate, *interval_cells(iv, unit, units or count_words(len(values), "run"), digits))
+
+
+def interval_cells(iv: stats.Interval, unit: str, units: str, digits: int = 1) -> tuple[str, str]:
+    """(value text, interval text) of an estimate: "16.4 ns", "14.7 to 18.2 ns (3 runs)"; "one
+    run: no interval" or "3 runs: no spread" where it has none."""
     tail = f" {unit}" if unit else ""
-    if len(logs) < 2:
-        return iv.estimate, fmt_value(iv.estimate, digits) + tail, "one run: no interval"
+    value = fmt_value(iv.estimate, digits) + tail
+    if units.startswith("1 ") and units.count(" ") == 1:
+        return value, f"one {units.split()[1]}: no interval"
     if not (np.isfinite(iv.low) and np.isfinite(iv.high)):
-        return iv.estimate, fmt_value(iv.estimate, digits) + tail, f"{len(logs)} runs: no spread"
-    return (iv.estimate, fmt_value(iv.estimate, digits) + tail,
-            f"{fmt_value(iv.low, digits)} to {fmt_value(iv.high, digits)}{tail} ({len(logs)} runs)")
+        return value, f"{units}: no spread"
+    return value, f"{fmt_value(iv.low, digits)} to {fmt_value(iv.high, digits)}{tail} ({units})"

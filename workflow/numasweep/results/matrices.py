@@ -12,16 +12,18 @@ from __future__ import annotations
 import pandas as pd
 
 from numasweep.core import registry
+from numasweep.core.topology import Topology
 
 
-def samples(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+def samples(tables: dict[str, pd.DataFrame], topology: Topology | None = None) -> dict[str, pd.DataFrame]:
     """quantity -> samples, for the benchmarks present in `tables` (bench name -> aggregated
-    table) whose table holds at least one single-node cell."""
+    table) whose table holds at least one single-node cell, read as the benchmark reads its
+    values on `topology` (latency: on the plateaus its curves show)."""
     out: dict[str, pd.DataFrame] = {}
     for bench in registry.all_benches().values():
         if bench.tables.matrix is None or bench.name not in tables or bench.tables.matrix_of in out:
             continue
-        rows = bench.tables.matrix(tables[bench.name])
+        rows = bench.tables.matrix(tables[bench.name], topology)
         if len(rows):
             out[bench.tables.matrix_of] = rows
     return out
@@ -34,9 +36,16 @@ def matrix(rows: pd.DataFrame) -> pd.DataFrame | None:
     return rows.pivot_table(index="cpu_node", columns="memory_node", values="value", aggfunc="median")
 
 
-def measured(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+def measured(tables: dict[str, pd.DataFrame], topology: Topology | None = None) -> dict[str, pd.DataFrame]:
     """quantity -> matrix (`samples`, then `matrix`)."""
-    return {quantity: matrix(rows) for quantity, rows in samples(tables).items()}
+    return {quantity: matrix(rows) for quantity, rows in samples(tables, topology).items()}
+
+
+def sources(tables: dict[str, pd.DataFrame], topology: Topology | None = None) -> dict[str, str]:
+    """quantity -> what its cells are, in words (the series and the statistic each benchmark's
+    samples say they took, `attrs["source"]`), for the benchmarks that say it."""
+    return {quantity: rows.attrs["source"] for quantity, rows in samples(tables, topology).items()
+            if rows.attrs.get("source")}
 
 
 def cells(matrix: pd.DataFrame) -> dict[tuple[int, int], float]:

@@ -4,8 +4,8 @@ measures is as narrow as the campaign asks, or the cap on runs is reached.
 A point's values are its benchmark's measured columns (`Bench.checks.metrics`) at each of its rows, a
 row named by the benchmark's series and axis columns that tell a run's rows apart (a latency job's
 rank and size, a bandwidth job's STREAM kernel). After each run, each value's interval over the runs so
-far is the one the report's headline gives it (`stats.unit_mean_interval` on the log of one value
-per run: the geometric mean with a t interval over the runs); while the widest relative
+far is the one the report's headline gives a point it reads alone (`stats.center_interval` on one
+value per run: the median with the model's t interval on it); while the widest relative
 half-width, (high - low) / 2 / estimate, is above the benchmark's target, the kernel runs again
 (running.runjob), up to `max_repeats` more runs. One run has no interval, so a point with a
 target runs twice at least; runs that agree to the last digit have an interval of no width.
@@ -53,7 +53,7 @@ def widest(runs: Runs, bench: registry.Bench) -> tuple[float, str]:
         if len(logs) >= 2 and np.ptp(logs) == 0:
             width = 0.0
         else:
-            iv = stats.unit_mean_interval(logs.reshape(-1, 1)) if len(logs) else None
+            iv = stats.center_interval(np.exp(logs)) if len(logs) else None
             width = (iv.high - iv.low) / 2 / iv.estimate if iv and np.isfinite(iv.high - iv.low) else math.inf
         if width > worst:
             worst, where = width, ", ".join(named)

@@ -214,6 +214,17 @@ class Series:
         """exp of the centre: the value at each size in the table's unit."""
         return np.exp(self.center())
 
+    def at(self, j: int) -> Interval:
+        """The value at the j-th size (exp of the centre) with the model's t interval there, its
+        noise pooled over the band of sizes; none with fewer than two replicates at that size."""
+        y, k = float(self.center()[j]), int(self.k[j])
+        if k < 2:
+            return Interval.unknown(math.exp(y), "one replicate: no interval")
+        se, dof, _, rule = self.noise()
+        if not se[j] > 0:
+            return Interval.unknown(math.exp(y), f"{k} replicates alike: no spread")
+        return t_interval(y, float(se[j]), float(dof[j]), method=f"t interval on the median's log ({rule})")
+
     def noise(self, band: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
         """(se of the log centre, degrees of freedom, sigma of one replicate) per size, and the
         rule; worked out once per band (a series is not changed once built)."""
@@ -442,6 +453,28 @@ def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
     if n < 2:
         return Interval.unknown(math.exp(est), "one unit: no interval")
     return t_interval(est, se, n - 1, level, f"t interval over {n} units' mean log ratio ({n - 1} df)")
+
+
+def center_interval(values: Sequence[float], level: float = LEVEL) -> Interval:
+    """One point's value over its units (runs, ranks), as the model takes a series' value at a
+    size: the median of their logs, with the model's t interval on it (`Series.noise` of a
+    one-point series: Shamos' sigma of the units' pairwise differences, sqrt(pi/2) sigma / sqrt(k)
+    for k >= 3 units, k - 1 degrees of freedom); exp of both. Every value the report prints of a
+    point is this one, so a table, a headline and a ratio beside them agree."""
+    logs = np.log(np.asarray(values, dtype=float).reshape(-1))
+    logs = logs[np.isfinite(logs)]
+    if not len(logs):
+        return Interval.unknown(math.nan, "no value")
+    s = Series({}, np.zeros(1, dtype=np.int64), logs[:, None], np.full((len(logs), 1), np.nan), list(range(len(logs))))
+    estimate = float(s.center()[0])
+    if len(logs) < 2:
+        return Interval.unknown(math.exp(estimate), "one unit: no interval")
+    se, dof, _, _ = s.noise()
+    if not se[0] > 0:
+        return Interval.unknown(math.exp(estimate), f"{len(logs)} units alike: no spread")
+    return t_interval(estimate, float(se[0]), float(dof[0]), level,
+                      f"median over {len(logs)} units, t interval on its log from their spread (Shamos' sigma, "
+                      f"{int(dof[0])} df)")
 
 
 def unit_interval(d: np.ndarray, run_se: np.ndarray, what: str) -> tuple[Interval, float, float]:

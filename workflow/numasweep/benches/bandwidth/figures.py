@@ -64,10 +64,13 @@ def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, fi
     return paths
 
 
-def bandwidth_samples(bandwidth: pd.DataFrame) -> pd.DataFrame:
+SOURCE = "the best STREAM kernel of each job at the most threads of its CPU node, the median over its jobs"
+
+
+def bandwidth_samples(bandwidth: pd.DataFrame, topology: Topology | None = None) -> pd.DataFrame:
     """MB/s by (CPU node, memory node), one row per job: threads on one node at the most threads
     that node was measured with, the best of the job's STREAM kernels (what the memory can
-    deliver to that node)."""
+    deliver to that node); `attrs["source"]` says so."""
     table = with_memory_node(bandwidth).dropna(subset=["memory_node"])
     table = table[table["cpu_nodes"].astype(str).str.fullmatch(r"\d+")]
     if table.empty:
@@ -77,4 +80,6 @@ def bandwidth_samples(bandwidth: pd.DataFrame) -> pd.DataFrame:
                          job=table["job_id"] if "job_id" in table else range(len(table)))
     table = table[table["threads"] == table.groupby("cpu_node")["threads"].transform("max")]
     best = table.groupby(["cpu_node", "memory_node", "job"], observed=True)["best_mb_s"].max()
-    return best.rename("value").reset_index()[["cpu_node", "memory_node", "value"]]
+    out = best.rename("value").reset_index()[["cpu_node", "memory_node", "value"]]
+    out.attrs["source"] = SOURCE
+    return out

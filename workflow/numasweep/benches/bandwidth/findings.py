@@ -196,10 +196,17 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
 
 
 def _rise(s: Series) -> tuple[Interval, float]:
-    """The most threads over the fewest of one series, per repetition (`unit_interval`), and the
-    two-sided p-value of a change beyond the floor."""
-    rise, se, dof = unit_interval(s.logs[:, -1] - s.logs[:, 0], np.hypot(s.run_se[:, -1], s.run_se[:, 0]), "rise")
-    return rise, float(stats.excess_pvalue(math.log(rise.estimate), se, dof, MIN_EFFECT))
+    """The most threads over the fewest of one series: the ratio of the two points' values (the
+    medians over repetitions every table prints), with a t interval from the model's noise at each
+    (the latency steps' rule: each thread count is its own jobs, so repetitions pair nothing); and
+    the two-sided p-value of a change beyond the floor."""
+    y = s.center()
+    se, dof, _, rule = s.noise()
+    d, e, df = float(y[-1] - y[0]), float(math.hypot(se[-1], se[0])), float(min(dof[-1], dof[0]))
+    if not (np.isfinite(e) and e > 0):
+        return Interval.unknown(math.exp(d), "noise unknown: one repetition without within-run spread"), math.nan
+    rise = stats.t_interval(d, e, df, method=f"t interval on the log ratio of the medians ({rule})")
+    return rise, float(stats.excess_pvalue(d, e, df, MIN_EFFECT))
 
 
 def _beyond_floor(ratio: Interval) -> bool:
@@ -536,25 +543,38 @@ def _verify_findings(found: dict, meta: dict, recommended: dict[int, weights.Rec
     return findings
 
 
+def thread_values(rows: pd.DataFrame) -> dict[int, tuple[Interval, int]]:
+    """Thread count -> (value in GB/s with the model's interval, repetitions) of bandwidth rows
+    taken as one series (repetitions its replicates: the median over them, its noise pooled over
+    a band of thread counts, as the findings take a series' points)."""
+    if rows.empty:
+        return {}
+    runs = pd.DataFrame({"threads": pd.to_numeric(rows["threads"]).to_numpy(),
+                         "mb_s": pd.to_numeric(rows["best_mb_s"], errors="coerce").to_numpy(),
+                         series.REPETITION: (rows[series.REPETITION].astype(str).to_numpy()
+                                             if series.REPETITION in rows else "0")})
+    for col in ("min_mb_s", "best_mb_s", "ntimes"):
+        runs[col] = pd.to_numeric(rows[col], errors="coerce").to_numpy() if col in rows else np.nan
+    (s,) = stats.series_table(runs, [], UNITS, BANDWIDTH)
+    return {int(t): (gb(s.at(j)), int(s.k[j])) for j, t in enumerate(s.sizes)}
+
+
 # ---------------------------------------------------------------- the physical limit
 
 def best_run(bandwidth: pd.DataFrame | None) -> tuple[Interval, Any, int] | None:
-    """The highest bandwidth of the campaign, GB/s (10^9 bytes/s): the geometric mean over
-    repetitions of the series and thread count whose mean is highest, with its 95% t interval
-    over the repetitions; its series key and thread count. None without rows."""
+    """The highest bandwidth of the campaign, GB/s (10^9 bytes/s): the value of the series and
+    thread count whose value is highest (`thread_values`: the median over repetitions, the one
+    every table and the headline give the point, with the model's interval); its series key and
+    thread count. None without rows."""
     runs, keys, _ = _runs(bandwidth)
     if runs.empty:
         return None
     best = None
-    for values, part in runs.groupby([*keys, "threads"], sort=False, dropna=False):
-        key, threads = dict(zip(keys, values[:-1])), int(values[-1])
-        logs = np.log(part["mb_s"].to_numpy(dtype=float) / 1000)
-        logs = logs[np.isfinite(logs)]
-        if not len(logs):
-            continue
-        iv = stats.unit_mean_interval(logs.reshape(-1, 1))
-        if best is None or iv.estimate > best[0].estimate:
-            best = (iv, key, threads)
+    for values, part in runs.groupby(keys, sort=False, dropna=False):
+        key = dict(zip(keys, values if isinstance(values, tuple) else (values,)))
+        for threads, (iv, _) in thread_values(part.assign(best_mb_s=part["mb_s"])).items():
+            if np.isfinite(iv.estimate) and (best is None or iv.estimate > best[0].estimate):
+                best = (iv, key, threads)
     return best
 
 

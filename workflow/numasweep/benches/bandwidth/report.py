@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from numasweep.benches.bandwidth import tables
-from numasweep.benches.bandwidth.findings import bandwidth_peak
+from numasweep.benches.bandwidth.findings import bandwidth_peak, thread_values
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words
-from numasweep.reporting.markdown import md_table, measured
+from numasweep.reporting.markdown import interval_cells, md_table
 from numasweep.results import series
 
 
@@ -116,8 +116,9 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
         if local.empty:
             continue
         est, texts, intervals = {}, {}, {}
-        for t, part in local.groupby("threads"):
-            est[int(t)], texts[int(t)], intervals[int(t)] = measured(part["best_mb_s"] / 1000, "GB/s")
+        for t, (iv, runs) in thread_values(local).items():
+            est[t] = iv.estimate
+            texts[t], intervals[t] = interval_cells(iv, "GB/s", count_words(runs, "run"))
         lo, hi = min(est), max(est)
         peak = max(est, key=est.get)
         shown = list(dict.fromkeys([lo, peak, hi]))     # the fewest threads, the best, the most
@@ -131,7 +132,8 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
                      else "; ".join(f"{count_words(t, 'thread')}: {intervals[t]}" for t in shown)])
         remote = mine[~mine.index.isin(local.index) & (mine["threads"] == hi)]
         for name, part in remote.groupby(memory[remote.index]):
-            e, value, interval = measured(part["best_mb_s"] / 1000, "GB/s")
+            iv, runs = thread_values(part)[hi]
+            e, (value, interval) = iv.estimate, interval_cells(iv, "GB/s", count_words(runs, "run"))
             rows.append([f"{kernel}, best bandwidth, {name}, {count_words(hi, 'thread')}", value, interval])
             # one remote node: a NUMA ratio; memory spread over nodes: that spread against local
             ratio = "ratio to local" if " on nodes " in name else "NUMA ratio"

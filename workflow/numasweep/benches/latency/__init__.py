@@ -20,7 +20,7 @@ from numasweep.findings import firmware
 
 
 def _against_firmware(table, topo) -> list:
-    return firmware.firmware_findings(figures.node_samples(table), topo, "latency_ns", NAME)
+    return firmware.firmware_findings(figures.node_samples(table, topo), topo, "latency_ns", NAME)
 
 
 def _analyse(table, topo) -> list:

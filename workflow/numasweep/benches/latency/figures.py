@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from numasweep.benches.latency import findings, levels, tables
+from numasweep.benches.latency import findings, levels, plateaus, tables
 from numasweep.benches.latency.tables import NAME, SPREAD, WITHIN
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_size
 from numasweep.reporting import figures
 from numasweep.results import series
-from numasweep.results.tables import with_memory_node
 
 
 def cache_markers(topology: Topology | None) -> list[tuple[int, str]]:
@@ -170,58 +169,70 @@ def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: Topology | None, 
     return paths
 
 
-def latency_matrix(part: pd.DataFrame, topology: Topology | None = None) -> pd.DataFrame | None:
-    """Median latency by (cpu node, memory node) at the largest size, every node of the system a
-    row and a column (`figures.full_node_matrix`); a row per L3 group of a node instead where one
-    cell holds ranks of two or more L3 groups (a median of two CCDs hides their asymmetry). None
-    with a single cell."""
-    rows = with_memory_node(part[part["size_bytes"] == part["size_bytes"].max()])
-    rows = rows.dropna(subset=["memory_node"])
+def latency_matrix(rows: pd.DataFrame, topology: Topology | None = None) -> pd.DataFrame | None:
+    """The median latency by (cpu node, memory node) of `plateaus.samples`, every node of the
+    system a row and a column (`figures.full_node_matrix`); a row per L3 group of a node instead
+    where one cell holds ranks of two or more L3 groups (a median of two CCDs hides their
+    asymmetry). None with a single cell."""
     if rows.empty:
         return None
-    split = "l3_group" in rows and bool((rows.groupby(["cpu_node", "memory_node"])["l3_group"].nunique() > 1).any())
+    split = bool((rows.groupby(["cpu_node", "memory_node"])["l3_group"].nunique() > 1).any())
     if not split:
-        matrix = rows.pivot_table(index="cpu_node", columns="memory_node",
-                                  values="latency_ns_median", aggfunc="median")
+        matrix = rows.pivot_table(index="cpu_node", columns="memory_node", values="value", aggfunc="median")
         return figures.full_node_matrix(matrix, topology) if matrix.size > 1 else None
-    matrix = rows.pivot_table(index=["cpu_node", "l3_group"], columns="memory_node",
-                              values="latency_ns_median", aggfunc="median")
+    matrix = rows.pivot_table(index=["cpu_node", "l3_group"], columns="memory_node", values="value", aggfunc="median")
     matrix.index = [f"node {int(node)}, L3 group {int(group)}" for node, group in matrix.index]
     if topology and topology.nodes:
         matrix = matrix.reindex(columns=topology.node_ids())
     return matrix
 
 
-def node_samples(latency: pd.DataFrame) -> pd.DataFrame:
-    """ns per load by (CPU node, memory node), one row per rank and repetition (each run of a rank
-    is a unit: a node measured by one rank twice has two values, and an interval), at the largest
-    size of the first configuration (latency_configs' order, the memory spec not telling
-    configurations apart: runs with local memory and runs with memory on node 3 make one matrix), a
-    serial one first where there is one (a rank alone: the idle latency firmware tables state)."""
-    configs = [part for _, part in series.configurations(tables.latency_table(latency, per_repetition=True), NAME,
-                                                         first="mode", without=("memory",))]
-    configs.sort(key=lambda part: "mode" not in part or not (part["mode"] == "serial").all())
-    if not configs:
-        return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])
-    part = configs[0]
-    rows = with_memory_node(part[part["size_bytes"] == part["size_bytes"].max()]).dropna(subset=["memory_node"])
-    if "cpu_node" not in rows:       # a table that records no CPU node (a legacy or hand-made one)
-        return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])
-    return pd.DataFrame({"cpu_node": rows["cpu_node"].astype(int), "memory_node": rows["memory_node"].astype(int),
-                         "value": rows["latency_ns_median"].astype(float)})
+SOURCE = ("the median over runs at the end of each CPU node and memory node's memory plateau, on the curves of the "
+          "fewest ranks measuring alone")
+
+
+def node_samples(latency: pd.DataFrame, topology: Topology | None = None) -> pd.DataFrame:
+    """ns per load by (CPU node, memory node), one row per replicate (rank and repetition) of the
+    curves the headline reads idle latency from (`plateaus.idle`: the fewest ranks, alone), each
+    at the size the headline reads memory's plateau at: the matrix these make (median per cell)
+    is the headline's DRAM values, which the firmware comparison, the weights and the hwloc
+    export read too (`attrs["source"]` says so)."""
+    every, _ = plateaus.curves(latency, topology)
+    rows = plateaus.samples(plateaus.idle(every))
+    sizes = sorted(set(rows["size_bytes"]))
+    rows.attrs["source"] = SOURCE + (f" ({', '.join(format_size(int(s)) for s in sizes)})" if sizes else "")
+    return rows[["cpu_node", "l3_group", "memory_node", "value"]].assign(size_bytes=rows["size_bytes"])
+
+
+def _config_curves(every: list[plateaus.Curve], part: pd.DataFrame, cols: list[str]) -> list[plateaus.Curve]:
+    """The curves of one configuration of `latency_configs` (its values of `cols`; one rank's
+    concurrent and serial runs, pooled by the analysis, belong to both modes)."""
+    want = {c: str(part[c].iloc[0]) for c in cols if c in part}
+
+    def matches(curve: plateaus.Curve, column: str, value: str) -> bool:
+        got = str(curve.key.get(column, ""))
+        return got == value or (column == "mode" and got == findings.POOLED_MODE and value in ("concurrent", "serial"))
+    return [c for c in every if all(matches(c, col, v) for col, v in want.items())]
 
 
 def plot_latency_matrix(latency: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
+    """Per configuration, the CPU node x memory node matrix where the headline reads DRAM: each
+    curve at the end of its memory plateau (`plateaus`), never past it where page walks add."""
+    every, _ = plateaus.curves(latency, topology)
+    table = tables.latency_table(latency)
+    cols = ["mode"] + [c for c in series.config_columns(table, NAME) if c != "mode"]
     paths: list[Path] = []
-    for variant, part in tables.latency_configs(tables.latency_table(latency)):
-        matrix = latency_matrix(part, topology)
+    for variant, part in tables.latency_configs(table):
+        rows = plateaus.samples(_config_curves(every, part, cols))
+        matrix = latency_matrix(rows, topology)
         if matrix is None:
             continue
         per_group = not pd.api.types.is_numeric_dtype(matrix.index)   # rows named "node 0, L3 group 1"
         fig, (ax,) = figures.new_figure(width=8.0 if per_group else 6.5)
         figures.heatmap(ax, matrix, "latency (ns per load)", ".1f",
                         "CPU: NUMA node and L3 group" if per_group else "CPU node", "memory node")
-        ax.set_title(figures.titled(f"Latency at {format_size(int(part['size_bytes'].max()))}", variant))
+        sizes = ", ".join(format_size(int(s)) for s in sorted(set(rows["size_bytes"])))
+        ax.set_title(figures.titled(f"Latency on the memory plateau, at {sizes}", variant))
         paths += figures.save(fig, figdir, NAME, "latency_matrix", variant)
     return paths
 

@@ -52,6 +52,7 @@ MIN_EFFECT = contrasts.MIN_EFFECT   # a difference between nodes' latencies: at 
 
 
 MAX_ANOMALIES = 10
+TLB_CAUSE = "the TLB with 4 KiB pages"   # a rise the huge-page twin does not show (`levels._tlb_causes`)
 
 
 def _pct(ratio: float) -> str:
@@ -427,7 +428,7 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
             findings.append(Finding(
                 id="cache_threshold", bench="latency",
                 title=(f"Latency step {size_words(t.from_size_bytes)} to {size_words(t.to_size_bytes)}: "
-                       f"{capacity_words(t.label, t.capacity_bytes) if t.label else 'unexplained'}"
+                       f"{capacity_words(t.label, t.capacity_bytes) if t.label else TLB_CAUSE if t.kind == 'tlb' else 'unexplained'}"
                        + (" and on to memory" if t.to_memory else "") + title),
                 summary=_opening(text, t.describe() + left_out),
                 numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,

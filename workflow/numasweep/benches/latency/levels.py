@@ -17,7 +17,9 @@ cache's miss rate 1 - (C/S)^p rises steepest first, then ever less, so a steeper
 flatter one is a second cause). That step, the tail of the first rise, stays with the first.
 
 Attribution, by where the rise happens: a capacity C explains a transition from size A (last size
-before the rise) to B (first size after it) when A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS
+before the rise) to B (first size after it) only where the curve measured a size at or below C and
+one above it (a cache's exit needs a size on either side of the cache), and when
+A / 2^t <= C <= B x 2^t, t = TOLERANCE_STEPS
 tested size steps and at least one doubling, and when the sizes at which a random chase is
 half-way out of a cache of exactly C ([C, 2C]: C x 2^(1/p) for a miss rate 1 - (C/S)^p, p >= 1)
 reach the transition's location interval, up to t beyond its lower end (a rise a step late): a
@@ -39,7 +41,10 @@ noise (its interval at least one size step either side: the grid's resolution), 
 the ratio is half its maximum; the peak is the largest ratio at a size that is significant (beyond
 the floor, interval above 1), else none is claimed. The 4 KiB curve is then segmented only
 below the huge-page curve's smallest size (where huge pages were not measured, as in the default
-sweep); above it, its rises are the same caches plus that TLB.
+sweep); above it, its rises are the same caches plus that TLB. A 4 KiB curve's rise no cache
+explains, at sizes its huge-page twin measured too, is the TLB's (kind "tlb") where the twin does
+not rise there and 4 KiB pages are slower at its upper end beyond the floor and the noise; where the
+twin rises alike, it is said not to be the TLB's.
 
 Unstable sizes: a size whose runs' own samples disagree (UNSTABLE_SPREAD) is left out of the curve
 that is segmented, so the step of its neighbours spans it and no transition is placed by it; the
@@ -65,7 +70,7 @@ from numasweep.statistics import stats
 from numasweep.benches.common import LATENCY
 from numasweep.statistics.stats import Interval, Series
 from numasweep.core.topology import Topology
-from numasweep.core.units import capacity_words, size_words
+from numasweep.core.units import capacity_words, page_words, size_words
 
 STEP_FLOOR = 0.10          # a size step that adds at least 10 % latency may belong to a transition
 TRANSITION_FLOOR = 0.20    # a transition raises latency by at least 20 % from plateau to plateau
@@ -120,8 +125,12 @@ class Transition:
         at = f"half-way at {size_words(loc.estimate)}"
         if np.isfinite(loc.low):
             at += f" ({size_words(loc.low)} to {size_words(loc.high)})"
-        cause = (f"the {capacity_words(self.label, self.capacity_bytes)}" if self.label
-                 else "nothing in the topology explains it" + "".join(f"; {c}" for c in self.caveats))
+        if self.label:
+            cause = f"the {capacity_words(self.label, self.capacity_bytes)}"
+        elif self.kind == "tlb":
+            cause = "the TLB's reach with 4 KiB pages" + "".join(f": {c}" for c in self.caveats)
+        else:
+            cause = "nothing in the topology explains it" + "".join(f"; {c}" for c in self.caveats)
         if self.to_memory:
             cause += (f", and on to memory-level latency ({self.latency_after_ns:.0f} ns) with no plateau between: "
                       "the exit from the larger caches is inside this rise, and its ratio is not this cache's alone")
@@ -381,8 +390,9 @@ def _attribute(transitions: list[Transition], capacities: Sequence[Capacity], st
 
 
 def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: Sequence[Capacity],
-                 step: float, share: int = 1) -> list[str]:
-    """Why each cache whose size lies in an unexplained transition's window is not its cause."""
+                 step: float, share: int = 1, tested: tuple[int, int] = (0, 2 ** 62)) -> list[str]:
+    """Why each cache whose size lies in an unexplained transition's window is not its cause
+    (`tested`: the curve's smallest and largest size)."""
     out = []
     lo, hi = _window(t.from_size_bytes, t.to_size_bytes, step)
     for c in capacities:
@@ -390,7 +400,11 @@ def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: S
             continue
         name = f"the {capacity_words(c.label, c.size_bytes)}"
         other = next((o for o in transitions if o.capacity_bytes == c.size_bytes), None)
-        if other is None and t.latency_before_ns >= MEMORY_NS:
+        if other is None and not tested[0] <= c.size_bytes < tested[1]:
+            out.append(f"{name} lies in its size window, but the sweep measured no size "
+                       f"{'below' if c.size_bytes < tested[0] else 'above'} it, and a cache's exit needs a size "
+                       "measured on either side of the cache")
+        elif other is None and t.latency_before_ns >= MEMORY_NS:
             out.append(f"{name} that the topology reports cannot be its cause: latency is already "
                        f"{t.latency_before_ns:.0f} ns, memory's, where the rise starts, so the curve contradicts a "
                        "cache of that size serving this core")
@@ -411,15 +425,14 @@ def _passed_over(t: Transition, transitions: Sequence[Transition], capacities: S
     return out
 
 
-def _caveats(topology: Topology | None, series: dict, page_col: str, paired: bool) -> list[str]:
+def _caveats(topology: Topology | None, series: dict, page_col: str) -> list[str]:
     out = []
     if topology is not None and topology.hypervisor:
         out.append(f"this is a {topology.hypervisor} virtual machine, whose cache and page sizes need not be "
                    "the host's")
     page = str(series.get(page_col, "")).lower()
-    if not paired and (page in BASE_PAGES or page in ("", "nan")):
-        out.append(("4 KiB" if page in BASE_PAGES else "page size unknown, likely 4 KiB")
-                   + " pages: a TLB-reach rise looks like this; a huge-page run tells the two apart")
+    if page in BASE_PAGES or page in ("", "nan"):
+        out.append(("4 KiB" if page in BASE_PAGES else "page size unknown, likely 4 KiB") + BASE_PAGE_CAVEAT)
     if str(series.get("mode", "")) == "concurrent":
         out.append("concurrent ranks share the L3 group and memory controllers, so each gets a part of them")
     return out
@@ -476,11 +489,13 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
         step = float(np.median(np.diff(np.log2(s.sizes)))) if len(s.sizes) > 1 else 1.0
         transitions = _segment(stable[id(s)], rising.get(id(s), {}), capacities, step, seed=stats.SEED + n)
         share = _sharing(s.key)
-        _attribute(transitions, capacities, step, share)
+        # a cache explains a step only where the curve measured a size on either side of it
+        sizes = stable[id(s)].sizes
+        _attribute(transitions, [c for c in capacities if sizes[0] <= c.size_bytes < sizes[-1]], step, share)
         for t in transitions:
             if t.kind == "unexplained":
-                t.caveats = _passed_over(t, transitions, capacities, step, share) + _caveats(topology, s.key, page_col,
-                                                                                       paired=False)
+                t.caveats = (_passed_over(t, transitions, capacities, step, share, (int(sizes[0]), int(sizes[-1])))
+                             + _caveats(topology, s.key, page_col))
         lo, hi = s.sizes.min(), s.sizes.max()
         used = {t.capacity_bytes for t in transitions}
         curves.append(CurveLevels(
@@ -491,7 +506,39 @@ def latency_levels(table: pd.DataFrame, topology: Topology | None, series_keys: 
             unstable=unstable[id(s)],
             rising=[(int(stable[id(s)].sizes[j]), int(stable[id(s)].sizes[j + 1])) for j in sorted(rising.get(id(s), {}))]))
     tlb = tlb_partings(pairs, page_col, q)
+    _tlb_causes(curves, all_series, pairs, tlb, page_col)
     return Levels(curves, tlb, capacities)
+
+
+BASE_PAGE_CAVEAT = " pages: a TLB-reach rise looks like this; a huge-page run at these sizes tells the two apart"
+
+
+def _tlb_causes(curves: list[CurveLevels], all_series: list[Series], pairs: list[tuple[Series, Series]],
+                tlb: list[TlbParting], page_col: str) -> None:
+    """A 4 KiB curve's unexplained rise where its huge-page twin measured the same sizes: the
+    TLB's reach where the twin does not rise there and 4 KiB pages are slower beyond the floor and
+    the noise at its upper end (`tlb_partings`); not the TLB where the twin rises alike. Either way
+    the base-page caveat ("a huge-page run tells the two apart") gives way to what the twin shows."""
+    index = {id(s): n for n, s in enumerate(all_series)}
+    for (small, huge), parting in zip(pairs, tlb):
+        curve, twin = curves[index[id(small)]], curves[index[id(huge)]]
+        if not (curve.measured and twin.measured):
+            continue
+        significant = {r["size_bytes"] for r in parting.per_size if r["significant"]}
+        for t in curve.transitions:
+            if t.kind != "unexplained" or not (twin.sizes[0] <= t.from_size_bytes and t.to_size_bytes <= twin.sizes[-1]):
+                continue
+            alike = any(o.from_size_bytes < t.to_size_bytes and o.to_size_bytes > t.from_size_bytes
+                        for o in twin.transitions)
+            kept = [c for c in t.caveats if not c.endswith(BASE_PAGE_CAVEAT)]
+            if alike:
+                t.caveats = kept + [f"with {page_words(parting.huge_page)} latency rises alike at these sizes, so "
+                                    "it is not the TLB's reach"]
+            elif t.to_size_bytes in significant:
+                t.kind, t.caveats = "tlb", [f"with {page_words(parting.huge_page)} latency does not rise at these sizes, "
+                                            "and 4 KiB pages are slower there beyond the noise and the floor (under TLB)"]
+            else:
+                t.caveats = kept + [f"with {page_words(parting.huge_page)} latency does not rise at these sizes"]
 
 
 def _sharing(key: dict) -> int:

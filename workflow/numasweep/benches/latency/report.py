@@ -3,20 +3,18 @@ rank's buffer by node, concurrent against serial per configuration, and two syst
 
 from __future__ import annotations
 
-import math
 
 from pathlib import Path
 
 import pandas as pd
 
 from numasweep.benches.latency import figures as latency_figures
-from numasweep.benches.latency import levels, tables
-from numasweep.benches.latency.findings import REPLICATES
+from numasweep.benches.latency import levels, plateaus, tables
 from numasweep.benches.latency.tables import NAME
 from numasweep.core.topology import Topology
 from numasweep.core.units import capacity_words, page_words, parse_page_fractions, size_words
 from numasweep.reporting import figures
-from numasweep.reporting.markdown import Md, md_table, md_text, measured
+from numasweep.reporting.markdown import Md, interval_cells, md_table, md_text
 from numasweep.results import digest, series
 from numasweep.results.tables import with_memory_node
 
@@ -184,9 +182,12 @@ def cache_tally(findings: list[dict]) -> str | None:
     if not steps:
         return None
     explained = sum(bool(n.get("matched_cache")) for n in steps)
-    unexplained = len(steps) - explained
+    tlb = sum(n.get("kind") == "tlb" for n in steps)
+    unexplained = len(steps) - explained - tlb
     text = f"Of the {len(steps)} latency rise{'s' if len(steps) > 1 else ''} found, "
     text += (f"{explained} {'is' if explained == 1 else 'are'} a cache level's" if explained else "none is a cache's")
+    if tlb:
+        text += f"{',' if unexplained else ' and'} {tlb} the TLB's (told under TLB)"
     if unexplained:
         text += (f" and {unexplained} nothing in the topology explains (said so below, with what could "
                  f"cause {'it' if unexplained == 1 else 'them'})")
@@ -211,147 +212,125 @@ def report(latency: pd.DataFrame, topology: Topology | None, findings: list[dict
     return out + [{**t, "subject": "Data quality", "at": "findings"} for t in placement_tables(latency, topology)]
 
 
-def _runs(part: pd.DataFrame) -> list[float]:
-    """One latency per run (repetition and rank) of a size: the run's median."""
-    keys = [c for c in ("job_id", "repetition", "rank", "host") if c in part]
-    return list(part.groupby(keys, dropna=False)["latency_ns_median"].median()) if keys \
-        else list(part["latency_ns_median"])
+def _cells(curve: plateaus.Curve, size: int, keep: list[bool] | None = None) -> tuple[float, str, str]:
+    iv, units = curve.read(size, keep)
+    return (iv.estimate, *interval_cells(iv, "ns", units))
 
 
-MEMORY_CLASS = 0.5   # a level's latency at half of DRAM's or more is memory's, not a cache hit's
+def _where(curve: plateaus.Curve, p: plateaus.Plateau, alone: str) -> str:
+    """"at 4 MiB (its plateau from 2 MiB), 4 KiB pages": the size a level is read at, with its
+    plateau's first size and the page kind."""
+    page = curve.page()
+    return (f"at {size_words(p.read_at)}" + (f" (its plateau from {size_words(p.sizes[0])})" if len(p.sizes) > 1 else "")
+            + (f", {page_words(page)}" if page else "") + alone)
 
 
-def memory_plateau_end(curve: pd.DataFrame, topology: Topology | None) -> int:
-    """The largest size of a local latency curve's memory plateau: past its last transition (the
-    rise out of the last cache) and past every cache one core can use, the size before the first
-    step that rises beyond the noise and the step floor (`levels.latency_levels`' `rising`), where
-    loads start to pay for page-table walks; the largest size where no such step is, or where the
-    curve is no latency curve the analysis reads."""
-    sizes = sorted(int(s) for s in curve["size_bytes"].unique())
-    if len(sizes) < 2:
-        return sizes[-1]
-    (found,) = levels.latency_levels(curve.assign(_curve=0), topology, ["_curve"],
-                                     [c for c in REPLICATES if c in curve]).curves
-    if not found.measured:
-        return sizes[-1]
-    start = max([t.to_size_bytes for t in found.transitions]
-                + [c.size_bytes for c in levels.usable_capacities(topology)], default=0)
-    rises = [a for a, _ in found.rising if a >= start]
-    return min(rises, default=sizes[-1])
+def _alone(curves: list[plateaus.Curve]) -> str:
+    """", 2 ranks at once" where the idle curves are several ranks measured concurrently."""
+    ranks = min((c.ranks() for c in curves), default=1)
+    if ranks == 1 or all(c.mode() == "serial" for c in curves):
+        return ""
+    return f", {ranks} ranks at once"
+
+
+def _local_dram(curve: plateaus.Curve) -> list[tuple[str, list[bool] | None]]:
+    """(CPU node, its replicates) per CPU node of a local curve (each node its own memory): all
+    replicates (None) where it has one node."""
+    nodes = ["" if n is None else str(n) for n in curve.replicate("cpu_node")]
+    distinct = sorted(set(nodes), key=lambda n: (len(n), n))
+    if len(distinct) <= 1:
+        return [(distinct[0] if distinct else "", None)]
+    return [(node, [n == node for n in nodes]) for node in distinct]
+
+
+def readings(latency: pd.DataFrame, topology: Topology | None) -> dict:
+    """What the headline reads, from the curves segmented as the findings segment them
+    (`plateaus`): the idle curves (fewest ranks, alone), per cache one core can use its best
+    plateau (or the rise that passes it by), memory's plateau of local memory, and each remote
+    curve with its plateau (None inside the caches)."""
+    every, capacities = plateaus.curves(latency, topology)
+    idle = plateaus.idle(every)
+    local = [c for c in idle if c.locality() == "local"]
+    caches = {}
+    for cap in capacities:
+        got = plateaus.best([(c, p) for c in local for p in c.plateaus if p.capacity == cap])
+        passed = sorted(((c, t) for c in local for cc, t in plateaus.missing(c.levels, c.plateaus, capacities)
+                         if cc == cap), key=lambda ct: ct[1] is None)
+        if got or passed:
+            caches[cap] = got or passed[0]
+    memory = plateaus.best([(c, p) for c in local for p in c.plateaus if p.memory])
+    remote = []
+    for c in idle:
+        if c.locality() == "local" or not c.plateaus:
+            continue
+        mem = [p for p in c.plateaus if p.memory]
+        remote.append((c, mem[0] if mem else None, c.plateaus[-1]))
+    return {"idle": idle, "caches": caches, "memory": memory, "remote": remote}
 
 
 def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
-    """Idle latency per level: the runs of the fewest ranks (alone where serial runs exist), memory
-    local, at the largest size measured that is at most half of each cache level (and above the
-    level below), and at the largest size for DRAM (where the sweep went past the last cache's
-    row); huge pages where measured at that size (no page walks), else 4 KiB pages. Remote memory
-    at the largest size, with its ratio to local."""
-    df = latency.copy()
-    if df.empty:
+    """Idle latency per level, each read where its curve's own segmentation puts the level's
+    plateau (`plateaus`): a cache at its plateau's last size, said cut short where the curve
+    leaves it for memory well below its size, or said to have no plateau where the rise out of
+    the cache below passes it by; DRAM at the end of memory's plateau, before any rise beyond it
+    (the page walks' sizes given as such). Remote memory on its own curve's memory plateau, with
+    its ratio to the same CPU node's local memory; inside the caches, no NUMA figure."""
+    if latency.empty:
         return []
-    for column in ("mode", "page_size", "memory"):     # text, "" where not recorded
-        if column in df:
-            df[column] = df[column].astype(object).where(df[column].notna(), "").astype(str)
-    if "ranks" in df:
-        df = df[df["ranks"] == df["ranks"].min()]
-    # alone: serial runs, or any mode where one rank runs (then concurrent is alone too)
-    if "mode" in df and (df["mode"] == "serial").any() and not ("ranks" in df and (df["ranks"] == 1).all()):
-        df = df[df["mode"] == "serial"]
-    page_col = "page_size" if "page_size" in df else None
-    memory = df["memory"] if "memory" in df else pd.Series("", index=df.index)
-    cpu_node = series.labels(df["cpu_node"]) if "cpu_node" in df else pd.Series("", index=df.index)
-    mem_nodes = series.labels(df["mem_nodes"]) if "mem_nodes" in df else pd.Series("", index=df.index)
-    is_local = (memory == "local") | ((mem_nodes == cpu_node) & (cpu_node != "")) | ((memory == "") & (mem_nodes == ""))
-    local = df[is_local]
-    ranks = int(df["ranks"].min()) if "ranks" in df else 1
-    alone = "" if ranks == 1 or ("mode" in df and (df["mode"] == "serial").all()) else f", {ranks} ranks at once"
-
-    def at(part: pd.DataFrame, size: int) -> tuple[pd.DataFrame, str]:
-        here = part[part["size_bytes"] == size]
-        if page_col is None or here.empty:
-            return here, ""
-        pages = sorted(here[page_col].astype(str).unique(), key=lambda p: p.lower() in levels.BASE_PAGES)
-        here = here[here[page_col].astype(str) == pages[0]]
-        if "mode" in here and here["mode"].nunique() > 1:     # one mode's runs, serial first
-            here = here[here["mode"] == sorted(here["mode"].astype(str).unique(), key=lambda m: m != "serial")[0]]
-        return here, pages[0]
-
+    found = readings(latency, topology)
+    alone = _alone(found["idle"])
     rows: list[list[str]] = []
-    sizes = sorted(local["size_bytes"].unique())
-    below = 0
-    cache_rows: list[tuple[float, int, list[str]]] = []
-    caches = levels.usable_capacities(topology)
-    # the levels one core can use, named as the findings name them ("L2 (1 MiB per core)")
-    for cache in caches:
-        inside = [s for s in sizes if below < s <= cache.size_bytes // 2]
-        below = cache.size_bytes
-        if not inside:
+    for cap, (curve, what) in found["caches"].items():
+        name = capacity_words(cap.label, cap.size_bytes)
+        if not isinstance(what, plateaus.Plateau):
+            if what is None:
+                rows.append([f"{name} latency", "no plateau", "no two sizes measured in a row hold it: a finer grid "
+                                                               "of sizes would show its plateau"])
+                continue
+            reach = (f"the curve reaches memory latency ({what.latency_after_ns:.0f} ns) by "
+                     f"{size_words(what.to_size_bytes)}")
+            rows.append([f"{name} latency", "no plateau",
+                         f"{reach}, far below the {size_words(cap.size_bytes)} the topology reports"
+                         if what.to_size_bytes <= cap.size_bytes // 2 else
+                         f"{reach}, the rise from {size_words(what.from_size_bytes)} with no plateau on the way"])
             continue
-        part, page = at(local, int(inside[-1]))
-        ns, value, interval = measured(_runs(part), "ns")
-        where = size_words(int(inside[-1])) + (f", {page_words(page)}" if page else "")
-        cache_rows.append((ns, int(inside[-1]), [f"{capacity_words(cache.label, cache.size_bytes)} latency, at "
-                                                 f"{where}{alone}", value, interval]))
-    largest = int(df["size_bytes"].max())
-    local_ns = {}
-    dram_rows = []
-    # A sweep that stops where the headline reads the last cache one core can use (at most half
-    # of it, as the topology reports it) never showed memory: its largest size is not called DRAM
-    # (the cache's row gives it), and no level is compared with it. Between half the last cache
-    # and all of it the largest size stays DRAM's: a VM's share of a large host L3 is far
-    # smaller than the L3 it reports, and its curve reaches memory there.
-    last_cache = caches[-1] if caches else None
-
-    def in_the_caches(size: int) -> bool:
-        return last_cache is not None and size <= last_cache.size_bytes // 2
-
-    plateau, in_cache = 0, False
-    if sizes:
-        _, page = at(local, int(sizes[-1]))
-        curve = local[local[page_col].astype(str) == page] if page_col else local
-        plateau = memory_plateau_end(curve, topology)
-        in_cache = in_the_caches(plateau)
-        unproven = (f": the largest size measured, inside the {capacity_words(last_cache.label, last_cache.size_bytes)}"
-                    " the topology reports, so not shown to be memory") if in_cache and last_cache else ""
-        part, page = at(local, plateau)
-        for node, mine in (part.groupby(cpu_node[part.index]) if cpu_node[part.index].nunique() > 1 else [("", part)]):
-            local_ns[node], value, interval = measured(_runs(mine), "ns")
-            on = f", CPUs on node {node}" if node != "" else ""
-            if in_cache and any(size == plateau for _, size, _ in cache_rows):
-                continue          # a cache's row already gives that size
-            dram_rows.append([f"{'Latency' if in_cache else 'DRAM latency'}, local memory{on}, at {size_words(plateau)}"
-                              + (f", {page_words(page)}" if page else "") + alone + unproven, value, interval])
-        if plateau < sizes[-1]:
-            # beyond the plateau the loads pay for more than memory: page-table walks, which no cache explains
-            part, page = at(local, int(sizes[-1]))
-            _, value, interval = measured(_runs(part), "ns")
-            dram_rows.append([f"DRAM latency past the memory plateau (up to {size_words(plateau)}), local memory, at "
-                              f"{size_words(int(sizes[-1]))}" + (f", {page_words(page)}" if page else "") + alone
-                              + ": TLB-affected, the loads pay for page-table walks too", value, interval])
-    dram = min(local_ns.values(), default=math.nan)
-    for ns, _, row in cache_rows:
-        # no cache's hit costs half a load from memory: a level that does is memory already (a
-        # VM given part of the host's L3, or a cache the topology reports but the core cannot fill);
-        # said only where the sweep reached memory
-        if ns == ns and dram == dram and ns >= MEMORY_CLASS * dram and not in_cache:
-            row[0] += f": already memory latency ({ns / dram:.0%} of DRAM's), no plateau of its own"
-        rows.append(row)
-    rows += dram_rows
-    if sizes and (~is_local & (df["size_bytes"] == plateau)).any():
-        largest = plateau            # remote memory where local memory's plateau is read
-    remote = df[~is_local & (df["size_bytes"] == largest)]
-    if remote.empty:
-        return rows
-    keys = pd.DataFrame({"cpu": cpu_node[remote.index], "mem": mem_nodes[remote.index]})
-    beyond = not in_the_caches(largest)
-    for (node, mem), part in remote.groupby([keys["cpu"], keys["mem"]]):
-        part, page = at(part, largest)
-        ns, value, interval = measured(_runs(part), "ns")
-        rows.append([f"{'DRAM latency' if beyond else 'Latency'}, CPUs on node {node}, memory on node {mem}, at "
-                     f"{size_words(largest)}" + (f", {page_words(page)}" if page else "") + alone
-                     + ("" if beyond else ": inside the caches, not a NUMA figure"), value, interval])
-        base = local_ns.get(node, local_ns.get("")) if local_ns else None
-        if base and ns == ns and beyond:
-            rows.append([f"NUMA ratio, latency node {node} to node {mem} / local", f"{ns / base:.2f}x",
+        where = _where(curve, what, alone)
+        if what.cut_short():
+            where += (f": the curve leaves it at {size_words(what.out.from_size_bytes)} to "
+                      f"{size_words(what.out.to_size_bytes)}, far below the {size_words(cap.size_bytes)} the topology "
+                      "reports: the share of it this core can use")
+        _, value, interval = _cells(curve, what.read_at)
+        rows.append([f"{name} latency, {where}", value, interval])
+    local_ns: dict[str, float] = {}
+    if found["memory"]:
+        curve, p = found["memory"]
+        per_node = _local_dram(curve)
+        for node, keep in per_node:
+            local_ns[node], value, interval = _cells(curve, p.read_at, keep)
+            on = f", CPUs on node {node}" if len(per_node) > 1 else ""
+            rows.append([f"DRAM latency, local memory{on}, {_where(curve, p, alone)}", value, interval])
+        if p.past:
+            largest = int(curve.series.sizes[-1])
+            _, value, interval = _cells(curve, largest)
+            why = ("TLB-affected, the loads pay for page-table walks too" if not curve.huge_pages()
+                   else "rising beyond the memory plateau")
+            rows.append([f"DRAM latency past the memory plateau (up to {size_words(p.read_at)}), local memory, at "
+                         f"{size_words(largest)}" + (f", {page_words(curve.page())}" if curve.page() else "") + alone
+                         + f": {why}", value, interval])
+    for curve, mem, last in found["remote"]:
+        cpu, _, nodes = curve.locality().partition("->")
+        p = mem or last
+        ns, value, interval = _cells(curve, p.read_at)
+        page = f", {page_words(curve.page())}" if curve.page() else ""
+        if mem is None:
+            rows.append([f"Latency, CPUs on node {cpu}, memory on node {nodes}, at {size_words(p.read_at)}{page}{alone}"
+                         ": inside the caches, not a NUMA figure", value, interval])
+            continue
+        rows.append([f"DRAM latency, CPUs on node {cpu}, memory on node {nodes}, {_where(curve, p, alone)}", value,
+                     interval])
+        # against the CPUs' own local memory, else (none measured) against the memory's own node's
+        mine, of = (cpu, "local") if cpu in local_ns else (nodes, f"node {nodes}'s local")
+        if mine in local_ns and ns == ns:
+            rows.append([f"NUMA ratio, latency node {cpu} to node {nodes} / {of}", f"{ns / local_ns[mine]:.2f}x",
                          "ratio of the estimates"])
     return rows
