@@ -65,9 +65,21 @@ def test_finding_states_the_kernels_current_weights_beside_them():
     assert "`numactl --cpunodebind=0 --weighted-interleave=0,3 PROGRAM`" in found.summary
 
 
-def test_cached_ulisse_bandwidth_gets_its_weights():
-    found = [f for f in analyse(REPO / "examples" / "ulisse")["findings"] if f["id"] == "recommended_weights"]
-    assert [f["numbers"]["memory_spec"] for f in found] == ["weighted:0,1@4,3"]
+def test_cached_ulisse_bandwidth_of_one_run_a_node_recommends_no_weights():
+    """One run of each node alone: the noise is unknown, so no weights (and no sysfs line to set
+    them); the finding says what would decide them."""
+    (found,) = [f for f in analyse(REPO / "examples" / "ulisse")["findings"] if f["id"] == "recommended_weights"]
+    assert not found["numbers"]["recommended"] and found["numbers"]["single_run_nodes"] == [0, 1]
+    assert "no weights are recommended" in found["summary"] and "tee" not in found["summary"]
+    assert "at least 2 times" in found["summary"]
+
+
+def test_two_runs_of_each_node_recommend_weights():
+    matrix = pd.DataFrame([[25600.0, 20200.0]], index=[0], columns=[0, 1])
+    (found,) = weights.weights_findings(matrix, None, "bandwidth", {(0, 0): 2, (0, 1): 3})
+    assert found.numbers["recommended"] and found.numbers["memory_spec"] == "weighted:0,1@4,3"
+    (once,) = weights.weights_findings(matrix, None, "bandwidth", {(0, 0): 2, (0, 1): 1})
+    assert not once.numbers["recommended"] and once.numbers["single_run_nodes"] == [1]
 
 
 def _weighted_jobs(share_of_node0: list[float]) -> pd.DataFrame:

@@ -115,7 +115,7 @@ def test_no_two_series_share_a_finding_or_a_line(replay):
     assert len(titles) == len(set(titles)), sorted({t for t in titles if titles.count(t) > 1})
     # raw latency tables: one row per rank of one configuration
     for block in re.split(r"\n(?=#+ |\*\*)", replay["text"]):
-        if "Latency (ns per load)" in block:
+        if "Latency (ns per load;" in block:
             rows = [line.split("|")[1].strip() for line in block.splitlines()
                     if line.startswith("| ") and "---" not in line][1:]
             assert len(rows) == len(set(rows)), block[:400]

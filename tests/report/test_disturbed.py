@@ -144,16 +144,20 @@ def test_a_benchmark_every_job_of_which_was_disturbed_is_said_in_the_headline(tm
 
 
 def test_figures_and_raw_tables_of_a_disturbed_series_say_it_beside_them(tmp_path: Path) -> None:
-    """The figures draw every job as measured: the section that shows them and the raw tables say
-    which series were measured while disturbed; a quiet sweep says nothing of it."""
+    """The figures leave a disturbed job out (each of its benchmark's figures says so under it,
+    tests/analysis/test_measured_headlines.py), the raw tables list it as measured: the section
+    that shows the figures and the raw tables say which series were left out of what; a quiet
+    sweep says nothing of it."""
     from numasweep.reporting import figures
 
     folder = _marked(tmp_path, "verdict")
     figdir = tmp_path / "figures"
     figures.draw_all(folder, figdir)
+    assert not list((figdir / "latency").glob("latency_vs_size--concurrent-1-rank-4-kib*.png"))
     text = report.render(folder, analysis.analyse(folder), figdir, tmp_path / "r.md").read_text()
     said = [part.split("\n", 1)[0] for part in text.split("\n## ")[1:]
-            if "with the jobs measured while disturbed (1 rank, concurrent, 4 KiB pages)" in part]
+            if "leave out the jobs measured while disturbed (1 rank, concurrent, 4 KiB pages)" in part
+            and "the raw tables list them as measured" in part]
     assert "Caches" in said and "Raw results" in said, said
     quiet = report.render(ZEN2, analysis.analyse(ZEN2), figdir, tmp_path / "q.md").read_text()
     assert "measured while disturbed" not in quiet

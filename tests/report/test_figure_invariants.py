@@ -21,14 +21,13 @@ helpers.synthetic, the LUMI-G campaign's jobs and the default sweep's jobs on a 
 - every direction a GPU run measured (both at once included) has its panel;
 - the titles of one benchmark's figures are unique.
 
-The figures are recorded where they would be saved (`save`, patched in every module that
-imported it) and drawn for real (matplotlib's Agg), so the checks read exactly what the PNGs show.
+The figures are recorded where they would be saved and drawn for real (`helpers.drawn`), so the
+checks read exactly what the PNGs show.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -38,11 +37,13 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_hex
 
 from helpers import synthetic as model
+from helpers.drawn import draw_recorded
 from numasweep.benches.gpu_xfer.tables import GPU_DIRECTIONS
 from numasweep.benches.latency import tables as lat_tables
 from numasweep.core import registry, topology
 from numasweep.benches.latency import levels
 from numasweep.reporting import figures
+from numasweep.results import aggregate, disturbed
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if (p / "topology.json").exists())
@@ -82,22 +83,7 @@ def drawn(request, tmp_path_factory) -> list[tuple[str, str, str, object]]:
     tmp = tmp_path_factory.mktemp(request.param)
     results = CASES[request.param](tmp)
     RESULTS[request.param] = Path(results)
-    got: list = []
-    original = figures.save
-
-    def record(fig, figdir, bench, kind, variant):
-        got.append((bench, kind, variant, fig))
-        return original(fig, figdir, bench, kind, variant)
-
-    patched = [m for m in list(sys.modules.values())
-               if getattr(m, "__name__", "").startswith("numasweep") and getattr(m, "save", None) is original]
-    mp = pytest.MonkeyPatch()
-    for module in patched:
-        mp.setattr(module, "save", record)
-    try:
-        figures.draw_all(results, tmp / "fig")
-    finally:
-        mp.undo()
+    got = draw_recorded(results, tmp / "fig")
     FOLDERS[request.param] = tmp / "fig"
     assert got, f"{request.param}: no figure drawn"
     return got
@@ -319,3 +305,18 @@ def test_a_latency_matrix_cell_never_mixes_l3_groups(drawn, request) -> None:
         if (bench, kind) == ("latency", "latency_matrix") and variant in mixed:
             rows = [t.get_text() for t in ax.get_yticklabels()]
             assert rows and all("L3 group" in r for r in rows), f"{where(bench, kind, variant, ax)}: rows {rows}"
+
+
+def test_a_figure_says_what_it_left_out_and_marks_what_is_noisy(drawn, request) -> None:
+    """Each figure draws what the findings rest on: where its benchmark had jobs measured while
+    disturbed, it says under it that it left them out (and none says so otherwise); a figure
+    with a line marked noisy says what the mark means."""
+    frames = aggregate.load_results(RESULTS[request.node.callspec.params["drawn"]])
+    _, left = disturbed.split(frames)
+    for bench, kind, variant, fig in drawn:
+        note = fig._supxlabel.get_text() if fig._supxlabel else ""
+        mine = [r for r in left if r.bench == bench]
+        assert ("Left out: the jobs measured while disturbed" in note) == bool(mine), f"{bench}/{kind}--{variant}"
+        labels = [line.get_label() for ax in fig.axes for line in data_lines(ax)]
+        assert (figures.NOISY_NOTE in note) == any(label.endswith(figures.NOISY_MARK) for label in labels), \
+            f"{bench}/{kind}--{variant}"

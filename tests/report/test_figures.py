@@ -192,8 +192,8 @@ def test_copies_of_two_configurations_never_share_a_matrix(tmp_path: Path) -> No
     paths = copy_bench.plot_copy_matrix(both, None, tmp_path)
     assert sorted(p.name for p in paths if p.suffix == ".png") == ["copy_matrix--fast.png", "copy_matrix--slow.png"]
     tables = copy_bench.copy_raw_tables(both)
-    assert [t["title"] for t in tables] == ["Copy bandwidth (GB/s), threads on node 0, 4 threads, 256 MiB, fast",
-                                            "Copy bandwidth (GB/s), threads on node 0, 4 threads, 256 MiB, slow"]
+    assert [t["title"] for t in tables] == ["Copy bandwidth (GB/s; the median over runs), threads on node 0, 4 threads, 256 MiB, fast",
+                                            "Copy bandwidth (GB/s; the median over runs), threads on node 0, 4 threads, 256 MiB, slow"]
     assert "| 0 | 20.00 | 12.50 |" in tables[0]["table"] and "| 0 | 10.00 | 6.25 |" in tables[1]["table"]
     # one configuration: the file and titles as before
     assert [p.name for p in copy_bench.plot_copy_matrix(fast, None, tmp_path / "one")][0] == "copy_matrix--all.png"

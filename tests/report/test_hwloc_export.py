@@ -133,3 +133,26 @@ def test_series_measured_while_disturbed_are_refused_unless_forced(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert 'name="NumasweepDisturbed"' in out.read_text()
     assert memattrs(out)["Latency"]
+
+
+def test_the_exported_latency_is_the_headlines_dram_and_says_what_it_is(tmp_path):
+    """The Zen 4 sweep (tests/fixtures/measured/zen4-vm), exported with --force for its disturbed
+    job: the Latency value is the summary's DRAM value (the end of the memory plateau of the
+    one-rank huge-page curve), and the file and the console say which series and statistic."""
+    from numasweep.findings import analysis
+    from numasweep.reporting import report
+
+    results = REPO / "tests" / "fixtures" / "measured" / "zen4-vm"
+    base = tmp_path / "base.xml"
+    base.write_text(lstopo("--input", "pack:1 [numa] core:2 pu:1", "--of", "xml", "-"))
+    out = tmp_path / "measured.xml"
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "hwloc-export", str(results), "--base", str(base),
+                           "-o", str(out), "--force"], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    text = report.render(results, analysis.analyse(results), None, tmp_path / "r.md").read_text()
+    (dram,) = [line for line in text.splitlines() if line.startswith("| DRAM latency, local memory")]
+    ns = float(dram.split("|")[2].split()[0])
+    assert list(memattrs(out)["Latency"].values()) == [round(ns)], (dram, memattrs(out))
+    assert 'name="NumasweepLatency"' in out.read_text() and "end of each CPU node and memory node's memory plateau" \
+        in out.read_text()
+    assert "Latency (the median over runs at the end of" in proc.stdout and "(256MiB)" in proc.stdout, proc.stdout

@@ -108,7 +108,7 @@ def test_every_number_in_the_prose_comes_from_the_inputs(full_report) -> None:
 def test_raw_latency_table_matches_the_csv(full_report) -> None:
     results, text, _, _ = full_report
     df = pd.read_csv(results / "latency.csv")
-    block = text.split("**Latency (ns per load), concurrent**")[1].split("\n\n")[1]
+    block = text.split("**Latency (ns per load; the median over runs), concurrent**")[1].split("\n\n")[1]
     header, _, *rows = block.splitlines()
     sizes = [c.strip() for c in header.strip("|").split("|")][4:]
     assert sizes == [size_words(MiB << i) for i in range(9)]

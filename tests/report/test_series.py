@@ -41,10 +41,10 @@ def render_bandwidth(tmp_path: Path, frames: list[pd.DataFrame]) -> tuple[str, d
 
 
 def latency_tables(text: str) -> list[list[list[str]]]:
-    """Each 'Latency (ns per load)' raw table of the report, as rows of cells."""
+    """Each "Latency (ns per load; ...)" raw table of the report, as rows of cells."""
     tables = []
     for block in re.split(r"\n(?=\*\*|#+ )", text):
-        if "Latency (ns per load)" not in block:
+        if "Latency (ns per load;" not in block:
             continue
         rows = [[c.strip() for c in line.strip("|").split("|")]
                 for line in block.splitlines() if line.startswith("| ") and "---" not in line]

@@ -68,8 +68,10 @@ rule figures:
         figures=lambda wildcards, output: os.path.dirname(output.folders[0]),
         # read by figure.rst: one caption sentence per figure kind
         captions=registry.captions(),
+        conclude=" --conclude-disturbed" if CONFIG["conclude_disturbed"] else "",
     shell:
-        "python -m numasweep figures --results {params.results:q} -o {params.figures:q} > {log:q} 2>&1"
+        "python -m numasweep figures --results {params.results:q} -o {params.figures:q}{params.conclude}"
+        " > {log:q} 2>&1"
 
 
 rule report_md:

@@ -26,7 +26,7 @@ from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import count_axis, heatmap, line_colours, new_figure, save, titled
+from numasweep.reporting.figures import count_axis, heatmap, line_colours, marked, new_figure, save, titled
 from numasweep.reporting.markdown import fmt_value, interval_cells, md_table
 from numasweep.results import series
 from numasweep.results.tables import as_text
@@ -130,8 +130,9 @@ def plot_copy_vs_threads(copy: pd.DataFrame, topology: Topology | None, figdir: 
         lines = list(table.groupby(["cpu_node", "src_node", "dst_node"], sort=True))
         fig, (ax,) = new_figure()
         for colour, ((cpu, src, dst), line) in zip(line_colours(len(lines)), lines):
+            raw = rows[(rows["cpu_node"] == cpu) & (rows["src_node"] == src) & (rows["dst_node"] == dst)]
             ax.plot(line["threads"], line["median"], marker="o", markersize=3, color=colour,
-                    label=f"node {src} to node {dst}, threads on node {cpu}")
+                    label=marked(f"node {src} to node {dst}, threads on node {cpu}", raw))
             ax.fill_between(line["threads"], line["min"], line["max"], color=colour, alpha=0.15, linewidth=0)
         ax.set_xlabel("threads")
         count_axis(ax.xaxis)
@@ -153,7 +154,7 @@ def copy_raw_tables(copy: pd.DataFrame, topology: Topology | None = None, findin
             wide = part.pivot_table(index="src_node", columns="dst_node", values="best_gb_s", aggfunc="median")
             rows = [[int(s)] + [float(v) for v in row] for s, row in wide.iterrows()]
             out.append({
-                "title": f"Copy bandwidth (GB/s), threads on node {node}, {count_words(threads, 'thread')}, "
+                "title": f"Copy bandwidth (GB/s; the median over runs), threads on node {node}, {count_words(threads, 'thread')}, "
                          f"{size_words(int(nbytes))}{other}",
                 "table": md_table(["source \\ destination"] + [str(c) for c in wide.columns], rows),
             })
@@ -290,8 +291,8 @@ BENCH = register(Bench(
             Figure("copy_matrix", "Copy bandwidth from a source node (rows) to a destination node (columns), "
                    "one panel per node running the copying threads.",
                    draw=plot_copy_matrix),
-            Figure("copy_vs_threads", "Copy bandwidth of each node pair against the number of copying threads, "
-                   "each byte copied counted once; the band spans the runs.",
+            Figure("copy_vs_threads", "Copy bandwidth of each node pair against the number of copying threads "
+                   "(the median over runs), each byte copied counted once; the band spans the runs.",
                    draw=plot_copy_vs_threads),
         ),
         report=copy_raw_tables,

@@ -28,7 +28,7 @@ from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Laun
 from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import line_colours, new_figure, save
+from numasweep.reporting.figures import line_colours, marked, new_figure, save
 from numasweep.reporting.markdown import md_table
 from numasweep.results import series
 from numasweep.results.tables import as_text as _text
@@ -196,12 +196,13 @@ def plot_loaded_latency(table: pd.DataFrame | None, topology: Topology | None, f
         fig, (ax,) = new_figure()
         lines = list(part.groupby("traffic", sort=False))
         for colour, (traffic, line) in zip(line_colours(len(lines)), lines):
+            label = marked(str(traffic), line)
             line = line.assign(x=pd.to_numeric(line["load_gb_s"]), y=pd.to_numeric(line["latency_ns_median"]))
             line = line.groupby("x", as_index=False).agg(y=("y", "median"), lo=("latency_ns_min", "min"),
                                                          hi=("latency_ns_max", "max")).sort_values("x")
             ax.errorbar(line["x"], line["y"], yerr=[line["y"] - line["lo"], line["hi"] - line["y"]],
                         color=colour, marker="o",
-                        markersize=3, capsize=2, label=str(traffic))
+                        markersize=3, capsize=2, label=label)
         ax.set_xlabel("load bandwidth achieved (GB/s)")
         ax.set_ylabel("chase latency (ns)")
         ax.set_title(f"Loaded latency: {words}")

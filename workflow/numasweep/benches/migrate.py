@@ -39,7 +39,7 @@ from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
-from numasweep.reporting.figures import anchor_value_axis, line_colours, new_figure, save, size_axis, titled
+from numasweep.reporting.figures import anchor_value_axis, line_colours, marked, new_figure, save, size_axis, titled
 from numasweep.reporting.markdown import fmt_value, md_table, measured
 from numasweep.results import series
 from numasweep.statistics import contrasts, stats
@@ -295,7 +295,10 @@ def plot_migrate(table: pd.DataFrame, topology: Topology | None, figdir: Path) -
         fig, (ax,) = new_figure()
         named = {k: _line_words(config, k) for k, _ in lines}
         for colour, (k, line) in zip(line_colours(len(lines)), lines):
-            ax.plot(line["size_bytes"], line["median"], marker="o", markersize=3, color=colour, label=named[k])
+            raw = config[(config[["src", "dst", "method", "threads", "batch"]] == pd.Series(k, index=[
+                "src", "dst", "method", "threads", "batch"])).all(axis=1)]
+            ax.plot(line["size_bytes"], line["median"], marker="o", markersize=3, color=colour,
+                    label=marked(named[k], raw))
             ax.fill_between(line["size_bytes"], line["min"], line["max"], color=colour, alpha=0.15, linewidth=0)
         size_axis(ax, sorted(points["size_bytes"].unique()), "size moved")
         ax.set_ylabel("throughput (GB/s of the buffer moved)")

@@ -26,7 +26,7 @@ from numasweep.core import registry
 from numasweep.core.topology import Topology
 from numasweep.core.io import REPORT_ONLY, UNREAD, atomic_write_files
 from numasweep.core.units import format_size
-from numasweep.results import aggregate
+from numasweep.results import aggregate, disturbed
 
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -62,9 +62,12 @@ def new_figure(ncols: int = 1, width: float | None = None, sharey: bool = False)
 @dataclass
 class Drawn:
     """Figures drawn and not yet written, by path: `draw_all` draws every figure into one, so that
-    a full disk is found before a figure folder is half written, with the space they all need."""
+    a full disk is found before a figure folder is half written, with the space they all need;
+    `notes`: per benchmark, what each of its figures says under it of the data it rests on (the
+    jobs measured while disturbed that it leaves out)."""
     folder: Path
     files: dict[Path, bytes] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
     def write(self) -> None:
         atomic_write_files(self.folder, self.files, "the figures")
@@ -76,6 +79,12 @@ def save(fig: Any, figdir: Path | Drawn, bench: str, kind: str, variant: str) ->
     for ax in fig.axes:
         anchor_value_axis(ax)
     drawn = figdir if isinstance(figdir, Drawn) else Drawn(Path(figdir))
+    notes = list(drawn.notes.get(bench, []))
+    if any(line.get_label().endswith(NOISY_MARK) for ax in fig.axes for line in data_lines(ax)):
+        notes.append(NOISY_NOTE)
+    if notes:
+        # under the axes, inside the image: a figure is read on its own, on a slide or in Snakemake's report
+        fig.supxlabel("\n".join(notes), fontsize=7, color="0.25")
     paths = []
     for ext in ("png", "svg"):
         path = drawn.folder / bench / f"{kind}--{slug(variant)}.{ext}"
@@ -112,6 +121,31 @@ def anchor_value_axis(ax) -> None:
         return
     lo, hi = ax.get_ylim()
     ax.set_ylim(min(lo, span[0]), max(hi, span[1]))
+
+
+NOISY_MARK = disturbed.NOISY_MARK
+NOISY_NOTE = f"{NOISY_MARK} noisy: other work shared the CPUs of its jobs part of the time; kept, with wider intervals"
+DISTURBED_WORDS = "measured while disturbed"
+
+
+def marked(label: str, rows: pd.DataFrame) -> str:
+    """A line's legend entry with what its points rest on (the worst verdict of their runs,
+    `series.point_table`'s quality column): NOISY_MARK after a noisy line's, "measured while
+    disturbed" after one the report concludes all the same (config conclude_disturbed)."""
+    if disturbed.VERDICT not in rows:
+        return label
+    found = set(rows[disturbed.VERDICT].astype(str))
+    if disturbed.DISTURBED in found:
+        return f"{label} ({DISTURBED_WORDS})"
+    return f"{label} {NOISY_MARK}" if disturbed.NOISY in found else label
+
+
+def left_out(left: list[disturbed.Left]) -> list[str]:
+    """The note a benchmark's figures carry for the jobs measured while disturbed they leave out."""
+    if not left:
+        return []
+    series_words = "; ".join(r.series or "all series" for r in left)
+    return [f"Left out: the jobs {DISTURBED_WORDS} ({series_words}): not concluded"]
 
 
 def data_lines(ax) -> list:
@@ -209,20 +243,27 @@ def full_node_matrix(matrix: pd.DataFrame, topology: Topology | None) -> pd.Data
 # Entry points
 
 
-def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike) -> list[Path]:
-    """Every figure the results support, each benchmark's drawers (`Figure.draw`) in turn; the
-    folder of each benchmark with a table (`<bench>.csv`: the workflow's outputs) is made even
-    where it has no figure, that of a benchmark without one never."""
+def draw_all(results_dir: str | os.PathLike, figdir: str | os.PathLike, conclude_disturbed: bool = False) -> list[Path]:
+    """Every figure the results support, each benchmark's drawers (`Figure.draw`) in turn, from
+    the jobs the findings rest on: those measured while disturbed are left out, each figure of
+    their benchmark saying so under it (`conclude_disturbed`: drawn, their lines marked); each
+    row carries its job's verdict, so a noisy line is marked. The folder of each benchmark with
+    a table (`<bench>.csv`: the workflow's outputs) is made even where it has no figure, that of
+    a benchmark without one never."""
     figdir = Path(figdir)
     topology = aggregate.load_topology(results_dir)
     frames = aggregate.load_results(results_dir, UNREAD + REPORT_ONLY)
-    drawn = Drawn(figdir)
+    frames = {name: df.assign(**{disturbed.VERDICT: disturbed.job_verdicts(df, name)[disturbed.VERDICT].to_numpy()})
+              for name, df in frames.items()}
+    clean, left = disturbed.split(frames, conclude_disturbed)
+    drawn = Drawn(figdir, notes={} if conclude_disturbed else
+                  {name: left_out([r for r in left if r.bench == name]) for name in frames})
     paths: list[Path] = []
     for bench in registry.all_benches().values():
-        if bench.name in frames:
+        if bench.name in clean:
             for figure in bench.presentation.figures:
                 if figure.draw:
-                    paths += figure.draw(frames[bench.name], topology, drawn)
+                    paths += figure.draw(clean[bench.name], topology, drawn)
     drawn.write()
     for bench in registry.names():
         if (Path(results_dir) / f"{bench}.csv").exists():
@@ -239,8 +280,10 @@ def main(argv: list[str]) -> int:
                                      description="draw the figures from aggregated results")
     parser.add_argument("--results", required=True, help="folder with topology.json and <bench>.csv")
     parser.add_argument("-o", "--output", required=True, help="figure folder (one subfolder per bench)")
+    parser.add_argument("--conclude-disturbed", action="store_true",
+                        help="draw the jobs measured while disturbed too, their lines marked (config conclude_disturbed)")
     args = parser.parse_args(argv)
-    paths = draw_all(args.results, args.output)
+    paths = draw_all(args.results, args.output, args.conclude_disturbed)
     for path in paths:
         print(path)
     return 0

@@ -460,7 +460,7 @@ def summary_lines(headlines: list[dict]) -> list[dict]:
 
 # The mark of a headline value that rests on a noisy series; the footnote under the table says
 # what it means (the template's `noisy_mark`).
-NOISY_MARK = "†"
+NOISY_MARK = disturbed.NOISY_MARK
 
 
 def headline_rows(frames: dict[str, pd.DataFrame], topology: Topology | None,
@@ -600,8 +600,9 @@ def drawn_disturbed(left: list, concluded: bool) -> str | None:
     if not left or concluded:
         return None
     series = "; ".join(r.series or "all series" for r in left)
-    return (f"Drawn and listed as measured, with the jobs measured while disturbed ({series}): no finding or "
-            "headline rests on those; the report's first lines say why.")
+    return (f"The figures and the tables of the analysis leave out the jobs measured while disturbed ({series}), "
+            "and each figure says so under it; the raw tables list them as measured. No finding or headline rests "
+            "on those; the report's first lines say why.")
 
 
 def system_context(results_dir: Path, findings: dict | None, figures_dir: Path | None, out_md: Path,
@@ -627,9 +628,12 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         df = frames[bench.name]
         entries = figure_entries(figures_dir, bench.name, out_md)
         subject_figures += [e for e in entries if e["kind"] in placed]
-        # what it writes in the report: its raw results, and blocks for the analysis sections
-        blocks = bench.presentation.report(df, topology, found)
-        subject_blocks += [b for b in blocks if b.get("subject")]
+        # what it writes in the report: its raw results as measured, and blocks for the analysis
+        # sections from what the findings rest on (without the jobs measured while disturbed)
+        blocks = [b for b in bench.presentation.report(df, topology, found) if not b.get("subject")]
+        if bench.name in clean:
+            subject_blocks += [b for b in bench.presentation.report(clean[bench.name], topology, found)
+                               if b.get("subject")]
         # its figures and raw tables show every job as measured: those measured while disturbed said
         drawn = drawn_disturbed([r for r in left if r.bench == bench.name], conclude_disturbed)
         if drawn:

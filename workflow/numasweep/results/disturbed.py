@@ -24,7 +24,9 @@ from numasweep.core.units import count_words
 from numasweep.running import verdict
 from numasweep.results import series
 
-VERDICT, REASON, TRIES = "quality", "quality_reason", "quality_tries"
+VERDICT, REASON, TRIES = verdict.COLUMN, "quality_reason", "quality_tries"
+# The mark of a value, a line or a headline row that rests on a noisy job.
+NOISY_MARK = "†"
 QUIET, NOISY, DISTURBED = verdict.VERDICTS
 # tables of before the verdict: the share rule of `running.verdict` on the kernel's own columns
 DISTURBED_CPU_PCT = verdict.DISTURBED_ON_CPU_PCT

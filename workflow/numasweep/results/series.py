@@ -25,6 +25,7 @@ import pandas as pd
 
 from numasweep.core import registry
 from numasweep.core.units import count_words, page_words, size_words
+from numasweep.running import verdict
 
 REPETITION = "repetition"
 
@@ -210,7 +211,8 @@ def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[st
     keys += [k for k in keep if k in df.columns and k not in keys]
     values = [v for v in values if v in df.columns]
     # only the columns it groups and takes: the others of a large table are not normalised
-    df = normalise(df[list(dict.fromkeys(keys + values + [c for c in first if c in df.columns]))], bench)
+    df = normalise(df[list(dict.fromkeys(keys + values + [c for c in first if c in df.columns]))], bench).assign(
+        **({} if verdict.COLUMN not in df else {"_worst": _verdict_rank(df[verdict.COLUMN])}))
     same = constant_keys(df, keys)
     grouped = df.groupby([k for k in keys if k not in same], sort=True, dropna=False)
     out = with_constants(grouped[values].median().reset_index(), df, same, keys + values)
@@ -221,7 +223,16 @@ def point_table(df: pd.DataFrame, bench: str, values: list[str], first: tuple[st
     for col in first:
         if col in df.columns and col not in keys:
             out[col] = grouped[col].first().to_numpy()
+    if "_worst" in df:  # a point's quality: the worst verdict of its runs (a figure marks it)
+        out[verdict.COLUMN] = [verdict.VERDICTS[int(v)] for v in grouped["_worst"].max().to_numpy()]
     return out
+
+
+def _verdict_rank(verdicts: pd.Series) -> np.ndarray:
+    """Each row's verdict as its place in `verdict.VERDICTS` (quiet, noisy, disturbed; quiet where
+    none was recorded)."""
+    rank = {word: i for i, word in enumerate(verdict.VERDICTS)}
+    return verdicts.astype(object).map(rank).fillna(0).to_numpy(dtype=np.int64)
 
 
 def config_columns(df: pd.DataFrame, bench: str, without: tuple[str, ...] = ()) -> list[str]:

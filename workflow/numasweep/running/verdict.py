@@ -39,6 +39,7 @@ from numasweep.core.registry import Spread
 from numasweep.core.units import count_words
 
 VERDICTS = ("quiet", "noisy", "disturbed")
+COLUMN = "quality"          # a job's verdict, as its provenance records it and its rows carry it
 DISTURBED_ON_CPU_PCT = 50.0
 NOISY_ON_CPU_PCT = 90.0
 # Share columns a kernel writes, and who ran under it.

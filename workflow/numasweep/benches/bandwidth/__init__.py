@@ -54,9 +54,10 @@ BENCH = register(Bench(
         category="Memory bandwidth",
         variant="kernel",
         figures=(
-            Figure("bandwidth_vs_threads", "Best STREAM bandwidth against thread count, one line per CPU node "
-                   "and memory node, local and remote; the band below a line reaches down to the slowest of the "
-                   "kernel's timed iterations where it recorded them.",
+            Figure("bandwidth_vs_threads", "Best STREAM bandwidth against thread count (the median over runs of "
+                   "each run's best, as the tables give it), one line per CPU node and memory node, local and "
+                   "remote; the band below a line reaches down to the slowest of the kernel's timed iterations "
+                   "where it recorded them.",
                    draw=figures.plot_bandwidth_vs_threads),
             Figure("bandwidth_matrix", "Best STREAM bandwidth at the highest thread count by CPU node (rows) "
                    "and memory node (columns).",

@@ -11,8 +11,8 @@ import pandas as pd
 from numasweep.benches.bandwidth import tables
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words
-from numasweep.reporting.figures import count_axis, heatmap, line_colours, new_figure, save, titled
-from numasweep.results.tables import with_memory_node
+from numasweep.reporting.figures import count_axis, heatmap, line_colours, marked, new_figure, save, titled
+from numasweep.results.tables import as_text, with_memory_node
 
 
 def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
@@ -30,7 +30,7 @@ def plot_bandwidth_vs_threads(bandwidth: pd.DataFrame, topology: Topology | None
             dashed |= remote
             ax.plot(rows["threads"], rows["best_mb_s"] / 1000, marker="o", markersize=3,
                     color=colour, linestyle="--" if remote else "-",
-                    label=tables.bandwidth_series_label(first["cpu_nodes"], first))
+                    label=marked(tables.bandwidth_series_label(first["cpu_nodes"], first), rows))
             if "min_mb_s" in rows and rows["min_mb_s"].notna().any():
                 ax.fill_between(rows["threads"], rows["min_mb_s"] / 1000, rows["best_mb_s"] / 1000, color=colour,
                                 alpha=0.15, linewidth=0)
@@ -64,22 +64,23 @@ def plot_bandwidth_matrix(bandwidth: pd.DataFrame, topology: Topology | None, fi
     return paths
 
 
-SOURCE = "the best STREAM kernel of each job at the most threads of its CPU node, the median over its jobs"
+SOURCE = "the best STREAM kernel of each run at the most threads of its CPU node, the median over its runs"
 
 
 def bandwidth_samples(bandwidth: pd.DataFrame, topology: Topology | None = None) -> pd.DataFrame:
-    """MB/s by (CPU node, memory node), one row per job: threads on one node at the most threads
-    that node was measured with, the best of the job's STREAM kernels (what the memory can
-    deliver to that node); `attrs["source"]` says so."""
+    """MB/s by (CPU node, memory node), one row per run (a job's repetition): threads on one node at
+    the most threads that node was measured with, the best of the run's STREAM kernels (what the
+    memory can deliver to that node); `attrs["source"]` says so."""
     table = with_memory_node(bandwidth).dropna(subset=["memory_node"])
     table = table[table["cpu_nodes"].astype(str).str.fullmatch(r"\d+")]
     if table.empty:
         return pd.DataFrame(columns=["cpu_node", "memory_node", "value"])
     table = table.assign(cpu_node=table["cpu_nodes"].astype(str).astype(int),
                          memory_node=table["memory_node"].astype(int),
-                         job=table["job_id"] if "job_id" in table else range(len(table)))
+                         job=table["job_id"] if "job_id" in table else range(len(table)),
+                         run=as_text(table["repetition"]) if "repetition" in table else "")
     table = table[table["threads"] == table.groupby("cpu_node")["threads"].transform("max")]
-    best = table.groupby(["cpu_node", "memory_node", "job"], observed=True)["best_mb_s"].max()
+    best = table.groupby(["cpu_node", "memory_node", "job", "run"], observed=True)["best_mb_s"].max()
     out = best.rename("value").reset_index()[["cpu_node", "memory_node", "value"]]
     out.attrs["source"] = SOURCE
     return out

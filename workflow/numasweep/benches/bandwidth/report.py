@@ -24,7 +24,7 @@ def bandwidth_raw_tables(bandwidth: pd.DataFrame, topology: Topology | None = No
         part["series"] = [tables.bandwidth_series_label(r["cpu_nodes"], r) for _, r in part.iterrows()]
         wide = part.pivot_table(index="threads", columns="series", values="best_mb_s", aggfunc="median") / 1000
         rows = [[int(t)] + [float(v) for v in row] for t, row in wide.iterrows()]
-        out.append({"title": f"Best bandwidth (GB/s, 10^9 bytes/s), {variant}",
+        out.append({"title": f"Best bandwidth (GB/s, 10^9 bytes/s; the median over runs), {variant}",
                     "table": md_table(["threads"] + list(wide.columns), rows)})
     counted = byte_counting(bandwidth)
     if counted:

@@ -74,14 +74,32 @@ def _listed(weights: dict[int, int]) -> str:
     return ", ".join(f"node {n}: {w}" for n, w in weights.items())
 
 
-def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, bench: str) -> list[Finding]:
+def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, bench: str,
+                     runs: dict[tuple[int, int], int] | None = None) -> list[Finding]:
     """The recommended weights per CPU node, with the lines that set and use them, beside the
-    kernel's current weights where the topology recorded them."""
+    kernel's current weights where the topology recorded them. `runs`: the jobs behind each cell
+    (CPU node, memory node); a CPU node with a cell of one job gets no weights, only what would
+    decide them: one run leaves the noise unknown, and the nodes' order with it."""
     fw = topology.firmware if topology else firmware.Firmware()
     found = []
     recs = recommendations(bandwidth)
     for rec in recs:
         seen = ", ".join(f"node {n} {bw / 1000:.1f} GB/s" for n, bw in sorted(rec.bandwidth_mb_s.items()))
+        once = [n for n in rec.weights if runs is not None and runs.get((rec.cpu_node, n), 0) < MIN_RUNS]
+        if once:
+            found.append(Finding(
+                id="recommended_weights", bench=bench,
+                title=f"Weighted-interleave weights for node {rec.cpu_node}'s CPUs: not recommended",
+                summary=(f"Measured from node {rec.cpu_node}'s CPUs: {seen}, with one run of node"
+                         f"{'s' if len(once) > 1 else ''} {', '.join(map(str, once))} alone: the noise is unknown, "
+                         f"and with it whether the nodes' bandwidth differ as measured, so no weights are "
+                         f"recommended. Measure each node alone at least {MIN_RUNS} times (config `repetitions`, or "
+                         f"`repeat_until`) and the report recommends them."),
+                numbers={"cpu_node": rec.cpu_node, "recommended": False, "weights": None, "single_run_nodes": once,
+                         "claim": False},
+                evidence=[{"memory_node": n, "bandwidth_mb_s": round(bw, 1),
+                           "runs": runs.get((rec.cpu_node, n), 0)} for n, bw in sorted(rec.bandwidth_mb_s.items())]))
+            continue
         # the kernel keeps one weight per node for the whole machine: where another CPU node wants
         # other weights over the same nodes, no one vector serves both, and these are this node's
         others = [r for r in recs if r.cpu_node != rec.cpu_node and set(r.weights) == set(rec.weights)
@@ -102,7 +120,7 @@ def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, 
                      f"{_listed(rec.weights)}. Set them with `{'; '.join(rec.sysfs_writes())}` and run "
                      f"`{rec.numactl()}` (numactl 2.0.19 or later); measure them against others with the "
                      f"memory spec `{rec.memory_spec()}` (config/campaigns/weights.yaml).{per_socket} {now}"),
-            numbers={"cpu_node": rec.cpu_node, "weights": {str(n): w for n, w in rec.weights.items()},
+            numbers={"cpu_node": rec.cpu_node, "recommended": True, "weights": {str(n): w for n, w in rec.weights.items()},
                      "current_weights": {str(n): w for n, w in current.items()} or None,
                      "weights_mode": fw.weights_mode(), "memory_spec": rec.memory_spec(),
                      "numactl": rec.numactl(), "sysfs_writes": rec.sysfs_writes(), "cap": CAP, "claim": False,
@@ -163,16 +181,29 @@ def weighted_pages(bandwidth: pd.DataFrame | None, topology: Topology | None = N
     return found
 
 
-def _matrix(bandwidth: pd.DataFrame | None) -> pd.DataFrame | None:
-    """The bandwidth matrix (MB/s) of a bandwidth table's node-alone runs."""
-    return None if bandwidth is None or bandwidth.empty else matrices.matrix(bandwidth_samples(bandwidth))
+# A weight is recommended from at least two runs of each node alone: with one, its noise is unknown.
+MIN_RUNS = 2
+
+
+def _matrix(bandwidth: pd.DataFrame | None) -> tuple[pd.DataFrame | None, dict[tuple[int, int], int]]:
+    """The bandwidth matrix (MB/s) of a bandwidth table's node-alone runs, and the jobs behind
+    each cell."""
+    if bandwidth is None or bandwidth.empty:
+        return None, {}
+    rows = bandwidth_samples(bandwidth)
+    runs = {(int(c), int(m)): int(n) for (c, m), n in rows.groupby(["cpu_node", "memory_node"]).size().items()}
+    return matrices.matrix(rows), runs
 
 
 def recommended(bandwidth: pd.DataFrame | None) -> dict[int, Recommendation]:
-    """CPU node -> the weights recommended from a bandwidth table's node-alone runs."""
-    return {r.cpu_node: r for r in recommendations(_matrix(bandwidth))}
+    """CPU node -> the weights recommended from a bandwidth table's node-alone runs (each cell of
+    MIN_RUNS jobs or more)."""
+    matrix, runs = _matrix(bandwidth)
+    return {r.cpu_node: r for r in recommendations(matrix)
+            if all(runs.get((r.cpu_node, n), 0) >= MIN_RUNS for n in r.weights)}
 
 
 def recommended_weights(bandwidth: pd.DataFrame, topology: Topology | None = None) -> list[Finding]:
     """Weighted-interleave weights from the bandwidth matrix (`weights_findings`)."""
-    return weights_findings(_matrix(bandwidth), topology, "bandwidth")
+    matrix, runs = _matrix(bandwidth)
+    return weights_findings(matrix, topology, "bandwidth", runs)

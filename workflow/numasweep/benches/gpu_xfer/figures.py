@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.patches import Rectangle
 
 from numasweep.core.topology import Topology
-from numasweep.reporting.figures import heatmap, line_colours, new_figure, save, size_axis
+from numasweep.reporting.figures import heatmap, line_colours, marked, new_figure, save, size_axis
 from numasweep.benches.gpu_xfer.findings import node_cells
 from numasweep.benches.gpu_xfer.tables import GPU_DIRECTIONS, GPU_SIZE, gpu_configurations, gpu_label, gpu_lines, gpu_table
 
@@ -51,7 +51,7 @@ def plot_gpu(gpu: pd.DataFrame, figdir: Path, kind: str) -> list[Path]:
             for colour, (_, rows) in zip(line_colours(len(lines)), lines):
                 rows = rows.sort_values(GPU_SIZE)
                 ax.plot(rows[GPU_SIZE], rows[value], marker="o", markersize=3, color=colour,
-                        label=gpu_label(rows.iloc[0]))
+                        label=marked(gpu_label(rows.iloc[0]), rows))
                 if (rows[f"{value}_hi"] > rows[f"{value}_lo"]).any():   # several runs: their range
                     ax.fill_between(rows[GPU_SIZE], rows[f"{value}_lo"], rows[f"{value}_hi"], color=colour,
                                     alpha=0.2, linewidth=0)

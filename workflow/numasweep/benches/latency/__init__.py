@@ -55,16 +55,17 @@ BENCH = register(Bench(
         category="Memory latency",
         variant="mode",
         figures=(
-            Figure("latency_vs_size", "Load-to-use latency of a random pointer chase against buffer size, "
-                   "one line per rank, each its own colour (a node's second L3 group dashed), with the cache "
+            Figure("latency_vs_size", "Load-to-use latency of a random pointer chase against buffer size "
+                   "(the median over runs), one line per rank, each its own colour (a node's second L3 group dashed), with the cache "
                    "sizes marked; the band around a line "
                    "spans its runs' fastest to slowest sample where the kernel recorded them.",
                    draw=figures.plot_latency_vs_size),
             Figure("concurrent_vs_serial", "Latency measured with all ranks running at once divided by the "
                    "latency of the same rank running alone, against buffer size.",
                    draw=figures.plot_concurrent_vs_serial),
-            Figure("latency_matrix", "Median latency over ranks by the NUMA node of the CPU (rows) and of the "
-                   "memory (columns) at the largest size measured; a row per L3 group where one cell would mix "
+            Figure("latency_matrix", "Latency by the NUMA node of the CPU (rows) and of the memory (columns) "
+                   "where the headline reads DRAM: each curve at the end of its memory plateau, before any rise "
+                   "beyond it, the median over its runs and ranks; a row per L3 group where one cell would mix "
                    "ranks of two L3 groups, and \"not measured\" in a cell no run measured.",
                    draw=figures.plot_latency_matrix),
             Figure("rank_scaling", "Median latency over the ranks of a run against ranks per domain at the "

@@ -12,6 +12,7 @@ from numasweep.benches.latency.tables import NAME, SPREAD, WITHIN
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_size
 from numasweep.reporting import figures
+from numasweep.running.verdict import COLUMN as VERDICT, VERDICTS
 from numasweep.results import series
 
 
@@ -112,7 +113,8 @@ def plot_rank_curves(ax, part: pd.DataFrame, value: str, topology: Topology | No
         used.add(style)
         kind = series.config_name(rows.iloc[0].to_dict(), list(by))
         ax.plot(rows["size_bytes"], rows[value], marker="o", markersize=3, color=colour, linestyle=style,
-                label=(f"{kind}, " if kind else "") + f"rank {rank} (CPU {rows['cpu'].iloc[0]}, L3 group {group}){over}")
+                label=figures.marked((f"{kind}, " if kind else "") + f"rank {rank} (CPU {rows['cpu'].iloc[0]}, "
+                                     f"L3 group {group}){over}", rows))
         if (value == "latency_ns_median" or hosts > 1) and set(SPREAD) <= set(rows.columns) \
                 and rows[SPREAD[0]].notna().any():
             ax.fill_between(rows["size_bytes"], rows[SPREAD[0]], rows[SPREAD[1]], color=colour, alpha=0.15,
@@ -152,9 +154,14 @@ def plot_concurrent_vs_serial(latency: pd.DataFrame, topology: Topology | None, 
         return []
     # the same point of the same series, once with all ranks at once and once alone
     keys = [c for c in series.point_columns(table, NAME) if c != "mode"]
-    conc = table[table["mode"] == "concurrent"].set_index(keys)["latency_ns_median"]
-    ser = table[table["mode"] == "serial"].set_index(keys)["latency_ns_median"]
-    ratio = (conc / ser).dropna().rename("ratio").reset_index()
+    conc = table[table["mode"] == "concurrent"].set_index(keys)
+    ser = table[table["mode"] == "serial"].set_index(keys)
+    ratio = (conc["latency_ns_median"] / ser["latency_ns_median"]).dropna().rename("ratio").reset_index()
+    if VERDICT in table:       # a ratio is as noisy as the noisier of its two points
+        worst = pd.concat([conc[VERDICT], ser[VERDICT]], axis=1).reindex(
+            pd.MultiIndex.from_frame(ratio[keys]) if len(keys) > 1 else ratio[keys[0]])
+        ratio[VERDICT] = [next((v for v in reversed(VERDICTS) if v in set(map(str, pair))), VERDICTS[0])
+                          for pair in worst.to_numpy()]
     if ratio.empty or ratio["size_bytes"].nunique() < 2:
         return []
     paths: list[Path] = []
@@ -198,7 +205,7 @@ def node_samples(latency: pd.DataFrame, topology: Topology | None = None) -> pd.
     is the headline's DRAM values, which the firmware comparison, the weights and the hwloc
     export read too (`attrs["source"]` says so)."""
     every, _ = plateaus.curves(latency, topology)
-    rows = plateaus.samples(plateaus.idle(every))
+    rows = plateaus.samples(plateaus.memory_readings(plateaus.idle(every)))
     sizes = sorted(set(rows["size_bytes"]))
     rows.attrs["source"] = SOURCE + (f" ({', '.join(format_size(int(s)) for s in sizes)})" if sizes else "")
     return rows[["cpu_node", "l3_group", "memory_node", "value"]].assign(size_bytes=rows["size_bytes"])
@@ -223,7 +230,7 @@ def plot_latency_matrix(latency: pd.DataFrame, topology: Topology | None, figdir
     cols = ["mode"] + [c for c in series.config_columns(table, NAME) if c != "mode"]
     paths: list[Path] = []
     for variant, part in tables.latency_configs(table):
-        rows = plateaus.samples(_config_curves(every, part, cols))
+        rows = plateaus.samples(plateaus.memory_readings(_config_curves(every, part, cols)))
         matrix = latency_matrix(rows, topology)
         if matrix is None:
             continue
@@ -258,7 +265,7 @@ def plot_rank_scaling(latency: pd.DataFrame, topology: Topology | None, figdir: 
                 curve = g.groupby("ranks_per_domain")["latency_ns_median"].agg(["median", "min", "max"])
                 ax.plot(curve.index, curve["median"], marker="o", markersize=3, color=colour,
                         linestyle="--" if name.get("strategy") == "interleaved" else "-",
-                        label=series.config_name(name, lines))
+                        label=figures.marked(series.config_name(name, lines), g))
                 ax.fill_between(curve.index, curve["min"], curve["max"], color=colour, alpha=0.15, linewidth=0)
             ax.set_xlabel("ranks per domain")
             figures.count_axis(ax.xaxis)

@@ -258,15 +258,23 @@ def curves(latency: pd.DataFrame, topology: Topology | None) -> tuple[list[Curve
              for s, c in zip(all_series, found.curves)], found.capacities)
 
 
-def samples(chosen: list[Curve]) -> pd.DataFrame:
-    """One row per replicate of each curve that has a memory plateau, at the size it is read
-    at: the CPU node, its L3 group, the node holding the buffer (`with_memory_node`: where its
-    pages landed), the value and the size. The median per cell is the headline's value."""
-    parts = []
+def memory_readings(chosen: list[Curve]) -> list[tuple[Curve, Plateau]]:
+    """Per locality of the curves (local memory, and each CPU node -> memory nodes), the curve
+    memory is read on (`best` of those with a memory plateau) and that plateau."""
+    by: dict[str, list[tuple[Curve, Plateau]]] = {}
     for c in chosen:
         p = c.memory()
-        if p is None:
-            continue
+        if p is not None:
+            by.setdefault(c.locality(), []).append((c, p))
+    return [best(found) for found in by.values()]
+
+
+def samples(readings: list[tuple[Curve, Plateau]]) -> pd.DataFrame:
+    """One row per replicate of each reading's curve at the size memory is read at: the CPU
+    node, its L3 group, the node holding the buffer (`with_memory_node`: where its pages landed),
+    the value and the size. The median per cell is the headline's value."""
+    parts = []
+    for c, p in readings:
         rows = with_memory_node(c.rows[c.rows["size_bytes"] == p.read_at]).dropna(subset=["memory_node"])
         if rows.empty or "cpu_node" not in rows:
             continue

@@ -35,7 +35,7 @@ def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
                          int(mem.iloc[0]) if len(mem) and mem.nunique() == 1 else "mixed"]
                         + [float(values.get(s, float("nan"))) for s in sizes])
         over = f", median over {hosts} hosts (each host's rows are in latency.csv)" if hosts > 1 else ""
-        out.append({"title": f"Latency (ns per load), {variant}{over}",
+        out.append({"title": f"Latency (ns per load; the median over runs), {variant}{over}",
                     "table": md_table(header, rows)})
     return out
 
@@ -258,14 +258,17 @@ def readings(latency: pd.DataFrame, topology: Topology | None) -> dict:
                          if cc == cap), key=lambda ct: ct[1] is None)
         if got or passed:
             caches[cap] = got or passed[0]
-    memory = plateaus.best([(c, p) for c in local for p in c.plateaus if p.memory])
+    memory = {c.locality(): (c, p) for c, p in plateaus.memory_readings(idle)}
     remote = []
     for c in idle:
         if c.locality() == "local" or not c.plateaus:
             continue
-        mem = [p for p in c.plateaus if p.memory]
-        remote.append((c, mem[0] if mem else None, c.plateaus[-1]))
-    return {"idle": idle, "caches": caches, "memory": memory, "remote": remote}
+        if c.locality() in memory:
+            if memory[c.locality()][0] is c:
+                remote.append((c, memory[c.locality()][1], c.plateaus[-1]))
+        elif not any(r[0].locality() == c.locality() for r in remote):
+            remote.append((c, None, c.plateaus[-1]))       # inside the caches: its last plateau
+    return {"idle": idle, "caches": caches, "memory": memory.get("local"), "remote": remote}
 
 
 def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]]:
