@@ -90,8 +90,10 @@ def weights_findings(bandwidth: pd.DataFrame | None, topology: Topology | None, 
             found.append(Finding(
                 id="recommended_weights", bench=bench,
                 title=f"Weighted-interleave weights for node {rec.cpu_node}'s CPUs: not recommended",
-                summary=(f"Measured from node {rec.cpu_node}'s CPUs: {seen}, with one run of node"
-                         f"{'s' if len(once) > 1 else ''} {', '.join(map(str, once))} alone: the noise is unknown, "
+                summary=(f"Measured from node {rec.cpu_node}'s CPUs: {seen}, "
+                         + ("one run each" if len(once) == len(rec.weights) else
+                            f"one run of node{'s' if len(once) > 1 else ''} {', '.join(map(str, once))}")
+                         + ": the noise is unknown, "
                          f"and with it whether the nodes' bandwidth differ as measured, so no weights are "
                          f"recommended. Measure each node alone at least {MIN_RUNS} times (config `repetitions`, or "
                          f"`repeat_until`) and the report recommends them."),

@@ -433,7 +433,7 @@ def _caveats(topology: Topology | None, series: dict, page_col: str) -> list[str
     page = str(series.get(page_col, "")).lower()
     if page in BASE_PAGES or page in ("", "nan"):
         out.append(("4 KiB" if page in BASE_PAGES else "page size unknown, likely 4 KiB") + BASE_PAGE_CAVEAT)
-    if str(series.get("mode", "")) == "concurrent":
+    if _sharing(series) > 1:
         out.append("concurrent ranks share the L3 group and memory controllers, so each gets a part of them")
     return out
 

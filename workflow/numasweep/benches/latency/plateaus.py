@@ -62,11 +62,11 @@ class Plateau:
         return self.capacity is None
 
     def cut_short(self) -> bool:
-        """A cache's plateau that the curve leaves for memory well below the cache's size, by a
-        rise that is not that cache's exit."""
+        """A cache's plateau that the curve leaves for memory two doublings or more below the
+        cache's size, by a rise that is not that cache's exit."""
         return (self.capacity is not None and self.out is not None and self.out.capacity_bytes != self.capacity.size_bytes
                 and self.out.latency_after_ns >= levels.MEMORY_NS
-                and self.out.to_size_bytes <= self.capacity.size_bytes // 2)
+                and self.out.from_size_bytes <= self.capacity.size_bytes // 4)
 
 
 def _memory_level(values: np.ndarray, sizes: list[int], into: levels.Transition | None,
@@ -302,8 +302,9 @@ def idle(all_curves: list[Curve]) -> list[Curve]:
 
 
 def best(candidates: list[tuple[Curve, Plateau]]) -> tuple[Curve, Plateau] | None:
-    """The reading of one level over several curves: the longest plateau, huge pages (no page
-    walks) before 4 KiB pages at equal length."""
+    """The reading of one level over several curves: huge pages where a huge-page curve has the
+    level's plateau (no page walks add to its latency: with 4 KiB pages the walks of sizes past
+    the TLB's reach can lift an L3 plateau to memory's latency), then the longest plateau."""
     if not candidates:
         return None
-    return max(candidates, key=lambda cp: (len(cp[1].sizes), cp[0].huge_pages()))
+    return max(candidates, key=lambda cp: (cp[0].huge_pages(), len(cp[1].sizes)))

@@ -301,16 +301,17 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         if what.cut_short():
             where += (f": the curve leaves it at {size_words(what.out.from_size_bytes)} to "
                       f"{size_words(what.out.to_size_bytes)}, far below the {size_words(cap.size_bytes)} the topology "
-                      "reports: the share of it this core can use")
+                      "reports, as a core given only part of it would")
         _, value, interval = _cells(curve, what.read_at)
         rows.append([f"{name} latency, {where}", value, interval])
     local_ns: dict[str, float] = {}
     if found["memory"]:
         curve, p = found["memory"]
         per_node = _local_dram(curve)
+        several = len(per_node) > 1 or (topology is not None and len([n for n in topology.nodes if n.cpus]) > 1)
         for node, keep in per_node:
             local_ns[node], value, interval = _cells(curve, p.read_at, keep)
-            on = f", CPUs on node {node}" if len(per_node) > 1 else ""
+            on = f", CPUs on node {node}" if several and node else ""
             rows.append([f"DRAM latency, local memory{on}, {_where(curve, p, alone)}", value, interval])
         if p.past:
             largest = int(curve.series.sizes[-1])
