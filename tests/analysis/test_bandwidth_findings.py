@@ -21,6 +21,7 @@ drawn from it, never measured:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -400,3 +401,27 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@pytest.mark.parametrize("curve, saturates", [
+    ({1: 12.0, 2: 23.0, 4: 45.0, 8: 56.7}, False),     # 26% more from 4 to 8 threads: still rising
+    ({1: 12.0, 2: 23.0, 4: 40.0, 8: 70.0}, False),     # all but linear
+    ({1: 12.0, 2: 23.0, 4: 40.0, 8: 41.0, 16: 41.5}, True),
+])
+def test_a_plateau_is_flat_or_the_curve_is_said_still_rising(curve, saturates):
+    """A common 1/2/4/8-thread sweep that still scales is never said to saturate at 4 threads:
+    its rise is claimed and it is said still rising at its last count, with its last step; one
+    that levels off within the floor gets its plateau."""
+    rng = np.random.default_rng(21)
+    rows = [_runs(rng, 1000.0 * gb, 0.01, 0.0, {"kernel": "triad", "threads": t, "cpu_nodes": "0", "mem_nodes": "0",
+                                                 "policy": "bind"}, rep) for rep in range(3) for t, gb in curve.items()]
+    (found,) = bw_findings.bandwidth_saturation(pd.DataFrame(rows), None)
+    n = found.numbers
+    assert n["claim"] and n["still_rising"] == (not saturates), found.summary
+    if saturates:
+        assert n["saturation_threads"] == 4 and "plateau of" in found.summary
+    else:
+        last = max(curve)
+        assert n["saturation_threads"] is None and f"still rising at {last} threads" in found.summary
+        said = re.search(rf"still rising at {last} threads \((\d+)% from {last // 2} threads\)", found.summary)
+        assert said and abs(int(said.group(1)) - (curve[last] / curve[last // 2] - 1) * 100) < 6, found.summary

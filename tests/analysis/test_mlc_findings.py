@@ -34,6 +34,15 @@ def test_flat_loaded_latency_claims_no_knee() -> None:
     assert f.numbers["rise"]["low"] <= 1 <= f.numbers["rise"]["high"]
 
 
+def test_latency_rising_straight_under_load_has_no_knee() -> None:
+    """100 ns idle and 8 ns more per GB/s of load all the way (no bend): the rise is said, with its
+    interval, and no knee, though a two-segment fit finds a breakpoint in any curve."""
+    straight = _loaded(knee=None)
+    straight["latency_ns_median"] = 100.0 + 8.0 * straight["load_gb_s"]
+    (f,) = loaded_latency.loaded_latency(straight)
+    assert f.numbers["rise"]["low"] > 1 and "knee_gb_s" not in f.numbers and "no knee is placed" in f.summary
+
+
 def test_loaded_latency_curves_of_different_series_are_never_pooled() -> None:
     """Two chase buffers on the same nodes, 50 ns apart: two curves, each with its own idle
     latency and a title naming its buffer (pooled, the first idle row would stand for both)."""

@@ -312,3 +312,20 @@ def test_units_of_a_ratio_series_come_sorted_by_name_from_codes_or_text(ordered_
     assert coded[3] == as_text[3] == sorted(set(rows["_unit"]))
     for a, b in zip(coded[:3], as_text[:3]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_no_outlier_is_named_from_three_runs_nor_the_majority_against_one():
+    """Three runs of 15.6, 16.7 and 51.2 ns: two others are too few to name one off them (their
+    median is their mean, and the normal run would be 'off' 29 ns); with five runs the one far
+    off is named, never one of the four that agree."""
+    rng = np.random.default_rng(3)
+    logs = np.log(16.0) + rng.normal(0, 0.01, (3, 8))
+    logs[2, 4] = np.log(51.2)
+    three = stats.Series({}, np.arange(1, 9), logs, np.full((3, 8), np.nan), [0, 1, 2])
+    assert stats.deviations([three], [0.10]) == []      # two others: every run of that size was named
+    rng = np.random.default_rng(12)
+    logs = np.log(16.0) + rng.normal(0, 0.02, (5, 6))
+    logs[4, 2] = np.log(51.2)
+    five = stats.Series({}, np.arange(1, 7), logs, np.full((5, 6), np.nan), list(range(5)))
+    found = stats.deviations([five], [0.10])
+    assert [(u, j) for _, u, j, *_ in found] == [(4, 2)]

@@ -218,9 +218,9 @@ def test_categorical_identities_hold_the_same_text_and_group_in_the_same_order()
 
 
 def test_keys_of_one_value_come_back_as_the_grouped_keys_would():
-    """point_table and latency_points leave out of their grouping the keys with one value in the
-    table (`series.constant_keys`) and put them back: the rows, columns, their order and types
-    are those of the same rows taken from a table where those keys vary."""
+    """point_table leaves out of its grouping the keys with one value in the table
+    (`series.constant_keys`) and puts them back: the rows, columns, their order and types are
+    those of the same rows taken from a table where those keys vary."""
     df = latency_frame(modes=("serial", "concurrent")).assign(label="first")
     wider = pd.concat([df, df.assign(label="second", ranks=df["ranks"] + 1, policy="interleave")], ignore_index=True)
 
@@ -228,8 +228,7 @@ def test_keys_of_one_value_come_back_as_the_grouped_keys_would():
         return table[table["label"].astype(str) != "second"].reset_index(drop=True)
 
     for one, many in ((series.point_table(df, "latency", ["latency_ns_median"]),
-                       series.point_table(wider, "latency", ["latency_ns_median"])),
-                      (lat_tables.latency_points(df, None), lat_tables.latency_points(wider, None))):
+                       series.point_table(wider, "latency", ["latency_ns_median"])),):
         many = own(many)
         assert list(one.columns) == list(many.columns)
         assert [str(t) for t in one.dtypes] == [str(t) for t in many.dtypes]

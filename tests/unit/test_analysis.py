@@ -16,6 +16,7 @@ from numasweep.benches.bandwidth import findings as bw_findings
 from numasweep.benches import copy as copy_bench
 from numasweep.benches.gpu_xfer import findings as gpu_xfer
 from numasweep.benches.latency import findings as lat_findings
+from numasweep.benches.latency import locality
 
 MIB = 1 << 20
 SIZES = [MIB << k for k in range(11)]  # 1 MiB .. 1 GiB
@@ -293,11 +294,11 @@ def test_impossible_latency_is_refused_with_line_and_column() -> None:
 
 def test_latency_locality_with_distances() -> None:
     df = latency_frame(lambda s, c: 100.0 if c < 8 else 150.0, mem=0)
-    (f,) = lat_findings.latency_locality(df, topo_two_nodes())
+    (f,) = locality.latency_locality(df, topo_two_nodes())
     assert (f.numbers["fastest_cpu_node"], f.numbers["slowest_cpu_node"]) == (0, 1)
     assert f.numbers["ratio_slowest_fastest"] == pytest.approx(1.5)
     assert f.numbers["distance_order_agrees"] is True
-    assert lat_findings.latency_locality(latency_frame(stepped), topo_two_nodes()) == []
+    assert locality.latency_locality(latency_frame(stepped), topo_two_nodes()) == []
 
 
 def test_latency_locality_never_pools_ranks_of_different_configurations() -> None:
@@ -307,7 +308,7 @@ def test_latency_locality_never_pools_ranks_of_different_configurations() -> Non
     compares nothing."""
     light = latency_frame(lambda s, c: 100.0 if c < 8 else 150.0, mem=0)
     loaded = latency_frame(lambda s, c: 400.0, cpus=(1, 2, 3, 5, 6, 7), mem=0)
-    found = lat_findings.latency_locality(pd.concat([light, loaded], ignore_index=True), topo_two_nodes())
+    found = locality.latency_locality(pd.concat([light, loaded], ignore_index=True), topo_two_nodes())
     assert [f.id for f in found] == ["latency_locality"]
     (f,) = found
     assert f.numbers["latency_ns"] == {0: 100.0, 1: 150.0} and f.numbers["distance_order_agrees"] is True

@@ -7,7 +7,8 @@ size, ...: every series column; those that vary besides the named ones are said 
 the latency-against-achieved-bandwidth curve; its *knee* is the breakpoint of a hinge fit (latency
 = a + b x + c max(0, x - knee), x the load's GB/s, the knee at the point that minimises the squared
 error with c > 0), with a percentile bootstrap over the curve's points, looked for only where the
-rise below is significant; the rise from idle to the heaviest load is a ratio with a t interval
+rise below is significant and placed only where the curve bends there (latency rising at least
+twice as steeply above it as below it: a hinge fit finds a breakpoint in a straight curve too); the rise from idle to the heaviest load is a ratio with a t interval
 from each point's within-run spread (`stats.run_standard_error`).
 """
 
@@ -97,6 +98,22 @@ def check(topo: Any, section: dict) -> list[str]:
 
 # ---------------------------------------------------------------- findings
 
+# A knee bends: latency rises at least this many times as steeply above it as below it.
+BEND = 2.0
+
+
+def _bends(x: np.ndarray, y: np.ndarray, knee: float) -> bool:
+    """Whether the curve is flatter below `knee` than above it by BEND (least-squares slopes of the
+    points on either side, each side holding the knee's point): a hinge fit finds a breakpoint in
+    any curve, a straight one too."""
+    below, above = x <= knee, x >= knee
+    if below.sum() < 2 or above.sum() < 2:
+        return False
+    slope_below = float(np.polyfit(x[below], y[below], 1)[0])
+    slope_above = float(np.polyfit(x[above], y[above], 1)[0])
+    return slope_above > 0 and slope_above >= BEND * max(slope_below, 0.0)
+
+
 def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
     if table is None or table.empty or "load_gb_s" not in table:
         return []
@@ -141,11 +158,15 @@ def loaded_latency(table: pd.DataFrame | None) -> list[Finding]:
         if len(x) >= 4 and rise.low > 1:
             points = np.column_stack([x, y])
             knee = fits.bootstrap([points], lambda p: fits.hinge_knee(p[:, 0], p[:, 1]), "curve points")
-            if math.isfinite(knee.estimate):
+            if math.isfinite(knee.estimate) and _bends(x, y, knee.estimate):
                 numbers["knee_gb_s"] = {"estimate": knee.estimate, "low": knee.low, "high": knee.high,
                                         "method": knee.method}
                 summary += (f" The curve bends at {knee.text('{:.1f}')} GB/s, "
                             f"{knee.estimate / float(heaviest['load_gb_s']):.0%} of the highest load reached.")
+            elif math.isfinite(knee.estimate):
+                numbers["no_bend"] = True
+                summary += (" Latency rises about as steeply below the best bend of a two-segment fit as above it: "
+                            "no knee is placed.")
         if "chase_on_cpu_pct" in g and np.nanmin(common.numbers(g, "chase_on_cpu_pct")) < common.SHARED_CPU_PCT:
             share = float(np.nanmin(common.numbers(g, "chase_on_cpu_pct")))
             numbers["chase_on_cpu_pct_min"] = share

@@ -559,11 +559,17 @@ def series_sigma(s: Series, skip: Sequence[int] = ()) -> float:
     return float(SHAMOS * np.median(values)) if values.size else math.nan
 
 
+# A replicate is tested against the others of its point only where MIN_OTHERS of them remain: with
+# two, their median is their mean, and one real outlier among them makes a normal replicate look off.
+MIN_OTHERS = 3
+
+
 def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float = FDR,
                skip: Sequence[Sequence[int]] | None = None) -> list[tuple]:
     """Replicates off the others of their series at one size: |own - median(others)| beyond
     log(1 + floor) and the others' noise (an outlier does not widen its own reference), Holm over
-    every replicate and size. The noise is the larger of the size's band (with the replicate left
+    every replicate and size; only where MIN_OTHERS others remain, and only a replicate off the
+    median of all of them on the same side (never the majority against one). The noise is the larger of the size's band (with the replicate left
     out) and the whole series' (`series_sigma`): a band of three sizes with a few replicates can
     come out several times too small (a sigma of 0.012 against the series' 0.066), and a point
     would then be off the others from noise alone. `skip`: per series, the indices of sizes not
@@ -573,7 +579,7 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
     tested = []      # per series: (series index, replicate, size, deviation, centre, se, dof) of each point
     tests = []       # and its p-values' arguments, taken in one call
     for n, (s, floor) in enumerate(zip(series, floors)):
-        if s.logs.shape[0] - 1 < 2:
+        if s.logs.shape[0] - 1 < MIN_OTHERS:
             continue
         dof, sig, ref, k = _left_out(s)
         left_out = skip[n] if skip is not None else ()
@@ -582,9 +588,14 @@ def deviations(series: Sequence[Series], floors: Sequence[float], alpha: float =
             sig = np.where(np.isfinite(sig), np.maximum(sig, pooled), sig)
         searched = np.ones(len(s.sizes), bool)
         searched[np.asarray(left_out, dtype=int)] = False
-        u, j = np.nonzero(np.isfinite(s.logs) & (k >= 2) & searched[None, :])
+        u, j = np.nonzero(np.isfinite(s.logs) & (k >= MIN_OTHERS) & searched[None, :])
         se = sig[u, j] * np.sqrt(1 + math.pi / 2 / np.maximum(k[u, j], 1))
         diff = s.logs[u, j] - ref[u, j]
+        # never the majority against one: a replicate is off only where it is off the median of
+        # every replicate at that size too, on the same side
+        whole = np.nanmedian(s.logs, axis=0)[j]
+        keep = np.sign(s.logs[u, j] - whole) == np.sign(diff)
+        u, j, se, diff = u[keep], j[keep], se[keep], diff[keep]
         tested.append((np.full(len(u), n), u, j, diff, ref[u, j], se, dof[u, j]))
         tests.append((diff, se, dof[u, j], floor))
     if not tested:

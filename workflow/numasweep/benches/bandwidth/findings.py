@@ -149,14 +149,15 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
     fits = []
     for s in curves:
         point, col = saturation_point(s)
+        rising = None
+        if col is not None and not _flat_from(s, col):
+            rising, col = _still_rising(s), None        # no plateau: the points past the bend keep rising
         cols = np.arange(len(s.sizes)) >= (col if col is not None else len(s.sizes) - 1)
-        plateau, _, _ = unit_interval(*_over(s, cols), "plateau")
-        top, top_se = _over(s, cols)
-        rise, se, dof = unit_interval(top - s.logs[:, 0], np.hypot(top_se, s.run_se[:, 0]), "rise")
-        fits.append((s, point, col, plateau, rise, stats.rise_pvalue(math.log(rise.estimate), se, dof, MIN_EFFECT)))
+        plateau, rise, p = _plateau(s, cols)
+        fits.append((s, point, col, plateau, rise, rising, p))
     flags = stats.benjamini_hochberg([f[-1] for f in fits])
     findings = []
-    for (s, point, col, plateau, rise, p), claim in zip(fits, flags):
+    for (s, point, col, plateau, rise, rising, p), claim in zip(fits, flags):
         first = s.key
         name = _series_name(first)
         medians = np.exp(s.center())
@@ -170,6 +171,9 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
               if col is not None else "")
         if claim and col is not None:
             text = f"rises {rise.text('{:.2f}x')} from {t0_text} to a plateau of {gb(plateau).text('{:.1f}')} GB/s, reached at {at}"
+        elif claim and rising:
+            text = (f"rises {rise.text('{:.2f}x')} from {t0_text} to {count_words(int(s.sizes[-1]), 'thread')} and is "
+                    f"still rising at {int(s.sizes[-1])} threads ({rising}): no plateau within the thread counts tested")
         elif claim:
             text = (f"rises {rise.text('{:.2f}x')} from {t0_text} to {int(s.sizes[-1])} and does not level off "
                     "within the thread counts tested")
@@ -184,7 +188,7 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
             summary=(f"{name[0].upper() + name[1:]} {text}; the highest median is {medians[peak] / 1000:.1f} GB/s at "
                      f"{count_words(int(s.sizes[peak]), 'thread')}."),
             numbers={"cpu_nodes": first["cpu_nodes"], "mem_nodes": first["mem_nodes"], "kernel": first["kernel"],
-                     "policy": first["policy"], "metric": metric, "claim": bool(claim),
+                     "policy": first["policy"], "metric": metric, "claim": bool(claim), "still_rising": bool(rising),
                      **interval_numbers("saturation_threads", point if col is not None else None),
                      **interval_numbers("plateau_mb_s", plateau), **interval_numbers("rise", rise), "p_value": p, "floor": MIN_EFFECT,
                      "peak_mb_s": float(medians[peak]), "peak_threads": int(s.sizes[peak]), "first_threads": t0,
@@ -193,6 +197,38 @@ def bandwidth_saturation(bandwidth: pd.DataFrame | None, topology: Topology | No
                       for t, v, k in zip(s.sizes, medians, s.k)],
         ))
     return findings + _two_count_rises(bandwidth, two, keys, metric)
+
+
+def _flat_from(s: Series, col: int) -> bool:
+    """A plateau is flat: every point from the bend on within the floor of their level (the
+    geometric mean of their values), none beyond it either way."""
+    y = s.center()[col:]
+    return bool(np.all(np.abs(y - np.mean(y)) <= math.log1p(MIN_EFFECT)))
+
+
+def _still_rising(s: Series) -> str:
+    """How a curve that does not level off ends: "12% from 4 threads" (its last step)."""
+    y = s.center()
+    return f"{(math.exp(y[-1] - y[-2]) - 1) * 100:.0f}% from {count_words(int(s.sizes[-2]), 'thread')}"
+
+
+def _plateau(s: Series, cols: np.ndarray) -> tuple[Interval, Interval, float]:
+    """(the plateau: the geometric mean of the points' values from the bend on, the medians the
+    evidence prints; its rise over the fewest threads, the quotient of the two; the one-sided
+    p-value of that rise beyond the floor), each interval a t interval from the model's noise at
+    each point (each thread count is its own jobs: repetitions pair nothing)."""
+    y = s.center()
+    se, dof, _, rule = s.noise()
+    j = np.flatnonzero(cols)
+    level, e = float(np.mean(y[j])), float(math.sqrt(np.sum(se[j] ** 2)) / len(j))
+    df = float(np.min(dof[j]))
+    d, e_rise, df_rise = level - float(y[0]), float(math.hypot(e, se[0])), float(min(df, dof[0]))
+    if not (np.isfinite(e_rise) and e_rise > 0):
+        why = "noise unknown: one repetition without within-run spread"
+        return Interval.unknown(math.exp(level), why), Interval.unknown(math.exp(d), why), math.nan
+    method = f"t interval on the log of the medians ({rule})"
+    return (stats.t_interval(level, e, df, method=method), stats.t_interval(d, e_rise, df_rise, method=method),
+            float(stats.rise_pvalue(d, e_rise, df_rise, MIN_EFFECT)))
 
 
 def _rise(s: Series) -> tuple[Interval, float]:

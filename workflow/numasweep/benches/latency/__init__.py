@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 
 from numasweep.benches import common
-from numasweep.benches.latency import figures, findings, plan, quality, report
+from numasweep.benches.latency import figures, findings, locality, plan, quality, report
 from numasweep.benches.latency.tables import KERNEL, NAME, SERIES, WITHIN
 from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Claim, Figure, Launch, Presentation, Tables, register
 from numasweep.findings import firmware
@@ -24,7 +24,7 @@ def _against_firmware(table, topo) -> list:
 
 
 def _analyse(table, topo) -> list:
-    return findings.latency_parts(table, topo) + [functools.partial(findings.latency_locality, table, topo),
+    return findings.latency_parts(table, topo) + [functools.partial(locality.latency_locality, table, topo),
                                                   functools.partial(findings.rank_scaling, table, topo),
                                                   functools.partial(_against_firmware, table, topo)]
 
@@ -84,7 +84,7 @@ BENCH = register(Bench(
             "DRAM and NUMA locality": (("latency_locality", "latency_ordering", "domain_asymmetry"), ("latency_matrix",)),
             "Contention and concurrency": (("mode_divergence",), ("concurrent_vs_serial",)),
             "Rank scaling": (("rank_scaling", "placement_scaling"), ("rank_scaling",)),
-            "Data quality": (("anomaly", "not_latency"), ()),
+            "Data quality": (("equivalent_runs", "anomaly", "not_latency"), ()),
         },
         report=report.report,
         headline=report.headline,
@@ -103,6 +103,7 @@ BENCH = register(Bench(
             "latency_ordering": Claim("ratio"),
             "latency_locality": Claim(equivalent="geomean_ratio"),
             "anomaly": Claim("relative"),
+            "equivalent_runs": Claim("plateau_ratio"),
         },
     ),
 ))

@@ -6,9 +6,8 @@ transitions and their causes (a cache level one core can use, the TLB where 4 Ki
 curves part, or nothing, said once), refuses curves that are not latency, and `contrasts` compares
 modes and L3 groups size by size; every ratio, onset and location carries its interval and method,
 decisions hold the false-finding rate over every point tested, and a floor of practical effect
-stays. `latency_locality` tests every pair of CPU nodes reaching one node's memory against the
-firmware distances (Welch intervals over ranks, Benjamini-Hochberg over the pairs of the call); a
-farther node faster beyond the floor and the noise is a finding of its own (`latency_ordering`).
+stays. Locality, each CPU node's latency to a node's memory against the firmware distances, is
+`locality.latency_locality`.
 
 Rank scaling: latency against the ranks per domain, sequential against interleaved placement, per
 domain set (what the seed's run_numa_benchmarks.sh sweeps). A scaling curve is one latency
@@ -29,13 +28,13 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from numasweep.benches import common
-from numasweep.benches.latency import levels, tables
+from numasweep.benches.latency import equivalent, levels
 from numasweep.benches.latency.tables import NAME, SERIES, WITHIN
 from numasweep.core.registry import COMMON_SERIES
 from numasweep.core.topology import Topology
@@ -72,245 +71,6 @@ def _position_label(position: int) -> str:
     return f"{word} L3 group of each node"
 
 
-def _two_sample_ratio(a: pd.Series, b: pd.Series) -> Interval:
-    """Ratio of the geometric means of two groups of ranks with its Welch t interval (`stats.welch`)."""
-    return stats.welch(a.to_numpy(float), b.to_numpy(float))[0]
-
-
-def _welch_nodes(by_node: Any, a: Any, b: Any) -> tuple[Interval, float, float]:
-    """Latency of CPU node a over node b: `stats.welch` over their ranks."""
-    return stats.welch(by_node.get_group(a).to_numpy(float), by_node.get_group(b).to_numpy(float))
-
-
-def _beyond(log_ratio: float, se: float, dof: float, two_sided: bool) -> float:
-    """One-sided p-value of log ratio > log(1 + MIN_EFFECT) (`two_sided`: of |log ratio|); with a
-    zero standard error 0 or 1, with an unknown one NaN."""
-    value = abs(log_ratio) if two_sided else log_ratio
-    if se == 0:
-        return 0.0 if value > math.log1p(MIN_EFFECT) else 1.0
-    if two_sided:
-        return stats.excess_pvalue(log_ratio, se, dof, MIN_EFFECT)
-    return stats.rise_pvalue(log_ratio, se, dof, MIN_EFFECT)
-
-
-@dataclass
-class _NodePair:
-    """Two CPU nodes reaching one node's memory: latency of `a` over `b` (ratio of geometric means
-    over ranks, Welch interval) and the p-value the test of its family gives."""
-    a: int
-    b: int
-    distance_a: int
-    distance_b: int
-    ratio: Interval
-    p_value: float
-    flagged: bool = False
-
-    def numbers(self, names: tuple[str, str], flag: str) -> dict:
-        return {names[0]: self.a, names[1]: self.b, f"distance_{names[0]}": self.distance_a,
-                f"distance_{names[1]}": self.distance_b, "ratio": self.ratio.estimate, "low": self.ratio.low,
-                "high": self.ratio.high, "method": self.ratio.method, "p_value": self.p_value, flag: self.flagged}
-
-
-def _node_pairs(by_node: Any, dist: dict[int, int | None]) -> tuple[list[_NodePair], list[_NodePair]]:
-    """Every pair of CPU nodes of one group with known distances: (pairs of different distances as
-    farther / nearer, tested for the farther node faster beyond the floor; pairs of one distance as
-    slower / faster by geometric mean, tested two-sided beyond the floor)."""
-    nodes = sorted(n for n in by_node.groups if dist.get(int(n)) is not None)
-    ordered, tied = [], []
-    for i, x in enumerate(nodes):
-        for y in nodes[i + 1:]:
-            dx, dy = dist[int(x)], dist[int(y)]
-            if dx == dy:
-                ratio, se, dof = _welch_nodes(by_node, x, y)
-                if ratio.estimate < 1:
-                    x, y = y, x
-                    ratio, se, dof = _welch_nodes(by_node, x, y)
-                tied.append(_NodePair(int(x), int(y), dx, dy, ratio,
-                                      _beyond(math.log(ratio.estimate), se, dof, two_sided=True)))
-                continue
-            far, near = (x, y) if dx > dy else (y, x)
-            ratio, se, dof = _welch_nodes(by_node, far, near)
-            ordered.append(_NodePair(int(far), int(near), dist[int(far)], dist[int(near)], ratio,
-                                     _beyond(-math.log(ratio.estimate), se, dof, two_sided=False)))
-    return ordered, tied
-
-
-def _flag(pairs: list[_NodePair]) -> None:
-    """Benjamini-Hochberg over one family of pairs (every group of the call)."""
-    for pair, hit in zip(pairs, stats.benjamini_hochberg([p.p_value for p in pairs])):
-        pair.flagged = bool(hit)
-
-
-def _agreement(ordered: list[_NodePair]) -> bool | None:
-    """False when a pair contradicts the distances (its farther node faster beyond the floor and the
-    noise, Benjamini-Hochberg over the call); True when every pair of different distances has the
-    farther node slower with its 95 % interval above 1 (an intersection-union rule: each pair on its
-    own, so no correction for their number); None, not resolved by the noise, otherwise."""
-    if any(p.flagged for p in ordered):
-        return False
-    if ordered and all(np.isfinite(p.ratio.low) and p.ratio.low > 1 + MIN_EFFECT for p in ordered):
-        return True
-    return None
-
-
-def _inside_floor(ratio: Interval) -> bool:
-    """The interval lies inside the floor's margin, 1 / (1 + MIN_EFFECT) .. 1 + MIN_EFFECT: no
-    practical difference (the equivalence test of `contrasts` and the bandwidth findings)."""
-    return bool(np.isfinite(ratio.low) and 1 / (1 + MIN_EFFECT) <= ratio.low and ratio.high <= 1 + MIN_EFFECT)
-
-
-def _weakest(ordered: list[_NodePair]) -> _NodePair:
-    """The pair of different distances closest to contradicting them: the lowest interval bound
-    (an unknown one first), then the lowest ratio."""
-    return min(ordered, key=lambda p: (np.isfinite(p.ratio.low), p.ratio.low if np.isfinite(p.ratio.low) else 0,
-                                       p.ratio.estimate))
-
-
-def _family(pairs: int) -> str:
-    return ("one pair of different distances tested" if pairs == 1 else
-            f"Benjamini-Hochberg over the {pairs} pairs of different distances")
-
-
-def _distance_text(dist: dict[int, int | None], ordered: list[_NodePair], agrees: bool | None,
-                   family: int) -> str:
-    listed = ", ".join(f"node {n}: {dist[n]}" for n in sorted(dist))
-    if not ordered:
-        return f"firmware distances ({listed}) give every node the same distance: they order nothing"
-    if agrees is False:
-        p = min((p for p in ordered if p.flagged), key=lambda p: p.ratio.estimate)
-        return (f"firmware distances ({listed}) order them differently: node {p.a} (distance {p.distance_a}) has "
-                f"{p.ratio.text('{:.2f}x')} the latency of node {p.b} (distance {p.distance_b}), faster beyond the "
-                f"noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(family)})")
-    p = _weakest(ordered)
-    pair = (f"node {p.a} (distance {p.distance_a}) over node {p.b} (distance {p.distance_b}) "
-            f"{p.ratio.text('{:.2f}x')}")
-    floor = f"{MIN_EFFECT * 100:.0f}%"
-    if agrees:
-        return (f"firmware distances ({listed}) order the nodes the same way: every farther node is slower, each "
-                f"interval above the {floor} floor (the closest, {pair})")
-    if all(_inside_floor(q.ratio) for q in ordered):
-        return (f"firmware distances ({listed}) order the nodes, but each "
-                f"pair of different distances lies inside the {floor} margin, equivalent (the closest to "
-                f"contradicting them, {pair})")
-    return (f"firmware distances ({listed}) are not contradicted, but the noise and the {floor} floor do not "
-            f"resolve the order ({pair})")
-
-
-def _tied_text(tied: list[_NodePair]) -> str:
-    return "".join(
-        f"; the firmware gives nodes {p.a} and {p.b} the same distance {p.distance_a}, yet node {p.a}'s latency is "
-        f"{p.ratio.text('{:.2f}x')} node {p.b}'s, beyond the noise and the {MIN_EFFECT * 100:.0f}% floor "
-        f"(Benjamini-Hochberg over the pairs of one distance)" for p in tied if p.flagged)
-
-
-def latency_locality(latency: pd.DataFrame | None, topology: Topology | None = None) -> list[Finding]:
-    """Latency to one node's memory from each node's CPUs, normalised, next to the distances.
-
-    One finding per configuration (every series column but those telling ranks apart,
-    `WITHIN`: a 1-rank run and a 14-rank run load the memory differently, so their ranks are
-    never pooled) and memory node. Uses the largest size measured from at least two CPU nodes;
-    latency per CPU node is the median over its ranks. Against the firmware distances, every pair
-    of CPU nodes is the ratio of the geometric means over their ranks (ranks are the units) with a
-    Welch t interval: a pair of different distances contradicts them when the farther node is
-    faster beyond the noise and the 10 % floor, and a pair of one distance differs when either is
-    slower beyond both (Benjamini-Hochberg over each kind of pair of the call). A contradiction is
-    a finding of its own (`latency_ordering`).
-    """
-    topo = topology
-    points = tables.latency_points(latency, topo)
-    if points.empty:
-        return []
-    single = points[~points["mem_nodes"].str.contains(",") & (points["mem_nodes"] != "")]
-    config = [c for c in series.series_columns(single, NAME) if c not in WITHIN]
-    varying = [c for c in config if c not in ("mode", "page_size", analysis.GRID_PAGES) and single[c].nunique() > 1]
-    groups = []
-    for key, g in single.groupby(config + ["mem_nodes"]):
-        values = dict(zip(config, key))
-        mode, page, mem = values.get("mode", ""), values.get("page_size", ""), key[-1]
-        name = series.config_name(values, varying)
-        sizes = [s for s, h in g.groupby("size_bytes") if h["cpu_node"].nunique() >= 2]
-        if not sizes:
-            continue
-        size = max(sizes)
-        h = g[g["size_bytes"] == size]
-        by_node = h.groupby("cpu_node")["latency_ns"]
-        mem_node = int(mem)
-        dist = {int(n): topo.distance(int(n), mem_node) if topo else None for n in by_node.groups}
-        known = all(d is not None for d in dist.values())
-        ordered, tied = _node_pairs(by_node, dist) if known else ([], [])
-        groups.append((mode, page, name, mem_node, size, by_node, dist, known, ordered, tied))
-    every_ordered = [p for g in groups for p in g[8]]
-    _flag(every_ordered)
-    _flag([p for g in groups for p in g[9]])
-    findings = []
-    for mode, page, name, mem_node, size, by_node, dist, known, ordered, tied in groups:
-        spread = _two_sample_ratio(by_node.get_group(by_node.median().idxmax()),
-                                   by_node.get_group(by_node.median().idxmin()))
-        per_node = by_node.agg(["median", "min", "max", "count"])
-        fast, slow = int(per_node["median"].idxmin()), int(per_node["median"].idxmax())
-        best = per_node["median"].min()
-        ratios = {int(n): per_node.loc[n, "median"] / best for n in per_node.index}
-        agrees = _agreement(ordered) if known else None
-        # nodes the firmware puts at one distance: their latencies (median over ranks), each pair tested
-        at: dict[int, list[int]] = {}
-        for n, d in dist.items():
-            at.setdefault(d, []).append(n)
-        tie_spread = {d: {"nodes": sorted(ns), "ratio": max(ratios[n] for n in ns) / min(ratios[n] for n in ns),
-                          "differs": any(p.flagged for p in tied if p.distance_a == d)}
-                      for d, ns in at.items() if known and len(ns) > 1}
-        others = "; ".join(f"node {n} {ratios[n]:.2f}x" for n in sorted(ratios) if n not in (fast, slow))
-        dist_text = "firmware distances are not recorded for this system"
-        if known:
-            dist_text = _distance_text(dist, ordered, agrees, len(every_ordered)) + _tied_text(tied)
-        where = f"{analysis.size_text(size)}, {mode} mode" + (f", {page} pages" if page else "") + (f", {name}" if name else "")
-        numbers = {"mode": mode, "page_size": page, "config": name, "mem_node": mem_node, "size_bytes": size,
-                   "fastest_cpu_node": fast, "slowest_cpu_node": slow, "fastest_ns": best,
-                   "slowest_ns": per_node.loc[slow, "median"], "ratio_slowest_fastest": ratios[slow],
-                   **analysis.interval_numbers("geomean_ratio", spread),
-                   "ratio_to_fastest": ratios, "latency_ns": per_node["median"].to_dict(),
-                   "distances": dist, "distance_order_agrees": agrees, "floor": MIN_EFFECT,
-                   "distance_pairs": [p.numbers(("farther", "nearer"), "contradicts") for p in ordered],
-                   "same_distance_spread": tie_spread,
-                   "same_distance_pairs": [p.numbers(("slower", "faster"), "differs") for p in tied]}
-        evidence = [{"cpu_node": int(n), "mem_node": mem_node, "size_bytes": size, "latency_ns": r["median"],
-                     "latency_ns_min_rank": r["min"], "latency_ns_max_rank": r["max"], "ranks": int(r["count"]),
-                     "distance": dist[int(n)]} for n, r in per_node.iterrows()]
-        equivalent = _inside_floor(spread)
-        numbers["equivalent"] = equivalent
-        numbers["claim"] = bool(agrees is not None) or any(p.flagged for p in tied)
-        if equivalent:
-            listed = ", ".join(f"node {int(n)} {r['median']:.1f} ns" for n, r in per_node.iterrows())
-            opening = (f"latency is the same from every CPU node within the {MIN_EFFECT * 100:.0f}% floor ({listed}; "
-                       f"slowest over fastest geometric means {spread.text('{:.2f}x')}, inside the "
-                       f"{MIN_EFFECT * 100:.0f}% margin: equivalent, no practical difference)")
-        else:
-            opening = (f"latency is lowest from node {fast}'s CPUs ({best:.1f} ns) and highest from node {slow}'s "
-                       f"({per_node.loc[slow, 'median']:.1f} ns, {ratios[slow]:.2f}x; "
-                       f"geometric means {spread.text('{:.2f}x')})" + (f"; {others}" if others else ""))
-        findings.append(Finding(
-            id="latency_locality", bench="latency",
-            title=f"Latency to node {mem_node}'s memory by CPU node" + (f" ({name})" if name else ""),
-            summary=f"With memory on node {mem_node} ({where}), {opening}; {dist_text}.",
-            numbers=numbers, evidence=evidence))
-        for p in (p for p in ordered if p.flagged):
-            findings.append(Finding(
-                id="latency_ordering", bench="latency",
-                title=(f"Latency ordering contradicts the firmware distances: node {p.a} vs node {p.b} to node "
-                       f"{mem_node}'s memory" + analysis.in_parens(where)),
-                summary=(f"Node {mem_node}'s memory is farther from node {p.a}'s CPUs than from node {p.b}'s by the "
-                         f"firmware distances ({p.distance_a} vs {p.distance_b}), yet node {p.a}'s latency to it is "
-                         f"{p.ratio.text('{:.2f}x')} node {p.b}'s ({where}; geometric means over ranks), faster "
-                         f"beyond the noise and the {MIN_EFFECT * 100:.0f}% floor ({_family(len(every_ordered))}): the "
-                         "ordering contradicts the firmware distances."),
-                numbers={"mode": mode, "page_size": page, "config": name, "mem_node": mem_node, "size_bytes": size,
-                         "claim": True,
-                         "farther_cpu_node": p.a, "nearer_cpu_node": p.b, "distance_farther": p.distance_a,
-                         "distance_nearer": p.distance_b, **analysis.interval_numbers("ratio", p.ratio), "p_value": p.p_value,
-                         "floor": MIN_EFFECT, "distance_order_agrees": False},
-                evidence=[e for e in evidence if e["cpu_node"] in (p.a, p.b)]))
-    return findings
-
-
 # Columns whose values are repetitions of one curve: job repetitions and the ranks of a run (ranks
 # that should measure alike; the series keys keep apart those that should not).
 REPLICATES = (series.REPETITION, "rank", "cpu", "cpu_node", "l3_group", "mem_nodes")
@@ -331,6 +91,7 @@ class _Latency:
     topology: Topology | None
     keys: list[str]
     varying: list[str]
+    set_aside: list[Finding] = dataclasses.field(default_factory=list)   # `equivalent`: what was set aside, and why
 
 
 def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | None:
@@ -353,7 +114,9 @@ def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | 
     keys = keys + ["host", "locality"] if "host" in df else keys + ["locality"]
     # normalised (series.normalise): numbers or text, so distinct values are distinct texts
     varying = [c for c in keys if df[c].nunique() > 1]
-    return _Latency(df, topo, keys, varying)
+    # the same measurement made twice agrees before anything rests on it
+    df, set_aside = equivalent.compared(df)
+    return _Latency(df, topo, keys, varying, set_aside)
 
 
 POOLED_MODE = "concurrent and serial"
@@ -679,7 +442,8 @@ def latency_parts(latency: pd.DataFrame | None, topology: Topology | None = None
     pooled = _pool_one_rank(study.table)
     curves = levels.latency_series(pooled, study.keys, REPLICATES, where="latency.csv")
     parts: list[Callable[[], list[Finding]]] = [
-        functools.partial(_levels_part, dataclasses.replace(study, table=pooled), curves)]
+        functools.partial(_levels_part, dataclasses.replace(study, table=pooled), curves),
+        functools.partial(list, study.set_aside)]
     measured = curves if pooled is study.table else levels.latency_series(study.table, study.keys, REPLICATES,
                                                                           where="latency.csv")
     table = _without(study.table, [s.key for s, reason in zip(measured, levels.refusals(measured, study.topology))
@@ -713,7 +477,7 @@ def _contrast_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
             + _deviation_findings(study, contrasts.deviations([c for _, _, c in ccd] + div)))
 
 
-LATENCY_ANALYSES = (latency_findings, latency_locality)
+LATENCY_ANALYSES = (latency_findings,)
 
 
 # ---------------------------------------------------------------- rank scaling

@@ -258,34 +258,46 @@ def curves(latency: pd.DataFrame, topology: Topology | None) -> tuple[list[Curve
              for s, c in zip(all_series, found.curves)], found.capacities)
 
 
-def memory_readings(chosen: list[Curve]) -> list[tuple[Curve, Plateau]]:
+def memory_readings(chosen: list[Curve]) -> list[tuple[Curve, Plateau, int]]:
     """Per locality of the curves (local memory, and each CPU node -> memory nodes), the curve
-    memory is read on (`best` of those with a memory plateau) and that plateau."""
+    memory is read on (`best` of those with a memory plateau), that plateau, and the size read:
+    one size for all of them where their plateaus share one (the smallest end, where it is at or
+    past every start and every curve measured it), so that a matrix, a NUMA ratio and a comparison
+    of nodes read one size; else each plateau's end."""
     by: dict[str, list[tuple[Curve, Plateau]]] = {}
     for c in chosen:
         p = c.memory()
         if p is not None:
             by.setdefault(c.locality(), []).append((c, p))
-    return [best(found) for found in by.values()]
+    found = [best(readings) for readings in by.values()]
+    if not found:
+        return []
+    common = min(p.read_at for _, p in found)
+    if common >= max(p.sizes[0] for _, p in found) and all(common in c.series.sizes for c, _ in found):
+        return [(c, p, common) for c, p in found]
+    return [(c, p, p.read_at) for c, p in found]
 
 
-def samples(readings: list[tuple[Curve, Plateau]]) -> pd.DataFrame:
+def samples(readings: list[tuple[Curve, Plateau, int]]) -> pd.DataFrame:
     """One row per replicate of each reading's curve at the size memory is read at: the CPU
     node, its L3 group, the node holding the buffer (`with_memory_node`: where its pages landed),
-    the value and the size. The median per cell is the headline's value."""
+    the value, the size, and who measured it (host, rank, CPU, repetition). The median per cell is
+    the headline's value."""
     parts = []
-    for c, p in readings:
-        rows = with_memory_node(c.rows[c.rows["size_bytes"] == p.read_at]).dropna(subset=["memory_node"])
+    for c, _, size in readings:
+        rows = with_memory_node(c.rows[c.rows["size_bytes"] == size]).dropna(subset=["memory_node"])
         if rows.empty or "cpu_node" not in rows:
             continue
         l3 = (pd.to_numeric(rows["l3_group"], errors="coerce").fillna(-1).astype(int).to_numpy() if "l3_group" in rows
               else np.full(len(rows), -1))
+        who = {c: rows[c].astype(str).to_numpy() if c in rows else "" for c in ("host", "rank", "cpu", series.REPETITION)}
         parts.append(pd.DataFrame({"cpu_node": rows["cpu_node"].astype(int).to_numpy(), "l3_group": l3,
                                    "memory_node": rows["memory_node"].astype(int).to_numpy(),
                                    "value": rows["latency_ns_median"].astype(float).to_numpy(),
-                                   "size_bytes": p.read_at}))
+                                   "size_bytes": size, **who}))
     if not parts:
-        return pd.DataFrame(columns=["cpu_node", "l3_group", "memory_node", "value", "size_bytes"])
+        return pd.DataFrame(columns=["cpu_node", "l3_group", "memory_node", "value", "size_bytes", "host", "rank",
+                                     "cpu", series.REPETITION])
     return pd.concat(parts, ignore_index=True)
 
 

@@ -217,11 +217,11 @@ def _cells(curve: plateaus.Curve, size: int, keep: list[bool] | None = None) -> 
     return (iv.estimate, *interval_cells(iv, "ns", units))
 
 
-def _where(curve: plateaus.Curve, p: plateaus.Plateau, alone: str) -> str:
-    """"at 4 MiB (its plateau from 2 MiB), 4 KiB pages": the size a level is read at, with its
-    plateau's first size and the page kind."""
-    page = curve.page()
-    return (f"at {size_words(p.read_at)}" + (f" (its plateau from {size_words(p.sizes[0])})" if len(p.sizes) > 1 else "")
+def _where(curve: plateaus.Curve, p: plateaus.Plateau, alone: str, size: int | None = None) -> str:
+    """"at 4 MiB (its plateau from 2 MiB), 4 KiB pages": the size a level is read at (its
+    plateau's end unless given), with its plateau's first size and the page kind."""
+    page, size = curve.page(), p.read_at if size is None else size
+    return (f"at {size_words(size)}" + (f" (its plateau from {size_words(p.sizes[0])})" if size > p.sizes[0] else "")
             + (f", {page_words(page)}" if page else "") + alone)
 
 
@@ -258,16 +258,16 @@ def readings(latency: pd.DataFrame, topology: Topology | None) -> dict:
                          if cc == cap), key=lambda ct: ct[1] is None)
         if got or passed:
             caches[cap] = got or passed[0]
-    memory = {c.locality(): (c, p) for c, p in plateaus.memory_readings(idle)}
+    memory = {c.locality(): (c, p, size) for c, p, size in plateaus.memory_readings(idle)}
     remote = []
     for c in idle:
         if c.locality() == "local" or not c.plateaus:
             continue
         if c.locality() in memory:
             if memory[c.locality()][0] is c:
-                remote.append((c, memory[c.locality()][1], c.plateaus[-1]))
+                remote.append(memory[c.locality()])
         elif not any(r[0].locality() == c.locality() for r in remote):
-            remote.append((c, None, c.plateaus[-1]))       # inside the caches: its last plateau
+            remote.append((c, None, c.plateaus[-1].read_at))       # inside the caches: its last plateau
     return {"idle": idle, "caches": caches, "memory": memory.get("local"), "remote": remote}
 
 
@@ -306,13 +306,13 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         rows.append([f"{name} latency, {where}", value, interval])
     local_ns: dict[str, float] = {}
     if found["memory"]:
-        curve, p = found["memory"]
+        curve, p, size = found["memory"]
         per_node = _local_dram(curve)
         several = len(per_node) > 1 or (topology is not None and len([n for n in topology.nodes if n.cpus]) > 1)
         for node, keep in per_node:
-            local_ns[node], value, interval = _cells(curve, p.read_at, keep)
+            local_ns[node], value, interval = _cells(curve, size, keep)
             on = f", CPUs on node {node}" if several and node else ""
-            rows.append([f"DRAM latency, local memory{on}, {_where(curve, p, alone)}", value, interval])
+            rows.append([f"DRAM latency, local memory{on}, {_where(curve, p, alone, size)}", value, interval])
         if p.past:
             largest = int(curve.series.sizes[-1])
             _, value, interval = _cells(curve, largest)
@@ -321,17 +321,16 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
             rows.append([f"DRAM latency past the memory plateau (up to {size_words(p.read_at)}), local memory, at "
                          f"{size_words(largest)}" + (f", {page_words(curve.page())}" if curve.page() else "") + alone
                          + f": {why}", value, interval])
-    for curve, mem, last in found["remote"]:
+    for curve, mem, size in found["remote"]:
         cpu, _, nodes = curve.locality().partition("->")
-        p = mem or last
-        ns, value, interval = _cells(curve, p.read_at)
+        ns, value, interval = _cells(curve, size)
         page = f", {page_words(curve.page())}" if curve.page() else ""
         if mem is None:
-            rows.append([f"Latency, CPUs on node {cpu}, memory on node {nodes}, at {size_words(p.read_at)}{page}{alone}"
+            rows.append([f"Latency, CPUs on node {cpu}, memory on node {nodes}, at {size_words(size)}{page}{alone}"
                          ": inside the caches, not a NUMA figure", value, interval])
             continue
-        rows.append([f"DRAM latency, CPUs on node {cpu}, memory on node {nodes}, {_where(curve, p, alone)}", value,
-                     interval])
+        rows.append([f"DRAM latency, CPUs on node {cpu}, memory on node {nodes}, {_where(curve, mem, alone, size)}",
+                     value, interval])
         # against the CPUs' own local memory, else (none measured) against the memory's own node's
         mine, of = (cpu, "local") if cpu in local_ns else (nodes, f"node {nodes}'s local")
         if mine in local_ns and ns == ns:

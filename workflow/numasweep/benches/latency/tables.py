@@ -3,10 +3,8 @@ configurations that get a figure, a table or a finding each, and into the lines 
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from numasweep.core.topology import Topology
 from numasweep.results import series, tables
 
 NAME = "latency"
@@ -44,40 +42,3 @@ def latency_lines(part: pd.DataFrame, by: tuple[str, ...] = ()):
     value of the columns `by` (the page kinds of one figure)."""
     cols = [*by] + [c for c in WITHIN if c in part]
     return part.groupby(cols, sort=True, dropna=False)
-
-
-def latency_points(latency: pd.DataFrame | None, topo: Topology | None) -> pd.DataFrame:
-    """One row per (rank configuration, size): median latency over repetitions, with the keys the
-    analyses group by (`locality`, `l3_position`)."""
-    need = {"size_bytes", "latency_ns_median"}
-    if latency is None or latency.empty or not need <= set(latency.columns):
-        return pd.DataFrame()
-    df = latency.copy(deep=False)
-    # text columns as categoricals (a million rows group on their codes), text again once grouped
-    for col in ("mode", "page_size", "policy", "weights", "strategy", "domains", "memory"):
-        df[col] = tables.as_text(df[col], categorical=True) if col in df else ""
-    for col, default in (("rank", 0), ("cpu", -1), ("cpu_node", -1), ("l3_group", -1), ("ranks", 1),
-                         ("ranks_per_domain", 0)):
-        df[col] = pd.to_numeric(df[col], errors="coerce").fillna(default).astype(int) if col in df else default
-    df["mem_nodes"] = tables.node_lists(df["mem_nodes"], categorical=True) if "mem_nodes" in df else ""
-    df["locality"] = series.row_codes(df[["cpu_node", "mem_nodes"]], lambda c, m: tables.locality(c, m, unplaced=None))
-    pos = topo.l3_positions() if topo else {}
-    df["l3_position"] = series.per_value(df["l3_group"], lambda g: pos.get(g, 0), dtype=np.int64)
-    for col in ("latency_ns_min", "latency_ns_max"):
-        df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else np.nan
-    keys = ["mode", "page_size", "policy", "weights", "strategy", "domains", "ranks_per_domain", "memory",
-            "ranks", "rank", "cpu", "cpu_node", "l3_group", "l3_position", "mem_nodes", "locality"]
-    # every other column of the series identity (label, host, system, pages) keeps series apart
-    other = [c for c in series.series_columns(df, NAME) if c not in keys]
-    for col in other:
-        df[col] = tables.as_text(df[col], categorical=True)
-    keys += other
-    same = series.constant_keys(df, keys)
-    out = df.groupby([k for k in keys if k not in same] + ["size_bytes"], as_index=False).agg(
-        latency_ns=("latency_ns_median", "median"),
-        lo=("latency_ns_min", "min"),
-        hi=("latency_ns_max", "max"),
-    )
-    out = series.with_constants(out, df, same, keys + ["size_bytes"])
-    series.text_again(out, str)
-    return out
