@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ import pytest
 
 from numasweep.findings import analysis
 from numasweep.benches.bandwidth import findings as bw_findings
-from numasweep.core.topology import Topology
+from numasweep.core.topology import Topology, load_arch
 from numasweep.benches import copy as copy_bench
 
 from helpers import synthetic
@@ -425,3 +426,25 @@ def test_a_plateau_is_flat_or_the_curve_is_said_still_rising(curve, saturates):
         assert n["saturation_threads"] is None and f"still rising at {last} threads" in found.summary
         said = re.search(rf"still rising at {last} threads \((\d+)% from {last // 2} threads\)", found.summary)
         assert said and abs(int(said.group(1)) - (curve[last] / curve[last // 2] - 1) * 100) < 6, found.summary
+
+
+def test_a_cpu_less_far_tier_at_0_4x_bandwidth_is_found_with_its_interval(tmp_path):
+    """Threads on node 0 of the CXL example (nodes 0 and 1 with CPUs, node 3 memory only), 1 to 8
+    threads, three repetitions: node 3's memory gives 0.4x the local bandwidth, node 1's 0.7x. The
+    far tier is named with its ratio and an interval that holds 0.4, the remote node with its own,
+    and nothing is claimed against the distances' order."""
+    topo = load_arch(Path(__file__).resolve().parents[2] / "config" / "arch" / "cxl-example.yaml")
+    rng = np.random.default_rng(41)
+    factor = {0: 1.0, 1: 0.7, 3: 0.4}
+    rows = [_runs(rng, 20000.0 * min(t, 4) / 4 * factor[m], 0.01, 0.0,
+                  {"kernel": "triad", "threads": t, "cpu_nodes": "0", "mem_nodes": str(m), "policy": "bind",
+                   "job_id": f"bw-m{m}-t{t}-rep{rep}"}, rep) for rep in range(3) for m in factor for t in (1, 2, 4, 8)]
+    folder = write_folder(tmp_path / "results" / "cxl", topo, {"bandwidth": pd.DataFrame(rows)})
+    found = analysis.analyse(folder)["findings"]
+    (far,) = [f for f in found if f["id"] == "memory_tier" and f["numbers"]["memory_node"] == 3]
+    n = far["numbers"]
+    assert n.get("bandwidth_ratio_low", n.get("ratio_low")) <= 0.4 <= n.get("bandwidth_ratio_high", n.get("ratio_high")), far
+    assert "Far memory, node 3" in far["summary"] and "no CPUs" in far["summary"]
+    local = {f["numbers"]["mem_node"]: f for f in found if f["id"] == "bandwidth_locality"}
+    assert covers(local[3]["numbers"], "ratio", 0.4) and covers(local[1]["numbers"], "ratio", 0.7)
+    assert not [f for f in found if f["id"] == "bandwidth_ordering"]

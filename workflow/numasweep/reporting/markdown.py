@@ -137,3 +137,10 @@ def interval_cells(iv: stats.Interval, unit: str, units: str, digits: int = 1) -
     if not (np.isfinite(iv.low) and np.isfinite(iv.high)):
         return value, f"{units}: no spread"
     return value, f"{fmt_value(iv.low, digits)} to {fmt_value(iv.high, digits)}{tail} ({units})"
+
+
+def ratio_cells(ratio: stats.Interval) -> str:
+    """The interval column of a headline ratio: "1.12x to 1.19x", or why there is none."""
+    if not (np.isfinite(ratio.low) and np.isfinite(ratio.high)):
+        return "no interval: a value beside it has none"
+    return f"{ratio.low:.2f}x to {ratio.high:.2f}x"

@@ -378,7 +378,14 @@ def _main_number(numbers: dict) -> str | None:
 
 
 def _number(key: str, value: float) -> str:
+    if key.endswith(SIZE_BYTES.removeprefix("size")):       # a size in bytes, said as one
+        return size_words(value)
     return f"{value:.2f}x" if key.endswith("ratio") else fmt_value(value, 2)
+
+
+def _number_name(key: str) -> str:
+    """A number's name in words: "step_ratio" -> "step ratio", "onset_bytes" -> "onset"."""
+    return key.removesuffix(SIZE_BYTES.removeprefix("size")).replace("_", " ")
 
 
 def _series_words(names: list[str]) -> str:
@@ -451,7 +458,7 @@ def summary_lines(headlines: list[dict]) -> list[dict]:
             lows = [f["numbers"][f"{key}_low"] for f in members if f["numbers"].get(f"{key}_low") is not None]
             highs = [f["numbers"][f"{key}_high"] for f in members if f["numbers"].get(f"{key}_high") is not None]
             low_v, high_v = _number(key, min(values)), _number(key, max(values))
-            text += f": {key.replace('_', ' ')} " + (f"{low_v} in each" if low_v == high_v else f"{low_v} to {high_v}")
+            text += f": {_number_name(key)} " + (f"{low_v} in each" if low_v == high_v else f"{low_v} to {high_v}")
             if lows and highs:
                 text += f" (95% intervals within {_number(key, min(lows))} to {_number(key, max(highs))})"
         out.append({"title": stem, "summary": text + ".", "merged": len(members)})

@@ -214,16 +214,22 @@ class Series:
         """exp of the centre: the value at each size in the table's unit."""
         return np.exp(self.center())
 
+    def point(self, j: int) -> tuple[float, float, float, int]:
+        """(log centre, its standard error, degrees of freedom, replicates) at the j-th size: the
+        model's noise pooled over the band of sizes; se NaN with fewer than two replicates there."""
+        y, k = float(self.center()[j]), int(self.k[j])
+        se, dof, _, _ = self.noise()
+        return y, (float(se[j]) if k >= 2 else math.nan), float(dof[j]), k
+
     def at(self, j: int) -> Interval:
         """The value at the j-th size (exp of the centre) with the model's t interval there, its
         noise pooled over the band of sizes; none with fewer than two replicates at that size."""
-        y, k = float(self.center()[j]), int(self.k[j])
+        y, se, dof, k = self.point(j)
         if k < 2:
             return Interval.unknown(math.exp(y), "one replicate: no interval")
-        se, dof, _, rule = self.noise()
-        if not se[j] > 0:
+        if not se > 0:
             return Interval.unknown(math.exp(y), f"{k} replicates alike: no spread")
-        return t_interval(y, float(se[j]), float(dof[j]), method=f"t interval on the median's log ({rule})")
+        return t_interval(y, se, dof, method=f"t interval on the median's log ({self.noise()[3]})")
 
     def noise(self, band: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
         """(se of the log centre, degrees of freedom, sigma of one replicate) per size, and the
@@ -453,6 +459,16 @@ def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
     if n < 2:
         return Interval.unknown(math.exp(est), "one unit: no interval")
     return t_interval(est, se, n - 1, level, f"t interval over {n} units' mean log ratio ({n - 1} df)")
+
+
+def quotient(a: tuple[float, float, float, int], b: tuple[float, float, float, int]) -> Interval:
+    """The ratio of two points' values (`Series.point` of each: log centre, se, dof) with a t
+    interval on its log, their errors added (two points of independent runs); none where either
+    has no noise."""
+    d, se, dof = a[0] - b[0], math.hypot(a[1], b[1]), min(a[2], b[2])
+    if not (np.isfinite(se) and se > 0):
+        return Interval.unknown(math.exp(d), "a point without an interval: none for the ratio")
+    return t_interval(d, se, dof, method="t interval on the log ratio of the two points' medians")
 
 
 def center_interval(values: Sequence[float], level: float = LEVEL) -> Interval:

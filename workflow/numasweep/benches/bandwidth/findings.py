@@ -579,12 +579,24 @@ def _verify_findings(found: dict, meta: dict, recommended: dict[int, weights.Rec
     return findings
 
 
-def thread_values(rows: pd.DataFrame) -> dict[int, tuple[Interval, int]]:
-    """Thread count -> (value in GB/s with the model's interval, repetitions) of bandwidth rows
-    taken as one series (repetitions its replicates: the median over them, its noise pooled over
-    a band of thread counts, as the findings take a series' points)."""
+def thread_points(rows: pd.DataFrame) -> dict[int, tuple[float, float, float, int]]:
+    """Thread count -> `Series.point` (log MB/s, se, dof, repetitions) of bandwidth rows taken as
+    one series (repetitions its replicates: the median over them, its noise pooled over a band of
+    thread counts, as the findings take a series' points)."""
     if rows.empty:
         return {}
+    return {t: s.point(j) for s in [_one_series(rows)] for j, t in enumerate(int(t) for t in s.sizes)}
+
+
+def thread_values(rows: pd.DataFrame) -> dict[int, tuple[Interval, int]]:
+    """Thread count -> (value in GB/s with the model's interval, repetitions) of `thread_points`."""
+    if rows.empty:
+        return {}
+    s = _one_series(rows)
+    return {int(t): (gb(s.at(j)), int(s.k[j])) for j, t in enumerate(s.sizes)}
+
+
+def _one_series(rows: pd.DataFrame) -> Series:
     runs = pd.DataFrame({"threads": pd.to_numeric(rows["threads"]).to_numpy(),
                          "mb_s": pd.to_numeric(rows["best_mb_s"], errors="coerce").to_numpy(),
                          series.REPETITION: (rows[series.REPETITION].astype(str).to_numpy()
@@ -592,7 +604,7 @@ def thread_values(rows: pd.DataFrame) -> dict[int, tuple[Interval, int]]:
     for col in ("min_mb_s", "best_mb_s", "ntimes"):
         runs[col] = pd.to_numeric(rows[col], errors="coerce").to_numpy() if col in rows else np.nan
     (s,) = stats.series_table(runs, [], UNITS, BANDWIDTH)
-    return {int(t): (gb(s.at(j)), int(s.k[j])) for j, t in enumerate(s.sizes)}
+    return s
 
 
 # ---------------------------------------------------------------- the physical limit

@@ -8,10 +8,11 @@ from pathlib import Path
 import pandas as pd
 
 from numasweep.benches.bandwidth import tables
-from numasweep.benches.bandwidth.findings import bandwidth_peak, thread_values
+from numasweep.benches.bandwidth.findings import bandwidth_peak, thread_points, thread_values
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words
-from numasweep.reporting.markdown import interval_cells, md_table
+from numasweep.reporting.markdown import interval_cells, md_table, ratio_cells
+from numasweep.statistics import stats
 from numasweep.results import series
 
 
@@ -133,12 +134,13 @@ def headline(bandwidth: pd.DataFrame, topology: Topology | None) -> list[list[st
         remote = mine[~mine.index.isin(local.index) & (mine["threads"] == hi)]
         for name, part in remote.groupby(memory[remote.index]):
             iv, runs = thread_values(part)[hi]
-            e, (value, interval) = iv.estimate, interval_cells(iv, "GB/s", count_words(runs, "run"))
+            value, interval = interval_cells(iv, "GB/s", count_words(runs, "run"))
             rows.append([f"{kernel}, best bandwidth, {name}, {count_words(hi, 'thread')}", value, interval])
             # one remote node: a NUMA ratio; memory spread over nodes: that spread against local
-            ratio = "ratio to local" if " on nodes " in name else "NUMA ratio"
-            rows.append([f"{ratio}, {kernel} bandwidth {name} / local, {count_words(hi, 'thread')}", f"{e / est[hi]:.2f}x",
-                         "ratio of the estimates"])
+            label = "ratio to local" if " on nodes " in name else "NUMA ratio"
+            ratio = stats.quotient(thread_points(part)[hi], thread_points(local)[hi])
+            rows.append([f"{label}, {kernel} bandwidth {name} / local, {count_words(hi, 'thread')}",
+                         f"{ratio.estimate:.2f}x", ratio_cells(ratio)])
     for f in bandwidth_peak(bandwidth, topology):
         n = f.numbers
         rows.append(["theoretical memory bandwidth, all channels", "unknown", n["unknown"]]

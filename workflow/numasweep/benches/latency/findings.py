@@ -151,11 +151,12 @@ def _size_iv(interval: Interval) -> str:
 
 
 def _entries(onset: Interval) -> str:
-    """The TLB entries an onset bounds: at most onset / 4 KiB, with the onset's interval."""
+    """The TLB entries an onset bounds: at most onset / 4 KiB, and where the onset's interval puts
+    that bound (a bound on the count, not the count)."""
     if not np.isfinite(onset.low):
-        return f"at most about {onset.estimate / 4096:,.0f} entries of 4 KiB (no interval)"
-    return (f"at most about {onset.estimate / 4096:,.0f} entries of 4 KiB ({onset.level * 100:.0f}% interval "
-            f"{onset.low / 4096:,.0f} to {onset.high / 4096:,.0f})")
+        return f"at most about {onset.estimate / 4096:,.0f} entries of 4 KiB (the onset has no interval)"
+    return (f"at most about {onset.estimate / 4096:,.0f} entries of 4 KiB, a bound the onset's "
+            f"{onset.level * 100:.0f}% interval puts between {onset.low / 4096:,.0f} and {onset.high / 4096:,.0f}")
 
 
 def _opening(text: str, rest: str) -> str:

@@ -211,13 +211,22 @@ class Curve:
     def read(self, size: int, keep: list[bool] | None = None) -> tuple[Interval, str]:
         """The value at `size` over the replicates `keep` (all by default), with the model's
         interval there, and the units it rests on in words ("3 runs", "8 ranks", "2 ranks x 3 runs")."""
+        s, mask = self._kept(keep)
+        j = int(np.searchsorted(s.sizes, size))
+        used = np.flatnonzero(mask)[np.isfinite(s.logs[:, j])]
+        return s.at(j), self.units_words(used)
+
+    def point(self, size: int, keep: list[bool] | None = None) -> tuple[float, float, float, int]:
+        """`Series.point` at `size` over the replicates `keep`: for a ratio of two readings."""
+        s, _ = self._kept(keep)
+        return s.point(int(np.searchsorted(s.sizes, size)))
+
+    def _kept(self, keep: list[bool] | None) -> tuple[Series, np.ndarray]:
         s = self.series
         mask = np.ones(len(s.replicates), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
         if not mask.all():
             s = Series(s.key, s.sizes, s.logs[mask], s.run_se[mask], [r for r, k in zip(s.replicates, mask) if k])
-        j = int(np.searchsorted(s.sizes, size))
-        used = np.flatnonzero(mask)[np.isfinite(s.logs[:, j])]
-        return s.at(j), self.units_words(used)
+        return s, mask
 
     def units_words(self, used: np.ndarray) -> str:
         """Runs are repetitions, ranks are ranks: "3 runs", "8 ranks", "2 ranks x 3 runs"."""

@@ -14,9 +14,10 @@ from numasweep.benches.latency.tables import NAME
 from numasweep.core.topology import Topology
 from numasweep.core.units import capacity_words, page_words, parse_page_fractions, size_words
 from numasweep.reporting import figures
-from numasweep.reporting.markdown import Md, interval_cells, md_table, md_text
+from numasweep.reporting.markdown import Md, interval_cells, md_table, md_text, ratio_cells
 from numasweep.results import digest, series
 from numasweep.results.tables import with_memory_node
+from numasweep.statistics import stats
 
 
 def latency_raw_tables(latency: pd.DataFrame) -> list[dict]:
@@ -305,12 +306,14 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         _, value, interval = _cells(curve, what.read_at)
         rows.append([f"{name} latency, {where}", value, interval])
     local_ns: dict[str, float] = {}
+    local_at: dict[str, tuple] = {}
     if found["memory"]:
         curve, p, size = found["memory"]
         per_node = _local_dram(curve)
         several = len(per_node) > 1 or (topology is not None and len([n for n in topology.nodes if n.cpus]) > 1)
         for node, keep in per_node:
             local_ns[node], value, interval = _cells(curve, size, keep)
+            local_at[node] = curve.point(size, keep)
             on = f", CPUs on node {node}" if several and node else ""
             rows.append([f"DRAM latency, local memory{on}, {_where(curve, p, alone, size)}", value, interval])
         if p.past:
@@ -334,6 +337,7 @@ def headline(latency: pd.DataFrame, topology: Topology | None) -> list[list[str]
         # against the CPUs' own local memory, else (none measured) against the memory's own node's
         mine, of = (cpu, "local") if cpu in local_ns else (nodes, f"node {nodes}'s local")
         if mine in local_ns and ns == ns:
-            rows.append([f"NUMA ratio, latency node {cpu} to node {nodes} / {of}", f"{ns / local_ns[mine]:.2f}x",
-                         "ratio of the estimates"])
+            ratio = stats.quotient(curve.point(size), local_at[mine])
+            rows.append([f"NUMA ratio, latency node {cpu} to node {nodes} / {of}", f"{ratio.estimate:.2f}x",
+                         ratio_cells(ratio)])
     return rows
