@@ -387,6 +387,19 @@ def main() -> None:
     print(f"noise only, {n} data sets: latency_ordering {flat['orderings']}, same-distance claims "
           f"{flat['tie_claims']} of {flat['tie_pairs']}, groups agree True/None/False "
           f"{flat['agrees_true']}/{flat['agrees_none']}/{flat['agrees_false']}")
+    claimed, covered, slow_only, total = 0, 0, 0, 0
+    for seed in range(n // 10):
+        p = _nps4(np.random.default_rng(a.seed + 100 + seed), slow=(6, 0))
+        for f in (f for f in findings(p) if f.id == "latency_locality"):
+            m, total = f.numbers["mem_node"], total + 1
+            (cross,) = [x for x in f.numbers["distance_steps"] if x["distance_farther"] == 32]
+            planted = 1.9 * (1.2 ** 0.25 if m == 0 else 1) / 1.1
+            claimed += cross["claim"]
+            covered += cross["ratio_low"] <= planted <= cross["ratio_high"]
+            flagged = {(q["slower"], q["faster"]) for q in f.numbers["same_distance_pairs"] if q["differs"]}
+            slow_only += flagged == ({(6, 4), (6, 5), (6, 7)} if m == 0 else set())
+    print(f"two sockets of four nodes, {n // 10} data sets ({total} memory nodes): cross-socket penalty claimed "
+          f"{claimed}, its interval covering the planted ratio {covered}; the slow pairs alone flagged {slow_only}")
 
 
 if __name__ == "__main__":
