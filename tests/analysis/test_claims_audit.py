@@ -179,8 +179,8 @@ def _curves(table: pd.DataFrame, topology) -> list:
     from numasweep.benches.latency import findings as latency
     from numasweep.benches.latency import levels
 
-    study = latency._prepare(table, topology)
-    pooled = latency._pool_one_rank(study.table)
+    study = latency.prepare(table, topology)
+    pooled = latency.pool_one_rank(study.table)
     return [c for c in levels.latency_levels(pooled, topology, study.keys, latency.REPLICATES).curves if c.measured]
 
 

@@ -79,9 +79,9 @@ def test_host_node_by_gpu_matrix_with_the_own_node_marked(tmp_path) -> None:
     for cell, bw in planted.items():
         level, own, runs = cells[cell]
         # the plateau's sizes reach 95 % of the largest: its level lies a little under the asymptote
-        assert 0.97 * bw < level.low < level.estimate < level.high < 1.01 * bw and own == cell[1] and runs == 4
+        assert 0.97 * bw < level.low < level.estimate < level.high < 1.02 * bw and own == cell[1] and runs == 4
     (found,) = [f for f in gpu_xfer.node_matrix(pd.DataFrame(rows)) if f.numbers["direction"] == "read"]
     assert found.id == "gpu_node_matrix" and "GPU 1 (on node 1): node 0 14.9" in found.summary
-    assert "node 1 (own) 23.0 (95% interval 22.7 to 23.2, 4 runs)" in found.summary
+    assert "node 1 (own) 23.0 (95% interval 22.7 to 23.3, 4 runs)" in found.summary
     paths = gpu_figures.plot_node_matrix(pd.DataFrame(rows), None, tmp_path)
     assert [p.suffix for p in paths] and all(p.exists() for p in paths)

@@ -9,7 +9,8 @@ The points a report prints more than once, and where:
 - a node-to-node copy at a thread count: the headline row and the raw matrix;
 - a latency level: the headline row and the raw table of its curve at that size (where the curve
   is one rank's, so that the raw table's row is the same point), and each cache step's evidence
-  table against the raw table of its series.
+  table against the raw table of its series;
+- a host-device rate at the largest size: the headline row and the raw table of its direction.
 
 Two printed numbers agree when they differ by at most half a unit of the coarser one's last digit.
 """
@@ -181,6 +182,26 @@ def _latency(text: str, ledger: Ledger) -> None:
                 ledger.say(("latency", key, size), "the raw table", number(one_rank[key][size]))
 
 
+def _gpu(text: str, ledger: Ledger) -> None:
+    for row in _headline(text):
+        found = re.fullmatch(r"GPU copies (host to device|device to host), (pinned|pageable) host memory, GPU (\d+) "
+                             r"\(GiB/s, 2\^30 bytes/s\)", row[0])
+        at = re.match(rf"({NUMBER}) GiB/s at (\d+(?:\.\d+)? [KMGT]iB)", row[1])
+        if found and at:
+            ledger.say(("gpu", *found.groups(), at.group(2)), "the headline", number(at.group(1)))
+    for title, header, rows in tables(text):
+        found = re.fullmatch(r"Bandwidth \(GiB/s\) (host to device|device to host), (pinned|pageable) host memory", title)
+        if not found or header[0] != "size":
+            continue
+        columns = [(i, re.search(r"GPU (\d+)$", h)) for i, h in enumerate(header)]
+        mine = [(i, m.group(1)) for i, m in columns if m]
+        if len({g for _, g in mine}) != len(mine):
+            continue                      # two columns of one GPU (two policies): not one point
+        for r in rows:
+            for i, gpu in mine:
+                ledger.say(("gpu", found.group(1), found.group(2), gpu, r[0]), "the raw table", number(r[i]))
+
+
 def disagreements(text: str) -> list[str]:
     """Every quantity the report prints with two values, and every headline ratio that is not the
     quotient of the values printed beside it, one line each."""
@@ -188,6 +209,7 @@ def disagreements(text: str) -> list[str]:
     _bandwidth(text, ledger)
     _copy(text, ledger)
     _latency(text, ledger)
+    _gpu(text, ledger)
     return ledger.disagreements()
 
 
@@ -197,4 +219,5 @@ def compared(text: str) -> int:
     _bandwidth(text, ledger)
     _copy(text, ledger)
     _latency(text, ledger)
+    _gpu(text, ledger)
     return sum(len(places) > 1 for places in ledger.said.values())

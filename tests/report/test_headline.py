@@ -178,7 +178,8 @@ def test_gpu_rates_are_those_of_large_copies_with_the_peak_named(repo, tmp_path)
     table = rows(text.split("\n## Summary\n", 1)[1].split("\n## ", 1)[0])
     (pageable,) = [v for k, v in table.items() if k.startswith("GPU copies host to device, pageable")]
     match = re.fullmatch(r"([\d.]+) GiB/s at 256 MiB; peak ([\d.]+) at 512 KiB to 1 MiB", pageable[0])
-    assert match and 8 < float(match[1]) < 10 and float(match[2]) == pytest.approx(16.8), pageable
+    # the peak: the median over the 3 runs of each run's median over 512 KiB and 1 MiB
+    assert match and 8 < float(match[1]) < 10 and float(match[2]) == pytest.approx(16.4), pageable
     assert not any(" read" in k or " write" in k for k in table)
     both = [k for k in table if "both at once, pageable" in k]
     assert both == ["GPU copies each direction, both at once, pageable host memory, GPU 0 (GiB/s, 2^30 bytes/s)"]

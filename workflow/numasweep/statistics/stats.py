@@ -477,20 +477,25 @@ def center_interval(values: Sequence[float], level: float = LEVEL) -> Interval:
     one-point series: Shamos' sigma of the units' pairwise differences, sqrt(pi/2) sigma / sqrt(k)
     for k >= 3 units, k - 1 degrees of freedom); exp of both. Every value the report prints of a
     point is this one, so a table, a headline and a ratio beside them agree."""
+    estimate, se, dof, k = center_point(values)
+    if not k:
+        return Interval.unknown(math.nan, "no value")
+    if k < 2:
+        return Interval.unknown(math.exp(estimate), "one unit: no interval")
+    if not se > 0:
+        return Interval.unknown(math.exp(estimate), f"{k} units alike: no spread")
+    return t_interval(estimate, se, dof, level,
+                      f"median over {k} units, t interval on its log from their spread (Shamos' sigma, {int(dof)} df)")
+
+
+def center_point(values: Sequence[float]) -> tuple[float, float, float, int]:
+    """`center_interval`'s (log centre, se, dof, units), as `Series.point` gives a series' point."""
     logs = np.log(np.asarray(values, dtype=float).reshape(-1))
     logs = logs[np.isfinite(logs)]
     if not len(logs):
-        return Interval.unknown(math.nan, "no value")
+        return math.nan, math.nan, math.nan, 0
     s = Series({}, np.zeros(1, dtype=np.int64), logs[:, None], np.full((len(logs), 1), np.nan), list(range(len(logs))))
-    estimate = float(s.center()[0])
-    if len(logs) < 2:
-        return Interval.unknown(math.exp(estimate), "one unit: no interval")
-    se, dof, _, _ = s.noise()
-    if not se[0] > 0:
-        return Interval.unknown(math.exp(estimate), f"{len(logs)} units alike: no spread")
-    return t_interval(estimate, float(se[0]), float(dof[0]), level,
-                      f"median over {len(logs)} units, t interval on its log from their spread (Shamos' sigma, "
-                      f"{int(dof[0])} df)")
+    return s.point(0)
 
 
 def unit_interval(d: np.ndarray, run_se: np.ndarray, what: str) -> tuple[Interval, float, float]:

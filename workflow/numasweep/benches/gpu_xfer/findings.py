@@ -4,7 +4,6 @@ against each other node (the package's docstring says how each is read)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -48,19 +47,17 @@ def _gpu_memory(policy: str, nodes: str, weight: str) -> tuple[str, str]:
 def _gpu_level(g: pd.DataFrame, column: str, sizes: list[int]) -> tuple[Interval, np.ndarray]:
     """A GPU series' plateau with its interval, and each run's level: each run (repetition) gives
     the median of its log bandwidths over the plateau sizes of the median curve, the plateau is
-    their mean, with a t interval over the runs (sizes are never counted as independent); one run
-    gives its level with no interval."""
+    the median over the runs, with the model's interval on it (`stats.center_interval`: sizes are
+    never counted as independent); at one size that is the value every table gives the point; one
+    run gives its level with no interval."""
     reps = g[series.REPETITION] if series.REPETITION in g else pd.Series("0", index=g.index)
     per_run = (g.assign(_run=_text(reps)).groupby(["_run", GPU_SIZE])[column].median()
                .unstack(GPU_SIZE).reindex(columns=sizes))
     logs = np.log(per_run.to_numpy(float))
-    levels = np.nanmedian(logs[np.isfinite(logs).any(axis=1)], axis=1)
-    n = len(levels)
-    if n < 2:
-        return Interval.unknown(math.exp(levels.mean()), "one run: no interval"), np.exp(levels)
-    interval = stats.t_interval(float(levels.mean()), float(levels.std(ddof=1) / math.sqrt(n)), n - 1,
-                                method=f"t interval over {n} runs' median log level ({n - 1} df)")
-    return interval, np.exp(levels)
+    levels = np.exp(np.nanmedian(logs[np.isfinite(logs).any(axis=1)], axis=1))
+    if len(levels) < 2:
+        return Interval.unknown(float(np.median(levels)), "one run: no interval"), levels
+    return stats.center_interval(levels), levels
 
 
 def _gpu_interval_text(level: Interval, runs: str, fmt: str) -> str:
@@ -143,8 +140,9 @@ def gpu_transfers(gpu: pd.DataFrame | None, topology: Topology | None = None) ->
         pageable, pageable_runs = pins.get("pageable", (None, None))
         if pinned is None or pageable is None:
             continue
-        # the runs of each side are independent jobs: a Welch interval over their levels
-        ratio, _, _ = stats.welch(pinned_runs, pageable_runs, method="Welch t interval over runs on the log ratio")
+        # the runs of each side are independent jobs: the quotient of the two levels printed
+        # beside it, its interval from each side's spread
+        ratio = stats.quotient(stats.center_point(pinned_runs), stats.center_point(pageable_runs))
         runs = f"{len(pinned_runs)} and {len(pageable_runs)} runs"
         short, mem = _gpu_memory(policy, nodes, weight)
         words = DIRECTION_WORDS[direction]

@@ -33,7 +33,7 @@ def _ranks(table: pd.DataFrame) -> pd.Series:
 
 
 def compared(table: pd.DataFrame) -> tuple[pd.DataFrame, list[Finding]]:
-    """`table` (a prepared latency table: `findings._prepare`) without the rows set aside, and a
+    """`table` (a prepared latency table: `findings.prepare`) without the rows set aside, and a
     finding per comparison that disagrees."""
     if "mode" not in table or "cpu" not in table:
         return table, []

@@ -94,7 +94,7 @@ class _Latency:
     set_aside: list[Finding] = dataclasses.field(default_factory=list)   # `equivalent`: what was set aside, and why
 
 
-def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | None:
+def prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | None:
     need = {"size_bytes", "latency_ns_median"}
     if latency is None or latency.empty or not need <= set(latency.columns):
         return None
@@ -122,7 +122,7 @@ def _prepare(latency: pd.DataFrame | None, topo: Topology | None) -> _Latency | 
 POOLED_MODE = "concurrent and serial"
 
 
-def _pool_one_rank(df: pd.DataFrame) -> pd.DataFrame:
+def pool_one_rank(df: pd.DataFrame) -> pd.DataFrame:
     """One rank alone measures the same in concurrent and serial mode: where a table holds both,
     the two runs are one experiment, whose levels are read once, off both. Their rows get the
     mode POOLED_MODE, the serial run's repetitions numbered after the concurrent run's, so that
@@ -437,10 +437,10 @@ def latency_parts(latency: pd.DataFrame | None, topology: Topology | None = None
     """`latency_findings` as parts that need only what is worked out here (the table, its series
     and the curves the gate refuses), in the order of their findings: the levels, the contrasts,
     the outliers. `analyse` runs them side by side on a large table."""
-    study = _prepare(latency, topology)
+    study = prepare(latency, topology)
     if study is None or study.table["size_bytes"].nunique() < 2:
         return []
-    pooled = _pool_one_rank(study.table)
+    pooled = pool_one_rank(study.table)
     curves = levels.latency_series(pooled, study.keys, REPLICATES, where="latency.csv")
     parts: list[Callable[[], list[Finding]]] = [
         functools.partial(_levels_part, dataclasses.replace(study, table=pooled), curves),

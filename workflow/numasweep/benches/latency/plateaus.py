@@ -247,10 +247,10 @@ def curves(latency: pd.DataFrame, topology: Topology | None) -> tuple[list[Curve
     """Every curve of a latency table, segmented as the findings segment it (one call of
     `levels.latency_levels` over all of them, so one false-finding family), with its plateaus;
     over several hosts, the hosts are units of one curve (the fleet report ranks them apart)."""
-    study = findings._prepare(latency, topology)
+    study = findings.prepare(latency, topology)
     if study is None:
         return [], levels.usable_capacities(topology)
-    pooled = findings._pool_one_rank(study.table)
+    pooled = findings.pool_one_rank(study.table)
     keys = [k for k in study.keys if k != "host"]
     replicates = [c for c in findings.REPLICATES + ("host",) if c in pooled]
     all_series = levels.latency_series(pooled, keys, replicates, where="latency.csv")
