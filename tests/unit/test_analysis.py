@@ -428,7 +428,8 @@ def test_gpu_claims_carry_an_interval_over_runs_or_say_there_is_none() -> None:
         pin = {"pinned": "1", "pageable": "0"}.get(n.get("pinned"), n.get("pinned"))
         truth = {"gpu_pinned": 2.5, "gpu_weights": 1.25}.get(f.id) or planted[(f.id, pin, n["numa_weight"])]
         low, high = n["low"], n["high"]
-        assert low < truth < high and high / low < 1.2, (f.summary, n)
+        # three runs: the model's interval of a median (Shamos' sigma, 2 df) is some +-10 % wide
+        assert low < truth < high and high / low < 1.25, (f.summary, n)
         assert "95% interval" in f.summary and "no interval" not in f.summary
     for f in gpu_xfer.gpu_transfers(table(1), topo_two_nodes()):
         if f.id in ("gpu_plateau", "gpu_pinned", "gpu_weights"):
