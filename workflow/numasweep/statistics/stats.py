@@ -463,12 +463,14 @@ def unit_mean_interval(logs: np.ndarray, level: float = LEVEL) -> Interval:
 
 def quotient(a: tuple[float, float, float, int], b: tuple[float, float, float, int]) -> Interval:
     """The ratio of two points' values (`Series.point` of each: log centre, se, dof) with a t
-    interval on its log, their errors added (two points of independent runs); none where either
-    has no noise."""
-    d, se, dof = a[0] - b[0], math.hypot(a[1], b[1]), min(a[2], b[2])
+    interval on its log, their errors added (two points of independent runs) and Welch-
+    Satterthwaite's degrees of freedom; none where either has no noise."""
+    d, se = a[0] - b[0], math.hypot(a[1], b[1])
     if not (np.isfinite(se) and se > 0):
         return Interval.unknown(math.exp(d), "a point without an interval: none for the ratio")
-    return t_interval(d, se, dof, method="t interval on the log ratio of the two points' medians")
+    parts = [(e ** 4 / f) for e, f in ((a[1], a[2]), (b[1], b[2])) if e > 0]
+    dof = se ** 4 / sum(parts) if all(np.isfinite(parts)) and sum(parts) > 0 else min(a[2], b[2])
+    return t_interval(d, se, dof, method="Welch t interval on the log ratio of the two points' medians")
 
 
 def center_interval(values: Sequence[float], level: float = LEVEL) -> Interval:
