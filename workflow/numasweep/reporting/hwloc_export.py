@@ -179,4 +179,10 @@ def main(argv: list[str]) -> int:
                       for q in measured if attribute(q))
     print(f"{args.output}: measured {names} as hwloc memory attributes; "
           f"check with `lstopo --input {args.output} --memattrs`, use with HWLOC_XMLFILE={args.output}")
+    for bench in registry.all_benches().values():
+        quantity = bench.tables.matrix_of
+        if bench.tables.matrix is not None and bench.name in frames and quantity not in measured and attribute(quantity):
+            print(f"{args.output}: no {attribute(quantity)[0]}: {bench.name} measured no node-to-node cell of memory "
+                  f"(no curve reached memory's plateau, or no run had its threads or ranks on one node); sweep past "
+                  "the last cache with ranks or threads on single nodes to export it")
     return 0

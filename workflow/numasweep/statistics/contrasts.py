@@ -221,8 +221,18 @@ def _decide(contrasts: list[Contrast], q: float, with_onset: bool = True) -> Non
             c.unclaimed = (f"{int(f.sum())} size(s) differ beyond the within-run noise, but with "
                            f"{len(s.replicates)} unit a side the noise between runs is unknown")
             continue
+        plateau = plateau_interval(y[i:j + 1], se[i:j + 1], dof[i:j + 1])
+        if plateau.low <= 1 <= plateau.high:
+            # A claim states the plateau's ratio with its interval: one that holds 1 (a size of
+            # the plateau with a degree of freedom or two) claims no difference, whatever the
+            # sizes' own tests said.
+            c.per_size = [dataclasses.replace(sc, differs=False) for sc in c.per_size]
+            c.onset_bytes, c.onset = None, None
+            c.unclaimed = (f"{int(f.sum())} size(s) differ beyond the floor and the noise, but the interval of the "
+                           f"plateau they make ({plateau.text('{:.2f}')}) holds 1: no difference is claimed")
+            continue
         c.plateau_from_bytes, c.plateau_to_bytes = int(s.sizes[i]), int(s.sizes[j])
-        c.plateau_ratio = plateau_interval(y[i:j + 1], se[i:j + 1], dof[i:j + 1])
+        c.plateau_ratio = plateau
 
 
 def plateau_interval(centre: np.ndarray, se: np.ndarray, dof: np.ndarray) -> Interval:
