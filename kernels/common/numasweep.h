@@ -23,4 +23,13 @@
 #define NS_BUILD_FLAGS "unknown"
 #endif
 
+/* The CPU the kernel is built for (the Makefile's BUILD_INFO): the build host's CPU model, the
+ * optimisation flags and the compiler's predefined macros for them. Never printed: the runner
+ * reads this string from the binary (numasweep.running.isa) before it runs the kernel, which on a
+ * CPU without an instruction set it was compiled for could die of SIGILL before it said anything. */
+#ifdef NS_BUILD_MACROS
+__attribute__((used)) static const char ns_build_target[] =
+    "numasweep-build-target\ncpu=" NS_BUILD_CPU "\nflags=" NS_BUILD_OPT "\nmacros=" NS_BUILD_MACROS "\n";
+#endif
+
 #endif

@@ -32,6 +32,15 @@ def run_ok(cmd: list[str], env: dict[str, str] | None = None, timeout: int = 120
     return proc
 
 
+def build_kernel(build: Path, kernel: str, cflags: str | None = None) -> Path:
+    """`make -C kernels BUILD=build build/bin/KERNEL` (KERNEL_CFLAGS=cflags when given): one kernel
+    and the shared library, built away from build/; the binary's path."""
+    binary = build / "bin" / kernel
+    flags = [f"KERNEL_CFLAGS={cflags}"] if cflags is not None else []
+    run_ok(["make", "-C", REPO / "kernels", f"-j{os.cpu_count() or 2}", f"BUILD={build}", *flags, binary], timeout=300)
+    return binary
+
+
 def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     with open(path, newline="") as f:
         reader = csv.DictReader(f)

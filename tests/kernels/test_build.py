@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import platform
 import re
 
 import pytest
 
-from helpers.kernels import CPU_KERNELS, REPO, run, run_ok
+from numasweep.running import isa, provenance
+
+from helpers.kernels import CPU_KERNELS, REPO, build_kernel, run, run_ok
 
 
 @pytest.mark.slow
@@ -41,3 +44,20 @@ def test_help_lists_shared_options(kernels_bin):
         out = run_ok([kernels_bin / name, "--help"]).stdout
         for option in ("--csv=PATH", "--policy=P", "--mem-nodes=LIST", "--weights=LIST", "--pages=4k|thp|2m|1g"):
             assert option in out, (name, option)
+
+
+def test_kernel_records_the_build_cpu_and_the_instruction_sets_it_was_compiled_for(tmp_path):
+    """A default (-march=native) build records this CPU's model and instruction sets this CPU has,
+    among them each of the common vector sets lscpu lists; the provenance keeps both."""
+    built = provenance.kernel_build(build_kernel(tmp_path, "numa_c2c"))
+    model, flags = isa.this_cpu()
+    assert built["build_cpu"] == model, built
+    if platform.machine() not in ("x86_64", "i686"):
+        assert built["isa"] == [], built  # isa.FLAGS is x86's: nothing to list, nothing is checked
+        return
+    assert set(built["isa"]) <= flags, set(built["isa"]) - flags
+    lscpu = run_ok(["lscpu"], env={"LC_ALL": "C"}).stdout
+    listed = next((line.split(":", 1)[1].split() for line in lscpu.splitlines() if line.startswith("Flags:")), [])
+    common = [f for f in ("sse4_2", "popcnt", "avx", "avx2", "fma", "bmi2", "avx512f", "avx512bw", "avx512vl")
+              if f in listed]
+    assert listed and all(f in built["isa"] for f in common), (common, built["isa"])

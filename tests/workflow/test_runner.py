@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import re
 import shlex
 import signal
@@ -18,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from numasweep.core import system_state
+from numasweep.running import isa
 
-from helpers.kernels import weights_folder
+from helpers.kernels import build_kernel, run, weights_folder
 from helpers.workflow import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
 
 
@@ -361,6 +363,53 @@ def test_kernel_built_for_another_cpu_names_the_build_flags(tmp_path: Path) -> N
     assert proc.returncode == 128 + signal.SIGILL, proc.stderr
     assert "build.kernel_cflags" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / "bench" / "j1.csv").exists()
+
+
+# Instruction sets gcc 12 (Debian 12) compiles for, as its option and the /proc/cpuinfo flag: no
+# x86 CPU has them all (the Xeon Phi's avx512er was never on a CPU with amx_tile).
+FOREIGN_SETS = (("amx-tile", "amx_tile"), ("amx-int8", "amx_int8"), ("amx-bf16", "amx_bf16"),
+                ("avx512fp16", "avx512_fp16"), ("avx512vp2intersect", "avx512_vp2intersect"),
+                ("avx512bf16", "avx512_bf16"), ("avx512er", "avx512er"), ("avx512pf", "avx512pf"),
+                ("avx5124fmaps", "avx512_4fmaps"), ("avx5124vnniw", "avx512_4vnniw"), ("avxvnni", "avx_vnni"),
+                ("avx512vnni", "avx512_vnni"), ("avx512f", "avx512f"), ("fma4", "fma4"), ("xop", "xop"),
+                ("avx2", "avx2"))
+
+
+def test_kernel_compiled_for_an_instruction_set_this_cpu_lacks_is_refused_before_it_runs(tmp_path: Path) -> None:
+    if platform.machine() not in ("x86_64", "i686"):
+        pytest.skip(f"NOT RUN: on {platform.machine()} a kernel lists no instruction sets (isa.FLAGS is x86's), "
+                    f"so run-job checks none")
+    model, flags = isa.this_cpu()
+    cc = os.environ.get("CC") or "gcc"
+    chosen = next(((option, flag) for option, flag in FOREIGN_SETS if flag not in flags
+                   and run([cc, f"-m{option}", "-dM", "-E", "-x", "c", "/dev/null"]).returncode == 0), None)
+    assert chosen, f"this x86 CPU has every one of {[f for _, f in FOREIGN_SETS]}, or {cc} accepts none of them"
+    option, flag = chosen
+    kernel = build_kernel(tmp_path / "build", "numa_c2c", f"-O3 -march=native -m{option}")
+    started = tmp_path / "started"
+    argv = _runjob(tmp_path, f'touch {shlex.quote(str(started))}; exec {shlex.quote(str(kernel))} "$0"')
+    argv[argv.index("--kernel") + 1] = str(kernel)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.match(rf"numasweep: error: job j1: {re.escape(str(kernel))} was compiled for (.*, )?{flag}(,|\s)",
+                    lines[0]), lines[0]
+    assert f"(on {model}, flags -O3 -march=native -m{option})" in lines[0] and f"this CPU ({model}) lacks" in lines[0]
+    assert "build.kernel_cflags" in lines[0], lines[0]
+    # The kernel never started: no launch, no log, no table.
+    assert not started.exists() and not list((tmp_path / "bench").glob("j1.*")), list((tmp_path / "bench").iterdir())
+    # run-batch refuses the same, before its first point.
+    folder = tmp_path / "batched"
+    launch = f'bash -c {shlex.quote(f"touch {shlex.quote(str(started))}")} --csv={folder / "p1.csv"}.partial'
+    batch = subprocess.run([sys.executable, "-m", "numasweep", "run-batch", "--batch", "b1", "--kernel", str(kernel),
+                            "--topology", argv[argv.index("--topology") + 1],
+                            "--manifest", str(folder / "batches" / "b1.json"), "--log", str(folder / "b1.log"),
+                            "--point", "p1", launch, '{"repetition": 0}'],
+                           capture_output=True, text=True, env=_env(), timeout=60)
+    assert batch.returncode == 2 and len(batch.stderr.strip().splitlines()) == 1, batch.stderr
+    assert batch.stderr.startswith(f"numasweep: error: batch b1: {kernel} was compiled for") and flag in batch.stderr
+    assert not started.exists() and not (folder / "p1.log").exists()
 
 
 # A table whose on_cpu_pct is 10 for the first `$1` tries, then 100 (a count in the folder).

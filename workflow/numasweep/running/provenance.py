@@ -28,6 +28,7 @@ from typing import Any
 from numasweep.core import firmware, system_state, topology
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
+from numasweep.running import isa
 
 # Environment variables that change what a benchmark measures or where it ran.
 ENV_PREFIXES = ("OMP_", "GOMP_", "SLURM_", "OMPI_", "PMI_", "NUMASWEEP_")
@@ -45,8 +46,12 @@ def sha256(path: Path) -> str:
 
 
 def kernel_build(kernel: Path) -> dict[str, Any]:
-    """The kernel's own account of its build (`--version`: commit and flags) plus its hash."""
-    info: dict[str, Any] = {"path": str(kernel), "sha256": sha256(kernel)}
+    """The kernel's own account of its build (`--version`: commit and flags) plus its hash, and
+    the CPU it was built for (isa.target: the build host's CPU model and the instruction sets
+    compiled for; None for a kernel without them, e.g. gpu_xfer)."""
+    built = isa.target(kernel)
+    info: dict[str, Any] = {"path": str(kernel), "sha256": sha256(kernel),
+                            "build_cpu": built["cpu"] if built else None, "isa": built["isa"] if built else None}
     try:
         proc = subprocess.run([str(kernel), "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:

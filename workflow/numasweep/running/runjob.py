@@ -6,6 +6,10 @@
 
 What it guarantees (the rule's whole shell is this one command):
 
+- Only a kernel this CPU can run: one compiled for an instruction set this CPU's /proc/cpuinfo
+  flags lack (e.g. built with -march=native on a newer login node) is refused in one line naming
+  the sets and both CPUs, before anything runs (isa.py reads them from the binary). A kernel that
+  still dies of SIGILL (a library it links) is explained after the fact.
 - One run of a job at a time: a lock file (`.<id>.lock` next to the CSV, holding the PID) is
   held for the runner's whole life. A second run of the same job, e.g. `--rerun-incomplete`
   right after a killed snakemake while the old job is still ending, waits up to `--lock-wait`
@@ -68,7 +72,7 @@ from numasweep.core.units import count_words
 from numasweep.core import system_state, topology
 from numasweep.planning.batch import write_manifest
 from numasweep.planning.launch import PARTIAL
-from numasweep.running import hostlock, provenance, verdict
+from numasweep.running import hostlock, isa, provenance, verdict
 
 PR_SET_PDEATHSIG = 1
 # Seconds between SIGTERM and SIGKILL to the job's process group.
@@ -591,6 +595,7 @@ def main(argv: list[str], widest_for: Callable | None = None) -> int:
     lock_wait_option(ap)
     args = ap.parse_args(argv)
     check_launch(args)
+    isa.check(args.kernel, f"job {args.job_id}")
     return Runner(args, widest_for).run()
 
 
@@ -646,6 +651,8 @@ def run_batch(argv: list[str], widest_for: Callable | None = None) -> int:
                 print(f"{point.job_id}: kept (measured with this launch line, kernel and topology)",
                       file=log, flush=True)
                 continue
+            if runner is None:  # the first point to measure: can this CPU run the kernel at all?
+                isa.check(args.kernel, f"batch {args.batch}")
             runner = Runner(point, widest_for)
             try:
                 rc = runner.run()
