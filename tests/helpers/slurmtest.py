@@ -155,6 +155,15 @@ def detect_topology(target: Path) -> dict:
     return json.loads(target.read_text())
 
 
+def compute_node_arch(target: Path, node: str) -> Path:
+    """A compute node described as docs/slurm.md tells a user on a login node to: the project's
+    detection run by srun on the node, its topology.json the campaign's arch file."""
+    detect = run(["srun", "-N1", "-w", node, "--exclusive", "-t", "5", str(BIN / "python"), "-m", "numasweep",
+                  "topology", "--detect", "-o", str(target)], timeout=300, cwd=REPO)
+    assert detect.returncode == 0, f"srun topology detection on {node} failed: {detect.stderr}"
+    return target
+
+
 def seed_topology(workdir: Path, system: str, source: Path | None = None) -> None:
     """results/<system>/topology.json written beforehand (copied, or detected here), so a test
     whose subject is not the topology saves that job's round trip through the queue."""

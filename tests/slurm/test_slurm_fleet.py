@@ -11,8 +11,10 @@ under a CPU quota: the report names both hosts and flags node2.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,11 +23,13 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers.slurmtest import (
+    REPO,
     BANDWIDTH_COLUMNS,
     CLUSTER_SH,
     LATENCY_COLUMNS,
     Cluster,
     SnakemakeRun,
+    compute_node_arch,
     our_namespaces,
     provenance,
     read_rows,
@@ -116,10 +120,26 @@ def test_user_without_an_account_is_refused(slurm_fleet: Cluster) -> None:
 
 
 @pytest.fixture(scope="module")
-def sacct_sweep(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun, dict[str, AccountedJob]]:
+def arch(slurm_fleet: Cluster) -> Path:
+    """The campaigns' arch file: node1 described by a job on it. The machine the tests run
+    snakemake on is no node of this cluster, so `arch: auto` is refused there (below)."""
+    return compute_node_arch(slurm_fleet.workdir / "compute-node.json", "node1")
+
+
+def test_arch_auto_is_refused_where_snakemake_runs_on_no_node_of_the_cluster(slurm_fleet: Cluster) -> None:
+    workdir = run_dir(slurm_fleet.workdir, "fleet-login")
+    result = snakemake(workdir, "-n", "--configfile", str(HERE / "sweep.yaml"))
+    assert result.returncode != 0, result.output[-3000:]
+    lines = [line for line in result.output.splitlines() if "arch: auto would plan" in line]
+    assert len(lines) == 1 and "not a node of the SLURM cluster" in lines[0], result.output[-3000:]
+    assert "topology --detect -o config/arch/NAME.json" in lines[0] and "Traceback" not in result.output
+
+
+@pytest.fixture(scope="module")
+def sacct_sweep(slurm_fleet: Cluster, kernels_bin: Path, arch: Path) -> tuple[Path, SnakemakeRun, dict[str, AccountedJob]]:
     workdir = run_dir(slurm_fleet.workdir, "fleet-sacct")
     result = snakemake(workdir, "--configfile", str(HERE / "sweep.yaml"), "--slurm-status-command", "sacct",
-                       "--verbose")
+                       "--verbose", "--config", f"arch={arch}")
     submitted = SUBMITTED.findall(result.output)
     return workdir, result, sacct_jobs(submitted) if submitted else {}
 
@@ -176,8 +196,30 @@ def test_the_two_exclusive_benchmark_jobs_ran_at_once_on_the_two_nodes(
     assert {first.node, second.node} == {"node1", "node2"}, f"both ran on {first.node}"
 
 
+def test_each_benchmark_job_asks_for_one_node_and_its_memory(
+    sacct_sweep: tuple[Path, SnakemakeRun, dict]
+) -> None:
+    """--nodes=1 and --mem of the node's memory (the topology's, at most what sinfo gives a node
+    of as many CPUs): an exclusive job gets only the memory it asks for where a site sets
+    DefMemPerCPU."""
+    workdir, result, jobs = sacct_sweep
+    bench = [j for j in jobs if j in result.seen and rule_of(result.seen[j][0]) in ("latency", "bandwidth")]
+    assert len(bench) == 2, bench
+    topo = json.loads((workdir / "results" / SYSTEM / "topology.json").read_text())
+    total = sum(int(n["memory_bytes"]) for n in topo["nodes"]) // (1 << 20)
+    cpus = sum(len(n["cpus"]) for n in topo["nodes"])
+    sinfo = run(["sinfo", "-h", "-N", "-o", "%c %m"]).stdout.split("\n")
+    configured = [int(m) for c, m in (line.split() for line in sinfo if line.strip()) if int(c) == cpus]
+    expected = min([total, *configured])
+    asked = run(["sacct", "-X", "--parsable2", "--noheader", "-j", ",".join(bench), "-o", "JobIDRaw,ReqMem,NNodes"])
+    assert asked.returncode == 0, asked.stderr
+    rows = [line.split("|") for line in asked.stdout.split()]
+    assert sorted(r[0] for r in rows) == sorted(bench) and all(r[1:] == [f"{expected}M", "1"] for r in rows), (
+        f"each benchmark job should ask for {expected}M on 1 node: {rows}")
+
+
 @pytest.fixture(scope="module")
-def compared(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun]:
+def compared(slurm_fleet: Cluster, kernels_bin: Path, arch: Path) -> tuple[Path, SnakemakeRun]:
     """Concurrent and serial latency, the seed's comparison, as one job group (config
     `group_compared`: the group is named by the comparison, and its `compared` job lists them).
 
@@ -188,6 +230,7 @@ def compared(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRu
     config = yaml.safe_load((HERE / "sweep.yaml").read_text())
     config["latency"]["sweeps"][0]["mode"] = ["concurrent", "serial"]
     config["bandwidth"]["sweeps"] = []
+    config["arch"] = str(arch)
     (workdir / "compare.yaml").write_text(yaml.safe_dump(config))
     seed_topology(workdir, SYSTEM)
     result = snakemake(
@@ -256,7 +299,7 @@ def remove_quota_group() -> None:
 
 
 @pytest.fixture(scope="module")
-def fleet_campaign(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun]:
+def fleet_campaign(slurm_fleet: Cluster, kernels_bin: Path, arch: Path) -> tuple[Path, SnakemakeRun]:
     """The sweep on every node of the partition (fleet.partition), node2's kernels slowed."""
     workdir = run_dir(slurm_fleet.workdir, "fleet-campaign")
     wrapper = workdir / "slow_on_node2.sh"
@@ -265,6 +308,7 @@ def fleet_campaign(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, Snake
     wrapper.chmod(0o755)
     config = yaml.safe_load((HERE / "sweep.yaml").read_text())
     config["fleet"] = {"partition": "debug"}
+    config["arch"] = str(arch)
     config["wrapper"] = f"./{wrapper.name}"  # a path, so env finds it without PATH
     # More points than the shared sweep, so each node's interval rests on 14 latency points.
     config["latency"]["sweeps"][0]["sizes"] = "16K-1M"
@@ -304,3 +348,25 @@ def test_fleet_report_names_each_host_and_flags_the_slowed_node(fleet_campaign: 
     flagged = re.findall(r"^- \*\*(node\d)\*\*, (\w+) \(\w+\): \d+\.\d\dx \(95% interval", section, re.M)
     assert ("node2", "latency") in flagged and ("node1", "latency") not in flagged, section
     assert (workdir / "report" / SYSTEM / "figures" / "fleet" / "fleet_nodes--all.png").stat().st_size > 0
+
+
+def test_a_drained_node_is_left_out_of_the_fleet_in_one_line(slurm_fleet: Cluster) -> None:
+    """A node that takes no job (drained) is not planned: a job pinned to it would pend until
+    someone resumed it. The plan is the other node's, and one line names the one left out."""
+    drain = run(["scontrol", "update", f"nodename={SLOW_NODE}", "state=drain", "reason=numasweep-test"])
+    assert drain.returncode == 0, drain.stderr
+    try:
+        config = yaml.safe_load((HERE / "sweep.yaml").read_text())
+        config["fleet"] = {"partition": "debug"}
+        workdir = run_dir(slurm_fleet.workdir, "fleet-drained")
+        (workdir / "fleet.yaml").write_text(yaml.safe_dump(config))
+        count = run([sys.executable, "-m", "numasweep", "grid", "--config", str(workdir / "fleet.yaml"),
+                     "--detect"], cwd=REPO)
+    finally:
+        resume = run(["scontrol", "update", f"nodename={SLOW_NODE}", "state=resume"])
+    assert resume.returncode == 0, resume.stderr
+    assert count.returncode == 0, count.stderr
+    jobs = [line.split("\t")[1] for line in count.stdout.splitlines() if not line.startswith("#")]
+    assert jobs and all(job.endswith("-on-node1") for job in jobs), jobs
+    warned = [line for line in count.stderr.splitlines() if "left out" in line]
+    assert len(warned) == 1 and f"{SLOW_NODE} (drain" in warned[0] and "node1" not in warned[0], count.stderr

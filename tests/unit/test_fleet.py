@@ -113,3 +113,14 @@ def test_each_hosts_reference_is_the_median_of_the_other_hosts_as_pandas_takes_i
         got = stats.others_median(x)
         assert np.array_equal(np.isnan(got), np.isnan(expected))
         assert np.array_equal(got[~np.isnan(got)], expected[~np.isnan(expected)])
+
+
+@pytest.mark.parametrize("state, takes_jobs", [
+    ("idle", True), ("mix", True), ("alloc", True), ("idle~", True), ("comp", True), ("resv", True),
+    ("drain", False), ("drng", False), ("down", False), ("down*", False), ("idle*", False), ("fail", False),
+    ("drain~", False), ("unk*", False), ("futr", False),
+])
+def test_a_node_in_a_state_that_takes_no_job_is_left_out(state: str, takes_jobs: bool) -> None:
+    """sinfo's compact states: a drained, down or non-responding node would leave a job pinned to
+    it pending; a powered-down one (`~`) is started for the job."""
+    assert fleet.available(state) is takes_jobs

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from numasweep.core.errors import NumasweepError
+from numasweep.core import topology
 from numasweep.core.topology import Topology, detect, load, load_arch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,3 +222,31 @@ def test_gpu_name_without_driver_and_hypervisor_from_dmi(tmp_path):
     cpuinfo = tmp_path / "q" / "proc" / "cpuinfo"
     cpuinfo.write_text(cpuinfo.read_text().replace(" hypervisor", ""))
     assert detect(tmp_path / "q" / "sys", tmp_path / "q" / "proc").hypervisor is None
+
+
+def test_an_arch_file_of_another_machine_is_refused_on_the_node_in_one_line(tmp_path):
+    """The topology job on the node a campaign runs on (`topology --arch FILE --here`): an arch
+    file naming NUMA nodes or CPUs the node lacks is refused, naming both machines; one that
+    leaves some of the node out is kept with a line saying so."""
+    here = tree("lumi-g")
+    lumi = load_arch(ARCH / "lumi-g.yaml")
+    with pytest.raises(NumasweepError) as err:
+        topology.against_here(lumi, Topology(**{**here.__dict__, "nodes": here.nodes[:1]}), "lumi-g.yaml")
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("lumi-g.yaml describes lumi-g (4 NUMA node(s)")
+    assert "NUMA node(s) 1-3" in line and "arch: auto" in line and "topology --detect -o FILE" in line, line
+    assert topology.against_here(here, here, "same.yaml") == []
+    part = Topology(**{**here.__dict__, "nodes": here.nodes[:2]})
+    (note,) = topology.against_here(part, here, "part.yaml")
+    assert note.startswith("part.yaml leaves out what this node has: NUMA node(s) 2-3"), note
+    # the command: refused with rc 2 and one line, here on this machine
+    foreign = tmp_path / "foreign.json"
+    (tmp_path / "big.yaml").write_text((ARCH / "lumi-g.yaml").read_text())
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "topology", "--arch", str(tmp_path / "big.yaml"),
+                           "--here", "-o", str(foreign)], capture_output=True, text=True)
+    mine = detect()
+    if set(mine.all_cpus()) >= set(lumi.all_cpus()) and {n.id for n in mine.nodes} >= {0, 1, 2, 3}:
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "but this job runs on" in proc.stderr and not foreign.exists(), proc.stderr

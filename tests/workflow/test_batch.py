@@ -78,6 +78,27 @@ def test_dry_run_plans_one_job_per_batch_and_grid_counts_agree(repo_copy: Path, 
 
 
 @pytest.mark.workflow
+@pytest.mark.parametrize("size", [1, 4])
+def test_grid_counts_what_snakemake_plans_for_a_fleet_of_three_nodes(repo_copy: Path, size: int) -> None:
+    """`grid --count` on a fleet of three nodes, one point a job or batched: each benchmark's jobs
+    (and batches) are the jobs `snakemake -n` plans for it."""
+    campaign, nodes = "config/campaigns/ulisse.yaml", ["n1", "n2", "n3"]
+    fleet_set = 'fleet={"nodes": ["n1", "n2", "n3"]}'
+    proc = snakemake(repo_copy, "-n", "--configfile", campaign, "--config", f"batch={size}", fleet_set)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    planned = {r: n for r, n in job_counts(out).items() if r in BENCH_RULES}
+    count = subprocess.run([sys.executable, "-m", "numasweep", "grid", "--config", campaign, "--set", f"batch={size}",
+                            "--set", fleet_set, "--count"], cwd=REPO, capture_output=True, text=True)
+    assert count.returncode == 0, count.stderr
+    rows = [line.split("\t") for line in count.stdout.splitlines() if not line.startswith("#")]
+    counted = {bench: int(cols[-1].split()[0]) for bench, *cols in rows if int(cols[0])}
+    assert counted == planned, (counted, planned)
+    points = len(_plan(campaign).jobs)
+    assert sum(int(cols[0]) for _, *cols in rows) == len(nodes) * points
+
+
+@pytest.mark.workflow
 def test_fleet_batches_hold_one_node_and_name_it(repo_copy: Path) -> None:
     campaign, size = "config/campaigns/lumi-g.yaml", 8
     proc = snakemake(repo_copy, "-n", "--configfile", campaign, "--config", f"batch={size}",

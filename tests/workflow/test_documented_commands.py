@@ -27,7 +27,8 @@ checkout's .venv linked in where it has one. How a command runs (`how`, the firs
   A cluster the session's SLURM tests left up (`slurm_clusters`) is brought down first.
   Fleet mode over a partition (`fleet={"partition": NAME}`, which asks `sinfo` for its nodes)
   runs as a dry run on the session's one-node test cluster, NAME read as its partition (the
-  documents name a site's partitions, `standard` or `standard-g`);
+  documents name a site's partitions, `standard` or `standard-g`); so does `srun -p NAME ...`,
+  as written but for the partition;
 - a `snakemake` command that would build and measure more than the placeholder configs below, or
   submit to SLURM, runs as a dry run (`-n` added);
 - anything else runs as written: `snakemake report --config results=...`, the placeholder
@@ -153,6 +154,13 @@ def fleet_partition(command: str) -> str | None:
     return match.group(1) if match else None
 
 
+def srun_partition(command: str) -> str | None:
+    """The partition an srun command names (`srun -p NAME ...`, docs/slurm.md's detection on a
+    compute node)."""
+    match = re.match(r"srun\b.*?\s-p\s+(\S+)", command)
+    return match.group(1) if match else None
+
+
 def how(command: str) -> str:
     """How the test runs a command: 'self', 'parse', 'slow', 'slurm', 'slurm-dry', 'dry' or 'run'
     (module docstring)."""
@@ -237,6 +245,8 @@ def run_block(block: Block, copy: Path, partition: str | None = None) -> list[Ou
         mode = how(command.text)
         if partition and (named := fleet_partition(command.text)):
             command = Command(command.line, command.text.replace(f'"partition": "{named}"', f'"partition": "{partition}"'))
+        if partition and (named := srun_partition(command.text)):
+            command = Command(command.line, command.text.replace(f" -p {named} ", f" -p {partition} ", 1))
         if mode == "dry" and starts_cluster(block):
             mode = "slurm"  # the block's own test cluster takes the jobs
         if mode == "self":
@@ -328,7 +338,7 @@ def test_documented_commands_work_as_written(block: Block, tmp_path: Path, reque
             pytest.fail(f"NOT RUN: {reason}")
         if starts_cluster(block):
             clusters.stop()  # the block starts its own
-        elif any(fleet_partition(c.text) for c in block.commands):
+        elif any(fleet_partition(c.text) or srun_partition(c.text) for c in block.commands):
             partition = cluster_partition(clusters)
     copy = fresh_copy(tmp_path / "repo")
     if starts_cluster(block):

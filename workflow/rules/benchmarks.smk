@@ -34,6 +34,9 @@ for _spec in registry.all_benches().values():
         resources:
             **_resources,
             bench_slot=1,
+            # one node, and its memory (job_memory_mb, common.smk)
+            nodes=1,
+            mem_mb=job_memory_mb,
             slurm_extra=slurm_extra,
         params:
             **_params,
@@ -60,6 +63,8 @@ if GROUPS:
         resources:
             # A group's jobs must agree on every string resource: its points' values.
             mpi="",
+            nodes=1,
+            mem_mb=job_memory_mb,
             slurm_extra=compared_slurm_extra,
             runtime=1,
         shell:

@@ -12,7 +12,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 min_version("9.0")
 
 # PACKAGE_DIR, on sys.path, comes from package.smk (included before the config file is read).
-from numasweep.planning import batch, fleet, grid, launch  # noqa: E402
+from numasweep.planning import batch, fleet, grid, launch, slurm  # noqa: E402
 from numasweep.core import registry  # noqa: E402
 from numasweep.core.errors import NumasweepError  # noqa: E402
 from numasweep.core.io import check_writable  # noqa: E402
@@ -110,10 +110,15 @@ else:
     # The topology is needed while the DAG is built, so that `snakemake -n -p` prints the
     # real launch lines; the topology rule writes the same thing for the record.
     try:
+        # arch: auto is this machine: refused on a login node that no job runs on
+        if CONFIG["arch"] == "auto" and (_why := slurm.login_node(LAUNCHER)):
+            raise NumasweepError(_why)
         TOPOLOGY = grid.config_topology(CONFIG["arch"])
         PLAN = grid.expand(config, TOPOLOGY, "config")
         # Fleet mode: every job once per node, each pinned to its node (slurm_extra below).
-        FLEET_NODES = fleet.nodes(CONFIG["fleet"])
+        FLEET_NODES, _left_out = fleet.nodes(CONFIG["fleet"])
+        if _left_out:
+            print(f"numasweep: warning: {_left_out}", file=sys.stderr)
         PLAN = fleet.spread(PLAN, FLEET_NODES)
     except NumasweepError as exc:
         raise WorkflowError(str(exc)) from None
@@ -420,6 +425,17 @@ def bench_resources(bench):
     if bench.launch.by == "mpi":
         return {"mpi": mpi_launcher, "tasks": job_tasks}
     return {"mpi": "", **({"gpu": job_gpus} if bench.launch.by == "gpus" else {})}
+
+
+def job_memory_mb(wildcards):
+    # A benchmark job's sbatch --mem: its node's memory (numasweep.planning.slurm), asked of
+    # sinfo once per run where jobs run under SLURM (the srun launcher, as profiles/slurm sets).
+    if not _MEMORY_MB:
+        _MEMORY_MB.append(slurm.memory_mb(TOPOLOGY, ask_slurm=LAUNCHER == "srun"))
+    return _MEMORY_MB[0]
+
+
+_MEMORY_MB = []
 
 
 def job_threads(wildcards):

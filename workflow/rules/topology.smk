@@ -10,8 +10,14 @@ rule topology:
     conda:
         "../envs/report.yaml"
     params:
-        # one word a list item: `:q` quotes each (an arch path may hold spaces or `$(...)`)
-        source=["--detect"] if CONFIG["arch"] == "auto" else ["--arch", CONFIG["arch"]],
+        # one word a list item: `:q` quotes each (an arch path may hold spaces or `$(...)`);
+        # an arch file is set against the node the job runs on (--here: one line where it names
+        # CPUs or NUMA nodes the node lacks)
+        source=(
+            ["--detect"]
+            if CONFIG["arch"] == "auto"
+            else ["--arch", CONFIG["arch"], "--here"]
+        ),
     shell:
         "python -m numasweep topology {params.source:q} -o {output:q} > {log:q} 2>&1"
 

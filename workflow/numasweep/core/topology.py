@@ -636,6 +636,36 @@ def detect(sysfs_root: str | os.PathLike = "/sys", proc_root: str | os.PathLike 
     return _finish(topo, where)
 
 
+def against_here(arch: Topology, here: Topology, path: str) -> list[str]:
+    """An arch file set against the machine this runs on (the node a benchmark job runs on):
+    refused in one line where it names a NUMA node or CPU the machine lacks (the launch lines
+    planned from it bind there, so none could run); one line each for what else differs."""
+    nodes, cpus = {n.id for n in here.nodes}, set(here.all_cpus())
+    lost_nodes = sorted({n.id for n in arch.nodes} - nodes)
+    lost_cpus = sorted(set(arch.all_cpus()) - cpus)
+    machine = (f"{here.system} ({len(here.nodes)} NUMA node(s), CPUs {format_cpulist(sorted(cpus))}, "
+               f"{here.cpu_model or 'CPU model unknown'})")
+    if lost_nodes or lost_cpus:
+        missing = " and ".join(p for p in (f"NUMA node(s) {format_cpulist(lost_nodes)}" if lost_nodes else "",
+                                           f"CPU(s) {format_cpulist(lost_cpus)}" if lost_cpus else "") if p)
+        raise NumasweepError(
+            f"{path} describes {arch.system} ({len(arch.nodes)} NUMA node(s), CPUs "
+            f"{format_cpulist(arch.all_cpus())}), but this job runs on {machine}: {missing} are not here, so "
+            "the launch lines planned from it cannot run; name this node's arch file (`python -m numasweep "
+            "topology --detect -o FILE` run on it writes one) or set arch: auto")
+    notes = []
+    extra_nodes, extra_cpus = sorted(nodes - {n.id for n in arch.nodes}), sorted(cpus - set(arch.all_cpus()))
+    if extra_nodes or extra_cpus:
+        notes.append(f"{path} leaves out what this node has: "
+                     + ", ".join(p for p in (f"NUMA node(s) {format_cpulist(extra_nodes)}" if extra_nodes else "",
+                                             f"CPU(s) {format_cpulist(extra_cpus)}" if extra_cpus else "") if p)
+                     + f" of {machine}; no job is planned there")
+    if arch.cpu_model and here.cpu_model and arch.cpu_model != here.cpu_model:
+        notes.append(f"{path} names the CPU {arch.cpu_model!r}, this node has {here.cpu_model!r}: the report's "
+                     "caches and peak bandwidth are the arch file's")
+    return notes
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m numasweep topology",
                                  description="Write topology.json from an arch file or from this machine.")
@@ -646,12 +676,21 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--proc", default=None, help="proc root for --detect (default: /proc, or ROOT/../proc for a tree)")
     ap.add_argument("--name", help="system name (default: host name)")
     ap.add_argument("--reserved", default="", help="CPUs never given to a rank, e.g. 0,8 (sysfs cannot know them)")
-    ap.add_argument("-o", "--output", required=True, help="topology.json to write")
+    ap.add_argument("--here", action="store_true",
+                    help="with --arch: refuse an arch file that names CPUs or NUMA nodes this machine lacks "
+                         "(the workflow's topology job, on the node the benchmarks run on)")
+    ap.add_argument("-o", "--output", required=True, help="topology.json to write (an arch file too: `arch:` "
+                                                          "takes a topology.json)")
     args = ap.parse_args(argv)
+    if args.here and not args.arch:
+        raise NumasweepError("topology: --here compares an arch file with this machine: give --arch FILE")
     if args.arch:
         topo = load(args.arch)
         if args.name:
             topo.system = args.name
+        if args.here:
+            for line in against_here(topo, detect(), args.arch):
+                print(f"numasweep: warning: {line}", file=sys.stderr)
     else:
         proc = args.proc or ("/proc" if Path(args.sysfs).resolve() == Path("/sys") else str(Path(args.sysfs).parent / "proc"))
         topo = detect(args.sysfs, proc, args.name, parse_cpulist(args.reserved))

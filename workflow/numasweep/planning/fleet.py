@@ -21,26 +21,52 @@ NODE_COLUMN = "fleet_node"
 
 # ---------------------------------------------------------------- planning
 
-def nodes(fleet: dict) -> list[str]:
-    """The nodes a config's `fleet` section names: its list, or every node of its partition."""
+# sinfo's compact states (%t) of nodes that take no new job: a job pinned to one with
+# --nodelist would pend until someone resumes it. A trailing `*` is a node that does not
+# respond; `~` (powered down), `#` and `%` (powering up, down) still take jobs.
+UNAVAILABLE = ("down", "drain", "drng", "fail", "failg", "futr", "inval", "unk", "boot")
+
+
+def nodes(fleet: dict) -> tuple[list[str], str]:
+    """The nodes a config's `fleet` section names: its list, or every node of its partition that
+    can take a job now; and a line naming the partition's nodes left out, with their state
+    ("" where none is)."""
     listed = list(fleet.get("nodes") or [])
     partition = fleet.get("partition")
     if listed and partition:
         raise NumasweepError("config: fleet: give nodes or partition, not both")
     if not partition:
-        return listed
+        return listed, ""
     try:
-        proc = subprocess.run(["sinfo", "-h", "-N", "-p", partition, "-o", "%N"], capture_output=True,
+        proc = subprocess.run(["sinfo", "-h", "-N", "-p", partition, "-o", "%N %t"], capture_output=True,
                               text=True, timeout=60)
     except FileNotFoundError:
         raise NumasweepError(f"config: fleet.partition: '{partition}' needs sinfo, which is not on the PATH; "
                              "run snakemake on the cluster's login node or list fleet.nodes") from None
-    found = sorted(set(proc.stdout.split()))
-    if proc.returncode != 0 or not found:
+    states = dict(line.split()[:2] for line in proc.stdout.splitlines() if len(line.split()) >= 2)
+    if proc.returncode != 0 or not states:
         why = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "no node"
         raise NumasweepError(f"config: fleet.partition: sinfo lists no node of partition '{partition}' ({why}); "
                              "name a partition of `sinfo -s`")
-    return found
+    out = {node: state for node, state in states.items() if not available(state)}
+    found = sorted(set(states) - set(out))
+    if not found:
+        raise NumasweepError(f"config: fleet.partition: no node of partition '{partition}' can take a job now "
+                             f"({_states(out)}); resume them (`scontrol update nodename=... state=resume`) "
+                             "or name another partition")
+    note = (f"fleet.partition '{partition}': {len(out)} of {len(states)} nodes left out, as they take no job "
+            f"now: {_states(out)}; `sinfo -R` says why" if out else "")
+    return found, note
+
+
+def available(state: str) -> bool:
+    """Whether a node in this sinfo state (%t) takes a new job."""
+    return not state.endswith("*") and state.rstrip("*~#%!$@^-+") not in UNAVAILABLE
+
+
+def _states(nodes: dict[str, str]) -> str:
+    return ", ".join(f"{node} ({state.rstrip('*')}{', not responding' if state.endswith('*') else ''})"
+                     for node, state in sorted(nodes.items()))
 
 
 def spread(plan, fleet_nodes: list[str]):

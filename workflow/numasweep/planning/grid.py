@@ -395,7 +395,11 @@ def main(argv: list[str]) -> int:
         topo = topology.detect()
     else:
         topo = topology.load(args.arch) if args.arch else config_topology(checked["arch"], ",".join(args.config))
-    plan = expand(config, topo, ",".join(args.config))
+    # every job once per node of a fleet, as the workflow plans it (fleet.spread)
+    fleet_nodes, left_out = fleet.nodes(checked["fleet"])
+    if left_out:
+        print(f"numasweep: warning: {left_out}", file=sys.stderr)
+    plan = fleet.spread(expand(config, topo, ",".join(args.config)), fleet_nodes)
     if args.count:
         jobs = batch_counts(plan, checked, checked["system"] or topo.system)
         for bench in registry.names():
@@ -409,11 +413,12 @@ def main(argv: list[str]) -> int:
 
 
 def batch_counts(plan: Plan, config: dict, system: str) -> dict[str, int]:
-    """Snakemake jobs per benchmark with `batch` > 1, as snakemake plans them (over every node
-    of fleet.nodes; launch lines with the config's launcher); {} with batch 1, a job each."""
+    """Snakemake jobs per benchmark with `batch` > 1, as snakemake plans them (the plan spread
+    over a fleet's nodes already; launch lines with the config's launcher); {} with batch 1, a
+    job each."""
     if config["batch"] == 1:
         return {}
-    jobs = fleet.spread(plan, list(config["fleet"]["nodes"])).jobs
+    jobs = plan.jobs
     options = batch.point_options(jobs, f"results/{system}", launcher=config["launcher"], wrapper=config["wrapper"],
                                   srun_mpi=config["srun_mpi"])
     found = batch.batches(jobs, config["batch"], options)
