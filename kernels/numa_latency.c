@@ -481,18 +481,45 @@ static void print_table(const options *o, const result *all, int ranks)
     printf(".\n");
 }
 
+/* The ranks of this host whose buffers may land on a node this rank's may land on (its own
+ * included): those whose policy's nodes meet its own. Ranks each bound to their own node take
+ * nothing from each other's free memory. */
+static int ranks_sharing_nodes(const options *o, MPI_Comm local, int local_ranks)
+{
+    unsigned char mine[NS_MAX_NODES] = {0};
+    int nodes[NS_MAX_NODES];
+    int n = ns_policy_target_nodes(&o->common.policy, nodes, NS_MAX_NODES);
+    for (int i = 0; i < n; i++)
+        if (nodes[i] >= 0 && nodes[i] < NS_MAX_NODES)
+            mine[nodes[i]] = 1;
+    unsigned char *all = malloc((size_t)local_ranks * NS_MAX_NODES);
+    if (!all)
+        ns_die("out of memory");
+    MPI_Allgather(mine, NS_MAX_NODES, MPI_UNSIGNED_CHAR, all, NS_MAX_NODES, MPI_UNSIGNED_CHAR, local);
+    int sharing = 0;
+    for (int r = 0; r < local_ranks; r++)
+        for (int k = 0; k < NS_MAX_NODES; k++)
+            if (mine[k] && all[(size_t)r * NS_MAX_NODES + (size_t)k]) {
+                sharing++;
+                break;
+            }
+    free(all);
+    return sharing;
+}
+
 /* Refuse before allocating anything: every rank checks its largest size (with the ranks of
- * its host that hold buffers at the same time); the lowest failing rank explains. */
-static void refuse_without_memory(const options *o, int rank, int ranks, int local_ranks)
+ * its host that hold buffers on its nodes at the same time); the lowest failing rank explains. */
+static void refuse_without_memory(const options *o, int rank, int ranks, MPI_Comm local, int local_ranks)
 {
     uint64_t largest = 0;
     for (size_t i = 0; i < o->nsizes; i++)
         largest = o->sizes[i] > largest ? o->sizes[i] : largest;
-    int holders = o->serial ? 1 : local_ranks;
+    int sharing = ranks_sharing_nodes(o, local, local_ranks);
+    int holders = o->serial ? 1 : sharing;
     char what[96], want[32], msg[1024];
     ns_format_size(largest, want, sizeof want);
     if (holders > 1)
-        snprintf(what, sizeof what, "size %s for each of %d ranks on this host", want, holders);
+        snprintf(what, sizeof what, "size %s for each of %d ranks on these nodes", want, holders);
     else
         snprintf(what, sizeof what, "size %s", want);
     /* The chase's scratch space (4 bytes per 64-byte slot) is allocated alongside the buffer, on
@@ -580,7 +607,7 @@ int main(int argc, char **argv)
     ns_set_quiet_errors(rank != 0);
     ns_set_exit_hook(finalize_on_error);
 
-    refuse_without_memory(&o, rank, ranks, local_ranks);
+    refuse_without_memory(&o, rank, ranks, local, local_ranks);
     if (ranks > 1)
         ns_set_exit_hook(abort_on_error);
 
