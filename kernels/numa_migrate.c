@@ -351,7 +351,9 @@ static void emit(const options *o, const row *r, size_t page_bytes, ns_text *csv
         main_delta[i] = vmstat_delta(&r->before_counters, &r->after_counters, main_counters[i]);
     char deltas[4096];
     vmstat_format_deltas(&r->before_counters, &r->after_counters, deltas, sizeof deltas);
-    ns_text_printf(csv, "%s,%d,%d,%s,%s,%zu,%llu,%d,%ld,%d,%.9f,%.3f,%llu,%llu,%llu,%llu,%lld,%lld,%lld,\"%s\",\"%s\",%s,%.1f\n",
+    /* gb_s with six decimals: a slow move (0.18 GB/s under emulation) rounded to three would
+     * give two runs of different times one rate, and their interval no width */
+    ns_text_printf(csv, "%s,%d,%d,%s,%s,%zu,%llu,%d,%ld,%d,%.9f,%.6f,%llu,%llu,%llu,%llu,%lld,%lld,%lld,\"%s\",\"%s\",%s,%.1f\n",
                    r->direction, r->src, r->dst, method_names[r->method], ns_pages_name(o->common.pages), page_bytes,
                    (unsigned long long)r->bytes, r->threads, r->method == M_MOVE_PAGES ? o->batch : 0, r->repetition,
                    r->move.seconds, gb_s, (unsigned long long)total, (unsigned long long)r->after.on_target,

@@ -25,7 +25,7 @@ import yaml
 
 from benches import BAD_ARGS, GOOD, OPTION_CASES
 from helpers.kernels import CPU_KERNELS, assert_covers
-from helpers.workflow import copy_repo
+from helpers.workflow import ANY_MACHINE, copy_repo
 from numasweep.__main__ import main
 from numasweep.core.registry import all_benches
 
@@ -301,13 +301,6 @@ for _name, (_config, *_says) in PATHS.items():
 # nothing when it works); the files PWNED1..4 are what a shell running the name would create.
 HOSTILE = "x y$(touch PWNED1)`touch PWNED2`;touch PWNED3\ntouch PWNED4;z"
 ULISSE = REPO / "config" / "arch" / "ulisse.yaml"
-
-
-# An arch file every machine the tests run on has (CPUs 0 and 1 on node 0, which the default
-# sweep's two ranks need): the topology job sets an arch file against the node it runs on, and
-# refuses one naming CPUs or nodes the node lacks.
-ANY_MACHINE = {"system": "any", "cpu_model": "any", "hypervisor": None, "threads_per_core": 1,
-               "nodes": [{"id": 0, "cpus": "0-1", "memory": "1G"}], "distances": [[10]]}
 
 
 def _topology_rule(name: str) -> Callable[[Path], list[str]]:

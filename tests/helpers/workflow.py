@@ -18,6 +18,11 @@ NOT_COPIED = {".venv", ".git", ".snakemake", ".pytest_cache", "__pycache__"}
 # what a run writes at the repository's top (workflow/report holds the report's templates)
 NOT_COPIED_AT_TOP = {"build", "results", "report", "logs", "tests"}  # tests: the workflow never reads them
 TEST_CONFIGS = REPO / "tests" / "workflow" / "config"
+# An arch file every machine the tests run on has (CPUs 0 and 1 on node 0, which the default
+# sweep's two ranks need), for a test that runs the topology job on an arch file: that job sets
+# the file against the node it runs on and refuses one naming CPUs or nodes the node lacks.
+ANY_MACHINE = {"system": "any", "cpu_model": "any", "hypervisor": None, "threads_per_core": 1,
+               "nodes": [{"id": 0, "cpus": "0-1", "memory": "1G"}], "distances": [[10]]}
 
 
 def copy_repo(repo: Path, dest: Path, entries: tuple[str, ...] | None = None, link: tuple[str, ...] = ()) -> Path:

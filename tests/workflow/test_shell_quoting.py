@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.workflow import snakemake
+from helpers.workflow import ANY_MACHINE, snakemake
 
 # One name with every kind of shell metacharacter: a command substitution, backquotes, `;` and a
 # newline (each a command separator or substitution to a shell), and spaces.
@@ -44,7 +44,7 @@ def test_hostile_arch_wrapper_store_and_configfile_paths_are_only_paths(repo_cop
     hostile = repo_copy / HOSTILE
     hostile.mkdir()
     arch = f"{HOSTILE}/arch {HOSTILE}.yaml"
-    shutil.copy(repo_copy / "config" / "arch" / "ulisse.yaml", repo_copy / arch)
+    (repo_copy / arch).write_text(yaml.safe_dump(ANY_MACHINE))  # one this machine has: the job runs
     wrapper = f"{HOSTILE}/wrapper.sh"
     shutil.copy(repo_copy / "kernels" / "wrapper_numa.sh", repo_copy / wrapper)
     store = f"{HOSTILE}/store.sqlite"
@@ -62,7 +62,7 @@ def test_hostile_arch_wrapper_store_and_configfile_paths_are_only_paths(repo_cop
                          "--forceall")
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-3000:]
-        assert f"python -m numasweep topology --arch {shlex.quote(arch)} -o" in out, out[-3000:]
+        assert f"python -m numasweep topology --arch {shlex.quote(arch)} --here -o" in out, out[-3000:]
         assert f"--store {shlex.quote(store)}" in out, out[-3000:]
         assert not _ran(repo_copy), _ran(repo_copy)
 

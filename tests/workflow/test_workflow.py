@@ -108,10 +108,12 @@ def test_dry_run_prints_the_seed_launch_line(repo_copy: Path) -> None:
     # 2 one-rank scaling jobs need no launcher).
     assert out.count("run-job --job-id ") == 32
     assert out.count("--launch 'srun --nodes=1 ") == 32 - 2
-    # What the SLURM plugin reads: an MPI job of 8 tasks on a node of its own; a one-rank job
-    # with an empty `mpi`, so its shell also runs as is, outside a confining job step.
-    assert "mpi=srun, tasks=8, bench_slot=1, slurm_extra='--exclusive'" in out
-    assert "mpi=, tasks=1, bench_slot=1, slurm_extra='--exclusive'" in out
+    # What the SLURM plugin reads: an MPI job of 8 tasks on a node of its own, one node and its
+    # memory (LUMI-G's 512 GiB); a one-rank job with an empty `mpi`, so its shell also runs as
+    # is, outside a confining job step.
+    assert "mpi=srun, tasks=8, bench_slot=1, nodes=1, slurm_extra='--exclusive'" in out
+    assert "mpi=, tasks=1, bench_slot=1, nodes=1, slurm_extra='--exclusive'" in out
+    assert any("mem_mb=524288," in line for line in out.splitlines() if "mpi=srun, tasks=8," in line), out[-3000:]
 
 
 @pytest.mark.workflow
