@@ -159,6 +159,10 @@ def run_sh_command(layout: Layout, timeout: int, accel: str, command: list[str],
     return cmd + ["--", *command]
 
 
+# Boots again after a guest kernel panic before the command began (boot, below).
+BOOT_RETRIES = 3
+
+
 def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int) -> GuestRun:
     """Run every step in one guest. A guest that cannot start, dies or runs out of time fails
     the calling fixture with run.sh's message and the console tail; it is never a skip."""
@@ -171,11 +175,14 @@ def boot(repo: Path, out: Path, layout: Layout, steps: list[Step], timeout: int)
     start = time.monotonic()
     # run.sh enforces the limit itself; this outer one only catches run.sh hanging.
     proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=timeout + 60)
-    if proc.returncode == 125 and panicked_before_command(out / "console.log"):
+    for failed_boot in range(1, BOOT_RETRIES + 1):
+        if proc.returncode != 125 or not panicked_before_command(out / "console.log"):
+            break
         # QEMU's TCG now and then meets a guest kernel panic while the emulated CPUs come up
-        # (seen: int3 in sched_clock_cpu during boot), before the guest ran anything: boot again,
-        # once. A panic after the command began is never retried.
-        (out / "console.log").rename(out / "console-first-boot.log")
+        # (seen: int3 in sched_clock_cpu, a fault in run_timer_softirq, during boot; twice in a
+        # row once on the 16-CPU guest), before the guest ran anything: boot again, a few seconds
+        # each. A panic after the command began is never retried.
+        (out / "console.log").rename(out / f"console-boot-{failed_boot}.log")
         proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=timeout + 60)
     seconds = time.monotonic() - start
     assert proc.returncode == 0, (
