@@ -195,7 +195,10 @@ def _levels_findings(study: _Latency, lv: levels.Levels) -> list[Finding]:
                        f"{capacity_words(t.label, t.capacity_bytes) if t.label else TLB_CAUSE if t.kind == 'tlb' else 'unexplained'}"
                        + (" and on to memory" if t.to_memory else "") + title),
                 summary=_opening(text, t.describe() + left_out),
-                numbers={**base, "claim": True, "kind": t.kind, "from_size_bytes": t.from_size_bytes,
+                # a step states its ratio with its interval: one that holds 1 (two units, one
+                # degree of freedom) claims no difference, as the claims audit requires
+                numbers={**base, "claim": t.ratio is None or not t.ratio.covers(1.0), "kind": t.kind,
+                         "from_size_bytes": t.from_size_bytes,
                          "size_bytes": t.to_size_bytes, **analysis.interval_numbers("step_ratio", t.ratio),
                          **analysis.interval_numbers("location_bytes", t.location_bytes), "latency_before_ns": t.latency_before_ns,
                          "latency_after_ns": t.latency_after_ns, "matched_cache": t.label, "to_memory": t.to_memory,
