@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -121,27 +122,53 @@ def test_user_without_an_account_is_refused(slurm_fleet: Cluster) -> None:
 
 @pytest.fixture(scope="module")
 def arch(slurm_fleet: Cluster) -> Path:
-    """The campaigns' arch file: node1 described by a job on it. The machine the tests run
-    snakemake on is no node of this cluster, so `arch: auto` is refused there (below)."""
+    """The arch file of the campaigns below: node1 described by a job on it, as docs/slurm.md
+    shows for a campaign that keeps one."""
     return compute_node_arch(slurm_fleet.workdir / "compute-node.json", "node1")
 
 
-def test_arch_auto_is_refused_where_snakemake_runs_on_no_node_of_the_cluster(slurm_fleet: Cluster) -> None:
-    workdir = run_dir(slurm_fleet.workdir, "fleet-login")
-    result = snakemake(workdir, "-n", "--configfile", str(HERE / "sweep.yaml"))
-    assert result.returncode != 0, result.output[-3000:]
-    lines = [line for line in result.output.splitlines() if "arch: auto would plan" in line]
-    assert len(lines) == 1 and "not a node of the SLURM cluster" in lines[0], result.output[-3000:]
-    assert "topology --detect -o config/arch/NAME.json" in lines[0] and "Traceback" not in result.output
-
-
 @pytest.fixture(scope="module")
-def sacct_sweep(slurm_fleet: Cluster, kernels_bin: Path, arch: Path) -> tuple[Path, SnakemakeRun, dict[str, AccountedJob]]:
+def sacct_sweep(slurm_fleet: Cluster, kernels_bin: Path) -> tuple[Path, SnakemakeRun, dict[str, AccountedJob]]:
+    """The sweep with `arch: auto` from this machine, which is no node of the cluster (a login
+    node): the plan is a compute node's, detected by a job on it, and the kernels are built by
+    a job on a compute node (no build folder is copied in)."""
     workdir = run_dir(slurm_fleet.workdir, "fleet-sacct")
+    shutil.rmtree(workdir / "build")
     result = snakemake(workdir, "--configfile", str(HERE / "sweep.yaml"), "--slurm-status-command", "sacct",
-                       "--verbose", "--config", f"arch={arch}")
+                       "--verbose")
     submitted = SUBMITTED.findall(result.output)
     return workdir, result, sacct_jobs(submitted) if submitted else {}
+
+
+def test_arch_auto_on_a_login_node_plans_from_a_compute_node_detected_by_a_job(
+    sacct_sweep: tuple[Path, SnakemakeRun, dict]
+) -> None:
+    workdir, result, _ = sacct_sweep
+    lines = [line for line in result.output.splitlines() if "arch: auto: planned from" in line]
+    detected = workdir / "results" / ".compute-nodes" / "partition-default.json"
+    assert lines and all(line == lines[0] for line in lines) and str(detected.relative_to(workdir)) in lines[0], (
+        result.output[-3000:])
+    node = json.loads(detected.read_text())["system"]
+    assert node in ("node1", "node2") and f"compute node {node} " in lines[0], lines[0]
+    # The topology job's record is the plan's topology, set against the node it ran on.
+    record = json.loads((workdir / "results" / SYSTEM / "topology.json").read_text())
+    assert record["nodes"] == json.loads(detected.read_text())["nodes"], record
+    out = run(["sacct", "-X", "--parsable2", "--noheader", "--name", "numasweep-topology", "-o", "JobIDRaw,State,NodeList"])
+    assert any(r.split("|")[1:] == ["COMPLETED", node] for r in out.stdout.split()), out.stdout
+    # A second dry run reads the file: no job, the same line.
+    again = snakemake(workdir, "-n", "--configfile", str(HERE / "sweep.yaml"))
+    assert again.returncode == 0 and "detecting the compute node" not in again.output, again.output[-3000:]
+    assert "detected by an earlier run" in again.output, again.output[-3000:]
+
+
+def test_the_kernels_are_built_by_one_job_on_a_compute_node(sacct_sweep: tuple[Path, SnakemakeRun, dict]) -> None:
+    workdir, result, _ = sacct_sweep
+    build = re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/group_build", result.output)
+    assert len(build) == 1, f"one build job (group build) expected:\n{result.output[-3000:]}"
+    job = sacct_jobs(build)[build[0]]
+    assert job.node in ("node1", "node2") and job.state == "COMPLETED", job
+    for kernel in ("numa_latency", "numa_bandwidth"):
+        assert (workdir / "build" / "bin" / kernel).is_file(), kernel
 
 
 def test_sweep_runs_with_the_sacct_status_mode(sacct_sweep: tuple[Path, SnakemakeRun, dict]) -> None:

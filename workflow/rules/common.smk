@@ -68,6 +68,13 @@ FROM_CACHE = CONFIG["results"] is not None
 CACHED_PREFIX = "example-"
 
 
+def default_resources():
+    """The profile's (or --default-resources') values as written, quotes left out: what a job
+    snakemake runs itself at plan time (the compute node's detection) asks SLURM for."""
+    given = workflow.resource_settings.default_resources
+    return {} if given is None else {k: str(v.raw).strip("\"'") for k, v in given.items() if v.raw is not None}
+
+
 def _cached_system(folder):
     """The system a cached results folder describes: its topology.json, else the folder name."""
     topo = Path(folder) / "topology.json"
@@ -110,16 +117,23 @@ else:
     # The topology is needed while the DAG is built, so that `snakemake -n -p` prints the
     # real launch lines; the topology rule writes the same thing for the record.
     try:
-        # arch: auto is this machine: refused on a login node that no job runs on
-        if CONFIG["arch"] == "auto" and (_why := slurm.login_node(LAUNCHER)):
-            raise NumasweepError(_why)
-        TOPOLOGY = grid.config_topology(CONFIG["arch"])
-        PLAN = grid.expand(config, TOPOLOGY, "config")
         # Fleet mode: every job once per node, each pinned to its node (slurm_extra below).
         FLEET_NODES, _left_out = fleet.nodes(CONFIG["fleet"])
-        if _left_out:
+        if _left_out and workflow.is_main_process:
             print(f"numasweep: warning: {_left_out}", file=sys.stderr)
-        PLAN = fleet.spread(PLAN, FLEET_NODES)
+        # arch: auto is the machine the kernels run on: on a login node that no job runs on, a
+        # compute node's (or each fleet node's) topology, detected by a job on it, once
+        # (numasweep.planning.slurm); the kernels are then built on a compute node too.
+        ARCH = CONFIG["arch"]
+        LOGIN_NODE = slurm.login_node(LAUNCHER)
+        if ARCH == "auto":
+            _detected, _line = slurm.compute_node_arch(LOGIN_NODE, default_resources(), FLEET_NODES)
+            if _detected:
+                ARCH = _detected
+                if workflow.is_main_process:
+                    print(f"numasweep: {_line}", file=sys.stderr)
+        TOPOLOGY = grid.config_topology(ARCH)
+        PLAN = fleet.spread(grid.expand(config, TOPOLOGY, "config"), FLEET_NODES)
     except NumasweepError as exc:
         raise WorkflowError(str(exc)) from None
     SYSTEM = CONFIG["system"] or TOPOLOGY.system

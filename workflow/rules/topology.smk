@@ -2,7 +2,7 @@
 # into each job's provenance, and the report reads its caches and CPU lists).
 rule topology:
     input:
-        [] if CONFIG["arch"] == "auto" else [CONFIG["arch"]],
+        [] if ARCH == "auto" else [ARCH],
     output:
         f"{RESULTS_DIR}/topology.json",
     log:
@@ -11,12 +11,12 @@ rule topology:
         "../envs/report.yaml"
     params:
         # one word a list item: `:q` quotes each (an arch path may hold spaces or `$(...)`);
-        # an arch file is set against the node the job runs on (--here: one line where it names
-        # CPUs or NUMA nodes the node lacks)
+        # an arch file (or the compute node's detected one, ARCH in common.smk) is set against the
+        # node the job runs on (--here: one line where it names CPUs or NUMA nodes the node lacks)
         source=(
             ["--detect"]
-            if CONFIG["arch"] == "auto"
-            else ["--arch", CONFIG["arch"], "--here"]
+            if ARCH == "auto"
+            else ["--arch", ARCH, "--here"]
         ),
     shell:
         "python -m numasweep topology {params.source:q} -o {output:q} > {log:q} 2>&1"
