@@ -58,6 +58,11 @@ class Layout:
 
 ONE_NODE = Layout("one node, no accounting", (), accounting=False)
 FLEET = Layout("two namespace nodes, slurmdbd and MariaDB", ("--nodes", "2", "--accounting"), accounting=True)
+# A compute node of other hardware than this machine: the NUMA guest, whose own slurmd
+# (tests/slurm/guest_node.sh) registers it in partition `guest` (tests/numa_vm/test_slurm_guest_node.py).
+GUEST_NODE = "numa-vm"
+GUEST = Layout("one namespace node and the NUMA guest", ("--nodes", "1", "--guest", f"{GUEST_NODE}:4:1024"),
+               accounting=False)
 
 
 @dataclass(frozen=True)
@@ -216,7 +221,8 @@ def squeue_jobs(workdir: Path) -> list[tuple[str, str, str]]:
 
 
 def snakemake(
-    workdir: Path, *args: str, on_poll: Callable[[list[tuple[str, str, str]]], None] | None = None
+    workdir: Path, *args: str, on_poll: Callable[[list[tuple[str, str, str]]], None] | None = None,
+    timeout: float = SNAKEMAKE_LIMIT_S,
 ) -> SnakemakeRun:
     """snakemake with the slurm profile in workdir, watching squeue while it runs.
 
@@ -235,7 +241,7 @@ def snakemake(
     log = workdir / f"snakemake-{len(list(workdir.glob('snakemake-*.out')))}.out"
     proc = run_snakemake(workdir, "--profile", str(REPO / "profiles" / "slurm"),
                          "--slurm-init-seconds-before-status-checks", "2", *args,
-                         timeout=SNAKEMAKE_LIMIT_S, env=slurm_env(), watch=watch, log=log)
+                         timeout=timeout, env=slurm_env(), watch=watch, log=log)
     return SnakemakeRun(proc.returncode, proc.stdout, seen)
 
 

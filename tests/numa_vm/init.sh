@@ -23,15 +23,19 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 
-# 6.12 has virtio-pci built in; 9p and overlayfs are modules, in dependency order.
-for module in netfs 9pnet 9pnet_virtio 9p overlay; do
+# 6.12 has virtio-pci built in; 9p, overlayfs and the network card are modules, in dependency order.
+for module in netfs 9pnet 9pnet_virtio 9p overlay failover net_failover virtio_net; do
     insmod "/modules/$module.ko" || fail "cannot load kernel module $module"
 done
 
 job=""
+address=""
 # shellcheck disable=SC2013  # the kernel command line is one line of words
 for arg in $(cat /proc/cmdline); do
-    case "$arg" in numa_vm.job=*) job=${arg#numa_vm.job=} ;; esac
+    case "$arg" in
+        numa_vm.job=*) job=${arg#numa_vm.job=} ;;
+        numa_vm.ip=*) address=${arg#numa_vm.ip=} ;;
+    esac
 done
 [ -n "$job" ] || fail "no numa_vm.job= on the kernel command line"
 
@@ -66,6 +70,10 @@ fi
 
 # Open MPI's PMIx connects over loopback.
 ip link set lo up || fail "cannot bring up lo"
+# run.sh --tap --ip: the network card, e.g. on the SLURM test cluster's bridge.
+if [ -n "$address" ]; then
+    { ip addr add "$address" dev eth0 && ip link set eth0 up; } || fail "cannot give eth0 the address $address"
+fi
 hostname numa-vm
 
 echo "NUMA_VM_BEGIN"

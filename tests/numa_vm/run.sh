@@ -16,6 +16,9 @@
 #   --rw=DIR             share host folder DIR writable at the same path (repeatable); the
 #                        rest of the host's / is read-only with a throw-away in-memory overlay
 #   --log=FILE           keep the serial console log there (default: removed on success)
+#   --tap=IFNAME         a network card on the host's TAP device IFNAME (which must exist, e.g.
+#                        on a bridge: tests/slurm/cluster.sh up --guest makes one), with
+#   --ip=ADDR/PREFIX     the guest's address on it (eth0); without --tap the guest has only lo
 #
 # The command runs as root in the guest with the host's PATH, in the current directory.
 # Its output is printed here; run.sh exits with the command's exit code. When the guest
@@ -41,6 +44,8 @@ node_memory=512
 limit=300
 accel=tcg
 log=""
+tap=""
+ip=""
 rw_dirs=()
 
 die() { echo "numa_vm: error: $*" >&2; exit 2; }
@@ -56,7 +61,9 @@ while [ $# -gt 0 ]; do
         --accel=*) accel=${1#*=} ;;
         --rw=*) rw_dirs+=("${1#*=}") ;;
         --log=*) log=${1#*=} ;;
-        --help|-h) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --tap=*) tap=${1#*=} ;;
+        --ip=*) ip=${1#*=} ;;
+        --help|-h) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
         *) die "unknown option '$1': see tests/numa_vm/run.sh --help" ;;
     esac
@@ -83,6 +90,11 @@ esac
 for dir in "${rw_dirs[@]}"; do
     [ -d "$dir" ] || die "--rw=$dir is not a folder: create it first"
 done
+if [ -n "$tap" ] || [ -n "$ip" ]; then
+    [[ "$ip" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]] || die "--tap needs --ip=ADDR/PREFIX (e.g. 10.213.77.21/24), not '$ip'"
+    [ -n "$tap" ] || die "--ip needs --tap=IFNAME, the host's TAP device for the guest's network card"
+    [ -e "/sys/class/net/$tap" ] || die "--tap=$tap: no such network device: create the TAP device first (ip tuntap add dev NAME mode tap)"
+fi
 
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found: apt-get install qemu-system-x86"
 command -v cpio >/dev/null || die "cpio not found: apt-get install cpio"
@@ -108,7 +120,7 @@ initramfs() {
         done
         cp "$HERE/init.sh" "$stage/init"
         chmod 755 "$stage/init"
-        for module in netfs 9pnet 9pnet_virtio 9p overlay; do
+        for module in netfs 9pnet 9pnet_virtio 9p overlay failover net_failover virtio_net; do
             path=$(find "$KERNEL_DIR/modules/kernel" -name "$module.ko*" | head -n 1)
             [ -n "$path" ] || { rm -rf "$stage"; die "kernel module $module missing from $KERNEL_DIR: rerun fetch_kernel.sh"; }
             case "$path" in
@@ -165,10 +177,13 @@ qemu_args=(
     -nodefaults -display none -no-reboot
     -serial "file:$CONSOLE"
     -kernel "$KERNEL_DIR/vmlinuz" -initrd "$INITRD"
-    -append "console=ttyS0 quiet loglevel=3 panic=-1 init_on_alloc=0 tsc=reliable numa_vm.job=$JOB"
+    -append "console=ttyS0 quiet loglevel=3 panic=-1 init_on_alloc=0 tsc=reliable numa_vm.job=$JOB${ip:+ numa_vm.ip=$ip}"
     -virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$JOB,mount_tag=job,security_model=none,multidevs=remap"
 )
+if [ -n "$tap" ]; then
+    qemu_args+=(-netdev "tap,id=net0,ifname=$tap,script=no,downscript=no" -device "virtio-net-pci,netdev=net0")
+fi
 : > "$JOB/mounts"
 for i in "${!rw_dirs[@]}"; do
     dir=$(cd "${rw_dirs[$i]}" && pwd)

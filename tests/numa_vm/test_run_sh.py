@@ -45,6 +45,8 @@ def test_qemu_that_cannot_start_fails_with_its_message(guest_kernel: Path) -> No
     (["--cpus-per-node=3", "--l3-groups=2", "--", "true"], "--l3-groups=2 does not divide --cpus-per-node=3"),
     (["--l3-groups=0", "--", "true"], "'0' is not a positive integer"),
     (["--accel=hvf", "--", "true"], "--accel=hvf: use tcg or kvm"),
+    (["--tap=nsw-absent", "--", "true"], "--tap needs --ip=ADDR/PREFIX"),
+    (["--tap=nsw-absent", "--ip=10.0.0.9/24", "--", "true"], "--tap=nsw-absent: no such network device"),
 ])
 def test_bad_options_name_the_problem(args: list[str], message: str) -> None:
     proc = run_sh(*args)

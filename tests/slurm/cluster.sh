@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # A SLURM cluster on this one machine, for the slurm profile's tests and for trying the profile
 # by hand. Debian's packages, no systemd, everything under one state folder:
-#   bash tests/slurm/cluster.sh up [--nodes N] [--accounting]
+#   bash tests/slurm/cluster.sh up [--nodes N] [--accounting] [--guest NAME:CPUS:MEMORY_MB]
 #        install (once), start the daemons, wait until every node is idle. Without --nodes, one
 #        node: this machine itself, on 127.0.0.1. With --nodes N, N nodes node1..nodeN, each a
 #        slurmd in a network namespace of its own (own address on a private bridge, own host
 #        name in a UTS namespace) under one slurmctld. --accounting adds slurmdbd on a private
 #        MariaDB server (its own data folder and socket, not the system service), so sacct works.
+#        --guest (with --nodes) adds node NAME in partition `guest`, at the bridge's .21 through
+#        the TAP device nsw-guest: a machine of other hardware (the NUMA guest, run.sh --tap)
+#        whose own slurmd registers it; `up` does not wait for it.
 #   bash tests/slurm/cluster.sh down     cancel jobs, stop each daemon by its pidfile, remove the
 #                                        namespaces, the bridge and the state
 #   bash tests/slurm/cluster.sh status   each daemon's PID and state, then sinfo; exit 1 unless all run
@@ -31,6 +34,8 @@ DBD_PORT=${NUMASWEEP_SLURMDBD_PORT:-16819}
 DB_PORT=${NUMASWEEP_MARIADB_PORT:-16306}
 SUBNET=${NUMASWEEP_SLURM_SUBNET:-10.213.77}
 BRIDGE=numasweep0
+GUEST_TAP=nsw-guest
+GUEST=""
 NETNS_PREFIX=numasweep-
 PACKAGES=(slurm-wlm slurmctld slurmd slurm-client munge)
 ACCOUNTING_PACKAGES=(slurmdbd mariadb-server)
@@ -187,6 +192,12 @@ write_config() {  # write_config CTLD_ADDR
             done
             echo "PartitionName=debug Nodes=node[1-$NODES] Default=YES MaxTime=INFINITE State=UP"
         fi
+        if [ -n "$GUEST" ]; then
+            IFS=: read -r name cpus memory <<<"$GUEST"
+            echo "# Another machine, the NUMA guest: its own slurmd registers it (run.sh --tap=$GUEST_TAP)."
+            echo "NodeName=$name NodeHostname=$name NodeAddr=$(guest_addr) CPUs=$cpus RealMemory=$memory State=UNKNOWN"
+            echo "PartitionName=guest Nodes=$name MaxTime=INFINITE State=UP"
+        fi
     } >"$CONF.tmp"
     mv "$CONF.tmp" "$CONF"
 }
@@ -194,6 +205,7 @@ write_config() {  # write_config CTLD_ADDR
 # ------------------------------------------------------------------ network namespaces
 
 node_addr() { echo "$SUBNET.$((10 + $1))"; }
+guest_addr() { echo "$SUBNET.21"; }
 
 subnet_free() {
     local inside covering
@@ -220,6 +232,10 @@ make_network() {
         ip -n "$ns" addr add "$(node_addr "$i")/24" dev eth0
         ip -n "$ns" link set eth0 up
     done
+    if [ -n "$GUEST" ]; then
+        ip tuntap add dev "$GUEST_TAP" mode tap
+        ip link set "$GUEST_TAP" master "$BRIDGE" up
+    fi
     node_hosts >"$STATE/hosts"
 }
 
@@ -231,6 +247,7 @@ node_hosts() {
     for ((i = 1; i <= NODES; i++)); do
         echo "$(node_addr "$i") node$i"
     done
+    [ -z "$GUEST" ] || echo "$(guest_addr) ${GUEST%%:*}"
 }
 
 our_namespaces() { ip netns list 2>/dev/null | awk '{ print $1 }' | grep "^$NETNS_PREFIX" || true; }
@@ -247,6 +264,7 @@ remove_network() {
         fi
         ip netns delete "$ns" || true
     done
+    ip link show "$GUEST_TAP" >/dev/null 2>&1 && ip link delete "$GUEST_TAP"
     ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE"
     return 0
 }
@@ -379,9 +397,16 @@ up() {
                 shift 2
                 ;;
             --accounting) ACCOUNTING=1; shift ;;
-            *) die "unknown option '$1' (usage: cluster.sh up [--nodes N] [--accounting])" ;;
+            --guest)
+                [[ ${2:-} =~ ^[a-z][a-z0-9-]*:[1-9][0-9]*:[1-9][0-9]*$ ]] \
+                    || die "--guest takes NAME:CPUS:MEMORY_MB (e.g. numa-vm:4:1024), not '${2:-}'"
+                GUEST=$2
+                shift 2
+                ;;
+            *) die "unknown option '$1' (usage: cluster.sh up [--nodes N] [--accounting] [--guest NAME:CPUS:MEMORY_MB])" ;;
         esac
     done
+    [ -z "$GUEST" ] || [ "$NODES" != 0 ] || die "--guest needs --nodes N: the guest reaches the controller on the nodes' bridge"
     if [ -f "$DAEMONS_FILE" ]; then
         status >/dev/null && { echo "cluster.sh: already up"; sinfo; return 0; }
         die "a cluster was started before and is not fully running: bash $0 down, then up again"
@@ -434,6 +459,7 @@ down() {
     if running_pid slurmctld >/dev/null; then
         # Jobs first, so no job step outlives its slurmd.
         scancel --full --quiet --partition=debug 2>/dev/null || true
+        scancel --full --quiet --partition=guest 2>/dev/null || true
         for ((i = 0; i < 60; i++)); do
             [ -z "$(squeue -h -t running,completing -o %i 2>/dev/null)" ] && break
             sleep 0.25
