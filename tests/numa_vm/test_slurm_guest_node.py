@@ -4,7 +4,7 @@ bridge through a TAP device: tests/slurm/cluster.sh up --guest, run.sh --tap), w
 slurmctld and snakemake stay on this machine, which is no node of the cluster: a login node.
 
 The default config's `arch: auto` under profiles/slurm (tests/slurm/guest.yaml: one bandwidth
-job on NUMA node 3) must then plan, build, run and report for the guest: its topology detected
+job on CPU 3 bound to NUMA node 3) must then plan, build, run and report for the guest: its topology detected
 by a job on it, launch lines that name a CPU and a NUMA node this machine lacks, the kernels
 compiled there for its CPU, the report's system the guest's. A campaign whose arch file names
 CPUs the node lacks fails in its topology job with one line naming both machines."""
@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -113,11 +114,12 @@ def test_the_plan_is_the_compute_nodes_detected_by_a_job_on_it(guest_node: Guest
     assert guest.system == GUEST_NODE and guest.node_ids() == [0, 1, 2, 3], guest.to_json()[:600]
     # The launch line binds to CPU 3 and node 3's memory: the guest's, not this machine's.
     lines = [line for line in sweep.output.splitlines() if "numa_bandwidth" in line and "--cpuset=" in line]
-    assert lines and all("--cpuset=3 --policy=local" in line for line in lines), lines
+    assert lines and all("--cpuset=3 --numa=3 --policy=bind" in line for line in lines), lines
     csvs = sorted((guest_node.workdir / "results" / "guestnode" / "bandwidth").glob("*.csv"))
     assert len(csvs) == 1, csvs
     _, rows = read_rows(csvs[0])
-    assert rows and {(r["host"], r["cpus"], r["cpu_nodes"]) for r in rows} == {(GUEST_NODE, "3", "3")}, rows[:2]
+    seen = {(r["host"], r["cpus"], r["cpu_nodes"], r["policy"], r["mem_nodes"]) for r in rows}
+    assert rows and seen == {(GUEST_NODE, "3", "3", "bind", "3")}, rows[:2]
 
 
 def test_the_kernels_were_built_by_a_job_on_the_compute_node(guest_node: GuestNode, sweep: SnakemakeRun) -> None:
@@ -149,3 +151,14 @@ def test_an_arch_file_the_node_contradicts_is_refused_in_one_line(guest_node: Gu
     assert "config/arch/lumi-g.yaml describes lumi-g" in line and f"this job runs on {GUEST_NODE}" in line, line
     assert "CPU(s) 4-127 are not here" in line and "Traceback" not in result.output, line
     assert not (guest_node.workdir / "results" / "contradicted" / "topology.json").exists()
+
+
+def test_grid_counts_from_the_same_compute_node(guest_node: GuestNode, sweep: SnakemakeRun) -> None:
+    """`grid --count` on the login node plans as the workflow did: from the kept detection."""
+    sweep.assert_succeeded()
+    proc = subprocess.run([sys.executable, "-m", "numasweep", "grid", "--config", str(CAMPAIGN), "--count",
+                           "--partition", "guest"], cwd=guest_node.workdir, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"planned from compute node {GUEST_NODE} of partition guest, detected by an earlier run" in proc.stderr
+    counts = dict(line.split("\t")[:2] for line in proc.stdout.splitlines() if "\t" in line)
+    assert counts["bandwidth"] == "1" and counts["latency"] == "0", proc.stdout

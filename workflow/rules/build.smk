@@ -7,6 +7,7 @@
 BUILD_GROUP = "build" if LOGIN_NODE else None
 BUILD_EXTRA = f"'--nodelist={FLEET_NODES[0]}'" if LOGIN_NODE and FLEET_NODES else ""
 
+
 rule build_common:
     input:
         common_sources(),
@@ -14,10 +15,10 @@ rule build_common:
         "build/lib/libnumasweep_common.a",
     log:
         "logs/build/common.log",
-    conda:
-        "../envs/kernels.yaml"
     group:
         BUILD_GROUP
+    conda:
+        "../envs/kernels.yaml"
     resources:
         bench_slot=1,
         nodes=1,
@@ -36,10 +37,10 @@ rule build:
         f"{BIN_DIR}/{{kernel}}",
     log:
         "logs/build/{kernel}.log",
-    conda:
-        "../envs/kernels.yaml"
     group:
         BUILD_GROUP
+    conda:
+        "../envs/kernels.yaml"
     resources:
         bench_slot=1,
         nodes=1,

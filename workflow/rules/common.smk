@@ -72,7 +72,11 @@ def default_resources():
     """The profile's (or --default-resources') values as written, quotes left out: what a job
     snakemake runs itself at plan time (the compute node's detection) asks SLURM for."""
     given = workflow.resource_settings.default_resources
-    return {} if given is None else {k: str(v.raw).strip("\"'") for k, v in given.items() if v.raw is not None}
+    return (
+        {}
+        if given is None
+        else {k: str(v.raw).strip("\"'") for k, v in given.items() if v.raw is not None}
+    )
 
 
 def _cached_system(folder):
@@ -127,7 +131,9 @@ else:
         ARCH = CONFIG["arch"]
         LOGIN_NODE = slurm.login_node(LAUNCHER)
         if ARCH == "auto":
-            _detected, _line = slurm.compute_node_arch(LOGIN_NODE, default_resources(), FLEET_NODES)
+            _detected, _line = slurm.compute_node_arch(
+                LOGIN_NODE, default_resources(), FLEET_NODES
+            )
             if _detected:
                 ARCH = _detected
                 if workflow.is_main_process:

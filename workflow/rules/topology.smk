@@ -13,11 +13,7 @@ rule topology:
         # one word a list item: `:q` quotes each (an arch path may hold spaces or `$(...)`);
         # an arch file (or the compute node's detected one, ARCH in common.smk) is set against the
         # node the job runs on (--here: one line where it names CPUs or NUMA nodes the node lacks)
-        source=(
-            ["--detect"]
-            if ARCH == "auto"
-            else ["--arch", ARCH, "--here"]
-        ),
+        source=(["--detect"] if ARCH == "auto" else ["--arch", ARCH, "--here"]),
     shell:
         "python -m numasweep topology {params.source:q} -o {output:q} > {log:q} 2>&1"
 

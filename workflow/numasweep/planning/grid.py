@@ -24,7 +24,7 @@ import jsonschema
 import yaml
 
 from numasweep.core import registry, topology
-from numasweep.planning import batch, checks, fleet, paths, placement
+from numasweep.planning import batch, checks, fleet, paths, placement, slurm
 from numasweep.core.errors import NumasweepError, Unavailable
 from numasweep.core.io import load_yaml, pattern_problem
 from numasweep.core.units import parse_size, parse_sizes
@@ -381,6 +381,8 @@ def main(argv: list[str]) -> int:
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--arch", help="arch file or topology.json (default: the config's `arch`)")
     src.add_argument("--detect", action="store_true", help="detect this machine from sysfs")
+    ap.add_argument("--partition", help="SLURM: the profile's slurm_partition, whose compute node `arch: auto` "
+                                        "plans from where this machine is no node of the cluster")
     ap.add_argument("--count", action="store_true",
                     help="print only the number of jobs per benchmark (and of batches, with batch > 1)")
     args = ap.parse_args(argv)
@@ -391,14 +393,23 @@ def main(argv: list[str]) -> int:
     checked = validate_config(config, ",".join(args.config))
     # The wrapper is run (so checked) by the workflow, from the checkout; grid only plans.
     paths.check_config_paths(checked, ",".join(args.config), skip=("wrapper",) + ("arch",) * bool(args.arch or args.detect))
-    if args.detect or args.arch == "auto":
-        topo = topology.detect()
-    else:
-        topo = topology.load(args.arch) if args.arch else config_topology(checked["arch"], ",".join(args.config))
     # every job once per node of a fleet, as the workflow plans it (fleet.spread)
     fleet_nodes, left_out = fleet.nodes(checked["fleet"])
     if left_out:
         print(f"numasweep: warning: {left_out}", file=sys.stderr)
+    arch = args.arch or ("auto" if args.detect else checked["arch"])
+    if arch == "auto" and not args.detect:
+        # as the workflow plans on a login node: the compute node's kept (or new) detection
+        detected, line = slurm.compute_node_arch(slurm.login_node(checked["launcher"]),
+                                                 {"slurm_partition": args.partition} if args.partition else {},
+                                                 fleet_nodes)
+        if detected:
+            print(f"numasweep: {line}", file=sys.stderr)
+            arch = detected
+    if arch == "auto":
+        topo = topology.detect()
+    else:
+        topo = topology.load(arch) if arch != checked["arch"] else config_topology(arch, ",".join(args.config))
     plan = fleet.spread(expand(config, topo, ",".join(args.config)), fleet_nodes)
     if args.count:
         jobs = batch_counts(plan, checked, checked["system"] or topo.system)
