@@ -128,16 +128,11 @@ else:
         # arch: auto is the machine the kernels run on: on a login node that no job runs on, a
         # compute node's (or each fleet node's) topology, detected by a job on it, once
         # (numasweep.planning.slurm); the kernels are then built on a compute node too.
-        ARCH = CONFIG["arch"]
-        LOGIN_NODE = slurm.login_node(LAUNCHER)
-        if ARCH == "auto":
-            _detected, _line = slurm.compute_node_arch(
-                LOGIN_NODE, default_resources(), FLEET_NODES
-            )
-            if _detected:
-                ARCH = _detected
-                if workflow.is_main_process:
-                    print(f"numasweep: {_line}", file=sys.stderr)
+        ARCH, _line, LOGIN_NODE = slurm.planned_arch(
+            CONFIG["arch"], LAUNCHER, default_resources(), FLEET_NODES
+        )
+        if _line and workflow.is_main_process:
+            print(f"numasweep: {_line}", file=sys.stderr)
         TOPOLOGY = grid.config_topology(ARCH)
         PLAN = fleet.spread(grid.expand(config, TOPOLOGY, "config"), FLEET_NODES)
     except NumasweepError as exc:

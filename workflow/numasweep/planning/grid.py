@@ -397,19 +397,18 @@ def main(argv: list[str]) -> int:
     fleet_nodes, left_out = fleet.nodes(checked["fleet"])
     if left_out:
         print(f"numasweep: warning: {left_out}", file=sys.stderr)
-    arch = args.arch or ("auto" if args.detect else checked["arch"])
-    if arch == "auto" and not args.detect:
-        # as the workflow plans on a login node: the compute node's kept (or new) detection
-        detected, line = slurm.compute_node_arch(slurm.login_node(checked["launcher"]),
-                                                 {"slurm_partition": args.partition} if args.partition else {},
-                                                 fleet_nodes)
-        if detected:
-            print(f"numasweep: {line}", file=sys.stderr)
-            arch = detected
-    if arch == "auto":
+    if args.detect:
         topo = topology.detect()
+    elif args.arch and args.arch != "auto":
+        topo = topology.load(args.arch)
     else:
-        topo = topology.load(arch) if arch != checked["arch"] else config_topology(arch, ",".join(args.config))
+        # as the workflow plans: on a login node, from the compute node's kept (or new) detection
+        arch, line, _ = slurm.planned_arch(args.arch or checked["arch"], checked["launcher"],
+                                           {"slurm_partition": args.partition} if args.partition else {},
+                                           fleet_nodes)
+        if line:
+            print(f"numasweep: {line}", file=sys.stderr)
+        topo = config_topology(arch, ",".join(args.config))
     plan = fleet.spread(expand(config, topo, ",".join(args.config)), fleet_nodes)
     if args.count:
         jobs = batch_counts(plan, checked, checked["system"] or topo.system)

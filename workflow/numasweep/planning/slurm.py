@@ -56,6 +56,17 @@ def login_node(launcher: str, environ: dict | None = None) -> str:
     return f"this machine ({host}) is no node of the SLURM cluster the jobs run on"
 
 
+def planned_arch(arch: str, launcher: str, resources: dict, fleet_nodes: list[str]) -> tuple[str, str, str]:
+    """(arch to plan from, line to print or "", login_node's reason or ""): the config's `arch`,
+    where it is `auto` the compute node's detection (compute_node_arch) on a login node. The
+    workflow and `grid` plan through this one call."""
+    on_login = login_node(launcher)
+    if arch != "auto":
+        return arch, "", on_login
+    detected, line = compute_node_arch(on_login, resources, fleet_nodes)
+    return detected or arch, line, on_login
+
+
 def compute_node_arch(on_login: str, resources: dict, fleet_nodes: list[str], folder: str | Path = DETECTED,
                       environ: dict | None = None) -> tuple[str, str]:
     """(arch file, line to print) that `arch: auto` plans from under the srun launcher: the
@@ -71,12 +82,9 @@ def compute_node_arch(on_login: str, resources: dict, fleet_nodes: list[str], fo
     missing = [node for node, path in files.items() if not path.exists()]
     if missing and (environ.get("SLURM_JOB_ID") or not on_login):
         return "", ""
-    detected = ""
     if missing:
         _detect(missing, files, resources, on_login, environ)
-        detected = "detected now by a job on it"
-    else:
-        detected = "detected by an earlier run"
+    detected = "detected now by a job on it" if missing else "detected by an earlier run"
     topos = {node: topology.load(path) for node, path in files.items()}
     first, *others = files
     differ = [node for node in others if _shape(topos[node]) != _shape(topos[first])]
@@ -93,7 +101,7 @@ def compute_node_arch(on_login: str, resources: dict, fleet_nodes: list[str], fo
 
 
 def _word(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text).strip("\"'"))
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text))
 
 
 def _shape(topo) -> str:
@@ -114,8 +122,8 @@ def _detect(nodes: list[str], files: dict[str, Path], resources: dict, on_login:
     cmd = ["srun", "-J", "numasweep-topology", "-t", str(DETECT_MINUTES), "--exclusive"]
     for option, key in (("-p", "slurm_partition"), ("-A", "slurm_account"), ("-C", "constraint")):
         if resources.get(key):
-            cmd += [option, str(resources[key]).strip("\"'")]
-    fleet = nodes != [""]
+            cmd += [option, str(resources[key])]
+    fleet = "" not in files
     cmd += (["-N", str(len(nodes)), "--ntasks-per-node=1", "-w", ",".join(nodes)] if fleet else ["-N1", "-n1"])
     # Each task writes the file its node's name gives; one node of a partition writes the one file.
     script = ('exec "$0" -m numasweep topology --detect -o "$1$SLURMD_NODENAME.json"' if fleet
