@@ -367,9 +367,30 @@ class Pairs:
         return half <= BORDER_HALF_WIDTH or (half <= HALF_WIDTH and decided)
 
 
+def calibrate(array_bytes: int, workdir: Path) -> Path:
+    """The workflow's calibration (numasweep.benches.bandwidth.calibration, rule calibrate): every
+    shape in 7 interleaved rounds on one thread and these arrays, each kernel's shape decided with
+    its interval; printed, and its shapes file returned for --shapes."""
+    from numasweep.benches.bandwidth import calibration
+
+    csv, out = workdir / "calibration.csv", workdir / "calibration.json"
+    launch = (f"env OMP_NUM_THREADS=1 OMP_PLACES=cores OMP_PROC_BIND=close {BIN / 'numa_bandwidth'} --calibrate=7 "
+              f"--array-size={array_bytes // 1024}K --csv={csv}.partial")
+    env = {"PYTHONPATH": str(REPO / "workflow")}
+    run([sys.executable, "-m", "numasweep", "run-setup", "--launch", launch, "--table", str(csv),
+         "--log", str(workdir / "calibration.log")], env=env)
+    run([sys.executable, "-m", "numasweep", "calibrate", "--table", str(csv), "--launch", launch,
+         "--kernel", str(BIN / "numa_bandwidth"), "--outputs", str(out), str(workdir / "calibration.shapes")], env=env)
+    rec = json.loads(out.read_text())
+    print(f"calibration (7 rounds, 1 thread, as the workflow decides once per machine; load average {load():.2f}):")
+    for d in rec["decisions"]:
+        print(f"  {calibration.words(d)}")
+    return workdir / "calibration.shapes"
+
+
 def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Path | None, ref_dir: Path,
                       workdir: Path, shapes: bool, likwid_groups: list[str] | None, rows: tuple[str, ...],
-                      max_pairs: int, budget_s: float, ntimes: int, variant: str = "auto") -> list[str]:
+                      max_pairs: int, budget_s: float, ntimes: int, variant: str = "calibrated") -> list[str]:
     elements = array_bytes // 8
     print(f"\n== bandwidth: {format_size(array_bytes)} per array ({array_bytes} bytes), MB/s = 10^6 bytes/s "
           f"counted as STREAM does, load average {load():.2f} ==")
@@ -395,6 +416,9 @@ def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Pat
     if flavours:
         print("likwid-bench flavours this CPU runs: " + "; ".join(f"{g}: {' '.join(f)}" for g, f in flavours.items()))
     verdicts = []
+    shape_args = [f"--variant={variant}"]
+    if variant == "calibrated":   # as the workflow runs them: one calibration, its shapes at every thread count
+        shape_args = [f"--shapes={calibrate(array_bytes, workdir)}"]
     for threads in threads_list:
         env = {"OMP_NUM_THREADS": str(threads), **OMP_ENV}
         record = Pairs()
@@ -418,7 +442,7 @@ def bandwidth_section(array_bytes: int, threads_list: list[int], stream_src: Pat
             out = workdir / f"bw-{threads}-{tag}.csv"
             proc = run([BIN / "numa_bandwidth", f"--kernels={','.join(kernels)}", f"--stores={','.join(stores)}",
                         f"--array-size={array_bytes // 1024}K", f"--ntimes={ntimes}", "--quiet", f"--csv={out}",
-                        *(extra or [f"--variant={variant}"])], env={**env, **OMP_AFFINITY})
+                        *(extra or shape_args)], env={**env, **OMP_AFFINITY})
             table = read_csv(out, required=["kernel", "stores", "best_mb_s", "avg_mb_s", "validation", "array_bytes"])
             if (table["validation"] != "pass").any() or int(table["array_bytes"].iloc[0]) != array_bytes:
                 fail(f"{out}: numa_bandwidth failed its validation or ran another size")
@@ -707,9 +731,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--shapes", action="store_true",
                         help="bandwidth: also run our kernels in every code shape (--variant=all) and print them "
                              "beside likwid's flavours")
-    parser.add_argument("--variant", default="auto",
-                        help="bandwidth: our code shape in the pairs (default auto: calibration picks per run), "
-                             "e.g. avx512 to compare one shape with the references")
+    parser.add_argument("--variant", default="calibrated",
+                        help="bandwidth: our code shape in the pairs (default calibrated: one calibration first, "
+                             "as the workflow's, its shapes at every thread count; auto: the kernel's one-timing "
+                             "pick per run), e.g. avx512 to compare one shape with the references")
     parser.add_argument("--baseline", type=Path,
                         help="latency: also run numa_latency from this folder (e.g. an earlier build) as a fourth "
                              "tool in the same rounds, and print its ratio to the reference chase beside ours")

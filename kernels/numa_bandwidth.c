@@ -15,10 +15,11 @@
  * (copy, scale, add, triad, write) run once per store kind asked for, each its own sequence of
  * repetitions; nt needs x86-64 and the sequential pattern. The bytes counted are the same for both.
  * Code shapes (--variant, the CSV's variant column): the sequential kernels run as the plain
- * loop, scalar code, 256-bit or 512-bit vectors, each with or without unrolling, and with
- * non-temporal stores the unrolled vectors also four pages at a time ("Code shapes" below); by
- * default a short calibration on the arrays picks the fastest shape per kernel and store kind,
- * as the shape alone moves a kernel's rate by a quarter on some processors.
+ * loop, scalar code, 128-, 256- or 512-bit vectors, each with or without unrolling, and with
+ * non-temporal stores the unrolled vectors also four pages at a time ("Code shapes" below), as
+ * the shape alone moves a kernel's rate by a quarter on some processors. The workflow decides
+ * each kernel's shape once per machine (--calibrate, then `python -m numasweep calibrate`) and
+ * runs it with --shapes=FILE; on its own the kernel picks the fastest of one timed run of each.
  * Patterns: sequential (e = 0..N-1), strided (e = 0, S, 2S, ... ; N/S elements), random
  * (e = idx[k] for a random permutation idx of 0..N-1: gather and scatter).
  * Each repetition runs the selected kernels in the order above; the first repetition is not
@@ -27,6 +28,7 @@
  * placed by OMP_PLACES / OMP_PROC_BIND. Arrays are mapped with --pages, the policy applied
  * before first touch, and touched in parallel with the kernels' own static schedule.
  */
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -49,12 +51,16 @@ enum { P_SEQUENTIAL, P_STRIDED, P_RANDOM, NPATTERNS };
 static const char *pattern_names[NPATTERNS] = {"sequential", "strided", "random"};
 
 /* Code shapes of the sequential kernels: see "Code shapes" below. */
-enum { V_LOOP, V_SCALAR, V_SCALAR_U, V_AVX2, V_AVX2_U, V_AVX2_P, V_AVX512, V_AVX512_U, V_AVX512_P, NVARIANTS };
-static const char *variant_names[NVARIANTS] = {"loop", "scalar", "scalar-unroll", "avx2", "avx2-unroll", "avx2-pages",
-                                               "avx512", "avx512-unroll", "avx512-pages"};
-#define VARIANT_HINT                                                                                           \
-    "auto, all, or a list of loop, scalar, scalar-unroll, avx2, avx2-unroll, avx2-pages, avx512, avx512-unroll, " \
-    "avx512-pages"
+/* In this order of preference: where a calibration cannot tell shapes apart, the first of them
+ * in this list is chosen (the simpler, the nearer STREAM's own loop). */
+enum { V_LOOP, V_SCALAR, V_SCALAR_U, V_SSE, V_SSE_U, V_AVX2, V_AVX2_U, V_AVX2_P, V_AVX512, V_AVX512_U, V_AVX512_P,
+       NVARIANTS };
+static const char *variant_names[NVARIANTS] = {"loop", "scalar", "scalar-unroll", "sse", "sse-unroll", "avx2",
+                                               "avx2-unroll", "avx2-pages", "avx512", "avx512-unroll",
+                                               "avx512-pages"};
+#define VARIANT_HINT                                                                                              \
+    "auto, all, or a list of loop, scalar, scalar-unroll, sse, sse-unroll, avx2, avx2-unroll, avx2-pages, avx512, " \
+    "avx512-unroll, avx512-pages"
 #define V_AUTO (-1)
 /* One timed run per shape: shapes that differ by more than a busy machine's noise are told apart
  * by one; those within it cost the same either way, and the calibration stays under the
@@ -77,7 +83,7 @@ static int variant_runs_here(int v, const char **why)
         return 0;
     }
 #else
-    if (v != V_LOOP && v != V_SCALAR && v != V_SCALAR_U) {
+    if (v != V_LOOP && v != V_SCALAR && v != V_SCALAR_U) { /* sse: SSE2, part of every x86-64 */
         *why = "built for x86-64 only";
         return 0;
     }
@@ -107,6 +113,8 @@ typedef struct {
     int stores[NSTORES];
     int variant_auto;         /* --variant=auto: calibrated per kernel and stores */
     int variants[NVARIANTS];  /* else the shapes asked for */
+    const char *shapes_file;  /* --shapes: each kernel's shape per stores, as a calibration decided */
+    int calibrate_rounds;     /* --calibrate=N: every shape timed N rounds, written; nothing measured */
     long stride;
     int threads;
     uint64_t seed;
@@ -120,7 +128,8 @@ static int kernel_runs(const options *o, int k, int st)
     return o->stores[st] && o->kernels[k] && (k != K_READ || st == S_REGULAR);
 }
 
-enum { OPT_ARRAY_SIZE = NS_OPT_KERNEL, OPT_NTIMES, OPT_KERNELS, OPT_PATTERN, OPT_STRIDE, OPT_THREADS, OPT_SEED, OPT_STORES, OPT_VARIANT };
+enum { OPT_ARRAY_SIZE = NS_OPT_KERNEL, OPT_NTIMES, OPT_KERNELS, OPT_PATTERN, OPT_STRIDE, OPT_THREADS, OPT_SEED, OPT_STORES, OPT_VARIANT,
+       OPT_SHAPES, OPT_CALIBRATE };
 
 static const struct option long_options[] = {
     NS_COMMON_LONG_OPTIONS,
@@ -133,6 +142,8 @@ static const struct option long_options[] = {
     {"seed", required_argument, 0, OPT_SEED},
     {"stores", required_argument, 0, OPT_STORES},
     {"variant", required_argument, 0, OPT_VARIANT},
+    {"shapes", required_argument, 0, OPT_SHAPES},
+    {"calibrate", required_argument, 0, OPT_CALIBRATE},
     {0, 0, 0, 0},
 };
 
@@ -150,10 +161,15 @@ static void usage(void)
            "  --variant=LIST      code shape of the sequential kernels: auto (default: a short calibration on\n"
            "                      the arrays picks the fastest shape per kernel and stores), all (every shape\n"
            "                      this CPU runs), or a list of loop (the plain loop as built, regular stores\n"
-           "                      only), scalar, avx2, avx512 (256- and 512-bit vectors), their -unroll forms\n"
-           "                      (four steps per iteration) and avx2-pages, avx512-pages (non-temporal\n"
-           "                      stores only: unrolled, four 4 KiB pages at a time); the CSV's variant\n"
-           "                      column names the shape used\n"
+           "                      only), scalar, sse, avx2, avx512 (128-, 256- and 512-bit vectors), their\n"
+           "                      -unroll forms (four steps per iteration; read: eight partial sums) and\n"
+           "                      avx2-pages, avx512-pages (non-temporal stores only: unrolled, four 4 KiB\n"
+           "                      pages at a time); the CSV's variant column names the shape used\n"
+           "  --shapes=FILE       each kernel's shape per store kind from FILE, lines \"KERNEL STORES SHAPE\"\n"
+           "                      (what `python -m numasweep calibrate` decides once per machine)\n"
+           "  --calibrate=N       time every shape this CPU runs in N rounds (the shapes interleaved) per\n"
+           "                      kernel and store kind (regular, and nt on x86-64); --csv gets one row per\n"
+           "                      round and shape; nothing else is measured\n"
            "  --stride=N          element step of the strided pattern (default 8 = one 64-byte line)\n"
            "  --threads=N         OpenMP threads (default OMP_NUM_THREADS, else all CPUs allowed)\n"
            "  --seed=N            seed of the random pattern (default 1)\n\n%s",
@@ -248,6 +264,8 @@ static void parse(int argc, char **argv, options *o)
                 ns_names_arg("--variant", optarg, variant_names, NVARIANTS, o->variants, VARIANT_HINT);
             }
             break;
+        case OPT_SHAPES: o->shapes_file = optarg; break;
+        case OPT_CALIBRATE: o->calibrate_rounds = (int)ns_int_arg("--calibrate", optarg, 2, 1000); break;
         case OPT_STRIDE: o->stride = ns_int_arg("--stride", optarg, 1, 1L << 30); break;
         case OPT_THREADS: o->threads = (int)ns_int_arg("--threads", optarg, 1, NS_MAX_CPUS); break;
         case OPT_SEED: o->seed = (uint64_t)ns_int_arg("--seed", optarg, 0, 1L << 62); break;
@@ -263,6 +281,19 @@ static void parse(int argc, char **argv, options *o)
     if (o->stores[S_NT])
         ns_die("--stores=nt: non-temporal stores are built for x86-64 only: use --stores=regular");
 #endif
+    if ((o->shapes_file || o->calibrate_rounds) && !o->variant_auto)
+        ns_die("--variant with %s: give one of them (--variant fixes the shape by hand)",
+               o->shapes_file ? "--shapes" : "--calibrate");
+    if (o->shapes_file && o->calibrate_rounds)
+        ns_die("--shapes with --calibrate: give one of them (--calibrate makes what --shapes reads)");
+    if (o->calibrate_rounds) { /* every store kind this build has, the sequential pattern */
+        o->stores[S_REGULAR] = 1;
+#if defined(__x86_64__)
+        o->stores[S_NT] = 1;
+#endif
+        memset(o->patterns, 0, sizeof o->patterns);
+        o->patterns[P_SEQUENTIAL] = 1;
+    }
     if (!o->variant_auto)
         check_variants(o);
     /* a --csv that cannot be written is the one error said, before the default size's warning */
@@ -363,10 +394,14 @@ static double read_sequential(const double *restrict a, size_t n)
  *   loop            the plain loop, as the build flags compile it (what STREAM runs; regular
  *                   stores only; the strided and random patterns always run it)
  *   scalar          one double per instruction (vectorisation off for these workers)
+ *   sse             128-bit vectors (SSE2, every x86-64), 2 doubles per instruction: the width
+ *                   of likwid-bench's *_sse kernels, its fastest on some processors (a Zen 4
+ *                   guest read 23.1 GB/s with load_sse against 18.4 with load_avx512, one thread)
  *   avx2            256-bit vectors (AVX2 and FMA), 4 doubles per instruction
  *   avx512          512-bit vectors (AVX-512F), 8 doubles per instruction
- *   *-unroll        the same with four independent steps per loop iteration (four partial
- *                   sums in read)
+ *   *-unroll        the same with four independent steps per loop iteration; read with eight
+ *                   partial sums, one per consecutive vector, as likwid-bench's sum, sum_sse,
+ *                   sum_avx and sum_avx512 loops are written
  *   *-pages         non-temporal stores only: unrolled, in another order, four 4 KiB pages at a
  *                   time, one iteration's worth of each in turn, as glibc's memcpy copies large
  *                   blocks with non-temporal stores (STREAM's copy as gcc builds it). Hardware
@@ -405,6 +440,10 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
 /* One step of u (0..U-1) in a loop iteration at element e; U = 1 or 4. */
 #define REP1(S) { const size_t u = 0; S; }
 #define REP4(S) { { const size_t u = 0; S; } { const size_t u = 1; S; } { const size_t u = 2; S; } { const size_t u = 3; S; } }
+#define REP8(S) { REP4(S) { { const size_t u = 4; S; } { const size_t u = 5; S; } { const size_t u = 6; S; } { const size_t u = 7; S; } } }
+/* The read kernel's steps per iteration: eight for the unrolled shapes (READ_STEPS_4). */
+#define READ_STEPS_1 1
+#define READ_STEPS_4 8
 #define AT(P) ((P) + e + u * W_)
 
 /* A store kernel: whole groups of U vectors, then single vectors, then single elements with
@@ -446,19 +485,24 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
         return 0;                                                                                              \
     }
 
-/* The read kernel: U partial sums of vectors, summed at the end. */
-#define READ_WORKER(FN, ATTR, U, ORDER, V, W, LD, ADD, ZERO, HSUM)                                             \
+/* The read kernel: U partial sums of vectors (U = 1 or 8), summed at the end. Unrolled, it is
+ * likwid-bench's sum loop (5.2.2's sum, sum_sse, sum_avx, sum_avx512 as objdump shows them: eight
+ * accumulators, each adding one of eight consecutive vectors per iteration). READ_WORKER expands
+ * its U (READ_STEPS_1 or READ_STEPS_4) before READ_WORKER_ pastes it. */
+#define READ_WORKER(FN, ATTR, U, ORDER, V, W, LD, ADD, ZERO, HSUM) READ_WORKER_(FN, ATTR, U, ORDER, V, W, LD, ADD, ZERO, HSUM)
+#define READ_WORKER_(FN, ATTR, U, ORDER, V, W, LD, ADD, ZERO, HSUM)                                            \
     ATTR __attribute__((noinline)) static double FN(double *restrict a, double *restrict b, double *restrict c, \
                                                     size_t lo, size_t hi)                                      \
     {                                                                                                          \
         enum { W_ = W };                                                                                       \
         (void)b, (void)c;                                                                                      \
-        V acc[4] = {ZERO, ZERO, ZERO, ZERO};                                                                   \
+        V acc[8] = {ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO};                                           \
         size_t e = lo;                                                                                         \
         MAIN_LOOP_##ORDER((U) * W_, REP##U(acc[u] = ADD(acc[u], LD(AT(a))));)                                  \
         for (; e + W_ <= hi; e += W_)                                                                          \
             REP1(acc[u] = ADD(acc[u], LD(AT(a))));                                                             \
-        double sum = (HSUM(acc[0]) + HSUM(acc[1])) + (HSUM(acc[2]) + HSUM(acc[3]));                            \
+        double sum = ((HSUM(acc[0]) + HSUM(acc[1])) + (HSUM(acc[2]) + HSUM(acc[3]))) +                         \
+                     ((HSUM(acc[4]) + HSUM(acc[5])) + (HSUM(acc[6]) + HSUM(acc[7])));                          \
         for (; e < hi; e++)                                                                                    \
             sum += a[e];                                                                                       \
         return sum;                                                                                            \
@@ -480,7 +524,7 @@ typedef double (*worker_fn)(double *restrict a, double *restrict b, double *rest
 #define SHAPE(NAME, ATTR, U, ORDER, V, W, LD, ST, NT, SET1, ADD, MUL, ZERO, HSUM)                              \
     STORE_KERNELS(NAME, regular, ATTR, U, ORDER, V, W, LD, ST, SET1, ADD, MUL)                                 \
     STORE_KERNELS(NAME, nt, ATTR, U, ORDER, V, W, LD, NT, SET1, ADD, MUL)                                      \
-    READ_WORKER(NAME##_read, ATTR, U, ORDER, V, W, LD, ADD, ZERO, HSUM)
+    READ_WORKER(NAME##_read, ATTR, READ_STEPS_##U, ORDER, V, W, LD, ADD, ZERO, HSUM)
 
 /* A shape with non-temporal stores only (the page order). */
 #define NT_SHAPE(NAME, ATTR, U, ORDER, V, W, LD, NT, SET1, ADD, MUL)                                            \
@@ -525,6 +569,12 @@ SHAPE(scalar_u, SCALAR_ATTR, 4, straight, double, 1, SC_LD, SC_ST, SC_NT, SC_SET
 
 #if defined(__x86_64__)
 #define VEC_ATTR(ISA) __attribute__((target(ISA), optimize("no-tree-loop-distribute-patterns")))
+#define SSE_ATTR VEC_ATTR("sse2")
+#define X_HSUM(X) ((X)[0] + (X)[1])
+SHAPE(sse, SSE_ATTR, 1, straight, __m128d, 2, _mm_load_pd, _mm_store_pd, _mm_stream_pd, _mm_set1_pd, _mm_add_pd,
+      _mm_mul_pd, _mm_setzero_pd(), X_HSUM)
+SHAPE(sse_u, SSE_ATTR, 4, straight, __m128d, 2, _mm_load_pd, _mm_store_pd, _mm_stream_pd, _mm_set1_pd, _mm_add_pd,
+      _mm_mul_pd, _mm_setzero_pd(), X_HSUM)
 #define AVX2_ATTR VEC_ATTR("avx2,fma")
 #define AVX512_ATTR VEC_ATTR("avx512f")
 #define Y_HSUM(X) (((X)[0] + (X)[1]) + ((X)[2] + (X)[3]))
@@ -548,6 +598,8 @@ static const worker_fn workers[NVARIANTS][NSTORES][NKERNELS] = {
     [V_SCALAR] = SHAPE_TABLE(scalar),
     [V_SCALAR_U] = SHAPE_TABLE(scalar_u),
 #if defined(__x86_64__)
+    [V_SSE] = SHAPE_TABLE(sse),
+    [V_SSE_U] = SHAPE_TABLE(sse_u),
     [V_AVX2] = SHAPE_TABLE(avx2),
     [V_AVX2_U] = SHAPE_TABLE(avx2_u),
     [V_AVX2_P] = NT_SHAPE_TABLE(avx2_p),
@@ -628,39 +680,120 @@ static double run_kernel(const arrays *A, int kernel, int stores, int variant, d
     return t;
 }
 
-/* --variant=auto: for each kernel and store kind, every shape this CPU runs is timed
- * CALIBRATION_ROUNDS times on the real arrays (the shapes in turn, the order rotated each
- * round, so that a slow phase of a busy machine falls on all of them); the shape of the shortest
- * time is chosen. rate_out[v]: its best MB/s, 0 where not timed. Each kernel writes one array
- * from others it does not write, so repeating it leaves the arrays as one run does; the
- * measurement resets them anyway. */
-static int calibrate(const arrays *A, int kernel, int stores, const int *runs_here, double *rate_out)
+/* Every shape this CPU runs with these stores, timed `rounds` times on the real arrays: the
+ * shapes in turn, the order rotated each round, so that a slow phase of a busy machine falls on
+ * all of them. times[r][v]: round r's seconds of shape v, INFINITY where not timed. Each kernel
+ * writes one array from others it does not write, so repeating it leaves the arrays as one run
+ * does; the measurement resets them anyway. */
+static void time_shapes(const arrays *A, int kernel, int stores, const int *runs_here, int rounds,
+                        double (*times)[NVARIANTS])
 {
     int cand[NVARIANTS], ncand = 0;
-    for (int v = 0; v < NVARIANTS; v++) {
-        rate_out[v] = 0;
+    for (int v = 0; v < NVARIANTS; v++)
         if (runs_here[v] && variant_has_stores(v, stores))
             cand[ncand++] = v;
-    }
-    double best[NVARIANTS];
-    for (int v = 0; v < NVARIANTS; v++)
-        best[v] = INFINITY;
-    for (int r = 0; r < CALIBRATION_ROUNDS; r++) {
+    for (int r = 0; r < rounds; r++) {
+        for (int v = 0; v < NVARIANTS; v++)
+            times[r][v] = INFINITY;
         for (int i = 0; i < ncand; i++) {
             int v = cand[(i + r) % ncand];
-            double t = run_kernel(A, kernel, stores, v, NULL);
-            best[v] = t < best[v] ? t : best[v];
+            times[r][v] = run_kernel(A, kernel, stores, v, NULL);
         }
     }
-    int chosen = cand[0];
-    double moved = (double)kernel_words[kernel] * sizeof(double) * (double)A->count;
-    for (int i = 0; i < ncand; i++) {
-        int v = cand[i];
-        rate_out[v] = 1e-6 * moved / best[v];
-        if (best[v] < best[chosen])
+}
+
+/* Bytes a kernel counts per pass over the visited elements. */
+static double bytes_moved(const arrays *A, int kernel)
+{
+    return (double)kernel_words[kernel] * sizeof(double) * (double)A->count;
+}
+
+/* --variant=auto without --shapes (a run of the kernel on its own): CALIBRATION_ROUNDS timed
+ * runs of each shape (time_shapes), the shape of the shortest time chosen. rate_out[v]: its best
+ * MB/s, 0 where not timed. The workflow decides once per machine instead, with an interval
+ * (--calibrate, `python -m numasweep calibrate`, --shapes). */
+static int calibrate(const arrays *A, int kernel, int stores, const int *runs_here, double *rate_out)
+{
+    double times[CALIBRATION_ROUNDS][NVARIANTS];
+    time_shapes(A, kernel, stores, runs_here, CALIBRATION_ROUNDS, times);
+    int chosen = -1;
+    double best[NVARIANTS];
+    for (int v = 0; v < NVARIANTS; v++) {
+        best[v] = INFINITY;
+        for (int r = 0; r < CALIBRATION_ROUNDS; r++)
+            best[v] = times[r][v] < best[v] ? times[r][v] : best[v];
+        rate_out[v] = isfinite(best[v]) ? 1e-6 * bytes_moved(A, kernel) / best[v] : 0;
+        if (isfinite(best[v]) && (chosen < 0 || best[v] < best[chosen]))
             chosen = v;
     }
     return chosen;
+}
+
+static int index_of(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], name))
+            return i;
+    return -1;
+}
+
+/* How a shape came to be chosen, per kernel and stores: the CSV's shape_choice column. */
+#define CHOICE_LEN 512
+typedef char choice_text[CHOICE_LEN];
+
+/* --shapes=FILE: lines "KERNEL STORES SHAPE" and, after '#', how the shape was chosen (that text
+ * goes into the rows' shape_choice); lines that start with '#' are comments. One shape per kernel
+ * and store kind this run measures; a shape this CPU does not run is refused, as is a kernel the
+ * file leaves out: the file is another machine's or another build's. */
+static void read_shapes(const options *o, int chosen[NSTORES][NKERNELS], choice_text choice[NSTORES][NKERNELS])
+{
+    const char *path = o->shapes_file;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        ns_die("--shapes=%s: %s: calibrate first (python -m numasweep calibrate) or give --variant", path,
+               strerror(errno));
+    int have[NSTORES][NKERNELS] = {{0}};
+    char line[2048];
+    for (int no = 1; fgets(line, sizeof line, f); no++) {
+        if (!strchr(line, '\n') && !feof(f))
+            ns_die("--shapes=%s line %d: longer than %zu characters: calibrate again (python -m numasweep calibrate)",
+                   path, no, sizeof line - 2);
+        char *p = line + strspn(line, " \t");
+        if (*p == '#' || *p == '\n' || !*p)
+            continue;
+        char *why_chosen = strchr(p, '#'), kn[32], sn[32], vn[32], more[2];
+        if (why_chosen)
+            *why_chosen++ = 0;
+        if (sscanf(p, "%31s %31s %31s %1s", kn, sn, vn, more) != 3)
+            ns_die("--shapes=%s line %d: not \"KERNEL STORES SHAPE\": calibrate again (python -m numasweep "
+                   "calibrate)", path, no);
+        int k = index_of(kernel_names, NKERNELS, kn), st = index_of(store_names, NSTORES, sn);
+        int v = index_of(variant_names, NVARIANTS, vn);
+        if (k < 0 || st < 0 || v < 0)
+            ns_die("--shapes=%s line %d: '%s %s %s' names no kernel, store kind or shape of this build: calibrate "
+                   "again (python -m numasweep calibrate)", path, no, kn, sn, vn);
+        const char *why;
+        if (!variant_runs_here(v, &why) || !variant_has_stores(v, st))
+            ns_die("--shapes=%s line %d: %s %s: %s: %s; calibrate on this machine (python -m numasweep calibrate)",
+                   path, no, kn, sn, vn, *why ? why : "the shape has no form for these stores");
+        chosen[st][k] = v;
+        have[st][k] = 1;
+        size_t len = 0;
+        if (why_chosen) {
+            why_chosen += strspn(why_chosen, " \t");
+            for (; why_chosen[len] && why_chosen[len] != '\n' && len + 1 < CHOICE_LEN; len++)
+                choice[st][k][len] = why_chosen[len] == '"' ? '\'' : why_chosen[len];
+        }
+        if (!len)
+            len = (size_t)snprintf(choice[st][k], CHOICE_LEN, "from %s", path);
+        choice[st][k][len < CHOICE_LEN ? len : CHOICE_LEN - 1] = 0;
+    }
+    fclose(f);
+    for (int st = 0; st < NSTORES; st++)
+        for (int k = 0; k < NKERNELS; k++)
+            if (kernel_runs(o, k, st) && !have[st][k])
+                ns_die("--shapes=%s names no shape for %s with %s stores: calibrate again (python -m numasweep "
+                       "calibrate) or give --variant", path, kernel_names[k], store_names[st]);
 }
 
 /* STREAM's check: replay the kernels on scalars and compare the average error of the visited
@@ -833,6 +966,7 @@ typedef struct {
     int runs_here[NVARIANTS];
     int calibrated;
     int chosen[NSTORES][NKERNELS];
+    choice_text choice[NSTORES][NKERNELS]; /* with --shapes: how the calibration chose */
     double rate[NSTORES][NKERNELS][NVARIANTS];
 } shapes;
 
@@ -841,6 +975,11 @@ static void find_shapes(const options *o, arrays *A, shapes *sh)
     for (int v = 0; v < NVARIANTS; v++) {
         const char *why;
         sh->runs_here[v] = variant_runs_here(v, &why);
+    }
+    if (o->shapes_file) {
+        sh->calibrated = 0;
+        read_shapes(o, sh->chosen, sh->choice);
+        return;
     }
     sh->calibrated = o->variant_auto && o->patterns[P_SEQUENTIAL];
     if (!sh->calibrated)
@@ -879,6 +1018,8 @@ static void print_header(const options *o, const arrays *A, const run_info *info
         if (o->variant_auto ? sh->runs_here[v] : o->variants[v])
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? " " : "",
                      variant_names[v]);
+    char from[300];
+    snprintf(from, sizeof from, "from %s, among", o->shapes_file ? o->shapes_file : "");
     printf("numa_bandwidth: STREAM kernels, %d threads on CPUs %s (nodes %s), OMP_PROC_BIND=%s OMP_PLACES=%s\n"
            "  3 arrays of %s (%zu doubles) each, %d repetitions (first not counted), pages %s\n"
            "  policy %s nodes %s%s%s, pages found on %s (move_pages, <= %d pages per array)\n"
@@ -893,7 +1034,7 @@ static void print_header(const options *o, const arrays *A, const run_info *info
            *info->weights ? " weights " : "", info->weights, info->fractions, NS_PLACEMENT_MAX_SAMPLES,
            info->resolution * 1e9, info->first_touch,
            o->stores[S_REGULAR] && o->stores[S_NT] ? "regular and nt" : o->stores[S_NT] ? "nt" : "regular",
-           o->variant_auto ? "auto, calibrated among" : "asked for", names);
+           o->shapes_file ? from : o->variant_auto ? "auto, calibrated among" : "asked for", names);
     if (sh->calibrated)
         print_calibration(o, sh);
     printf("%-8s %-7s %-13s %-11s %8s %12s %10s %12s %12s %12s %s\n", "Kernel", "Stores", "Variant", "Pattern",
@@ -1003,15 +1144,19 @@ static void report_rows(const options *o, const arrays *A, const run_info *info,
             if (best < 20 * info->resolution)
                 ns_warn("%s %s took %.0f ns, under 20 timer ticks: use a larger --array-size", kernel_names[k],
                         pattern_names[p], best * 1e9);
+            const char *how = p != P_SEQUENTIAL ? "the plain loop: the strided and random patterns run only it"
+                              : o->shapes_file ? sh->choice[st][k]
+                              : R->variant[r] == V_AUTO ? "the fastest of one timed run of each shape (--variant=auto)"
+                                                        : "named (--variant)";
             ns_text_printf(csv,
                            "%s,%s,%ld,%d,\"%s\",\"%s\",%s,\"%s\",\"%s\",%s,%zu,%.0f,%.1f,%.1f,%.1f,%d,%s,\"%s\",%s,%s,%d,"
-                           "%.4f,%.0f,%s,%.1f\n",
+                           "%.4f,%.0f,%s,%.1f,\"%s\"\n",
                            kernel_names[k], pattern_names[p], stride, info->nthreads, info->cpus, info->cpu_nodes,
                            info->seen.name, info->mem_nodes, info->weights, ns_pages_name(o->common.pages),
                            A->n * sizeof(double), moved, 1e-6 * moved / best, 1e-6 * moved / avg,
                            1e-6 * moved / worst, o->ntimes, valid ? "pass" : "fail", info->fractions, info->host,
                            store_names[st], kernel_words[k] * (int)sizeof(double), info->first_touch,
-                           best / info->resolution, variant_names[v], 100 * on_cpu);
+                           best / info->resolution, variant_names[v], 100 * on_cpu, how);
             if (!o->common.quiet) { /* flushed: a log redirected to a file shows each row as it ends */
                 printf("%-8s %-7s %-13s %-11s %8ld %12.1f %10d %12.6f %12.6f %12.6f %s\n", kernel_names[k],
                        store_names[st], variant_names[v], pattern_names[p], stride, 1e-6 * moved / best,
@@ -1020,6 +1165,50 @@ static void report_rows(const options *o, const arrays *A, const run_info *info,
             }
         }
     }
+}
+
+/* --calibrate=N: every shape of every kernel and store kind timed in N rounds (time_shapes), one
+ * CSV row per round and shape; `python -m numasweep calibrate` decides from them. */
+static void calibration_rows(const options *o, arrays *A, const run_info *info, ns_text *csv)
+{
+    int runs_here[NVARIANTS];
+    for (int v = 0; v < NVARIANTS; v++) {
+        const char *why;
+        runs_here[v] = variant_runs_here(v, &why);
+    }
+    A->pattern = P_SEQUENTIAL;
+    A->count = A->n;
+    ns_text_printf(csv, "kernel,stores,shape,round,seconds,mb_s,threads,cpus,host,array_bytes,bytes_per_iter\n");
+    double (*times)[NVARIANTS] = malloc((size_t)o->calibrate_rounds * sizeof *times);
+    if (!o->common.quiet)
+        printf("numa_bandwidth: calibration, %d rounds of every shape, %d threads on CPUs %s, 3 arrays of %zu "
+               "doubles\n%-8s %-7s %-13s %s\n", o->calibrate_rounds, info->nthreads, info->cpus, A->n, "Kernel",
+               "Stores", "Variant", "MB/s per round");
+    for (int st = 0; st < NSTORES; st++)
+        for (int k = 0; k < NKERNELS; k++) {
+            if (!kernel_runs(o, k, st))
+                continue;
+            time_shapes(A, k, st, runs_here, o->calibrate_rounds, times);
+            for (int v = 0; v < NVARIANTS; v++) {
+                if (!isfinite(times[0][v]))
+                    continue;
+                if (!o->common.quiet)
+                    printf("%-8s %-7s %-13s", kernel_names[k], store_names[st], variant_names[v]);
+                for (int r = 0; r < o->calibrate_rounds; r++) {
+                    double rate = 1e-6 * bytes_moved(A, k) / times[r][v];
+                    ns_text_printf(csv, "%s,%s,%s,%d,%.9f,%.1f,%d,\"%s\",%s,%zu,%.0f\n", kernel_names[k],
+                                   store_names[st], variant_names[v], r, times[r][v], rate, info->nthreads,
+                                   info->cpus, info->host, A->n * sizeof(double), bytes_moved(A, k));
+                    if (!o->common.quiet)
+                        printf(" %.0f", rate);
+                }
+                if (!o->common.quiet)
+                    printf("\n");
+            }
+        }
+    free(times);
+    if (!o->common.quiet)
+        fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -1040,15 +1229,23 @@ int main(int argc, char **argv)
     double first_touch = set_up_arrays(&o, &buf, &A);
     run_info info;
     find_run_info(&o, &A, first_touch, &info);
+    ns_text csv = {0};
+    if (o.calibrate_rounds) {
+        calibration_rows(&o, &A, &info, &csv);
+        if (o.common.csv)
+            ns_csv_write(o.common.csv, &csv);
+        ns_text_free(&csv);
+        free_arrays(&buf);
+        return 0;
+    }
     shapes sh;
     find_shapes(&o, &A, &sh);
     if (!o.common.quiet)
         print_header(&o, &A, &info, &sh);
 
-    ns_text csv = {0};
     ns_text_printf(&csv, "kernel,pattern,stride,threads,cpus,cpu_nodes,policy,mem_nodes,weights,page_size,"
                          "array_bytes,bytes_per_iter,best_mb_s,avg_mb_s,min_mb_s,ntimes,validation,page_fractions,"
-                         "host,stores,bytes_per_element,first_touch_s,timer_ticks,variant,on_cpu_pct\n");
+                         "host,stores,bytes_per_element,first_touch_s,timer_ticks,variant,on_cpu_pct,shape_choice\n");
     runs R;
     R.times = malloc((size_t)o.ntimes * NKERNELS * MAX_RUNS * sizeof *R.times);
     ns_oncpu_mark *marks = malloc((size_t)info.nthreads * sizeof *marks);

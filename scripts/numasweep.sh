@@ -56,7 +56,7 @@ case "${1:-}" in
         apt_install "${APT_RUN[@]}"
         venv
         snakemake --profile profiles/local
-        echo "numasweep.sh: report written under report/ (see report/*/experimentation.md)"
+        # snakemake itself ends with the report's path, its headline and what it left unconcluded
         ;;
     test)
         apt_install "${APT_RUN[@]}" "${APT_TEST[@]}"

@@ -354,14 +354,14 @@ def test_two_thread_counts_give_the_rise_with_its_interval_and_no_plateau(reps):
     assert n["rise_low"] > 1 + bw_findings.MIN_EFFECT and covers(n, "rise", 1.5)
     assert n["average_rise_low"] is not None and covers(n, "average_rise", 1.5)
     assert ("spread of replicates" in n["rise_method"]) == (reps > 1)
-    assert "plateau needs three or more thread counts" in found.summary
+    assert "No plateau is placed: placing one takes three or more thread counts" in found.summary
     assert "rises 1.5" in found.summary
 
 
 def test_two_thread_counts_without_a_rise_claim_nothing():
     (found,) = bw_findings.bandwidth_saturation(_two_counts(1.0, 3, 8), None)
     assert not found.numbers["claim"] and not found.numbers["average_claim"]
-    assert "no change is claimed" in found.summary and "plateau needs three" in found.summary
+    assert "no change is claimed" in found.summary and "No plateau is placed" in found.summary
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import platform
+
 import re
 
 from helpers.kernels import contract_columns, fractions, read_rows, run, run_ok
@@ -74,8 +76,8 @@ def test_regular_store_loops_are_not_turned_into_memcpy(kernels_bin):
     assert {"scalar_copy_regular", "scalar_u_write_regular"} <= workers, sorted(workers)
 
 
-SHAPES = ["loop", "scalar", "scalar-unroll", "avx2", "avx2-unroll", "avx2-pages", "avx512", "avx512-unroll",
-          "avx512-pages"]
+SHAPES = ["loop", "scalar", "scalar-unroll", "sse", "sse-unroll", "avx2", "avx2-unroll", "avx2-pages", "avx512",
+          "avx512-unroll", "avx512-pages"]
 REGULAR_ONLY, NT_ONLY = {"loop"}, {"avx2-pages", "avx512-pages"}   # the shapes with one store kind
 
 
@@ -151,6 +153,71 @@ def test_all_runs_every_shape_here_and_bad_shapes_are_refused(kernels_bin, tmp_p
     for missing in set(SHAPES) - set(here):
         proc = run([kernels_bin / "numa_bandwidth", "--array-size=1M", f"--variant={missing}"])
         assert proc.returncode == 2 and "this CPU has no" in proc.stderr, proc.stderr
+
+
+def test_calibrate_times_every_shape_in_rounds_and_measures_nothing(kernels_bin, tmp_path):
+    """--calibrate=N: one row per round, kernel, store kind and shape this CPU runs (nt where the
+    build has it), every shape in every round; python -m numasweep calibrate decides from them."""
+    here = _shapes_here(kernels_bin)
+    csv_path = tmp_path / "calibration.csv"
+    run_ok([kernels_bin / "numa_bandwidth", "--array-size=1M", "--calibrate=3", "--kernels=triad,read",
+            f"--csv={csv_path}"], env={"OMP_NUM_THREADS": "1"})
+    _, rows = read_rows(csv_path)
+    stores = {"regular", "nt"} if platform.machine() == "x86_64" else {"regular"}
+    expected = {(k, st, s, r) for k in ("triad", "read") for st in stores for s in here for r in range(3)
+                if st in _stores_of(s) and not (k == "read" and st == "nt")}
+    assert {(r["kernel"], r["stores"], r["shape"], int(r["round"])) for r in rows} == expected
+    assert all(float(r["mb_s"]) > 0 and int(r["threads"]) == 1 for r in rows)
+    proc = run([kernels_bin / "numa_bandwidth", "--array-size=1M", "--calibrate=3", "--variant=avx2"])
+    assert proc.returncode == 2 and "give one of them" in proc.stderr, proc.stderr
+
+
+def test_shapes_file_sets_each_kernels_shape_and_refuses_what_it_lacks(kernels_bin, tmp_path):
+    shapes = tmp_path / "calibration.shapes"
+    shapes.write_text("# kernel stores shape\ntriad regular sse-unroll\nread regular scalar-unroll\n")
+    csv_path = tmp_path / "bw.csv"
+    proc = run_ok([kernels_bin / "numa_bandwidth", "--array-size=1M", "--ntimes=2", "--kernels=triad,read",
+                   f"--shapes={shapes}", f"--csv={csv_path}"], env={"OMP_NUM_THREADS": "1"})
+    assert f"from {shapes}" in proc.stdout
+    _, rows = read_rows(csv_path)
+    assert {(r["kernel"], r["variant"]) for r in rows} == {("triad", "sse-unroll"), ("read", "scalar-unroll")}
+    long = "x" * 600   # a long reason is the rows' shape_choice, cut to the kernel's 511 characters
+    shapes.write_text(f"triad regular sse-unroll # {long}\nread regular loop\n")
+    run_ok([kernels_bin / "numa_bandwidth", "--array-size=1M", "--ntimes=2", "--kernels=triad,read",
+            f"--shapes={shapes}", f"--csv={csv_path}"], env={"OMP_NUM_THREADS": "1"})
+    _, rows = read_rows(csv_path)
+    assert {r["kernel"]: r["shape_choice"] for r in rows} == {"triad": "x" * 511, "read": f"from {shapes}"}
+    for text, words in [("triad regular sse-unroll\n", "names no shape for read with regular stores"),
+                        (f"triad regular loop # {'y' * 3000}\n", "longer than 2046 characters"),
+                        ("triad regular avx3\nread regular loop\n", "names no kernel, store kind or shape"),
+                        ("triad regular\n", "not \"KERNEL STORES SHAPE\"")]:
+        shapes.write_text(text)
+        proc = run([kernels_bin / "numa_bandwidth", "--array-size=1M", "--kernels=triad,read", f"--shapes={shapes}"])
+        assert proc.returncode == 2 and words in proc.stderr and "calibrate" in proc.stderr, proc.stderr
+    proc = run([kernels_bin / "numa_bandwidth", "--array-size=1M", f"--shapes={tmp_path / 'none'}"])
+    assert proc.returncode == 2 and "calibrate first" in proc.stderr, proc.stderr
+
+
+def test_unrolled_read_is_likwid_benchs_sum_loop(kernels_bin):
+    """likwid-bench 5.2.2's sum, sum_sse, sum_avx and sum_avx512 (as objdump shows Debian's build):
+    eight accumulators, each adding one of eight consecutive vectors per iteration. The unrolled
+    read workers must have that loop: eight adds of consecutive offsets, a vector apart, into eight
+    accumulators. The compiler may advance the pointer within the iteration (gcc 12 on Zen 3 gave
+    offsets 0-24, then -32 to -8 after adding 64), so the offsets are compared modulo the iteration's
+    eight vectors."""
+    out = run_ok(["objdump", "-d", "--no-show-raw-insn", kernels_bin / "numa_bandwidth"]).stdout
+    workers = {"scalar_u_read": ("addsd", 8), "sse_u_read": ("addpd", 16), "avx2_u_read": ("addpd", 32),
+               "avx512_u_read": ("addpd", 64)}
+    for name, (op, width) in workers.items():
+        body = out.split(f"<{name}>:", 1)
+        if len(body) < 2:
+            assert name != "scalar_u_read" and platform.machine() != "x86_64", name
+            continue
+        adds = [ln for ln in body[1].split("\n\n", 1)[0].splitlines() if op in ln and "(%" in ln]
+        offsets = [int(ln.split(op, 1)[1].split()[0].split("(")[0] or "0", 16) for ln in adds[:8]]
+        accumulators = {ln.rsplit(",", 1)[-1].strip() for ln in adds[:8]}
+        assert sorted(o % (8 * width) for o in offsets) == [i * width for i in range(8)], (name, adds[:8])
+        assert len(accumulators) == 8, (name, adds[:8])
 
 
 def test_default_array_size_follows_four_times_the_last_level_cache(kernels_bin, tmp_path):

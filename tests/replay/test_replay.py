@@ -45,7 +45,7 @@ EXAMPLES = readme_examples()
 CAMPAIGNS = (["config/config.yaml"]
              + sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "campaigns").glob("*.yaml"))
              + list(EXAMPLES))
-RULES = ("aggregate", "skipped", "measures", "store", "compare", "fleet", "analyse", "figures", "report_md")
+RULES = ("aggregate", "skipped", "measures", "store", "comparison", "fleet", "analyse", "figures", "report_md")
 
 
 @pytest.fixture(scope="module")

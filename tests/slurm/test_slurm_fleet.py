@@ -215,12 +215,18 @@ def test_each_result_names_the_job_and_host_sacct_lists(sacct_sweep: tuple[Path,
 def test_the_two_exclusive_benchmark_jobs_ran_at_once_on_the_two_nodes(
     sacct_sweep: tuple[Path, SnakemakeRun, dict]
 ) -> None:
+    """The measuring jobs take a node alone each: the latency job, the bandwidth calibration
+    (calibration_run) and the bandwidth job, which waits for the calibration. Those that ran at
+    once ran on the two nodes."""
     _, result, jobs = sacct_sweep
-    bench = [jobs[j] for j in jobs if j in result.seen and rule_of(result.seen[j][0]) in ("latency", "bandwidth")]
-    assert len(bench) == 2, f"benchmark jobs in sacct: {bench}"
-    first, second = sorted(bench, key=lambda job: job.start)
-    assert second.start < first.end, f"the benchmark jobs ran one after the other: {first}, {second}"
-    assert {first.node, second.node} == {"node1", "node2"}, f"both ran on {first.node}"
+    # the rule of each submitted job, from the log path the plugin prints (.../rule_<rule>/...)
+    rules = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_([a-z_]+)/", result.output))
+    measuring = ("latency", "bandwidth", "calibration_run")
+    bench = [jobs[j] for j, rule in rules.items() if rule in measuring and j in jobs]
+    assert sorted(rules[b.job_id] for b in bench) == sorted(measuring), f"measuring jobs in sacct: {bench}"
+    at_once = [(a, b) for a in bench for b in bench if a is not b and a.start <= b.start < a.end]
+    assert at_once, f"the measuring jobs ran one after the other: {bench}"
+    assert all({a.node, b.node} == {"node1", "node2"} for a, b in at_once), at_once
 
 
 def test_each_benchmark_job_asks_for_one_node_and_its_memory(

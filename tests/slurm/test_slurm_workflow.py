@@ -99,7 +99,7 @@ def test_dry_run_prints_sbatch_resources_and_srun_lines_for_lumi_g(tmp_path: Pat
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
     out = dry.stdout + dry.stderr
     assert re.search(r"^latency\s+32$", out, re.M), "the campaign has 32 latency jobs"
-    # seeds/experimentation.md: interleaved, domains 0-3, 2 ranks each.
+    # the LUMI-G latency study: interleaved, domains 0-3, 2 ranks each.
     # The runner launches it: the srun line is run-job's --launch argument.
     seed_line = re.search(r"--launch 'srun --nodes=1 --ntasks=8 .*--cpu-bind=map_cpu:1,9,17,25,33,41,49,57 .*"
                           r"--numa=0,0,1,1,2,2,3,3 .*numa_latency --size=1-16384", out)

@@ -26,7 +26,7 @@ def test_llc_of_a_node_is_its_l3_instances():
 def test_array_under_four_llc_is_warned_per_node_and_still_planned(capsys):
     warnings = checks.against_topology(_bandwidth("1K"), LUMI)
     assert [w.split(":")[0] for w in warnings] == ["bandwidth.sweeps[0].array_size"] * 2
-    assert "node 0 (64MiB)" in warnings[0] and "at least 256MiB" in warnings[0]
+    assert "node 0's last-level cache (64MiB)" in warnings[0] and "give 256MiB or more" in warnings[0]
     plan = grid.expand(_bandwidth("1K"), LUMI)
     assert len(plan.jobs) == 2
     assert capsys.readouterr().err.count("numasweep: warning: bandwidth.sweeps[0].array_size") == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from numasweep.reporting import compare
 from numasweep.results import store
@@ -163,8 +165,10 @@ def test_user_mistakes_are_one_line(tmp_path: Path) -> None:
     store.record(now, db)
     proc = compare_cli("--results", str(now), "--store", str(db), "--against", "previous", "-o",
                        str(tmp_path / "c.md"))
-    # The first run of a campaign has no earlier run: said in the section, not an error.
-    assert proc.returncode == 0 and "No earlier run of run (model" in (tmp_path / "c.md").read_text(), proc.stderr
+    # The first run of a campaign has no earlier run: said in the section, not an error; nothing
+    # was compared, which is its own exit code
+    assert proc.returncode == 3 and "No earlier run of run (model" in (tmp_path / "c.md").read_text(), proc.stderr
+    assert proc.stdout.splitlines()[-1].startswith("numasweep: compare: nothing compared: "), proc.stdout
     proc = compare_cli("--results", str(now), "--store", str(db), "--against", "0123abc", "-o", str(tmp_path / "c.md"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no run whose key starts" in proc.stderr, \
         proc.stderr
@@ -201,7 +205,7 @@ def test_store_list_names_its_columns(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=ENV)
     assert proc.returncode == 0, proc.stderr
     header, *rows = proc.stdout.splitlines()
-    assert header.split() == ["run", "campaign", "system", "started", "hosts"]
+    assert header.split() == ["run", "campaign", "system", "started", "jobs", "commit", "verdict", "hosts"]
     assert [row.split()[:3] for row in rows] == [[first.short, "a", "model"], [second.short, "a", "model"]]
     assert header.index("campaign") == rows[0].index("  a  ") + 2
 
@@ -283,6 +287,7 @@ def test_a_comparison_across_campaigns_lists_what_had_no_counterpart(tmp_path: P
     assert proc.returncode == 0 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("numasweep: warning:") and "Across campaigns" in proc.stderr \
         and "--against previous" in proc.stderr, proc.stderr
+    assert proc.stdout.startswith("numasweep: compare: all 1 checks passed"), proc.stdout
 
 
 def test_a_changed_grid_of_one_campaign_is_said_too(tmp_path: Path) -> None:
@@ -296,3 +301,64 @@ def test_a_changed_grid_of_one_campaign_is_said_too(tmp_path: Path) -> None:
     # The same grid again: nothing to say.
     assert compare.compare(write_run(tmp_path / "a", "a3", within), [], db, "previous", 0.10,
                            campaign="a")["across"] is None
+
+
+def test_compare_is_a_gate_each_failing_check_one_line_and_its_exit_code(tmp_path: Path) -> None:
+    """Exit 0 when every check passed, 1 when one failed (each failing check a line on stderr), 3
+    when nothing was compared; `--gate` says the same of a comparison's JSON written before."""
+    db = tmp_path / "store.sqlite"
+    store.record(write_run(tmp_path / "one", "a"), db)
+    now = write_run(tmp_path / "one", "b", dram_regression)
+    dram = model_latency(2**24, 1)
+    refs = tmp_path / "refs.yaml"
+    refs.write_text(yaml.safe_dump({"references": [
+        {"name": "DRAM rank 0", "bench": "latency", "where": {"size_bytes": "16M", "rank": 0},
+         "reference": [round(dram, 1), -0.1, 0.1, "ns"]},
+        {"name": "DRAM far too fast", "bench": "latency", "where": {"size_bytes": "16M", "rank": 0},
+         "reference": [round(dram / 2, 1), -0.1, 0.1, "ns"]}]}))
+    out, js = tmp_path / "c.md", tmp_path / "c.json"
+    proc = compare_cli("--results", str(now), "--store", str(db), "--against", "previous", "--config", str(refs),
+                       "-o", str(out), "--json", str(js))
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1, proc.stderr
+    fails = [x for x in lines if x.startswith("numasweep: compare: FAIL ")]
+    assert len(fails) == 2 and "reference DRAM far too fast: latency_ns_median measured" in fails[0] \
+        and fails[1].startswith("numasweep: compare: FAIL regression latency, rank=1, cpu=1, latency_ns_median: "), lines
+    assert lines[-1] == f"numasweep: compare: 2 of 5 checks failed ({out})", lines
+    assert all(len(x) < 160 for x in fails), fails
+    again = compare_cli("--gate", str(js))
+    assert again.returncode == 1 and again.stderr.splitlines()[:2] == fails, again.stderr
+    # within the tolerance and the first reference only: every check passes
+    refs.write_text(yaml.safe_dump({"references": yaml.safe_load(refs.read_text())["references"][:1]}))
+    proc = compare_cli("--results", str(write_run(tmp_path / "one", "c", within)), "--store", str(db),
+                       "--against", "previous", "--config", str(refs), "-o", str(out), "--json", str(js))
+    assert proc.returncode == 0 and proc.stdout.startswith("numasweep: compare: all 4 checks passed"), proc.stdout
+    assert compare_cli("--gate", str(js)).returncode == 0
+    js.write_text("{}")
+    bad = compare_cli("--gate", str(js))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a comparison's JSON" in bad.stderr, bad.stderr
+
+
+def double_latency(bench: str, row: dict) -> float:
+    return 2.0 if bench == "latency" else 1.0
+
+
+def test_history_follows_the_campaign_when_the_checkout_moves(tmp_path: Path) -> None:
+    """A run recorded from one checkout's results/vm, compared from another (moved, copied, or a
+    second path to it): `previous` is the earlier run all the same, and a planted 2x latency
+    regression fails the comparison (exit 1)."""
+    db = tmp_path / "store.sqlite"
+    store.record(write_run(tmp_path / "old-checkout" / "results" / "vm", "a"), db, "vm")
+    moved = tmp_path / "new-checkout"
+    now = write_run(moved / "results" / "vm", "b", double_latency)
+    (tmp_path / "link").symlink_to(moved)
+    for results in (now, tmp_path / "link" / "results" / "vm"):
+        proc = compare_cli("--results", str(results), "--store", str(db), "--against", "previous", "--campaign", "vm",
+                           "-o", str(tmp_path / "c.md"))
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "numasweep: compare: FAIL regression latency, rank=0" in proc.stderr, proc.stderr
+    # a copied store in the new checkout: the same history
+    shutil.copy(db, moved / "store.sqlite")
+    proc = compare_cli("--results", str(now), "--store", str(moved / "store.sqlite"), "--against", "previous",
+                       "-o", str(tmp_path / "c.md"))
+    assert proc.returncode == 1 and "FAIL regression latency" in proc.stderr, proc.stdout + proc.stderr

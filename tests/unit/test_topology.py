@@ -250,3 +250,23 @@ def test_an_arch_file_of_another_machine_is_refused_on_the_node_in_one_line(tmp_
     else:
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "but this job runs on" in proc.stderr and not foreign.exists(), proc.stderr
+
+
+def test_topology_command_without_o_prints_the_json(tmp_path):
+    """Without -o (`topology --detect`, `topology --arch FILE` as docs/firmware.md and
+    examples/README.md write them) the topology JSON is the command's stdout, byte for byte what
+    -o writes, and its summary (the firmware's view too) goes to stderr; nothing is written."""
+    sysfs = ["--detect", "--sysfs", str(TREES / "lumi-g" / "sys")]
+    for source in (sysfs, ["--arch", str(ARCH / "ulisse.yaml")]):
+        proc = subprocess.run([sys.executable, "-m", "numasweep", "topology", *source], capture_output=True,
+                              text=True, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        written = subprocess.run([sys.executable, "-m", "numasweep", "topology", *source, "-o", "t.json"],
+                                 capture_output=True, text=True, cwd=tmp_path)
+        assert written.returncode == 0, written.stderr
+        assert proc.stdout == (tmp_path / "t.json").read_text()
+        assert Topology.from_json(proc.stdout) == load(tmp_path / "t.json")
+        assert proc.stderr.startswith("stdout: ") and "  HMAT: " in proc.stderr, proc.stderr
+        assert written.stdout.startswith("t.json: ") and "Traceback" not in proc.stderr + written.stderr
+        (tmp_path / "t.json").unlink()
+        assert not list(tmp_path.iterdir())

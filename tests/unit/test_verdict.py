@@ -106,3 +106,19 @@ def test_a_kernel_that_waits_in_the_kernel_is_not_judged_by_its_share_on_the_cpu
         assert verdict.decide(verdict.read_rows(table), 0.5, 2, checks(bench))[0] == expected
         df = pd.read_csv(table).assign(job_id="j")
         assert set(disturbed.job_verdicts(df, bench)[disturbed.VERDICT]) == {expected}
+
+
+@pytest.mark.parametrize("word", ["DISTURBED", "bad", "unknown"])
+def test_an_unknown_verdict_word_is_refused_never_read_as_quiet(word: str) -> None:
+    """A hand-edited or foreign verdict in a table is refused in one line naming the job and the
+    fix; read as quiet, a disturbed series would be concluded and exported unmarked."""
+    import pandas as pd
+
+    from numasweep.core.errors import NumasweepError
+    from numasweep.results import disturbed
+
+    table = pd.DataFrame({"job_id": ["j1", "j2"], verdict.COLUMN: ["quiet", word], "quality_reason": ["", "x"]})
+    with pytest.raises(NumasweepError, match=rf"latency: job j2: quality verdict '{word}' is none of quiet, noisy, "
+                                             r"disturbed; correct it .* or delete the job's CSV"):
+        disturbed.job_verdicts(table, "latency")
+    assert list(disturbed.job_verdicts(table.iloc[:1], "latency")[disturbed.VERDICT]) == ["quiet"]

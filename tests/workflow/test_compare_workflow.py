@@ -61,3 +61,16 @@ def test_report_compares_with_the_stored_run_and_flags_a_planted_regression(repo
     failing = [line for line in regressed.splitlines() if line.startswith("| latency |") and "FAIL" in line]
     assert failing and all("rank=3, cpu=25," in line for line in failing), failing
     assert "- **Regression: latency" in regressed and "rank=3, cpu=25" in regressed.split("### Regressions")[1]
+
+    # `snakemake compare` is the gate: the regression fails it, each failing check one line on
+    # the console (not only in the log), and the same run within the tolerance passes it
+    gate = snakemake(repo_copy, "compare", "--cores", "1", "--configfile", "compare.yaml", "--config",
+                     "results=runs/lumi-g")
+    said = [line for line in gate.stderr.splitlines() if line.startswith("numasweep: compare: ")]
+    assert gate.returncode != 0, (gate.stdout + gate.stderr)[-3000:]
+    assert said and all(line.startswith("numasweep: compare: FAIL regression latency, ") for line in said[:-1]) \
+        and said[-1].startswith(f"numasweep: compare: {len(said) - 1} of "), said
+    later_run(repo_copy, regress=False)
+    gate = snakemake(repo_copy, "compare", "--cores", "1", "--configfile", "compare.yaml", "--config",
+                     "results=runs/lumi-g")
+    assert gate.returncode == 0 and "numasweep: compare: all " in gate.stdout, (gate.stdout + gate.stderr)[-3000:]

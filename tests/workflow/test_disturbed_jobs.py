@@ -192,7 +192,8 @@ def test_a_sweep_hogged_in_part_leaves_its_disturbed_jobs_unconcluded_and_unexpo
     said = (export.stdout + export.stderr + "".join(
         p.read_text() for p in (hogged_sweep["work"] / "logs" / "hogged" / "report").glob("hwloc_export.log")))
     assert export.returncode != 0 and "Traceback" not in said, said[-3000:]
-    assert re.search(r"hwloc-export \S+: bandwidth, .*disturbed .*give --force to export them marked", said), said[-3000:]
+    assert re.search(r"hwloc-export \S+: bandwidth, .*disturbed .*export them marked: give --force "
+                     r"\(through snakemake: --config conclude_disturbed=true\)", said), said[-3000:]
     assert not (hogged_sweep["report"] / "measured-hwloc.xml").exists()
 
 

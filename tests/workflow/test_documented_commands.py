@@ -42,6 +42,13 @@ compares with the previous run of the campaign (run twice for real, on the tiny 
 bandwidth and copy); the examples' `topology --arch` commands write their shipped files; the
 job-group recipe's `-n` shows what docs/slurm.md says; config/README's example reference names
 a point the default sweep measures; the `report.html` README writes at the top is git-ignored.
+
+And the commands the text names inline (in backquotes, not in a block), run as written: the
+`topology` commands without `-o` (docs/firmware.md, examples/README.md), README's way to run a
+kernel by hand (`build/bin/numa_NAME --help`, its `numactl ... build/bin/numa_bandwidth` line),
+`grid --set` with a dotted key and the form config/README.md gives instead, and `store list`
+with the columns README names; each `report/<system>/NAME` a document names is written by a
+rule, and no document cites a `seeds/` file (the repository has none).
 """
 
 from __future__ import annotations
@@ -326,6 +333,8 @@ def test_the_documents_have_shell_blocks() -> None:
     assert "snakemake report --config results=examples/lumi-g                 # from cached tables only: no build, no benchmark" in commands
     assert any(c.startswith("snakemake --profile profiles/slurm --configfile config/campaigns/lumi-g.yaml "
                             "--config group_compared=true") for c in commands), commands
+    assert "python -m numasweep topology --detect                  # this machine's topology.json on stdout" in commands
+    assert "python -m numasweep store list --store results/store.sqlite     # every recorded run, oldest first" in commands
     assert len(BLOCKS) >= 10
 
 
@@ -463,6 +472,125 @@ def test_the_report_html_readme_writes_at_the_top_is_ignored() -> None:
     for path in ("report.html", "results/x/latency.csv", "report/x/experimentation.html"):
         proc = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
         assert proc.returncode == 0, f"{path} is not ignored by .gitignore"
+
+
+# ------------------------------------------------------------------ commands the text names inline
+
+def run_here(command: str, copy: Path, timeout: int = 120) -> subprocess.CompletedProcess:
+    """A command run as written in the copy, as a reader's shell there would."""
+    return subprocess.run(["bash", "-c", command], cwd=copy, env=command_env(copy), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_topology_commands_work_without_o(tmp_path: Path) -> None:
+    """docs/firmware.md's `python -m numasweep topology --detect` (also a block, run as written
+    above) and examples/README.md's `python -m numasweep topology --arch config/arch/<system>.yaml`,
+    neither with `-o`: the topology JSON on stdout, its summary (the firmware's view) on stderr.
+    examples/README.md's, with `<system>` each example's arch file (the one its README's own
+    command names), prints that example's shipped topology.json byte for byte."""
+    firmware = (REPO / "docs" / "firmware.md").read_text()
+    assert "`python -m numasweep topology --detect`" in firmware
+    copy = fresh_copy(tmp_path / "repo")
+    proc = run_here("python -m numasweep topology --detect", copy)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "firmware" in json.loads(proc.stdout) and "  HMAT: " in proc.stderr, proc.stderr
+    (inline,) = re.findall(r"`(python -m numasweep topology --arch config/arch/<system>\.yaml)`",
+                           (REPO / "examples" / "README.md").read_text())
+    checked = set()
+    for readme, command, target in example_topology_commands():
+        arch = re.search(r"--arch (config/arch/([\w-]+)\.yaml)", command)
+        proc = run_here(inline.replace("<system>", arch.group(2)), copy)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stdout == (REPO / target).read_text(), \
+            f"examples/README.md: `{inline}` with {arch.group(1)} prints another topology than {target} ({readme})"
+        checked.add(Path(target).parent.name)
+    assert checked >= {"lumi-g", "lumi-g-remote", "ulisse"}
+
+
+def test_the_report_files_the_documents_name_are_written(tmp_path: Path) -> None:
+    """Each `report/<system>/NAME` a document names (docs/firmware.md once named a report.md) is
+    a file or folder a rule of the workflow writes under the report folder."""
+    written = set()
+    for rules in [REPO / "workflow" / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]:
+        written |= set(re.findall(r"\{REPORT_DIR\}/([\w.-]+)", rules.read_text()))
+    assert {"experimentation.md", "comparison.md", "figures"} <= written, written
+    named = {(document, name) for document in DOCUMENTS
+             for name in re.findall(r"report/<system>/([\w.-]+)", (REPO / document).read_text())}
+    assert named and not {(d, n) for d, n in named if n not in written}, \
+        f"files the workflow does not write (it writes {sorted(written)})"
+
+
+def test_no_document_cites_a_seed_file() -> None:
+    """The seed documents are not in the repository: no file of it (documents, configs, code and
+    its comments) names a `seeds/` file; what a seed says is said in words, or its kept part
+    named under examples/<name>/source/."""
+    tracked = subprocess.run(["git", "ls-files", "*.md", "*.yaml", "*.py", "*.smk", "*.sh", "*.c", "*.h",
+                              "workflow/Snakefile"], cwd=REPO, capture_output=True, text=True, check=True)
+    files = [f for f in tracked.stdout.split() if f != "tests/workflow/test_documented_commands.py"]
+    assert set(DOCUMENTS) <= set(files), set(DOCUMENTS) - set(files)
+    cited = {(f, m) for f in files if (REPO / f).is_file()
+             for m in re.findall(r"\bseeds/[\w./-]+", (REPO / f).read_text(errors="replace"))}
+    assert not cited, cited
+    assert not (REPO / "seeds").exists()
+
+
+def test_the_kernel_by_hand_command_runs_as_written(tmp_path: Path, kernels_bin: Path) -> None:
+    """README's way to run a kernel by hand: `build/bin/numa_NAME --help` for each kernel, and its
+    `numactl ... build/bin/numa_bandwidth ...` line, in a copy holding the built kernels (what
+    `make -C kernels`, which README names first, leaves), which measures and validates. README
+    presents bench/mlc.py as what it is: a benchmark against reference tools."""
+    text = (REPO / "README.md").read_text()
+    assert "`make -C kernels` builds them into `build/bin/`" in text and "`build/bin/numa_NAME --help`" in text
+    (command,) = re.findall(r"`(numactl [^`]*build/bin/numa_\w+[^`]*)`", text)
+    mlc = text[text.index("`bench/mlc.py`"):][:300]
+    assert "against reference tools" in mlc and "against reference tools" in (REPO / "bench" / "mlc.py").read_text()
+    copy = fresh_copy(tmp_path / "repo")
+    shutil.copytree(kernels_bin.parent, copy / "build", symlinks=True)
+    for kernel in sorted((copy / "build" / "bin").glob("numa_*")):
+        proc = run_here(f"build/bin/{kernel.name} --help", copy)
+        assert proc.returncode == 0 and "Usage:" in proc.stdout + proc.stderr, (kernel.name, proc.stderr)
+    proc = run_here(command, copy, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Validation: passed" in out, f"README.md: `{command}` exited {proc.returncode}: {out[-3000:]}"
+
+
+def test_a_dotted_grid_set_key_names_the_option_and_the_form_config_readme_gives(tmp_path: Path) -> None:
+    """`python -m numasweep grid --set repeat_until.max_repeats=0` is refused in one line that
+    blames --set (not the campaign file) and gives the form config/README.md documents, which
+    then plans."""
+    text = (REPO / "config" / "README.md").read_text()
+    assert "a dotted `repeat_until.max_repeats=0` is refused" in text
+    (form,) = re.findall(r"`(--set '[^`]+')`", text)
+    copy = fresh_copy(tmp_path / "repo")
+    proc = run_here("python -m numasweep grid --config config/campaigns/lumi-g.yaml "
+                    "--set repeat_until.max_repeats=0 --count", copy)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("numasweep: error: --set repeat_until.max_repeats=0: ") and "lumi-g.yaml" not in lines[0]
+    assert f"write {form}" in lines[0], (form, lines[0])
+    proc = run_here(f"python -m numasweep grid --config config/campaigns/lumi-g.yaml {form} --count", copy)
+    assert proc.returncode == 0 and re.search(r"^latency\t32$", proc.stdout, re.M), proc.stdout + proc.stderr
+
+
+def test_store_list_prints_the_columns_readme_names(tmp_path: Path) -> None:
+    """README's `python -m numasweep store list --store results/store.sqlite` (run as written in its
+    block above) on a store holding a cached example: the header is the columns README lists, in
+    that order, and the row under it holds the run's jobs, commit and verdict; each line under 160
+    characters."""
+    text = (REPO / "README.md").read_text()
+    (command,) = [c.text for b in shell_blocks(text, "README.md") for c in b.commands if " store list " in c.text]
+    listed = text[text.index("`store list` prints one line a run"):]
+    columns = re.findall(r"`(\w+)`", listed[:listed.index(".\n")].split("with the columns", 1)[1])
+    copy = fresh_copy(tmp_path / "repo")
+    (copy / "results").mkdir()
+    proc = run_here("python -m numasweep store record --results examples/h100-vm --store results/store.sqlite", copy)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_here(command, copy)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    header, row = proc.stdout.splitlines()
+    assert header.split() == columns, (header, columns)
+    assert row.split()[4:7] == ["6", "6de563c-dirty", "-"], row
+    assert all(len(line) < 160 for line in (header, row))
 
 
 # ------------------------------------------------------------------ the extractor and runner themselves

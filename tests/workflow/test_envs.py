@@ -33,6 +33,8 @@ def test_every_conda_directive_names_a_small_environment_of_workflow_envs() -> N
     assert set(directives["build.smk"]) == set(directives["benchmarks.smk"]) == {'"../envs/kernels.yaml"'}
     for name in ("report.smk", "aggregate.smk", "store.smk", "topology.smk", "fleet.smk"):
         assert set(directives[name]) == {'"../envs/report.yaml"'}, name
+    # a set-up measures as a benchmark does and decides in Python (setup.smk)
+    assert set(directives["setup.smk"]) == {'"../envs/kernels.yaml"', '"../envs/report.yaml"'}
 
 
 def test_environments_use_conda_forge_alone() -> None:

@@ -167,3 +167,17 @@ def test_a_sweep_with_repeat_until_gives_each_point_its_runs_and_the_headline_in
     report = (work / "report" / "repeat" / "experimentation.md").read_text()
     headline = report.split("| measured | value | 95% interval |", 1)[1].split("\n\n", 1)[0]
     assert "(2 runs)" in headline and "one run: no interval" not in headline, headline
+
+
+def test_a_missed_target_is_said_and_never_called_quiet(tmp_path: Path) -> None:
+    """Runs that never agree: the line says the target was missed, with the width where it means
+    something, and "too few" where it does not; it never says "quiet" beside a missed target."""
+    proc = _runjob(tmp_path, [10000, 12000, 9000, 11500], "--repeat-until", "0.01", "--max-repeats", "3")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert re.search(r"; 4 runs, target ±1\.0% missed \(widest 95% interval ±\d+\.\d%\)", line), line
+    assert "quiet" not in line and len(line) < 160, line
+    (tmp_path / "two").mkdir()
+    proc = _runjob(tmp_path / "two", [10000, 30000], "--repeat-until", "0.01", "--max-repeats", "1")
+    (line,) = proc.stderr.strip().splitlines()
+    assert "; 2 runs, too few for an interval: target ±1.0% missed" in line and "quiet" not in line, line

@@ -98,7 +98,7 @@ def test_dry_run_prints_the_seed_launch_line(repo_copy: Path) -> None:
     proc = snakemake(repo_copy, "-n", "-p", "--configfile", "config/campaigns/lumi-g.yaml")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
-    # seeds/experimentation.md, serial run: CPU map, per-rank domains and kernel arguments.
+    # the LUMI-G latency study, serial run: CPU map, per-rank domains and kernel arguments.
     assert (
         "srun --nodes=1 --ntasks=8 --cpu-bind=map_cpu:1,9,17,25,33,41,49,57 --hint=nomultithread "
         "kernels/wrapper_numa.sh --numa=0,0,1,1,2,2,3,3 -- build/bin/numa_latency --size=1-16384 "
@@ -370,6 +370,7 @@ def swept(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         work, "--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "tiny.yaml"), timeout=400
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    (work.parent / "console.txt").write_text(proc.stderr)
     return work
 
 
@@ -411,9 +412,58 @@ def test_local_sweep_writes_results_provenance_and_report(swept: Path) -> None:
 
 
 @pytest.mark.workflow
+def test_the_console_says_each_job_in_a_short_line_and_ends_with_the_report(swept: Path) -> None:
+    """Every numasweep line under 160 characters; the run ends with the report's path, three
+    headline rows (the report's own numbers) and what was not concluded."""
+    console = (swept.parent / "console.txt").read_text()
+    ours = [line for line in console.splitlines() if line.startswith("numasweep: ")]
+    assert [line for line in ours if " measured in " in line], console[-3000:]
+    assert not [line for line in ours if len(line) >= 160], [line for line in ours if len(line) >= 160]
+    system = _results(swept).name
+    report = f"report/{system}/experimentation.md"
+    (start,) = [i for i, line in enumerate(ours) if line.startswith(f"numasweep: report: {report}")]
+    block = ours[start:]
+    assert len(block) >= 3 and all(line.startswith("numasweep:   ") for line in block[1:-1]), block
+    text = (swept / report).read_text()
+    for row in block[1:-1]:      # each headline row's value as the report's table prints it
+        value = row.split(": ", 2)[2].split("; ")[0] if row.count(": ") > 1 else row
+        assert value.split(" †")[0] in text, (row, value)
+    assert block[-1].startswith(("numasweep: every series concluded", "numasweep: to measure them again")), block
+
+
+@pytest.mark.workflow
 def test_second_run_has_nothing_to_do(swept: Path) -> None:
     out = _dry(swept)
     assert "Nothing to be done" in out, out[-3000:]
+
+
+REPORT_RULES = {"analyse", "figures", "report_md", "report", "comparison", "compare", "hwloc_export", "fleet"}
+
+
+@pytest.mark.workflow
+def test_copied_results_are_reported_on_in_a_fresh_clone_without_measuring(swept: Path, repo: Path,
+                                                                           tmp_path: Path) -> None:
+    """A fresh checkout (no build, sources newer than the results) with a campaign's folder copied
+    back: the report and a comparison plan report jobs only, and say why; deleting a job's CSV
+    there asks for that job again (the folder is then incomplete)."""
+    results = _results(swept)
+    fresh = copy_repo(repo, tmp_path / "fresh")
+    shutil.copytree(results, fresh / "results" / results.name)
+    later = time.time() + 5
+    for source in (fresh / "kernels").rglob("*"):
+        os.utime(source, (later, later))
+    config = ("--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "tiny.yaml"))
+    for target in ("report", "compare"):
+        proc = snakemake(fresh, target, "-n", *config)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        assert set(job_counts(out)) and set(job_counts(out)) <= REPORT_RULES, job_counts(out)
+        assert f"results/{results.name} holds every job's results: reporting on them" in out, out[-3000:]
+    next(iter(sorted((fresh / "results" / results.name / "copy").glob("*.csv")))).unlink()
+    proc = snakemake(fresh, "report", "-n", *config)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and job_counts(out).get("copy") == 1, out[-3000:]
+    assert "holds every job's results" not in out
 
 
 @pytest.mark.workflow
@@ -461,6 +511,52 @@ def test_deleting_one_result_reruns_exactly_that_job(swept: Path) -> None:
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert victim.exists()
     assert {p: (p.stat().st_mtime_ns, _sha(p)) for p in others} == before
+
+
+def _shapes_ran(results: Path) -> dict[tuple[str, str], str]:
+    """(kernel, stores) -> the shape each bandwidth row ran, over every bandwidth job."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for csv in sorted((results / "bandwidth").glob("*.csv")):
+        for _, r in pd.read_csv(csv).iterrows():
+            out.setdefault((r["kernel"], r["stores"]), set()).add(r["variant"])
+    assert all(len(v) == 1 for v in out.values()), out
+    return {k: v.pop() for k, v in out.items()}
+
+
+@pytest.mark.workflow
+def test_bandwidth_jobs_run_the_shapes_the_calibration_decided(swept: Path) -> None:
+    """One calibration per results folder and build: its shapes file is what every bandwidth job
+    ran, each job's provenance records the decision, the report's bandwidth section shows it, and
+    measuring a point again runs the same shapes without calibrating again."""
+    results = _results(swept)
+    rec = json.loads((results / "calibration.json").read_text())
+    decided = {(d["kernel"], d["stores"]): d["shape"] for d in rec["decisions"]}
+    shapes = {tuple(line.split()[:2]): line.split()[2]
+              for line in (results / "calibration.shapes").read_text().splitlines() if not line.startswith("#")}
+    assert shapes == decided and rec["rounds"] == 7 and rec["threads"] == 1
+    ran = _shapes_ran(results)
+    assert ran and all(decided[k] == v for k, v in ran.items()), (ran, decided)
+    for job in (results / "bandwidth").glob("*.json"):
+        (setup,) = json.loads(job.read_text())["setup"]
+        assert setup["reads"].endswith("calibration.shapes") and setup["kernel_sha256"] == rec["kernel_sha256"]
+        assert {(d["kernel"], d["stores"]): d["shape"] for d in setup["decisions"]} == decided
+    report = (swept / "report" / results.name / "experimentation.md").read_text()
+    assert "Code shapes the sequential kernels ran and how each was chosen" in report
+    table = pd.read_csv(results / "bandwidth.csv")
+    for _, r in table.iterrows():   # each row says how its shape was chosen, in the calibration's words
+        assert " in the calibration" in r["shape_choice"] and ("chosen over" in r["shape_choice"]
+                                                               or "fixed order" in r["shape_choice"]), r
+    # The same point measured again: the same shapes, the calibration kept.
+    for csv in (results / "bandwidth").glob("*.csv"):
+        csv.unlink()
+    out = _dry(swept)
+    counts = job_counts(out)
+    assert counts.get("bandwidth") == 1 and "calibrate" not in counts, counts
+    proc = snakemake(
+        swept, "--profile", "profiles/local", "--configfile", str(TEST_CONFIGS / "tiny.yaml"), timeout=300
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert _shapes_ran(results) == ran
 
 
 @pytest.mark.workflow

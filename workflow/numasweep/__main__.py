@@ -19,6 +19,8 @@ COMMANDS = {
     # run-job and run-batch are the runner's (running.runjob), handed repeat_until's intervals
     "run-job": ("numasweep.statistics.repeat:run_job", "run one benchmark job: lock, launch, archive, provenance"),
     "run-batch": ("numasweep.statistics.repeat:run_batch", "run the grid points of one batch (config key batch) as run-job does"),
+    "run-setup": ("numasweep.running.runjob:run_setup", "run a set-up step's launch line (a calibration's timings) under the host lock"),
+    "calibrate": ("numasweep.benches.bandwidth.calibration", "decide each bandwidth kernel's code shape from a calibration's timings"),
     "aggregate": ("numasweep.results.aggregate", "merge per-job CSVs into one tidy CSV per benchmark"),
     "import-legacy": ("numasweep.benches.latency.legacy", "convert a numa_bench/numa_allocator table log to CSV"),
     "analyse": ("numasweep.findings.analysis", "compute findings.json from aggregated results"),

@@ -22,6 +22,7 @@ for _spec in registry.all_benches().values():
             kernel=job_kernel,  # gpu_xfer (CUDA) or gpu_xfer_hip (AMD GPUs)
             topology=f"{RESULTS_DIR}/topology.json",
             wrapper=WRAPPER,
+            setups=job_setups,  # what ran once before its points (grid.Setup), e.g. a calibration
         output:
             **_outputs,
         log:

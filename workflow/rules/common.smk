@@ -4,6 +4,7 @@ import re
 import shlex
 import signal
 import sys
+import time
 from pathlib import Path
 
 from snakemake.utils import min_version
@@ -17,6 +18,7 @@ from numasweep.core import registry  # noqa: E402
 from numasweep.core.errors import NumasweepError  # noqa: E402
 from numasweep.core.io import check_writable  # noqa: E402
 from numasweep.planning.paths import check_config_paths  # noqa: E402
+from numasweep.planning import paths  # noqa: E402
 
 # ------------------------------------------------------------------ configuration
 # The config is validated once, here, against workflow/schemas/config.schema.yaml:
@@ -77,6 +79,21 @@ def default_resources():
         if given is None
         else {k: str(v.raw).strip("\"'") for k, v in given.items() if v.raw is not None}
     )
+
+
+def command_line_targets():
+    """The targets of the snakemake command line of this process: Snakemake reads the Snakefile
+    before it keeps them in its DAG settings. None outside the main process, or where the command
+    line is not snakemake's (then a run reports only as it would measure)."""
+    if not workflow.is_main_process:
+        return ()
+    from snakemake.cli import get_argument_parser
+
+    try:
+        args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
+    except SystemExit:
+        return ()
+    return tuple(getattr(args, "targets", None) or ())
 
 
 def _cached_system(folder):
@@ -160,6 +177,9 @@ else:
         else {}
     )
     SKIPPED = PLAN.skipped
+    # What runs once per results folder and kernel build before the points that name it
+    # (grid.Setup, e.g. a calibration), by id: two rules each (setup.smk).
+    SETUPS = {job.setup.id: job.setup for job in PLAN.jobs if job.setup is not None}
     MEASURES = grid.measures(CONFIG, BENCHES)
     # config group_compared: the comparisons of two or more points (Job.compared), each one
     # SLURM job group of that name (job_group below, rule compared in benchmarks.smk).
@@ -171,6 +191,24 @@ else:
         GROUPS = {name: jobs for name, jobs in GROUPS.items() if len(jobs) > 1}
     for _line in batch.reopen_incomplete(RESULTS_DIR, list(BATCHES.values())):
         print(f"numasweep: warning: {_line}", file=sys.stderr)
+    # Results are measured once: a run that only reports on them (`snakemake report`, compare,
+    # hwloc_export, fleet) renders from a campaign folder that holds every job's results, as
+    # `--config results=results/<system>` does, whatever the checkout's build or the sources'
+    # times (a fresh clone with the folder copied back would otherwise build and measure
+    # again). Deleting a job's CSV asks for it again (README): the folder is then incomplete.
+    _TARGETS = command_line_targets()
+    if paths.reporting_only(_TARGETS) and paths.complete_results(
+        RESULTS_DIR, PLAN, hwloc="hwloc_export" in _TARGETS
+    ):
+        FROM_CACHE = True
+        BENCHES = [b for b in BENCHES if Path(RESULTS_DIR, f"{b}.csv").exists()]
+        JOBS, BATCHES, GROUPS = {}, {}, {}
+        if workflow.is_main_process:
+            print(
+                f"numasweep: {RESULTS_DIR} holds every job's results: reporting on them, "
+                "nothing built or measured (delete a job's CSV to measure it again)",
+                file=sys.stderr,
+            )
 
 REPORT_DIR = f"report/{SYSTEM}"
 # Every folder this run writes must be writable: said here, before Snakemake fails to create one.
@@ -206,7 +244,7 @@ FLEET = bool(FLEET_NODES or CONFIG["fleet"]["partition"])
 COMPARE = bool(CONFIG["compare"]["against"] or CONFIG["references"])
 STORE = CONFIG["store"]["path"]
 # Sections other rules write for the report: the fleet ranking (rule fleet) and the comparison
-# with references or an earlier run (rule compare).
+# with references or an earlier run (rule comparison).
 REPORT_SECTIONS = [f"{REPORT_DIR}/fleet.md"] * FLEET + [
     f"{REPORT_DIR}/comparison.md"
 ] * COMPARE
@@ -284,6 +322,19 @@ def failed_job_lines(snakemake_logs):
         last = next((line.strip() for line in reversed(lines) if line.strip()), None)
         if last:
             print(f"numasweep: {job_log}: {last}", file=sys.stderr)
+
+
+# When this run started: the closing block speaks of a report this run wrote, not an older one.
+_STARTED = time.time()
+
+
+def closing_block():
+    report_md = Path(f"{REPORT_DIR}/experimentation.md")
+    if report_md.exists() and report_md.stat().st_mtime >= _STARTED - 1:
+        from numasweep.reporting import closing
+
+        for line in closing.lines(report_md, RESULTS_DIR):
+            print(line, file=sys.stderr)
 
 
 def job_results():
@@ -394,6 +445,32 @@ def job_kernel(wildcards):
     return f"{BIN_DIR}/{job_of(wildcards).kernel}"
 
 
+def _jobs_of(wildcards):
+    """The points of a point's or a batch's job (none for an id not in the sweep)."""
+    if hasattr(wildcards, "batch"):
+        return batch_of(wildcards).jobs if wildcards.batch in BATCHES else []
+    return [JOBS[wildcards.job]] if wildcards.job in JOBS else []
+
+
+def job_setups(wildcards):
+    """The record and the file of each Setup the job's points run after: their inputs."""
+    setups = {j.setup.id: j.setup for j in _jobs_of(wildcards) if j.setup is not None}
+    return [f"{RESULTS_DIR}/{o}" for s in setups.values() for o in (s.record, s.reads)]
+
+
+def setup_option(wildcards):
+    """run-job's --setup: the record its provenance keeps (one Setup per job, or per batch)."""
+    setups = {j.setup.record for j in _jobs_of(wildcards) if j.setup is not None}
+    return "".join(
+        f" --setup {shlex.quote(f'{RESULTS_DIR}/{r}')}" for r in sorted(setups)
+    )
+
+
+def setup_line(setup):
+    """A Setup's launch line (numasweep.planning.launch.setup_line)."""
+    return launch.setup_line(setup, RESULTS_DIR, wrapper=WRAPPER, bin_dir=BIN_DIR)
+
+
 def job_group(wildcards):
     """A point's job group (config group_compared): its comparison, if that has other points;
     None (no group) otherwise, also for a batch or an id not in the sweep."""
@@ -495,7 +572,7 @@ BENCH_SHELL = (
     "exec python -m numasweep run-job --job-id {wildcards.job:q} --launch {params.launch:q}"
     " --grid {params.grid:q} --kernel {input.kernel:q} --topology {input.topology:q}"
     " --csv {output.csv:q} --provenance {output.provenance:q} --log {log:q}"
-    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}{{params.repeat}}"
+    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}{{params.repeat}}{{params.setup}}"
 )
 
 
@@ -505,7 +582,7 @@ BENCH_SHELL = (
 BATCH_SHELL = (
     "exec python -m numasweep run-batch --batch {wildcards.batch:q} --kernel {input.kernel:q}"
     " --topology {input.topology:q} --manifest {output.manifest:q} --log {log:q}{params.points}"
-    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}{{params.repeat}}"
+    f" --retry-disturbed {int(CONFIG['retry_disturbed'])}{{params.repeat}}{{params.setup}}"
 )
 
 
@@ -527,7 +604,11 @@ def bench_rule(bench):
         return (
             {"manifest": f"{folder}/{batch.FOLDER}/{{batch}}.json"},
             f"{folder}/{batch.FOLDER}/{{batch}}.log",
-            {"points": batch_points, "repeat": repeat_options(bench)},
+            {
+                "points": batch_points,
+                "repeat": repeat_options(bench),
+                "setup": setup_option,
+            },
             BATCH_SHELL,
         )
     return (
@@ -537,6 +618,7 @@ def bench_rule(bench):
             "launch": launch_line(bench),
             "grid": grid_values,
             "repeat": repeat_options(bench),
+            "setup": setup_option,
         },
         BENCH_SHELL,
     )

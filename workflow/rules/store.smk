@@ -28,14 +28,16 @@ if not FROM_CACHE:
 
 
 localrules:
+    comparison,
     compare,
 
 
 # The current results against the config's references and compare.against (`previous` or a
 # run key): report/<system>/comparison.md, a section of the report. With neither configured (a
-# bare `snakemake compare`), against the previous run of the same campaign. Its own lines (the
-# first run of a campaign, a comparison across campaigns) are shown on the console too.
-rule compare:
+# bare `snakemake compare`), against the previous run of the same campaign. Its own lines (each
+# failing check, the first run of a campaign, a comparison across campaigns) are shown on the
+# console too. A failing check fails the gate below, not this rule: the report shows it.
+rule comparison:
     input:
         topology=f"{RESULTS_DIR}/topology.json",
         tables=[f"{RESULTS_DIR}/{bench}.csv" for bench in BENCHES],
@@ -56,6 +58,20 @@ rule compare:
             {"references": CONFIG["references"], "compare": CONFIG["compare"]}
         ),
     shell:
-        "python -m numasweep compare --results {params.results:q}"
+        # exit 1 (a check failed) and 3 (nothing compared) are verdicts, which the gate says
+        "rc=0; python -m numasweep compare --results {params.results:q}"
         " --store {params.store:q} --campaign {params.campaign:q} --settings {params.settings:q} -o {output.md:q}"
-        " --json {output.json:q} > {log:q} 2>&1; grep '^numasweep: ' {log:q} >&2 || true"
+        " --json {output.json:q} > {log:q} 2>&1 || rc=$?; grep '^numasweep: ' {log:q} | grep -v '^numasweep: compare: ' >&2 || true;"
+        " [ $rc -eq 0 ] || [ $rc -eq 1 ] || [ $rc -eq 3 ]"
+
+
+# `snakemake compare`: the comparison as a gate, for a CI job or a nightly one. It fails (snakemake
+# exits 1) where a check failed, each failing check one line above; it passes where every check
+# passed, and where there was nothing to compare with (a campaign's first run, said in one line).
+rule compare:
+    input:
+        f"{REPORT_DIR}/comparison.json",
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "python -m numasweep compare --gate {input:q} || [ $? -eq 3 ]"

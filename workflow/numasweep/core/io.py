@@ -227,7 +227,7 @@ UNREAD = ("start", "end", "slurm_job_id", "kernel_commit", "topology_digest", "l
 # Columns only the report reads (the launch lines, the hosts and run columns of its data-quality
 # part): analyse and figures leave these unread too.
 REPORT_ONLY = ("command", "prov_host", "sample_s", "spread_pct", "first_touch_s", "cycle_build_s", "on_cpu_pct",
-               "retaken", "timer_ticks", "variant")
+               "retaken", "timer_ticks", "variant", "shape_choice")
 
 
 # Rows read to tell a table's text columns: pandas reads a column as text when one of its values

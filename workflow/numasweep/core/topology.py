@@ -7,7 +7,7 @@ that describes a machine we cannot look at from here, or `detect`, which reads s
 either refuses the same mistakes.
 
 `python -m numasweep topology (--arch FILE | --detect [--sysfs ROOT] [--proc ROOT]
-[--name NAME] [--reserved LIST]) -o OUT.json`
+[--name NAME] [--reserved LIST]) [-o OUT.json]` (without -o: the JSON on stdout)
 """
 
 from __future__ import annotations
@@ -679,8 +679,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--here", action="store_true",
                     help="with --arch: refuse an arch file that names CPUs or NUMA nodes this machine lacks "
                          "(the workflow's topology job, on the node the benchmarks run on)")
-    ap.add_argument("-o", "--output", required=True, help="topology.json to write (an arch file too: `arch:` "
-                                                          "takes a topology.json)")
+    ap.add_argument("-o", "--output", help="topology.json to write (an arch file too: `arch:` takes a "
+                                           "topology.json); without it the JSON goes to stdout, the summary "
+                                           "to stderr")
     args = ap.parse_args(argv)
     if args.here and not args.arch:
         raise NumasweepError("topology: --here compares an arch file with this machine: give --arch FILE")
@@ -694,12 +695,18 @@ def main(argv: list[str]) -> int:
     else:
         proc = args.proc or ("/proc" if Path(args.sysfs).resolve() == Path("/sys") else str(Path(args.sysfs).parent / "proc"))
         topo = detect(args.sysfs, proc, args.name, parse_cpulist(args.reserved))
-    atomic_write_text(args.output, topo.to_json())
-    print(f"{args.output}: {topo.system}, {len(topo.nodes)} node(s), {len(topo.all_cpus())} CPUs, "
+    # Without -o the JSON is the output (`> FILE` gives what -o FILE writes), the summary beside it.
+    summary = sys.stdout if args.output else sys.stderr
+    if args.output:
+        atomic_write_text(args.output, topo.to_json())
+    else:
+        sys.stdout.write(topo.to_json())
+        sys.stdout.flush()
+    print(f"{args.output or 'stdout'}: {topo.system}, {len(topo.nodes)} node(s), {len(topo.all_cpus())} CPUs, "
           f"{len(topo.l3_groups)} L3 group(s), {len(topo.gpus)} GPU(s)"
-          + (f", under {topo.hypervisor}" if topo.hypervisor else ""))
+          + (f", under {topo.hypervisor}" if topo.hypervisor else ""), file=summary)
     for line in topo.firmware.summary():
-        print(f"  {line}")
+        print(f"  {line}", file=summary)
     for line in topo.firmware.notes():
         print(f"numasweep: warning: {line}", file=sys.stderr)
     return 0

@@ -232,9 +232,40 @@ def _placement_fractions(df: pd.DataFrame, col: str, req_col: str) -> tuple[pd.S
     return pd.Series(values[codes], index=df.index), pd.Series(asked[codes], index=df.index)
 
 
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def by_job(records: list[disturbed.Left]) -> list[disturbed.Left]:
+    """The records of one benchmark and verdict that share a job as one (`disturbed.split` and
+    `disturbed.noisy` give one per series, and one job measures several: a bandwidth job every
+    kernel at its thread count), so that a job is said on one line: its series named together,
+    what they share said once ("1 thread (add, copy, scale and triad)"), the reasons each once."""
+    groups: list[list[disturbed.Left]] = []
+    for r in records:
+        joined = [g for g in groups if any(o.bench == r.bench and o.verdict == r.verdict and set(o.jobs) & set(r.jobs)
+                                          for o in g)]
+        for g in joined:
+            groups.remove(g)
+        groups.append([o for g in joined for o in g] + [r])
+    out = []
+    for g in groups:
+        if len(g) == 1:
+            out.append(g[0])
+            continue
+        parts = [[p.strip() for p in r.series.split(",")] for r in g]
+        common = [p for p in parts[0] if all(p in q for q in parts[1:])]
+        rests = [", ".join(p for p in q if p not in common) for q in parts]
+        named = (f"{', '.join(common)} ({_and(rests)})" if common and all(rests)
+                 else "; ".join(r.series or "all series" for r in g))
+        out.append(disturbed.Left(g[0].bench, named, g[0].verdict, sorted({j for r in g for j in r.jobs}),
+                                  list(dict.fromkeys(x for r in g for x in r.reasons))))
+    return out
+
+
 def not_concluded(left: list[disturbed.Left]) -> list[Finding]:
-    """One finding per series measured while disturbed: what was left out and why, and how to
-    measure it again. It claims nothing."""
+    """One finding per series measured while disturbed, the series of one job as one (`by_job`):
+    what was left out and why, and how to measure it again. It claims nothing."""
     return [Finding(
         id="not_concluded", bench=r.bench,
         title=f"Not concluded: {r.bench}{', ' + r.series if r.series else ''}, measured while disturbed",
@@ -245,7 +276,7 @@ def not_concluded(left: list[disturbed.Left]) -> list[Finding]:
                  f"results/<system>/{r.bench}/ ({', '.join(r.jobs[:3])}{' ...' if len(r.jobs) > 3 else ''}) and "
                  "rerun snakemake."),
         numbers={"claim": False, "verdict": r.verdict, "jobs": r.jobs, "reasons": r.reasons, "series": r.series})
-        for r in left]
+        for r in by_job(left)]
 
 
 # ---------------------------------------------------------------- entry points

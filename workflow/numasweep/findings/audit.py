@@ -18,14 +18,21 @@ kind of finding writes, as its benchmark's record says (`Checks.claims`). The ru
   wherever it appears.
 - **told once**: a curve's rises are told once each: the cache steps of one series never
   overlap.
+- **said once, numbers kept** (`summary_problems`, over the summary's lines): a line the report
+  composes from several findings alike but for their series (`reporting.report.summary_lines`)
+  prints, for each series it names, numbers with their intervals that are that finding's own
+  (`stated`), one quantity per list, and the range before the list runs from the least to the
+  most of that quantity over every finding it merges; no finding it merges goes unsaid.
 
 `audit` returns the problems, one line each naming the finding; `check` raises the first as a
-`NumasweepError` (the report rule fails with that line).
+`NumasweepError` (the report rule fails with that line); `check_summary` the same for the
+summary's lines.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Iterable
 
 from numasweep.core import registry
@@ -155,10 +162,130 @@ def audit(findings: list[dict]) -> list[str]:
     return out + list(_verdict_problems(findings)) + list(_told_twice(findings))
 
 
+# ---------------------------------------------------------------- the summary's composed lines
+
+# A number as the report prints it: a ratio (1.55x), a share (12%), a size (45.3 KiB), a time or a
+# rate (3.6 ns, 37.0 GB/s), or a bare number (1.99).
+PRINTED = r"-?\d[\d,]*(?:\.\d+)?(?:x|%| [KMGT]iB| B| ns| GB/s| GiB/s)?"
+# a number with its interval, as `Interval.text` prints it: "1.55x (95% interval 1.43x to 1.68x)",
+# "1.55x (no interval: noise unknown)"
+SLOT = re.compile(rf"(?P<est>{PRINTED}) \((?:(?P<level>\d+)% interval (?P<low>{PRINTED}) to (?P<high>{PRINTED})"
+                  r"|no interval: noise unknown)\)")
+# one series of a composed line's list: "copy: 1.86x, 95% interval 1.47x to 2.35x", or
+# "copy: 1.86x, noise unknown, no interval"
+ITEM = re.compile(rf"^(?P<name>.+?): (?P<est>{PRINTED})(?:, (?P<level>\d+)% interval (?P<low>{PRINTED}) to "
+                  rf"(?P<high>{PRINTED})|, noise unknown, no interval)$")
+# a range and its list: "1.51x to 1.86x (add: ...; copy: ...)", "2.98x in each (...)"
+RANGE = re.compile(rf"(?P<lo>{PRINTED})(?: to (?P<hi>{PRINTED})| in each) \((?P<items>[^()]*: {PRINTED}[^()]*)\)")
+MORE = re.compile(r"^(?P<n>\d+) more(?: series)?, within .*$")
+SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def printed_value(text: str) -> tuple[float, float]:
+    """(value, half a unit of its last digit) of a number as the report prints it; a size in bytes."""
+    number, _, unit = text.strip().partition(" ")
+    number = number.rstrip("x%").replace(",", "")
+    decimals = len(number.partition(".")[2])
+    scale = SIZE_UNITS.get(unit, 1)
+    return float(number) * scale, 0.5 * 10 ** -decimals * scale * 1.0001 + 1e-12
+
+
+def _agrees(text: str | None, value: Any) -> bool:
+    if text is None or not _finite(value):
+        return False
+    printed, half = printed_value(text)
+    return abs(printed - float(value)) <= half
+
+
+def stated(f: dict, est: str, low: str | None, high: str | None) -> str | None:
+    """The name of the quantity of finding `f` whose estimate and interval the report prints as
+    `est` (`low` to `high`; None for no interval): a number of its with `<name>_low` and
+    `<name>_high`, or a claim it lists; None when it has none such."""
+    n = f.get("numbers") or {}
+    candidates = [(k, n.get(k), n.get(f"{k}_low"), n.get(f"{k}_high")) for k in n
+                  if f"{k}_low" in n and f"{k}_high" in n]
+    candidates += [(str(c.get("quantity")), c.get("estimate"), c.get("low"), c.get("high"))
+                   for c in (n.get("claims") or []) if isinstance(c, dict)]
+    for name, e, lo, hi in candidates:
+        if not _agrees(est, e):
+            continue
+        if low is None and high is None and not _finite(lo, hi):
+            return name
+        if low is not None and _agrees(low, lo) and _agrees(high, hi):
+            return name
+    return None
+
+
+def summary_problems(lines: list[dict]) -> list[str]:
+    """Every problem of the summary's lines (`reporting.report.summary_lines`), one line each: in
+    a line composed from findings (`members`: [(series name,
+    finding)]), a number printed for a series that is not that finding's own with its interval, a
+    list of two quantities, a range that is not the least to the most over the findings merged,
+    a finding left unsaid, a number with its interval printed outside a list that no finding
+    merged states."""
+    out = []
+    for line in lines:
+        title, text = str(line.get("title", "")), str(line.get("summary", ""))
+        where = f"summary line '{title}'"
+        members = line.get("members") or []
+        if not members:
+            continue
+        by_name = {name: f for name, f in members}
+        said: set[str] = set()
+        lists = list(RANGE.finditer(text))
+        for found in lists:
+            items = found["items"].split("; ")
+            quantity: set[str] = set()
+            more = 0
+            for item in items:
+                if MORE.match(item):
+                    more += int(MORE.match(item)["n"])
+                    continue
+                part = ITEM.match(item)
+                if not part or part["name"] not in by_name:
+                    out.append(f"{where}: '{item}' names no series it merges")
+                    continue
+                name = stated(by_name[part["name"]], part["est"], part["low"], part["high"])
+                if name is None:
+                    out.append(f"{where}: '{item}' is not a number and interval of the finding "
+                               f"'{by_name[part['name']].get('title')}'")
+                    continue
+                said.add(part["name"])
+                quantity.add(name)
+            if len(quantity) > 1:
+                out.append(f"{where}: one list gives {', '.join(sorted(quantity))}, several quantities")
+                continue
+            if len(quantity) == 1:
+                q = quantity.pop()
+                values = [(f.get("numbers") or {}).get(q) for _, f in members]
+                values = [v for v in values if _finite(v)]
+                if len(items) - (1 if more else 0) + more != len(members):
+                    out.append(f"{where}: a list of {q} says {len(items)} series of the {len(members)} it merges")
+                if values and not (_agrees(found["lo"], min(values)) and _agrees(found["hi"] or found["lo"], max(values))):
+                    out.append(f"{where}: the range {found['lo']} to {found['hi'] or found['lo']} of {q} is not "
+                               f"{min(values)} to {max(values)}, the least to the most over its findings")
+        outside = RANGE.sub("", text)
+        for slot in SLOT.finditer(outside):
+            if not any(stated(f, slot["est"], slot["low"], slot["high"]) for _, f in members):
+                out.append(f"{where}: '{slot.group(0)}' is no number and interval of the findings it says")
+        unsaid = [name for name in by_name if name not in said]
+        if lists and unsaid:
+            out.append(f"{where} leaves {', '.join(unsaid)} unsaid")
+    return out
+
+
+def check_summary(lines: list[dict], where: str = "report") -> None:
+    """Raises the first problem of the summary's lines as one line (`summary_problems`)."""
+    _raise(summary_problems(lines), where)
+
+
 def check(findings: list[dict], where: str = "report") -> None:
     """Raises the first problem as one line: the report is not written from claims its own data
     contradict."""
-    problems = audit(findings)
+    _raise(audit(findings), where)
+
+
+def _raise(problems: list[str], where: str) -> None:
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise NumasweepError(f"{where}: the claims audit failed: {problems[0]}{more}; the report is not written "

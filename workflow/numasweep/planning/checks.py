@@ -128,9 +128,8 @@ def under_cache(topo: Any, where: str, size: int, node: int, key: str) -> str | 
         return None
     if not llc or size >= LLC_FACTOR * llc:
         return None
-    return (f"{where}.{key}: {format_size(size)} is under {LLC_FACTOR}x the last-level cache of "
-            f"node {node} ({format_size(llc)}), so the bandwidth measured is partly the cache's; "
-            f"use at least {format_size(LLC_FACTOR * llc)}, or leave {key} unset for the kernel's default")
+    return (f"{where}.{key}: {format_size(size)} < {LLC_FACTOR}x node {node}'s last-level cache ({format_size(llc)}): "
+            f"partly the cache's bandwidth; give {format_size(LLC_FACTOR * llc)} or more")
 
 
 # ---------------------------------------------------------------- pages

@@ -74,9 +74,19 @@ def spread(plan, fleet_nodes: list[str]):
     if not fleet_nodes:
         return plan
     jobs = [replace(job, id=f"{job.id}-on-{node}", grid={**job.grid, NODE_COLUMN: node},
-                    compared=job.compared and f"{job.compared}-on-{node}")
+                    compared=job.compared and f"{job.compared}-on-{node}", setup=on_node(job.setup, node))
             for job in plan.jobs for node in fleet_nodes]
     return replace(plan, jobs=jobs)
+
+
+def on_node(setup, node: str):
+    """A Setup (grid.Setup) run on one fleet node, for that node's points: its own id and files
+    (calibration-on-<node>.json, ...), as each host gets its own."""
+    if setup is None:
+        return None
+    tag = f"{setup.id}-on-{node}"
+    return replace(setup, id=tag, job=replace(setup.job, id=tag, grid={**setup.job.grid, NODE_COLUMN: node}),
+                   outputs=tuple(o.replace(setup.id, tag, 1) for o in setup.outputs))
 
 
 def slurm_nodelist(grid: dict) -> str:

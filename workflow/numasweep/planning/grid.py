@@ -6,7 +6,7 @@ against the topology, and returns the jobs in config order. The id of a job is b
 its grid values, so the same config gives the same ids and result paths on every run:
 `lat-interleaved-d0.1.2.3-r2-local-concurrent-rep0` -> results/<system>/latency/<id>.csv.
 
-`python -m numasweep grid --config FILE [--arch FILE | --detect]` prints the jobs.
+`python -m numasweep grid --config FILE [--set KEY=VALUE] [--arch FILE | --detect]` prints the jobs.
 """
 
 from __future__ import annotations
@@ -52,6 +52,39 @@ class Job:
     # of one bandwidth sweep); "" for a point compared with none. Config `group_compared` runs each
     # comparison as one SLURM job group (workflow/rules/benchmarks.smk).
     compared: str = ""
+    # What runs once per results folder and kernel build before this job, whose file its kernel
+    # reads (Setup); None for most jobs.
+    setup: "Setup | None" = None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A step a benchmark runs once per results folder (host) and kernel build before the points
+    that name it, e.g. bandwidth's calibration of its code shapes: its launch (`job`: kernel, CPUs,
+    kernel options, writing the table `outputs[2]`), the numasweep command that runs it and decides
+    (`python -m numasweep COMMAND --launch LINE --kernel K --results DIR --log LOG`), the files it
+    writes in the results folder (`outputs`: its record, a JSON each point's provenance keeps; the
+    file the points' kernel reads; its table), the kernel option that names that file in a point's
+    launch line, and a config value whose change makes it run again (a param of its rule)."""
+
+    id: str
+    job: Job
+    command: str
+    outputs: tuple[str, str, str]
+    option: str
+    again: int = 0
+
+    @property
+    def record(self) -> str:
+        return self.outputs[0]
+
+    @property
+    def reads(self) -> str:
+        return self.outputs[1]
+
+    @property
+    def table(self) -> str:
+        return self.outputs[2]
 
 
 @dataclass
@@ -387,10 +420,11 @@ def main(argv: list[str]) -> int:
                     help="print only the number of jobs per benchmark (and of batches, with batch > 1)")
     args = ap.parse_args(argv)
 
+    check_assignment_keys(args.set)
     config = layered_config(args.config, args.set)
     for line in overridden(args.config, config):
         print(f"numasweep: warning: {line}", file=sys.stderr)
-    checked = validate_config(config, ",".join(args.config))
+    checked = validate_with_assignments(config, args.config, args.set)
     # The wrapper is run (so checked) by the workflow, from the checkout; grid only plans.
     paths.check_config_paths(checked, ",".join(args.config), skip=("wrapper",) + ("arch",) * bool(args.arch or args.detect))
     # every job once per node of a fleet, as the workflow plans it (fleet.spread)
@@ -447,12 +481,64 @@ def parse_assignments(values: list[str]) -> dict:
     for item in values:
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
-            raise NumasweepError(f"config value '{item}': write KEY=VALUE, e.g. launcher=srun")
+            raise NumasweepError(f"--set {item}: write KEY=VALUE, e.g. --set launcher=srun")
         try:
             out[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError:
             out[key.strip()] = value
     return out
+
+
+def set_option(assignments: list[str]) -> str:
+    """The --set options as given: `--set a=1 --set b=2`."""
+    return " ".join(f"--set {item}" for item in assignments)
+
+
+def check_assignment_keys(assignments: list[str]) -> None:
+    """Each `--set KEY=VALUE` of `grid` names a top-level config key, as `snakemake --config`
+    requires; else one line blaming the option, with the form that sets the key meant (a dotted
+    path `a.b=V` is no key: `a={b: V}` sets it)."""
+    known = _schema()["properties"]
+    for item in assignments:
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key or key in known:
+            continue  # parse_assignments names a missing `=`
+        head, *rest = key.split(".")
+        if rest and head in known and all(rest):
+            node, where = known[head], head
+            for part in rest:  # the dotted path's keys, as far as the schema names them
+                names = node.get("properties") if isinstance(node, dict) else None
+                if not names:
+                    break
+                if part not in names:
+                    raise NumasweepError(f"--set {item}: '{where}' has no key '{part}'; known keys under it: "
+                                         f"{', '.join(sorted(names))}")
+                node, where = names[part], f"{where}.{part}"
+            nested = value.strip() or "null"
+            for part in reversed(rest):
+                nested = f"{{{part}: {nested}}}"
+            raise NumasweepError(f"--set {item}: '{key}' is no config key (--set, as snakemake --config, sets a "
+                                 f"top-level key; a dotted path is not one); write --set '{head}={nested}'")
+        raise NumasweepError(f"--set {item}: unknown config key '{key}'; known keys: {', '.join(sorted(known))}")
+
+
+def validate_with_assignments(config: dict, files: list[str | Path], assignments: list[str]) -> dict:
+    """`validate_config` of the layered config; where the files alone are valid and the --set
+    values make them invalid, the error names the --set options, not the files."""
+    source = ",".join(map(str, files))
+    try:
+        return validate_config(config, source)
+    except NumasweepError:
+        if not assignments:
+            raise
+        try:
+            validate_config(layered_config(files), source)
+        except NumasweepError:
+            pass
+        else:
+            return validate_config(config, set_option(assignments))
+        raise
 
 
 def layered_config(files: list[str | Path], assignments: list[str] | None = None) -> dict:

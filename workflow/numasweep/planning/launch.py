@@ -122,13 +122,14 @@ def direct_argv(cpus: list[int], memory: str | MemorySpec | RankPlacement, kerne
 
 
 def job_argv(job, csv: str | None, launcher: str = "mpirun", wrapper: str = WRAPPER, bin_dir: str = "build/bin",
-             srun_mpi: str | None = "pmix") -> list[str]:
+             srun_mpi: str | None = "pmix", setup: list[str] = ()) -> list[str]:
     """The command that runs one planned job (grid.Job): MPI launcher + wrapper for ranks,
     the wrapper alone otherwise, with OpenMP's environment as an `env` prefix. The workflow's
     rules, `python -m numasweep run-job` and `python -m numasweep plan` all show and run exactly
-    this line (plan gives no CSV, and an empty bin_dir for a kernel named without a folder)."""
+    this line (plan gives no CSV, and an empty bin_dir for a kernel named without a folder);
+    `setup`: the option naming the file its Setup wrote (result_line)."""
     kernel = f"{bin_dir}/{job.kernel}" if bin_dir else job.kernel
-    kernel_argv = [kernel, *job.kernel_args, *([f"--csv={csv}"] if csv is not None else [])]
+    kernel_argv = [kernel, *job.kernel_args, *setup, *([f"--csv={csv}"] if csv is not None else [])]
     mpi = registry.get(job.bench).launch.by == "mpi"
     if mpi and job.tasks > 1:
         if launcher == "srun":
@@ -149,4 +150,12 @@ def result_line(job, results_dir: str, launcher: str = "mpirun", wrapper: str = 
     """The line the workflow runs for a job (single or in a batch): its kernel writes
     `<results_dir>/<bench>/<id>.csv.partial`, which run-job renames once it checks out."""
     csv = f"{results_dir}/{job.bench}/{job.id}.csv{PARTIAL}"
-    return shlex.join(job_argv(job, csv, launcher=launcher, wrapper=wrapper, bin_dir=bin_dir, srun_mpi=srun_mpi))
+    setup = [f"{job.setup.option}={results_dir}/{job.setup.reads}"] if job.setup else []
+    return shlex.join(job_argv(job, csv, launcher=launcher, wrapper=wrapper, bin_dir=bin_dir, srun_mpi=srun_mpi,
+                               setup=setup))
+
+
+def setup_line(setup, results_dir: str, wrapper: str = WRAPPER, bin_dir: str = "build/bin") -> str:
+    """The launch line of a Setup (grid.Setup): its job, one process, writing its table (as
+    TABLE.partial, which `python -m numasweep run-setup` renames once the kernel exits 0)."""
+    return shlex.join(job_argv(setup.job, f"{results_dir}/{setup.table}{PARTIAL}", wrapper=wrapper, bin_dir=bin_dir))

@@ -74,3 +74,26 @@ def _folder(path: str, where: str, fix: str) -> None:
     except OSError as exc:
         raise NumasweepError(f"{where}: {path!r} cannot be read ({exc.strerror}); fix its permissions "
                              f"(chmod u+rx), or {fix}") from None
+
+
+# The rules that only read a results folder (rules/report.smk, compare, fleet): a run whose
+# targets are all among them, or files under report/, measures nothing it has already measured.
+REPORTING_RULES = frozenset({"analyse", "figures", "report_md", "report", "hwloc_export", "comparison", "compare",
+                             "fleet"})
+
+
+def reporting_only(targets: object) -> bool:
+    """Whether Snakemake's targets (rule names or files) only ask for reports; no target is the
+    default rule, which measures."""
+    targets = list(targets or ())
+    return bool(targets) and all(t in REPORTING_RULES or Path(t).parts[:1] == ("report",) for t in targets)
+
+
+def complete_results(folder: str, plan: object, hwloc: bool = False) -> bool:
+    """Whether `folder` holds a campaign's results: its topology, every planned job's CSV and
+    provenance record, every aggregated table, and for an hwloc export the machine's hwloc XML
+    (which only the machine measured can write)."""
+    need = [Path(folder, "topology.json")] + [Path(folder, f"{b}.csv") for b in plan.benches()]
+    need += [Path(folder, job.bench, f"{job.id}.{ext}") for job in plan.jobs for ext in ("csv", "json")]
+    need += [Path(folder, "hwloc.xml")] * hwloc
+    return all(p.is_file() for p in need)

@@ -16,6 +16,14 @@ comparison with another campaign or grid says so in its first sentence (and one 
 
     python -m numasweep compare --results results/x [--store S --against previous|KEY]
         [--config campaign.yaml] [--tolerance 0.1] -o comparison.md [--json comparison.json]
+    python -m numasweep compare --gate comparison.json
+
+It is a gate: each failing check (a reference missed or with no point to hold for, a series
+that regressed) is one `numasweep: compare: FAIL ...` line on stderr, and the exit code says the
+verdict, for a CI job or a nightly SLURM job: 0 every check passed, 1 one or more failed, 2 an
+error (one line), 3 nothing compared (no reference configured and no earlier run of the
+campaign: its first run). `--gate FILE` reads a comparison written before (its `--json`) and
+says the same without comparing again; `snakemake compare` runs it after the comparison rule.
 """
 
 from __future__ import annotations
@@ -338,16 +346,18 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
         if store_path is None or not store_path.exists() and against != "previous":
             raise NumasweepError(f"compare: no results store{f' {store_path}' if store_path else ''} to find "
                                  f"'{against}' in; give --store (store.path of the config)")
-        # `previous`: the previous run of this campaign in this results folder on this topology.
+        # `previous`: the previous run of this campaign on this topology, from whatever folder it
+        # was recorded (a moved or copied checkout, a copied store, another path to one folder);
+        # a changed grid is said by `coverage`.
         system = store.system_of(results_dir)
         campaign = store.campaign_of(results_dir, campaign)
-        same = store.runs(store_path, system, campaign, results_dir) if store_path.exists() else []
+        same = store.runs(store_path, system, campaign) if store_path.exists() else []
         if against == "previous" and not [r for r in same if r.run_key != current]:
             # The first run of a campaign: nothing to compare with yet, which is no error.
-            note = (f"No earlier run of {campaign} ({system}, {results_dir}) in {store_path}: this run is the "
+            note = (f"No earlier run of {campaign} ({system}) in {store_path}: this run is the "
                     "first, the next one compares with it.")
         else:
-            earlier = store.find(store_path, against, system, current, campaign, results_dir)
+            earlier = store.find(store_path, against, system, current, campaign)
             then, held_then = disturbed.split(store.tables(store_path, earlier.run_key))
             held += [dataclasses.replace(r, series=f"{r.series} (the earlier run)") for r in held_then]
             rows, run_findings, unmatched = compare_runs(frames, then, tolerance)
@@ -363,9 +373,70 @@ def compare(results_dir: Path, references: list[Reference], store_path: Path | N
             "references": ref_rows, "series": rows, "not_compared": unmatched, "findings": findings, "markdown": text}
 
 
+# The exit codes of a comparison (module docstring); 2 is every command's error (numasweep.__main__).
+PASSED, FAILED, NOTHING_COMPARED = 0, 1, 3
+
+
+def failing(result: dict) -> list[str]:
+    """Each failing check of a comparison (`compare`'s result, or its JSON) in one line."""
+    lines = []
+    for r in result.get("references", []):
+        if r["status"] == "pass":
+            continue
+        if r.get("measured") is None:
+            lines.append(f"reference {r['name']}: no measured point of {r['bench']} {r['metric']} matches it")
+        else:
+            lines.append(f"reference {r['name']}: {r['metric']} measured {fmt_value(r['measured'], 2)} {r['unit']}, "
+                         f"outside {_bound(r['low'])} .. {_bound(r['high'])} (reference {fmt_value(r['reference'], 2)})")
+    for r in result.get("series", []):
+        if r["status"] == "pass":
+            continue
+        at = "" if r.get("worst_at") is None else f" ({_axis_text(r['worst_at'], r.get('axis'))})"
+        lines.append(f"regression {r['bench']}, {r['series']}, {r['metric']}: {r['regressed']} of {r['points']} "
+                     f"points over {result.get('tolerance', DEFAULT_TOLERANCE):.0%} worse than the earlier run, "
+                     f"at worst {r['worst_ratio']:.2f}x{at}")
+    return lines
+
+
+def verdict(result: dict, where: str) -> int:
+    """The comparison's exit code (PASSED, FAILED, NOTHING_COMPARED), said in one line each: its
+    failing checks and that verdict on stderr, a pass or nothing compared on stdout."""
+    lines = failing(result)
+    checks = len(result.get("references", [])) + len(result.get("series", []))
+    for line in lines:
+        print(f"numasweep: compare: FAIL {line}", file=sys.stderr)
+    if lines:
+        print(f"numasweep: compare: {len(lines)} of {checks} checks failed ({where})", file=sys.stderr)
+        return FAILED
+    if not checks:
+        print(f"numasweep: compare: nothing compared: no reference and no earlier run to compare with ({where}); "
+              "exit 3")
+        return NOTHING_COMPARED
+    print(f"numasweep: compare: all {checks} checks passed ({where})")
+    return PASSED
+
+
+def gate(path: Path) -> int:
+    try:
+        result = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise NumasweepError(f"compare --gate {path}: no such file; run the comparison first "
+                             "(python -m numasweep compare ... --json FILE, or snakemake compare)") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise NumasweepError(f"compare --gate {path}: not a comparison's JSON ({exc}); write it again with "
+                             "python -m numasweep compare ... --json FILE") from None
+    if not isinstance(result, dict) or not isinstance(result.get("references"), list) \
+            or not isinstance(result.get("series"), list):
+        raise NumasweepError(f"compare --gate {path}: not a comparison's JSON (no references and series lists); "
+                             "write it again with python -m numasweep compare ... --json FILE")
+    return verdict(result, str(path).removesuffix(".json") + ".md")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m numasweep compare", description=__doc__.splitlines()[0])
-    ap.add_argument("--results", required=True, type=Path, help="the current results folder")
+    ap.add_argument("--gate", type=Path, metavar="JSON",
+                    help="only say the verdict of a comparison written before (its --json), as its exit code")
+    ap.add_argument("--results", type=Path, help="the current results folder")
     ap.add_argument("--store", type=Path, help="the results store (store.path)")
     ap.add_argument("--against", help="`previous` or a run key (prefix) from `python -m numasweep store list`")
     ap.add_argument("--campaign", help="the config's `system` (default: the results folder's name)")
@@ -373,9 +444,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--config", type=Path, help="a config file whose `references` and `compare` to use")
     ap.add_argument("--settings", help="the same as JSON ({\"references\": [...], \"compare\": {...}})")
     ap.add_argument("--tolerance", type=float, help=f"regression threshold, a fraction (default {DEFAULT_TOLERANCE})")
-    ap.add_argument("-o", "--output", required=True, type=Path, help="the Markdown section to write")
+    ap.add_argument("-o", "--output", type=Path, help="the Markdown section to write")
     ap.add_argument("--json", type=Path, help="the table and findings as JSON")
     args = ap.parse_args(argv)
+    if args.gate:
+        return gate(args.gate)
+    if not args.results or not args.output:
+        ap.error("give --results and -o (or --gate JSON for the verdict of a comparison written before)")
     config, source = {}, "references"
     if args.config:
         config, source = grid.load_config_file(args.config), f"{args.config}: references"
@@ -405,8 +480,6 @@ def main(argv: list[str]) -> int:
     atomic_write_text(args.output, result.pop("markdown") + "\n")
     if args.json:
         atomic_write_text(args.json, json.dumps(result, indent=2, default=str) + "\n")
-    failed = sum(r["status"] != "pass" for r in result["references"] + result["series"])
-    print(f"{args.output}: {failed} failing of {len(result['references']) + len(result['series'])} checks")
     if against == "previous" and result["against"] is None:
         print(f"numasweep: {args.output}: no earlier run of campaign {store.campaign_of(args.results, args.campaign)} "
               f"in {args.store}: this is its first run, the next one compares with it", file=sys.stderr)
@@ -414,7 +487,7 @@ def main(argv: list[str]) -> int:
         # The sentence without its Markdown emphasis, and the fix.
         print(f"numasweep: warning: {args.output}: {result['across'].replace('**', '')} For a full comparison, "
               "compare with a run of the same campaign and grid (--against previous)", file=sys.stderr)
-    return 0
+    return verdict(result, str(args.output))
 
 
 def _current_key(results_dir: Path) -> str:

@@ -2,8 +2,10 @@
 
 The report is written in Markdown first (`report.render`); this page is that text converted by
 Python-Markdown (tables with their alignment, fenced code), so the two can never say different
-things. The figures are embedded (base64 PNG), so the page is one file that opens anywhere,
-Snakemake's HTML report included (which shows it under "Report").
+things. Lists are read as GitHub reads them: one may start on the line after a paragraph, in a
+banner (a blockquote) too (`reporting.markdown.separate_lists`). The figures are embedded
+(base64 PNG), so the page is one file that opens anywhere, Snakemake's HTML report included
+(which shows it under "Report").
 
 No HTML passes through: the Markdown's text from configs, results and sysfs is escaped where it
 entered it (`reporting.markdown.md_text`), and the conversion here reads no raw HTML either (any
@@ -23,6 +25,7 @@ import markdown
 import markupsafe
 
 from numasweep.core.io import atomic_write_text
+from numasweep.reporting.markdown import separate_lists
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report"
 IMG_SRC = re.compile(r'(<img\b[^>]*\bsrc=")([^"]+)(")')
@@ -44,7 +47,7 @@ def to_html(text: str, folder: Path) -> tuple[str, str]:
     converter = markdown.Markdown(extensions=["tables", "fenced_code", "sane_lists"], output_format="html")
     converter.preprocessors.deregister("html_block")
     converter.inlinePatterns.deregister("html")
-    body = converter.convert(text)
+    body = converter.convert(separate_lists(text))
     # the first heading as a browser shows it: its text, tags (an <em>) left out
     title = re.search(r"<h1>(.*?)</h1>", body, re.DOTALL)
     return (html.unescape(re.sub(r"<[^>]*>", "", title.group(1))).strip() if title else folder.name,

@@ -167,8 +167,8 @@ def main(argv: list[str]) -> int:
     if left and not args.force:
         raise NumasweepError(f"hwloc-export {args.results}: {left[0].sentence()}"
                              f"{f' (and {len(left) - 1} more series)' if len(left) > 1 else ''}: a runtime would "
-                             "place memory by them; measure them again on a quiet machine, or give --force to "
-                             "export them marked")
+                             "place memory by them; measure them again on a quiet machine, or export them marked: "
+                             "give --force (through snakemake: --config conclude_disturbed=true)")
     topology = aggregate.load_topology(args.results)
     measured = matrices.measured(frames if args.force else clean, topology)
     mark = "; ".join(r.sentence() for r in left) if left else None

@@ -1,5 +1,6 @@
-"""Markdown pieces every report part writes with: table cells, GitHub-flavoured tables, and the
-escaping that keeps text from configs, results, topology, references and sysfs text.
+"""Markdown pieces every report part writes with: table cells, GitHub-flavoured tables, the
+escaping that keeps text from configs, results, topology, references and sysfs text, and the
+blank line before a list that Python-Markdown needs and GitHub does not (`separate_lists`).
 
 Text enters the report's Markdown through `md_text` (or a table cell, or a template's `{{ }}`,
 which use it), so a `<script>`, an `onerror=` or a `[link](javascript:...)` in a host name, a
@@ -27,9 +28,12 @@ class Md(str):
 # What makes markup in the Markdown the report is read with (Python-Markdown with tables, and
 # GitHub's): backslash, emphasis, link and image brackets, table cells; an underscore only at a
 # word's edge (one inside a word, as in `numa_local`, is no emphasis and reads better bare); `<`,
-# `>` and `&` as entities, so no HTML is written and no entity read. A code span stays as it is:
-# what it holds is text to both readers, and the findings' sentences quote commands in them.
-MARKUP = re.compile(r"(?P<code>(`+).+?(?<!`)\2(?!`))|[\\*\[\]|]|(?<!\w)_|_(?!\w)|[&<>]")
+# `>` and `&` as entities, so no HTML is written and no entity read. A comparison (`< 2`, `>= 256
+# MiB`, a space before it and a space or `=` after) and an `&` that starts no entity stay bare:
+# they open nothing in either reader, and the .md is read as text too. A code span stays as it
+# is: what it holds is text to both readers, and the findings' sentences quote commands in them.
+MARKUP = re.compile(r"(?P<code>(`+).+?(?<!`)\2(?!`))|[\\*\[\]|]|(?<!\w)_|_(?!\w)"
+                    r"|&(?=#?\w+;)|(?<!\s)[<>]|[<>](?![\s=])")
 ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
@@ -43,6 +47,40 @@ def md_text(value: object) -> Md:
     if isinstance(value, Md):
         return value
     return Md(MARKUP.sub(_escaped, " ".join(str(value).splitlines())))
+
+
+# A line's blockquote markers, and a list's first line as both readers take one (an ordered list
+# interrupts a paragraph only from 1 on GitHub); a code fence.
+QUOTED = re.compile(r"((?: {0,3}>)*) ?(.*)")
+LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|1[.)]) +\S")
+FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def separate_lists(text: str) -> str:
+    """`text` with a blank line (quoted in a blockquote) between a paragraph and a list that starts
+    on the line after it. GitHub starts the list there; Python-Markdown needs the blank line, or
+    it reads the items as more of the paragraph's text (one run-on paragraph in the HTML page)."""
+    out: list[str] = []
+    fence, depth, block = "", -1, ""            # block: "text", "list" or "" (after a blank line)
+    for line in text.split("\n"):
+        quote, body = QUOTED.fullmatch(line).groups()
+        if fence:                                   # a code block's lines are its text, to its closing fence
+            fence = "" if re.fullmatch(f"{fence[0]}{{{len(fence)},}}", body.strip()) else fence
+            out.append(line)
+            continue
+        if (m := FENCE.match(body)):
+            fence, block = m.group(1), ""
+        elif not body.strip():
+            block = ""
+        elif LIST_ITEM.match(body):
+            if block == "text" and quote.count(">") == depth:
+                out.append(quote.replace(" ", ""))
+            block = "list"
+        elif block != "list" or quote.count(">") != depth:   # a list's own lines go on to its blank line
+            block = "text"
+        depth = quote.count(">")
+        out.append(line)
+    return "\n".join(out)
 
 
 def md_code(value: object) -> Md:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from numasweep.core.errors import NumasweepError
 from numasweep.reporting.markdown import Md, fmt_number, fmt_value, md_block, md_code, md_table, md_text, md_url
 from numasweep.core.io import UNREAD, atomic_write_text
 from numasweep.core.topology import Topology
-from numasweep.core.units import SIZE_BYTES, capacity_words, format_cpulist, size_words
+from numasweep.core.units import SIZE_BYTES, capacity_words, count_words, format_cpulist, size_words
 from numasweep.findings import analysis, audit, firmware
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report"
@@ -355,7 +356,8 @@ def subject_of(finding_id: str) -> Subject:
 def is_headline(finding: dict) -> bool:
     """Whether the summary names a finding: not one that claims nothing (a symmetry, a level
     without a transition), unmatched steps that less than double latency (a TLB-like 1.3x),
-    single-point anomalies or the list of untested caches, which stay in their sections. An
+    single-point anomalies, placements with every page where it was asked, or the list of untested
+    caches, which stay in their sections. An
     unmatched step that at least doubles latency (beyond the noise) is what a reader must see,
     next to the caches' steps it is not."""
     numbers = finding.get("numbers") or {}
@@ -365,6 +367,8 @@ def is_headline(finding: dict) -> bool:
         return bool(numbers.get("matched_cache")) or (numbers.get("step_ratio_low") or 0) >= UNEXPLAINED_HEADLINE
     if finding.get("id") == "anomaly":
         return numbers.get("kind") == "inversion"
+    if finding.get("id") == "placement":     # pages where they were asked: said under Data quality
+        return bool(numbers.get("flagged"))
     return finding.get("id") != "cache_untested"
 
 
@@ -388,14 +392,199 @@ def _number_name(key: str) -> str:
     return key.removesuffix(SIZE_BYTES.removeprefix("size")).replace("_", " ")
 
 
-def _series_words(names: list[str]) -> str:
-    """Series named by their titles' words, what they share said once: "4 KiB pages: concurrent,
-    1 rank; serial, 1 rank"."""
+def _factored(names: list[str]) -> tuple[str, list[str]]:
+    """Series named by their titles' words, what they share said once: ("4 KiB pages",
+    ["concurrent, 1 rank", "serial, 1 rank"]); nothing factored where a series would be left
+    unnamed."""
     parts = [[p.strip() for p in n.split(",")] for n in names]
     common = [p for p in parts[0] if all(p in q for q in parts[1:])]
     rest = [", ".join(p for p in q if p not in common) for q in parts]
-    varied = "; ".join(r for r in rest if r)
-    return ", ".join(common) + (": " if common and varied else "") + varied
+    return (", ".join(common), rest) if all(rest) else ("", list(names))
+
+
+SUMMARY_SERIES = ("mode", "config", "page_size")   # numbers naming a series said in its title's parentheses
+MERGED_LISTED = 8      # a merged line gives every series' number up to this many, else the least and the most
+SENTENCE_END = re.compile(r"(?<=\.) (?=[A-Z])")
+
+
+def without_title(title: str, summary: str) -> str:
+    """A finding's sentence as the summary gives it after its bold title: without the title, or
+    the title's words after its first colon, that it opens with ("Add bandwidth ... (128 MiB
+    arrays, 4 KiB pages): best bandwidth rises ..." under "Rise with threads: add bandwidth ...
+    (128 MiB arrays, 4 KiB pages)" -> "best bandwidth rises ...")."""
+    for said in (title, title.split(": ", 1)[1] if ": " in title else ""):
+        if said and summary.lower().startswith(said.lower()):
+            rest = re.match(r"^[:.,;]\s+(?=\S)", summary[len(said):])
+            if rest:
+                return summary[len(said) + rest.end():]
+    return summary
+
+
+def _alike(f: dict) -> tuple[str, str] | None:
+    """(the title without the words naming its series, those words) of a finding that others may
+    be alike but for their series: a series in the title's parentheses where its numbers name a
+    mode, rank count or page size; a kernel named in the title where its numbers name one
+    ("Rise with threads: add bandwidth ..." -> ("Rise with threads: bandwidth ...", "add")); None
+    for a finding of no series."""
+    title, numbers = str(f.get("title", "")), f.get("numbers") or {}
+    names = []
+    match = SERIES_IN_TITLE.match(title)
+    if match and any(k in numbers for k in SUMMARY_SERIES):
+        title, names = match["stem"], [match["series"]]
+    kernel = str(numbers.get("kernel") or "")
+    word = re.compile(rf"(?<![\w-]){re.escape(kernel)} (?=\w)") if kernel else None
+    if word and word.search(title):
+        title, names = word.sub("", title, count=1), [kernel] + names
+    return (title, ", ".join(names)) if names else None
+
+
+def _flags(numbers: dict) -> tuple:
+    """The verdicts a finding's numbers hold (claim, differs, average_claim, ...): findings merged
+    into one line share them all, so that the line states one verdict."""
+    return tuple(sorted((k, v) for k, v in numbers.items() if isinstance(v, bool)))
+
+
+def _item(name: str, est: str, level: str | None, low: str | None, high: str | None) -> str:
+    """One series in a merged line's list, as `audit.ITEM` reads it back."""
+    if low is None:
+        return f"{name}: {est}, noise unknown, no interval"
+    return f"{name}: {est}, {level or 95}% interval {low} to {high}"
+
+
+def _listed(items: list[tuple[str, str, tuple[str, str] | None]]) -> str:
+    """A range and its list, as `audit.RANGE` reads them back: items (value printed, item text,
+    its interval's ends printed or None) in the series' order; past MERGED_LISTED, the least and
+    the most, then how many more and the ends of their intervals."""
+    values = [audit.printed_value(v)[0] for v, _, _ in items]
+    least, most = values.index(min(values)), values.index(max(values))
+    lo, hi = items[least][0], items[most][0]
+    said = f"{lo} in each" if lo == hi else f"{lo} to {hi}"
+    listed = [text for _, text, _ in items]
+    if len(items) > MERGED_LISTED:
+        ends = sorted({least, most})
+        rest = [e for i, (_, _, e) in enumerate(items) if i not in ends and e]
+        within = (f"within {min((e[0] for e in rest), key=lambda x: audit.printed_value(x)[0])} to "
+                  f"{max((e[1] for e in rest), key=lambda x: audit.printed_value(x)[0])}" if rest
+                  else "within the range")
+        listed = [items[i][1] for i in ends] + [f"{len(items) - len(ends)} more, {within}"]
+    return f"{said} ({'; '.join(listed)})"
+
+
+def _merged_sentences(members: list[tuple[str, dict]]) -> str | None:
+    """The members' sentences as one, where they read alike but for their numbers with intervals
+    (after their titles): each such number the range over the members, each member's value with
+    its interval listed; a sentence without such numbers that only some members say (said once
+    for all) kept once. None where they read otherwise, or a number is not a member's own."""
+    texts = [without_title(str(f.get("title", "")), str(f.get("summary", ""))) for _, f in members]
+    split = [SENTENCE_END.split(t) for t in texts]
+    slotted = [[x for x in sentences if audit.SLOT.search(x)] for sentences in split]
+    skeletons = [[audit.SLOT.sub("\0", x) for x in sentences] for sentences in slotted]
+    if not skeletons[0] or any(sk != skeletons[0] for sk in skeletons[1:]):
+        return None
+    merged = []
+    for i, sentence in enumerate(slotted[0]):
+        found = [list(audit.SLOT.finditer(sentences[i])) for sentences in slotted]
+        fills = []
+        for j in range(len(found[0])):
+            items, quantities = [], set()
+            for (name, f), slots in zip(members, found):
+                m = slots[j]
+                quantities.add(audit.stated(f, m["est"], m["low"], m["high"]))
+                ends = (m["low"], m["high"]) if m["low"] is not None else None
+                items.append((m["est"], _item(name, m["est"], m["level"], m["low"], m["high"]), ends))
+            if None in quantities or len(quantities) != 1:
+                return None
+            fills.append(_listed(items))
+        parts = skeletons[0][i].split("\0")
+        merged.append("".join(p + (fills[k] if k < len(fills) else "") for k, p in enumerate(parts)))
+    out, k = [], 0
+    for sentence in split[0]:
+        if audit.SLOT.search(sentence):
+            out.append(merged[k])
+            k += 1
+        else:
+            out.append(sentence)
+    out += [x for sentences in split[1:] for x in sentences if not audit.SLOT.search(x) and x not in out]
+    return " ".join(dict.fromkeys(out))
+
+
+def _merged_numbers(members: list[tuple[str, dict]]) -> str | None:
+    """The members' main number (`_main_number`) as a range, each member's value with its
+    interval listed; None where the first has none."""
+    key = _main_number(members[0][1].get("numbers") or {})
+    if not key:
+        return None
+    items = []
+    for name, f in members:
+        n = f.get("numbers") or {}
+        if not isinstance(n.get(key), (int, float)) or isinstance(n.get(key), bool):
+            return None
+        own = [m for m in audit.SLOT.finditer(str(f.get("summary", "")))
+               if audit.stated(f, m["est"], m["low"], m["high"]) == key]
+        if own:      # as its own sentence prints it (findings.json keeps 4 decimals: 10.195 of 10.1949)
+            m = own[0]
+            ends = (m["low"], m["high"]) if m["low"] is not None else None
+            items.append((m["est"], _item(name, m["est"], m["level"], m["low"], m["high"]), ends))
+            continue
+        est = _number(key, n[key])
+        low, high = n.get(f"{key}_low"), n.get(f"{key}_high")
+        if low is None or high is None:
+            items.append((est, _item(name, est, None, None, None), None))
+        else:
+            ends = (_number(key, low), _number(key, high))
+            items.append((est, _item(name, est, "95", *ends), ends))
+    return f"{_number_name(key)} {_listed(items)}."
+
+
+def _composed(stem: str, members: list[tuple[str, dict]]) -> dict | None:
+    """One line for findings alike but for their series: their sentences as one where they read
+    alike, else their main number's range; each series' number with its interval."""
+    common, rests = _factored([name for name, _ in members])
+    named = list(zip(rests, [f for _, f in members]))
+    text = _merged_sentences(named) or _merged_numbers(named)
+    if text is None:
+        return None
+    lead = f"the same in {len(members)} series" + (f" ({common})" if common else "") + ": "
+    line = {"title": stem, "summary": lead + text, "merged": len(members), "members": named}
+    # a line the claims audit could not check against its findings is not composed: they are
+    # said one by one instead (a migration's series named in words the lists do not repeat)
+    return None if audit.summary_problems([line]) else line
+
+
+def summary_lines(headlines: list[dict]) -> list[dict]:
+    """The summary's lines, by importance (`importance`): findings that say the same thing (same
+    id, same claim in the title, the same verdicts) about series that differ only in mode, rank
+    count, page size or kernel are one line, their sentences read as one where they read alike
+    (every number with its interval, and the range of each over them), else naming the range of
+    their main number with each series' value and interval; a cache's steps are one line per
+    level, whatever their sizes and pages; any other finding is its own line, as it reads after
+    its title. A merged line keeps its findings (`members`), for the claims audit to check its
+    numbers against theirs (`audit.summary_problems`)."""
+    groups: dict[tuple, list[tuple[str, dict]]] = {}
+    for f in sorted(headlines, key=importance):
+        numbers = f.get("numbers") or {}
+        match = SERIES_IN_TITLE.match(str(f.get("title", "")))
+        alike = _alike(f)
+        if (level := _cache_level(f)) and match:
+            key: tuple = ("cache", f"Latency step out of the {level}")
+            name = match["series"]
+        elif alike:
+            key = (f.get("id"), f.get("bench"), alike[0], numbers.get("locality"), _flags(numbers))
+            name = alike[1]
+        else:
+            key, name = (id(f),), ""
+        groups.setdefault(key, []).append((name, f))
+    out = []
+    for key, members in groups.items():
+        line = None
+        if len(members) > 1 and len({name for name, _ in members}) == len(members):
+            line = _composed(key[1] if key[0] == "cache" else key[2], members)
+        if line is None:
+            out += [{"title": f["title"], "summary": without_title(str(f["title"]), str(f["summary"])), "merged": 1}
+                    for _, f in members]
+        else:
+            out.append(line)
+    return out
 
 
 # What a reader of a machine needs first: the NUMA story (how far each node's memory is, what the
@@ -423,46 +612,48 @@ def _cache_level(f: dict) -> str | None:
     return capacity_words(numbers["matched_cache"], numbers.get("cache_bytes"))
 
 
-def summary_lines(headlines: list[dict]) -> list[dict]:
-    """The summary's lines, by importance (`importance`): findings that say the same thing (same
-    id, same claim in the title) about series that differ only in mode or rank count are one line,
-    naming the series and the range of their number over them; a cache's steps are one line per
-    level, whatever their sizes and pages; any other finding is its own line, as it reads."""
-    groups: dict[tuple, list[dict]] = {}
-    for f in sorted(headlines, key=importance):
-        numbers = f.get("numbers") or {}
-        match = SERIES_IN_TITLE.match(str(f.get("title", "")))
-        if (level := _cache_level(f)) and match:
-            key: tuple = ("cache", level)
-        elif match and ("mode" in numbers or "config" in numbers):
-            key = (f.get("id"), f.get("bench"), match["stem"], numbers.get("page_size"), numbers.get("locality"))
-        else:
-            key = (id(f),)
-        groups.setdefault(key, []).append(f)
-    out = []
-    for members in groups.values():
-        first = members[0]
-        if len(members) > 1 and not _main_number(first.get("numbers") or {}):   # no number to range over
-            out += [{"title": f["title"], "summary": f["summary"], "merged": 1} for f in members]
-            continue
-        if len(members) == 1:
-            out.append({"title": first["title"], "summary": first["summary"], "merged": 1})
-            continue
-        level = _cache_level(first)
-        stem = f"Latency step out of the {level}" if level else SERIES_IN_TITLE.match(first["title"])["stem"]
-        named = _series_words([SERIES_IN_TITLE.match(f["title"])["series"] for f in members])
-        key = _main_number(first.get("numbers") or {})
-        text = f"the same in {len(members)} series ({named})"
-        if key:
-            values = [f["numbers"][key] for f in members]
-            lows = [f["numbers"][f"{key}_low"] for f in members if f["numbers"].get(f"{key}_low") is not None]
-            highs = [f["numbers"][f"{key}_high"] for f in members if f["numbers"].get(f"{key}_high") is not None]
-            low_v, high_v = _number(key, min(values)), _number(key, max(values))
-            text += f": {_number_name(key)} " + (f"{low_v} in each" if low_v == high_v else f"{low_v} to {high_v}")
-            if lows and highs:
-                text += f" (95% intervals within {_number(key, min(lows))} to {_number(key, max(highs))})"
-        out.append({"title": stem, "summary": text + ".", "merged": len(members)})
-    return out
+def runs_off(findings: list[dict]) -> dict | None:
+    """The summary's line on the runs and ranks off the others of their curve (the `anomaly`
+    findings, told under Data quality) that have no line of their own (`is_headline`: an
+    inversion has): how many, and the farthest with its number and interval in words
+    (docs/STATISTICS.md keeps the test: Holm over every run and size); None for none."""
+    found = [f for f in findings if f.get("id") == "anomaly" and not is_headline(f)]
+    if not found:
+        return None
+    runs = sum(1 for f in found if (f.get("numbers") or {}).get("kind") == "outlier")
+    units = len(found) - runs
+    counted = " and ".join(x for x in (count_words(runs, "run") if runs else "",
+                                       f"{units} rank{'s' if units > 1 else ''} or node{'s' if units > 1 else ''}"
+                                       if units else "") if x)
+
+    def far(f: dict) -> float:
+        value = (f.get("numbers") or {}).get("relative")
+        return abs(math.log(value)) if isinstance(value, (int, float)) and value > 0 else 0.0
+
+    f = max(found, key=far)
+    n = f.get("numbers") or {}
+    who = str(f.get("title", "")).split(": ", 1)[-1]
+    rel = n.get("relative")
+    if not isinstance(rel, (int, float)):
+        return {"title": "Runs off their curve", "members": [("", f)],
+                "summary": f"{counted} off the others of their curve by more than the noise; each is named, with "
+                           "its size, under Data quality."}
+    number = (f"{rel:.2f}x (95% interval {n['relative_low']:.2f}x to {n['relative_high']:.2f}x)"
+              if isinstance(n.get("relative_low"), (int, float)) and isinstance(n.get("relative_high"), (int, float))
+              else f"{rel:.2f}x (no interval: noise unknown)")
+    if n.get("kind") == "outlier":
+        what = f"its latency is {number} the median of the other runs there"
+    else:
+        what = (f"its {n.get('what') or 'ratio'} is {n.get('ratio', math.nan):.2f} against {n.get('others_ratio', math.nan):.2f}, "
+                f"the median of the others': {number} as large")
+    if len(found) == 1:
+        said = (f"{counted} lies off the others of its curve by more than the noise, tested against every run "
+                f"and size at once (docs/STATISTICS.md): {who}, where {what}; its evidence is under Data quality.")
+    else:
+        said = (f"{counted} lie off the others of their curves by more than the noise, tested against every run "
+                f"and size at once (docs/STATISTICS.md); the farthest is {who}, where {what}; each is under "
+                "Data quality, with its evidence.")
+    return {"title": "Runs off their curve", "members": [("", f)], "summary": said}
 
 
 # The mark of a headline value that rests on a noisy series; the footnote under the table says
@@ -621,13 +812,19 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
     every = (findings or {}).get("findings", [])
     audit.check(every, f"report of {results_dir}")
-    # the headline rests on no job measured while disturbed; the first lines say which were
+    # the headline rests on no job measured while disturbed; the first lines say which were,
+    # a job on one line (its series together)
     clean, left = disturbed.split(frames, conclude_disturbed)
+    left = analysis.by_job(left)
     headline = headline_rows(clean, topology, measured=set(frames))
     measured_on = hosts(frames)
     # a fleet's findings alike but for their host are said once (numasweep.results.digest)
     found = prepared_findings({"findings": digest.merge(every, measured_on)})
     placed = {kind for sub in subjects() for kind in sub.figures}
+    lines = summary_lines([f for f in found if f["headline"]])
+    off = runs_off(every)
+    # what the summary says of findings merged or counted is checked against them, as they are
+    audit.check_summary(lines[:SUMMARY_MAX] + ([off] if off else []), f"summary of {results_dir}")
     sections, subject_figures, subject_blocks = [], [], []
     for bench in registry.all_benches().values():
         if bench.name not in frames:
@@ -684,10 +881,10 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "noisy_mark": NOISY_MARK if any(NOISY_MARK in str(row[1]) for row in headline) else None,
         "disturbed": [r.sentence() for r in left],
         "concluded_disturbed": conclude_disturbed,
-        "noisy": [r.sentence() for r in disturbed.noisy(clean)],
-        "headlines": summary_lines([f for f in found if f["headline"]])[:SUMMARY_MAX],
-        "more_headlines": max(0, len(summary_lines([f for f in found if f["headline"]])) - SUMMARY_MAX),
-        "anomalies": sum(1 for f in every if f.get("id") == "anomaly"),
+        "noisy": [r.sentence() for r in analysis.by_job(disturbed.noisy(clean))],
+        "headlines": lines[:SUMMARY_MAX],
+        "more_headlines": max(0, len(lines) - SUMMARY_MAX),
+        "runs_off": off,
         "data_quality": notes,
         "tiering": quality.tiering(frames),
         "run_quality": run_quality,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from numasweep.core import registry
+from numasweep.core.errors import NumasweepError
 from numasweep.core.units import count_words
 from numasweep.running import verdict
 from numasweep.results import series
@@ -56,8 +57,17 @@ def job_verdicts(df: pd.DataFrame, bench: str) -> pd.DataFrame:
     kernel by design, `checks.on_cpu`); quiet where neither was recorded."""
     out = pd.DataFrame({VERDICT: QUIET, REASON: ""}, index=df.index)
     if VERDICT in df:
-        verdict = df[VERDICT].astype(object).where(df[VERDICT].notna(), QUIET).astype(str)
-        out[VERDICT] = verdict.where(verdict.isin([QUIET, NOISY, DISTURBED]), QUIET)
+        # no verdict recorded (an empty cell): quiet, as for a table without the column
+        verdict = df[VERDICT].astype(object).where(df[VERDICT].notna() & (df[VERDICT].astype(str) != ""),
+                                                   QUIET).astype(str)
+        unknown = ~verdict.isin([QUIET, NOISY, DISTURBED])
+        if unknown.any():     # never read as quiet: a hand-edited or foreign word is refused
+            row = df[unknown].iloc[0]
+            job = row.get("job_id", "?")
+            raise NumasweepError(f"{bench}: job {job}: quality verdict {verdict[unknown].iloc[0]!r} is none of "
+                                 f"{QUIET}, {NOISY}, {DISTURBED}; correct it in the job's row of {bench}.csv and its "
+                                 f"{job}.json, or delete the job's CSV and measure it again")
+        out[VERDICT] = verdict
         if REASON in df:
             out[REASON] = df[REASON].astype(object).where(df[REASON].notna(), "").astype(str)
         return out

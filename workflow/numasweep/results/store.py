@@ -25,6 +25,7 @@ import datetime as dt
 import hashlib
 import io
 import json
+import re
 import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ import pandas as pd
 from numasweep.core.errors import NumasweepError, disk_full
 from numasweep.results.aggregate import load_results, load_topology
 from numasweep.core.io import atomic_write_text
+from numasweep.running import verdict
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
 
 SCHEMA = """
@@ -70,7 +72,8 @@ CREATE TABLE IF NOT EXISTS tables (
 
 # PRAGMA user_version of a store. 1: runs keyed by the topology's name only; 2: runs also carry
 # their campaign (the config's `system`) and absolute results folder, so that `previous` is the
-# previous run of the same campaign, not another campaign's on the same topology.
+# previous run of the same campaign, not another campaign's on the same topology. The folder says
+# where a run was recorded from; it is no part of its identity (a checkout moves).
 SCHEMA_VERSION = 2
 RUN_COLUMNS = ("run_key", "system", "recorded", "started", "ended", "hosts", "source", "campaign", "folder")
 
@@ -290,6 +293,87 @@ def tables(store: str | Path, run_key: str) -> dict[str, pd.DataFrame]:
     return {bench: pd.read_csv(io.StringIO(csv)) for bench, csv in rows}
 
 
+# `store list`: its columns, and the widest a cell of each may be (None: as wide as it is), so
+# that a line stays under LIST_LINE characters whatever the names (a campaign or topology name
+# may take 100 characters, a fleet's hosts thousands).
+LIST_COLUMNS = (("run", None), ("campaign", 24), ("system", 24), ("started", 25), ("jobs", 7),
+                ("commit", 18), ("verdict", None), ("hosts", 26))
+LIST_LINE = 160
+
+
+def _cell(text: str, width: int | None) -> str:
+    return text if width is None or len(text) <= width else text[:width - 3] + "..."
+
+
+def short_commit(commit: str) -> str:
+    """A kernel commit as `store list` shows it: 7 hex digits, `-dirty` kept."""
+    head, dirty, _ = commit.partition("-dirty")
+    return (head[:7] if re.fullmatch(r"[0-9a-f]{7,40}", head) else head) + dirty
+
+
+def _hosts_cell(hosts: str, width: int) -> str:
+    """`node1,node2`, or as many as fit and how many there are in all: `nid001,... (1000 hosts)`."""
+    if len(hosts) <= width:
+        return hosts or "-"
+    names = hosts.split(",")
+    tail = f",... ({len(names)} hosts)"
+    shown = ""
+    for name in names:
+        if len(shown) + len(name) + 1 + len(tail) > width:
+            break
+        shown = f"{shown},{name}" if shown else name
+    return _cell(shown, width - len(tail)) + tail if shown else _cell(f"{len(names)} hosts", width)
+
+
+def run_summaries(store: str | Path, keys: list[str]) -> dict[str, tuple[int, str, str]]:
+    """Per run key: (its jobs, its kernel commit, the worst quality verdict of its jobs), as
+    `store list` shows them. The commit is the one most of its jobs ran, short, with `(+N)` for
+    N other commits among them; `-` where its jobs record none. The verdict is the worst of
+    numasweep.running.verdict.VERDICTS the tables' `quality` column holds; `-` where it holds
+    none (a table recorded before verdicts, an imported one)."""
+    db = connect(store)
+    out = {}
+    try:
+        for key in keys:
+            commits: dict[str, int] = {}
+            jobs = 0
+            for (prov,) in db.execute("SELECT provenance FROM jobs WHERE run_key = ?", (key,)):
+                jobs += 1
+                commit = json.loads(prov).get("kernel_commit")
+                if commit:
+                    commits[commit] = commits.get(commit, 0) + 1
+            ranked = sorted(commits, key=lambda c: (-commits[c], c))
+            commit = short_commit(ranked[0]) + (f" (+{len(ranked) - 1})" if len(ranked) > 1 else "") if ranked else "-"
+            worst = -1
+            for (text,) in db.execute("SELECT csv FROM tables WHERE run_key = ?", (key,)):
+                if verdict.COLUMN not in text.partition("\n")[0].split(","):
+                    continue
+                seen = pd.read_csv(io.StringIO(text), usecols=[verdict.COLUMN], dtype=str)[verdict.COLUMN]
+                worst = max([worst, *(verdict.VERDICTS.index(v) for v in seen.dropna().unique()
+                                      if v in verdict.VERDICTS)])
+            out[key] = (jobs, commit, verdict.VERDICTS[worst] if worst >= 0 else "-")
+    except sqlite3.DatabaseError as exc:
+        raise unusable(Path(store), exc) from None
+    finally:
+        db.close()
+    return out
+
+
+def listing(store: str | Path, known: list[Run]) -> list[str]:
+    """`store list`'s lines: a header, then one line a run, in the order given, each under
+    LIST_LINE characters."""
+    summary = run_summaries(store, [run.run_key for run in known])
+    widths = dict(LIST_COLUMNS)
+    rows = [[name for name, _ in LIST_COLUMNS]]
+    for run in known:
+        jobs, commit, worst = summary[run.run_key]
+        rows.append([run.short, _cell(run.campaign or "-", widths["campaign"]), _cell(run.system, widths["system"]),
+                     _cell(run.started or run.recorded, widths["started"]), _cell(str(jobs), widths["jobs"]),
+                     _cell(commit, widths["commit"]), worst, _hosts_cell(run.hosts, widths["hosts"])])
+    padded = [max(len(row[i]) for row in rows) for i in range(len(LIST_COLUMNS) - 1)]
+    return ["  ".join([*(cell.ljust(w) for cell, w in zip(row, padded)), row[-1]]).rstrip() for row in rows]
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m numasweep store", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="action", required=True)
@@ -311,10 +395,6 @@ def main(argv: list[str]) -> int:
         return 0
     if not args.store.exists():
         raise NumasweepError(f"{args.store}: no results store; `snakemake` records every finished run there")
-    rows = [("run", "campaign", "system", "started", "hosts")] + [
-        (run.short, run.campaign or "-", run.system, run.started or run.recorded, run.hosts or "-")
-        for run in runs(args.store, args.system, args.campaign)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        print("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]))
+    for line in listing(args.store, runs(args.store, args.system, args.campaign)):
+        print(line)
     return 0

@@ -88,6 +88,24 @@ def repo_commit(root: Path) -> str | None:
     return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
+def setups(records: list[Path], launch: str) -> list[dict[str, Any]]:
+    """What a job's provenance keeps of the Setups it ran after (planning.grid.Setup, e.g.
+    bandwidth's calibration): each record whose file (`reads`) its launch line names, whole,
+    with the record's path and digest; an unreadable record in one line."""
+    words = set(shlex.split(launch))
+    out = []
+    for path in records:
+        try:
+            rec = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise NumasweepError(f"{path}: not a readable setup record ({exc}); delete it and rerun snakemake, "
+                                 "which makes it again") from None
+        reads = rec.get("reads") if isinstance(rec, dict) else None
+        if reads is None or any(w.endswith(f"={reads}") or w == reads for w in words):
+            out.append({"record": str(path), "sha256": sha256(Path(path)), **(rec if isinstance(rec, dict) else {})})
+    return out
+
+
 def record(
     job_id: str,
     start: str,

@@ -59,6 +59,7 @@ import math
 import os
 import shlex
 import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -172,6 +173,7 @@ class Runner:
         self.args = args
         self.widest_for = widest_for
         self.repeated: dict = {}
+        self.tries_allowed = 1
         self.csv: Path = args.csv
         self.partial = Path(f"{args.csv}{PARTIAL}")
         self.checks = verdict.checks_of(args.csv)
@@ -245,7 +247,7 @@ class Runner:
         self.lock.acquire(a.lock_wait, f"job {a.job_id}")
         if self.stopped_by:
             return 128 + self.stopped_by
-        tries_allowed = 1 + max(0, getattr(a, "retry_disturbed", DEFAULT_RETRY_DISTURBED))
+        tries_allowed = self.tries_allowed = 1 + max(0, getattr(a, "retry_disturbed", DEFAULT_RETRY_DISTURBED))
         for tries in range(1, tries_allowed + 1):
             rc = self.measure(argv, grid, tries)
             if rc is not None:
@@ -320,8 +322,10 @@ class Runner:
         self.quality = verdict.record(*verdict.decide(rows, load_after, os.cpu_count() or 1, self.checks), tries)
         publish(a, grid, self.partial, start, end, host_lock_wait_s=self.host_lock.waited_s, quality=self.quality,
                 repeated=self.repeated, tiering=self.tiering)
-        print(progress_line(a.job_id, Path(a.kernel).name, time.monotonic() - began, len(rows), self.csv)
-              + repeat_note(self.repeated) + quality_note(self.quality, kernel_warnings(Path(a.log))),
+        print(progress_line(a.job_id, time.monotonic() - began)
+              + repeat_note(self.repeated)
+              + quality_note(self.quality, kernel_warnings(Path(a.log)), self.tries_allowed, bool(self.repeated)
+                             and not repeat_met(self.repeated)),
               file=sys.stderr, flush=True)
         return None
 
@@ -369,13 +373,27 @@ def half_width_words(width: float | None) -> str:
     return f"±{width:.1%}" if width is not None and math.isfinite(width) else "unknown"
 
 
+def repeat_met(repeated: dict) -> bool:
+    width = repeated.get("widest_half_width")
+    return width is not None and math.isfinite(width) and width <= repeated["target"]
+
+
+# A half-width past this says nothing a reader can use ("±10622303.9%" of two runs): too few runs.
+MEANINGFUL_HALF_WIDTH = 1.0
+
+
 def repeat_note(repeated: dict) -> str:
-    """What the progress line says of repeat_until: the runs and how wide the widest interval ended."""
+    """What the progress line says of repeat_until: the runs and how wide the widest interval
+    ended, against the target; "target missed" where it was, and "too few runs" where the
+    interval is unknown or wider than ±100%."""
     if not repeated:
         return ""
-    return (f"; {count_words(repeated['runs'], 'run')}, widest 95% interval "
-            f"{half_width_words(repeated['widest_half_width'])} "
-            f"(repeat_until ±{repeated['target']:.1%})")
+    runs, width, target = count_words(repeated["runs"], "run"), repeated["widest_half_width"], repeated["target"]
+    if repeat_met(repeated):
+        return f"; {runs}, widest 95% interval {half_width_words(width)} (repeat_until ±{target:.1%})"
+    if width is None or not math.isfinite(width) or width > MEANINGFUL_HALF_WIDTH:
+        return f"; {runs}, too few for an interval: target ±{target:.1%} missed"
+    return f"; {runs}, target ±{target:.1%} missed (widest 95% interval {half_width_words(width)})"
 
 
 def write_rows(rows: list[dict[str, str]], path: Path) -> None:
@@ -386,15 +404,22 @@ def write_rows(rows: list[dict[str, str]], path: Path) -> None:
         out.writerows(rows)
 
 
-def quality_note(quality: dict, warnings: list[str]) -> str:
-    """What the progress line adds: the verdict (with its reason unless quiet), the try, and the
-    kernel's warnings summarised (how many, the first)."""
-    note = f"; {quality['verdict']}" + (f": {quality['reason']}" if quality["verdict"] != "quiet" else "")
-    if quality["tries"] > 1:
-        note += f" (try {quality['tries']})"
+def quality_note(quality: dict, warnings: list[str], tries_allowed: int = 1, missed: bool = False) -> str:
+    """What the progress line adds: the verdict with its first reason ("quiet" only where
+    repeat_until's target, if any, was met: `missed` says it was not, which the line says
+    already), the try and, on a disturbed job's last, what becomes of it; how many warnings the
+    kernel wrote in the log."""
+    # its first reason, without the parentheses that detail it (the provenance record keeps them)
+    verdict = quality["verdict"]
+    reason = re.sub(r" \([^()]*\)", "", str(quality.get("reason") or "").split("; ")[0])
+    note = "" if verdict == "quiet" and missed else f"; {verdict}" + (f": {reason}" if verdict != "quiet" else "")
+    if verdict == "disturbed" and quality["tries"] >= tries_allowed:
+        note += (f" (try {quality['tries']} of {tries_allowed}, last: the report lists it disturbed)"
+                 if tries_allowed > 1 else " (the report lists it disturbed)")
+    elif quality["tries"] > 1:
+        note += f" (try {quality['tries']} of {tries_allowed})"
     if warnings:
-        note += (f"; {len(warnings)} kernel warning{'s' if len(warnings) != 1 else ''} in the log, "
-                 f"the first: {warnings[0]}")
+        note += f"; {len(warnings)} warning{'s' if len(warnings) != 1 else ''}"    # the kernel's, in its log
     return note
 
 
@@ -407,11 +432,12 @@ def kernel_warnings(log: Path) -> list[str]:
     return list(dict.fromkeys(ln.split("warning: ", 1)[1].strip() for ln in text.splitlines() if "warning: " in ln))
 
 
-def progress_line(job_id: str, kernel: str, seconds: float, rows: int, csv: Path) -> str:
-    """The one line a finished job prints beside Snakemake's "n of m steps done": what it
-    measured, how long it took, where its table went."""
+def progress_line(job_id: str, seconds: float) -> str:
+    """The start of the one short line a finished job prints beside Snakemake's "n of m steps
+    done": the job and how long it took; its table is results/<system>/<bench>/<job>.csv, its
+    kernel, rows and the rest in its log."""
     took = f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
-    return f"numasweep: {job_id} ({kernel}) measured in {took}: {rows} row{'s' if rows != 1 else ''} in {csv}"
+    return f"numasweep: {job_id} measured in {took}"
 
 
 def _group_alive(pgid: int) -> bool:
@@ -498,6 +524,9 @@ def publish(a: argparse.Namespace, grid: dict, partial: Path, start: str, end: s
                             csv_name=a.csv, host_lock_wait_s=host_lock_wait_s, quality=quality)
     if repeated:
         rec["repeat_until"] = repeated
+    ran_after = provenance.setups(getattr(a, "setup", None) or [], a.launch)
+    if ran_after:
+        rec["setup"] = ran_after
     rec.setdefault("system", {}).update({k: v for k, v in (tiering or {}).items() if v})
     restored = weights_restored(Path(a.log))
     if restored:
@@ -561,24 +590,41 @@ def lock_wait() -> float:
     return hostlock.env_seconds(ENV_LOCK_WAIT, DEFAULT_LOCK_WAIT_S)
 
 
+def ranged(kind: type, low: float, high: float) -> Callable[[str], float]:
+    """An option's type: a number of `kind` from `low` to `high`, anything else (nan, a negative
+    count or back-off) refused by argparse with the range."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not (low <= value <= high):        # nan fails both
+            raise argparse.ArgumentTypeError(f"{text} is outside {low:g} to {high:g}")
+        return value
+    return parse
+
+
 def lock_wait_option(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--lock-wait", type=float, default=None,
+    ap.add_argument("--lock-wait", type=ranged(float, 0, 86400), default=None,
                     help="seconds to wait for another run of the same job (default "
                          f"{DEFAULT_LOCK_WAIT_S:g}, env {ENV_LOCK_WAIT})")
     ap.add_argument("--host-lock-wait", type=float, default=None,
                     help="seconds to wait for another campaign's measurement on this machine (the host "
                          f"lock; default {hostlock.DEFAULT_WAIT_S:g}, env {hostlock.ENV_WAIT})")
-    ap.add_argument("--retry-disturbed", type=int, default=DEFAULT_RETRY_DISTURBED,
+    ap.add_argument("--retry-disturbed", type=ranged(int, 0, 20), default=DEFAULT_RETRY_DISTURBED,
                     help="tries a job whose quality verdict is disturbed gets beyond its first (config "
                          f"retry_disturbed, default {DEFAULT_RETRY_DISTURBED}; 0: none)")
-    ap.add_argument("--retry-backoff", type=float, default=DEFAULT_RETRY_BACKOFF_S,
+    ap.add_argument("--retry-backoff", type=ranged(float, 0, 3600), default=DEFAULT_RETRY_BACKOFF_S,
                     help="seconds before the second try, twice that before the third, and so on "
                          f"(default {DEFAULT_RETRY_BACKOFF_S:g})")
-    ap.add_argument("--repeat-until", type=float, default=None, metavar="HALF_WIDTH",
+    ap.add_argument("--repeat-until", type=ranged(float, 0.001, 1), default=None, metavar="HALF_WIDTH",
                     help="run the kernel again while the widest 95%% interval of the point's values over its runs "
                          "is wider than this relative half-width (config repeat_until; 0.02: ±2%%)")
-    ap.add_argument("--max-repeats", type=int, default=0,
+    ap.add_argument("--max-repeats", type=ranged(int, 0, 100), default=0,
                     help="runs beyond the first, at most, with --repeat-until (default 0: none)")
+    ap.add_argument("--setup", type=Path, action="append", default=[], metavar="RECORD",
+                    help="the record of a step run once before the job (a calibration: results/<system>/"
+                         "calibration.json), kept in its provenance where its launch line names its file")
 
 
 def main(argv: list[str], widest_for: Callable | None = None) -> int:
@@ -637,7 +683,7 @@ def run_batch(argv: list[str], widest_for: Callable | None = None) -> int:
                                          log=folder / f"{job_id}.log", lock_wait=args.lock_wait,
                                          host_lock_wait=args.host_lock_wait, retry_disturbed=args.retry_disturbed,
                                          retry_backoff=args.retry_backoff, repeat_until=args.repeat_until,
-                                         max_repeats=args.max_repeats))
+                                         max_repeats=args.max_repeats, setup=args.setup))
         check_launch(points[-1])
     kernel_sha256 = provenance.sha256(args.kernel) if args.kernel.exists() else ""
     digest = topology.load(args.topology).digest()
@@ -673,4 +719,42 @@ def run_batch(argv: list[str], widest_for: Callable | None = None) -> int:
     if runner is not None and runner.stopped_by:
         return 128 + runner.stopped_by
     write_manifest(args.manifest, args.batch, [p.job_id for p in points])
+    return 0
+
+
+def run_setup(argv: list[str]) -> int:
+    """`python -m numasweep run-setup`: a set-up step's launch line (planning.grid.Setup, e.g. a
+    calibration's timings) under the machine's measurement lock; its table, which the kernel
+    writes as TABLE.partial, is renamed to TABLE once the kernel exits 0. The standard library
+    only, as run-job: it runs in the kernels' environment."""
+    ap = argparse.ArgumentParser(prog="python -m numasweep run-setup",
+                                 description="run a set-up step's launch line under the host lock")
+    ap.add_argument("--launch", required=True, help="the set-up's launch line, as `snakemake -n -p` shows it")
+    ap.add_argument("--table", required=True, type=Path, help="its table; the kernel writes TABLE.partial")
+    ap.add_argument("--log", required=True, type=Path)
+    args = ap.parse_args(argv)
+    argv_ = shlex.split(args.launch)
+    partial = Path(f"{args.table}{PARTIAL}")
+    if f"--csv={partial}" not in argv_:
+        raise NumasweepError(f"--launch must write --csv={partial}; pass the line the plan built")
+    partial.unlink(missing_ok=True)
+    args.log.parent.mkdir(parents=True, exist_ok=True)
+    results = args.table.parent.resolve()
+    name = args.table.stem
+    with open(args.log, "w") as log:
+        lock = hostlock.HostLock(name, system=results.name, results=str(results))
+        if not lock.acquire(log=log):
+            raise NumasweepError(f"{name}: the machine's measurement lock was not taken; nothing was run")
+        try:
+            try:
+                rc = subprocess.run(argv_, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+            except FileNotFoundError:
+                raise NumasweepError(missing_program(argv_)) from None
+        finally:
+            lock.release()
+    if rc != 0 or not partial.exists():
+        last = (args.log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+        partial.unlink(missing_ok=True)
+        raise NumasweepError(f"{name}: the kernel exited {rc} ({last[:100]}); see {args.log}")
+    os.replace(partial, args.table)
     return 0

@@ -18,6 +18,9 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
         grid.check_nodes(topo, sw["cpu_nodes"], f"{where}.cpu_nodes")
         for m, spec in enumerate(sw["memory"]):
             grid.check_memory(topo, spec, f"{where}.memory[{m}]")
+    setup = calibration_setup(topo, section)
+    for i, sw in enumerate(sweeps):
+        where = f"bandwidth.sweeps[{i}]"
         array = (
             []
             if sw["array_size"] is None
@@ -54,8 +57,36 @@ def expand(topo: Any, section: dict) -> Iterator[grid.Job]:
                 cpus=cpus,
                 memory=memory,
                 compared=f"{grid.id_prefix('bw', sw['label'])}-c{node}{pat}-rep{rep}",
+                setup=setup if calibrated(sw) else None,
             )
 
+
+def calibrated(sweep: dict) -> bool:
+    """Whether a sweep's jobs run the shapes the machine's calibration decided (--shapes): all
+    but those whose extra_args fix a shape by hand (--variant)."""
+    return not any(str(a).startswith("--variant") for a in sweep["extra_args"])
+
+
+def calibration_setup(topo: Any, section: dict) -> grid.Setup | None:
+    """The one calibration of a campaign (numasweep.benches.bandwidth.calibration), or None where
+    no sweep's jobs use it: `bandwidth.calibration.threads` threads on the first CPUs of the first
+    sweep's first CPU node, memory local, that sweep's arrays, every kernel the sweeps measure (in
+    fleet mode on the first fleet node: a fleet is of one kind, numasweep.planning.slurm)."""
+    sweeps = [sw for sw in section["sweeps"] if calibrated(sw)]
+    if not sweeps:
+        return None
+    cal, first = section["calibration"], sweeps[0]
+    node = first["cpu_nodes"][0]
+    kernels = [k for k in ("copy", "scale", "add", "triad", "read", "write") if any(k in sw["kernels"] for sw in sweeps)]
+    array = ([] if first["array_size"] is None
+             else [f"--array-size={format_size(grid.one_size(first['array_size'], 'bandwidth.sweeps[0].array_size'))}"])
+    job = grid.Job(bench=NAME, id="calibration", kernel=KERNEL, grid={"cpu_node": node},
+                   kernel_args=(f"--calibrate={cal['rounds']}", f"--kernels={','.join(kernels)}", *array),
+                   threads=cal["threads"],
+                   cpus=grid.cpus_on(topo, node, cal["threads"], "bandwidth.calibration.threads"))
+    return grid.Setup(id="calibration", job=job, command="calibrate",
+                      outputs=("calibration.json", "calibration.shapes", "calibration.csv"), option="--shapes",
+                      again=cal["again"])
 
 
 def check(topo: Any, section: dict) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from numasweep.benches.bandwidth.calibration import PREFERENCE
 from numasweep.core.errors import NumasweepError
 from numasweep.core.registry import RunQuality
 from numasweep.core.topology import Topology
@@ -81,7 +82,7 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
     """One series' row of the data-quality table, and its flags."""
     flags = []
     cell, small = g["arrays"]
-    row = [name, ", ".join(g["stores"]), ", ".join(SHAPE_WORDS.get(v, v) for v in g["shapes"]), g["first_touch_s"], cell]
+    row = [name, ", ".join(g["stores"]), ", ".join(PREFERENCE.get(v, v) for v in g["shapes"]), g["first_touch_s"], cell]
     if small:
         flags.append((f"Arrays under {LLC_FACTOR}x the last-level cache",
                       -float(cell.split("x")[0]), small))
@@ -93,13 +94,6 @@ def quality_row(name: str, g: dict) -> tuple[list, list]:
                       "array_size"))
     return row, flags
 
-
-# The kernel's code shapes (its `variant` column, kernels/numa_bandwidth.c) in words.
-SHAPE_WORDS = {"loop": "plain loop", "scalar": "scalar code", "scalar-unroll": "scalar code, unrolled",
-               "avx2": "256-bit vectors", "avx2-unroll": "256-bit vectors, unrolled",
-               "avx2-pages": "256-bit vectors, unrolled, four pages at a time",
-               "avx512": "512-bit vectors", "avx512-unroll": "512-bit vectors, unrolled",
-               "avx512-pages": "512-bit vectors, unrolled, four pages at a time"}
 
 QUALITY = RunQuality(
     columns=("stores", "variant", "first_touch_s", "timer_ticks"),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from numasweep.benches.bandwidth import tables
+from numasweep.benches.bandwidth.calibration import PREFERENCE
 from numasweep.benches.bandwidth.findings import bandwidth_peak, thread_points, thread_values
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words
@@ -30,6 +31,19 @@ def bandwidth_raw_tables(bandwidth: pd.DataFrame, topology: Topology | None = No
     counted = byte_counting(bandwidth)
     if counted:
         out.append(counted)
+    # The code shape each kernel ran and how it was chosen (the kernel's shape_choice: with the
+    # machine's calibration, its sentence, rates and the plain loop's, STREAM's shape).
+    if {"variant", "shape_choice", "kernel", "stores"} <= set(bandwidth):
+        rows = bandwidth[bandwidth["pattern"].astype(str) == "sequential"] if "pattern" in bandwidth else bandwidth
+        shapes = rows[["kernel", "stores", "variant", "shape_choice"]].dropna().astype(str).drop_duplicates()
+        if not shapes.empty:
+            order = sorted(shapes.itertuples(index=False), key=lambda r: (r.stores != "regular", _stream_order(r.kernel)))
+            out.append({"title": "Code shapes the sequential kernels ran and how each was chosen (the calibration "
+                                 "decides once per host and kernel build: python -m numasweep calibrate); "
+                                 "the plain loop is STREAM's own shape, the figure to set against STREAM",
+                        "table": md_table(["kernel", "stores", "shape", "how it was chosen"],
+                                          [[r.kernel, r.stores, PREFERENCE.get(r.variant, r.variant), r.shape_choice]
+                                           for r in order])})
     return out
 
 

@@ -296,6 +296,10 @@ def _contrast_numbers(c: contrasts.Contrast) -> dict:
 
 
 def _slower(ratio: float, a: str, b: str) -> str:
+    """In plain words: "12% slower" or "8.0% faster", and from 1.5x a ratio ("have 1.99x the latency of"),
+    where a percentage reads wrong ("99% slower" for twice the latency)."""
+    if ratio >= 1.5:
+        return f"{a} have {ratio:.2f}x the latency of {b}"
     return f"{a} are {_pct(ratio)} {'slower' if ratio > 1 else 'faster'} than {b}"
 
 
@@ -379,9 +383,10 @@ def _deviation_findings(study: _Latency, devs: list[contrasts.Deviation]) -> lis
         unit = _unit(d.unit)
         kind = "inversion" if d.inversion else "deviation"
         summary = _opening(" ".join(x for x in (text, f"at {analysis.size_text(d.size_bytes)}") if x),
-                           f"{unit} has a {ratio_name} of {d.ratio:.2f} while the others' median is "
-                           f"{d.others_ratio:.2f}: {d.relative.text('{:.2f}x')} theirs"
-                           + (", inverting the pattern" if d.inversion else ""))
+                           f"{unit} has a {ratio_name} of {d.ratio:.2f} where the median of the others is "
+                           f"{d.others_ratio:.2f}: {d.relative.text('{:.2f}x')} as large"
+                           + (f", on the other side of 1 from theirs ({'below' if d.ratio < 1 else 'above'} it)"
+                              if d.inversion else ""))
         findings.append(Finding(
             id="anomaly", bench="latency", title=f"{kind.capitalize()}: {unit} at {analysis.size_text(d.size_bytes)}" + title,
             summary=summary,
@@ -410,8 +415,9 @@ def _outlier_findings(study: _Latency, table: pd.DataFrame) -> list[Finding]:
         findings.append(Finding(
             id="anomaly", bench="latency", title=f"Outlier: {unit} at {analysis.size_text(size)}" + title,
             summary=_opening(" ".join(x for x in (text, f"at {analysis.size_text(size)}") if x),
-                             f"{unit} measures {math.exp(diff + ref):.1f} ns against the {math.exp(ref):.1f} ns "
-                             f"median of the other runs: {interval.text('{:.2f}x')} theirs (Holm over every run and size)"),
+                             f"{unit} measures {math.exp(diff + ref):.1f} ns, {interval.text('{:.2f}x')} the "
+                             f"{math.exp(ref):.1f} ns median of the other runs there (tested against every run and "
+                             "size at once: docs/STATISTICS.md)"),
             numbers={**base, **who, "claim": True, "kind": "outlier", "size_bytes": size,
                      "latency_ns": math.exp(diff + ref), "reference_ns": math.exp(ref), **analysis.interval_numbers("relative", interval),
                      "p_value": p}))
