@@ -693,6 +693,39 @@ case("numasweep CLI", "figures into a read-only folder", _figures_read_only, "di
      "Read-only file system", "give a folder you can write")
 
 
+def _aggregate_rule_full(tmp: Path) -> list[str]:
+    """The aggregate rule's script (workflow/scripts/aggregate.py) as Snakemake runs it, its
+    `snakemake` object given as Snakemake gives it, the merged table going to a full disk; the
+    script's log, where Snakemake shows it, is printed."""
+    _bad_job_ok(tmp)
+    disk = _tmpfs(tmp / "disk", "16k")
+    (disk / "other").write_bytes(b"\0" * 16384)
+    code = (
+        "import runpy, sys, types\n"
+        "from pathlib import Path\n"
+        "class Named(list):\n"
+        "    def get(self, key, default=None): return getattr(self, key, default)\n"
+        "def named(*items, **keys):\n"
+        "    n = Named(items)\n"
+        "    for k, v in keys.items(): setattr(n, k, v)\n"
+        "    return n\n"
+        f"log = {str(tmp / 'aggregate.log')!r}\n"
+        "sm = types.SimpleNamespace(input=named(csv=[" + repr(str(tmp / "latency" / "j1.csv")) + "]),\n"
+        f"    output=named({str(disk / 'latency.csv')!r}), log=named(log),\n"
+        "    params=types.SimpleNamespace(keep_going=False), wildcards=types.SimpleNamespace(bench='latency'))\n"
+        "try:\n"
+        f"    runpy.run_path({str(REPO / 'workflow' / 'scripts' / 'aggregate.py')!r}, init_globals={{'snakemake': sm}})\n"
+        "finally:\n"
+        "    sys.stderr.flush()\n"
+        "    sys.__stderr__.write(Path(log).read_text())\n"
+    )
+    return [sys.executable, "-c", code]
+
+
+case("workflow", "aggregate rule on a full disk", _aggregate_rule_full, "numasweep: error:", "disk full at",
+     "latency.csv was not written", "df -h")
+
+
 # ------------------------------------------------------------------ faults mid-run (run-job)
 def _runjob(script: str, *extra: str, seed: bool = True) -> Callable[[Path], list[str]]:
     def argv(tmp: Path) -> list[str]:
