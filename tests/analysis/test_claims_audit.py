@@ -88,6 +88,15 @@ def test_a_claim_whose_interval_holds_no_effect_fails(zen2) -> None:
     assert "\n" not in str(err.value) and div["title"] in str(err.value) and "audit" in str(err.value)
 
 
+def test_a_hand_edited_claims_entry_that_is_not_a_mapping_is_one_problem(zen2) -> None:
+    (div,) = [f for f in zen2 if f["id"] == "mode_divergence" and f["numbers"]["claim"]]
+    bad = copy.deepcopy(div)
+    bad["numbers"]["claims"] = ["plateau_ratio 1.5", None]
+    problems = audit.audit([bad])
+    assert [p for p in problems if "claims[0] is str" in p and "not a mapping" in p], problems
+    assert [p for p in problems if "claims[1] is NoneType" in p], problems
+
+
 def test_a_no_with_unknown_noise_and_two_verdicts_for_one_quantity_fail(zen2) -> None:
     (div,) = [f for f in zen2 if f["id"] == "mode_divergence" and f["numbers"]["claim"]]
     bad = copy.deepcopy(div)

@@ -492,6 +492,22 @@ for _bench, _spec in BENCHES.items():
                  "line 3", f"'{_column}'", "rerun its job", *((_word,) if _word else ()), rule="job bad cell")
 
 
+def _bad_system(field: str, value) -> Callable[[Path], list[str]]:
+    """A job's provenance record whose system field holds what the runner never writes."""
+    def argv(tmp: Path) -> list[str]:
+        _bad_job_ok(tmp)
+        job = tmp / "latency" / "j1.json"
+        job.write_text(json.dumps({"job_id": "j1", "grid": {"repetition": 0}, "system": {field: value}}))
+        return PY + ["aggregate", "--bench", "latency", "-o", str(tmp / "latency.csv"), str(job.with_suffix(".csv"))]
+    return argv
+
+
+case("cached results", "provenance tiering_before a mapping", _bad_system("tiering_before", {"demotion": True}),
+     "j1.json: malformed provenance record", "system.tiering_before is dict", "rerun its job")
+case("cached results", "provenance tiering_changed a list of lists", _bad_system("tiering_changed", [["a"]]),
+     "j1.json: malformed provenance record", "system.tiering_changed is list", "rerun its job")
+
+
 def _bad_table(column: str, cell: str) -> Callable[[Path], list[str]]:
     def argv(tmp: Path) -> list[str]:
         results = tmp / "cached"

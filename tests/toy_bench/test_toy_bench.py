@@ -78,11 +78,17 @@ def test_a_benchmark_added_from_outside_runs_through_plan_workflow_and_report(re
     ("no_such_module_here", "NUMASWEEP_BENCHES: no_such_module_here: cannot be imported"),
     ("missing.py", "cannot be imported (no such file)"),
     ("empty.py", "registers no benchmark"),
+    ("raises.py", "its import raised RuntimeError (half set up) at"),
+    ("twice.py", "benchmark 'latency' is registered twice"),
+    (str(HERE / "toy.py"), "has no section 'toy'"),   # a valid benchmark, its schema section not added
 ])
 def test_a_benchmark_module_that_cannot_be_loaded_is_one_line(repo: Path, tmp_path: Path, entry: str,
                                                                says: str) -> None:
     (tmp_path / "empty.py").write_text("VALUE = 1\n")  # a module that registers nothing
-    entry = str(tmp_path / entry) if entry.endswith(".py") else entry
+    (tmp_path / "raises.py").write_text("raise RuntimeError('half set up')\n")
+    (tmp_path / "twice.py").write_text("import dataclasses\nfrom numasweep.core import registry\n"
+                                       "registry.register(dataclasses.replace(registry.get('latency')))\n")
+    entry = str(tmp_path / entry) if entry.endswith(".py") and "/" not in entry else entry
     proc = subprocess.run([sys.executable, "-m", "numasweep", "grid", "--config", "config/config.yaml", "--count"],
                           cwd=repo, env={**os.environ, "NUMASWEEP_BENCHES": entry}, capture_output=True, text=True)
     assert proc.returncode == 2 and says in proc.stderr, proc.stderr

@@ -29,6 +29,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -230,7 +231,8 @@ _REGISTRY: dict[str, Bench] = {}
 
 def register(bench: Bench) -> Bench:
     if bench.name in _REGISTRY and _REGISTRY[bench.name] is not bench:
-        raise ValueError(f"benchmark {bench.name!r} registered twice")
+        raise NumasweepError(f"benchmark '{bench.name}' is registered twice (a benchmark of that name is already "
+                             "there); give the Bench another name")
     _REGISTRY[bench.name] = bench
     return bench
 
@@ -274,6 +276,12 @@ def _load_extra(entry: str) -> list[str]:
     except (ImportError, SyntaxError) as exc:
         raise NumasweepError(f"{EXTRA}: {entry}: cannot be imported ({exc}); name a module on the import path "
                              f"or a .py file that registers a Bench, or drop it from {EXTRA}") from None
+    except NumasweepError as exc:
+        raise NumasweepError(f"{EXTRA}: {entry}: {exc}") from None
+    except Exception as exc:  # the module's own code failed: where, in one line
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise NumasweepError(f"{EXTRA}: {entry}: its import raised {type(exc).__name__} ({exc}) at "
+                             f"{frame.filename}:{frame.lineno}; fix the module or drop it from {EXTRA}") from None
     added = [name for name in _REGISTRY if name not in before]
     if not added:
         raise NumasweepError(f"{EXTRA}: {entry} registers no benchmark; call numasweep.core.registry.register(Bench(...)) "

@@ -80,7 +80,11 @@ def claims_of(f: dict) -> list[dict]:
 
 def _claim_problems(f: dict) -> Iterable[str]:
     summary = str(f.get("summary", ""))
-    for c in claims_of(f):
+    for i, c in enumerate(claims_of(f)):
+        if not isinstance(c, dict):
+            yield (f"{_name(f)}: its claims[{i}] is {type(c).__name__} {str(c)[:40]!r}, not a mapping of quantity, "
+                   "estimate, low, high, null and verdict; analyse again (snakemake --forcerun analyse)")
+            continue
         est, low, high, null = c.get("estimate"), c.get("low"), c.get("high"), c.get("null", 1.0)
         what = f"{c.get('quantity')} {est}"
         if c.get("verdict") == "differs":

@@ -245,6 +245,11 @@ def _schema() -> dict:
 def validate_config(config: dict, source: str = "config") -> dict:
     """The config with defaults filled in, or a NumasweepError naming the key path."""
     config = copy.deepcopy(dict(config))
+    for name in registry.all_benches():
+        if name not in _schema()["properties"]:  # a benchmark from NUMASWEEP_BENCHES whose section is not there
+            raise NumasweepError(f"benchmark '{name}' is registered but {SCHEMA_PATH} has no section '{name}'; add its "
+                                 f"section under properties there (tests/toy_bench/toy.schema.yaml is one), or drop "
+                                 f"its module from {registry.EXTRA}")
     validator = _Validator(_schema())  # the validator only reads the schema
     errors = sorted(
         validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path)))

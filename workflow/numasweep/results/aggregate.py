@@ -152,7 +152,10 @@ def job_columns(csv: Path, columns: list[str]) -> dict:
     extra.update({f"prov_{c}" if c in columns else c: meta.get(c) for c in PROVENANCE_COLUMNS})
     # The machine state it measured in (sys_* columns), for the report's data-quality notes.
     if "system" in meta:
-        extra.update(quality.columns(meta["system"]))
+        try:
+            extra.update(quality.columns(meta["system"]))
+        except NumasweepError as exc:
+            raise NumasweepError(f"{meta_path}: malformed provenance record: {exc}; rerun its job") from None
     # Its quality verdict (quality, quality_reason, quality_tries); results of before it have none.
     if isinstance(meta.get("quality"), dict):
         extra.update(verdict.columns(meta["quality"]))

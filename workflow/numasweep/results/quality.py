@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep.core import registry
+from numasweep.core.errors import NumasweepError
 from numasweep.core.units import count_words
 from numasweep.planning.placement import weights_set
 from numasweep.results import series
@@ -28,11 +29,18 @@ FIELDS = tuple(SystemState.__dataclass_fields__)
 
 
 def columns(record: dict[str, Any] | None) -> dict[str, str | None]:
-    """A provenance `system` record as aggregated-table columns (lists as comma lists)."""
+    """A provenance `system` record as aggregated-table columns (lists as comma lists), or a
+    NumasweepError naming a field whose value is no text, number or list of them (the runner
+    writes nothing else; a record edited by hand may hold anything)."""
+    if not isinstance(record or {}, dict):
+        raise NumasweepError(f"its 'system' is {type(record).__name__}, not a mapping")
     record = record or {}
     out = {}
     for name in FIELDS:
         value = record.get(name)
+        items = value if isinstance(value, list) else [value]
+        if not all(v is None or isinstance(v, (str, int, float)) for v in items):
+            raise NumasweepError(f"its system.{name} is {type(value).__name__} {str(value)[:40]!r}, not text")
         out[PREFIX + name] = ",".join(map(str, value)) if isinstance(value, list) else value
     return out
 
