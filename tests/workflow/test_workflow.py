@@ -317,6 +317,23 @@ def test_a_read_only_results_folder_is_refused_at_plan_time(repo_copy: Path) -> 
 
 
 @pytest.mark.workflow
+@pytest.mark.parametrize("make, says", [
+    (lambda folder: folder.symlink_to(folder.name), "is a symbolic link to probe, which leads nowhere"),
+    (lambda folder: folder.write_text("not a folder\n"), "the results folder is a file, not a folder"),
+])
+def test_a_results_folder_that_is_a_link_loop_or_a_file_is_one_line(repo_copy: Path, make, says: str) -> None:
+    """results/<system> a symbolic link to itself, or a regular file: one line before any job,
+    not Snakemake's traceback from its inventory of the outputs."""
+    (repo_copy / "results").mkdir()
+    make(repo_copy / "results" / "probe")
+    proc = snakemake(repo_copy, "-n", "--config", "system=probe")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"results/probe: {says}" in out or says in out, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+
+
+@pytest.mark.workflow
 def test_a_failed_report_step_shows_its_own_line_on_the_console(repo_copy: Path) -> None:
     """A report step's error is in its log; the console shows that line too (the onerror handler),
     not only Snakemake's "check log file(s)"."""

@@ -107,8 +107,16 @@ def _unwrite(paths: list[Path]) -> None:
 
 def check_writable(folder: str | os.PathLike, what: str) -> None:
     """A folder a run will write in (or, not made yet, the folder it goes in) must be writable:
-    a read-only file system or a folder the user may not write is one NumasweepError."""
-    place = Path(folder).absolute()
+    a read-only file system, a folder the user may not write, a file where the folder would be
+    and a symbolic link that resolves to nothing (a loop, or a target gone) are one NumasweepError."""
+    path = Path(folder)
+    if path.is_symlink() and not path.exists():
+        raise NumasweepError(f"{folder}: {what} is a symbolic link to {os.readlink(path)}, which leads nowhere (a loop "
+                             f"or a target gone); remove the link (rm {folder}) or point it at a folder")
+    if path.exists() and not path.is_dir():
+        raise NumasweepError(f"{folder}: {what} is a file, not a folder; move it away (mv {folder} {folder}.old) "
+                             "or give another folder")
+    place = path.absolute()
     while not place.exists() and place != place.parent:
         place = place.parent
     if os.access(place, os.W_OK):
