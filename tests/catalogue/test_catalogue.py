@@ -126,6 +126,12 @@ PLAN_TIME = {
                                    "copy.sweeps[0].size", "1024GiB", "128GiB"),
     "gpu_xfer size over node memory": ({"gpu_xfer": {"sweeps": [{"ngpus": [1], "sizes": "2048G"}]}},
                                        "gpu_xfer.sweeps[0].sizes", "128GiB"),
+    "migrate size not a whole number of huge pages": (
+        {"migrate": {"sweeps": [{"pairs": [[0, 1]], "pages": ["thp"], "sizes": "3M"}]}},
+        "migrate.sweeps[0].sizes", "3MiB is not a whole number of the 2MiB pages of pages: thp"),
+    "migrate size under one 1 GiB page": (
+        {"migrate": {"sweeps": [{"pairs": [[0, 1]], "pages": ["1g"], "sizes": "16M"}]}},
+        "migrate.sweeps[0].sizes", "16MiB is not a whole number of the 1GiB pages of pages: 1g"),
     "latency extra_args unknown option": ({"latency": {"sweeps": [{"domains": [[0]], "extra_args": ["--bogus"]}]}},
                                           "latency.sweeps[0].extra_args", "numa_latency: error: unknown option"),
     "bandwidth extra_args out of range": (
@@ -349,6 +355,10 @@ for _name, (_text, _says) in ARCHES.items():
     case("arch", _name, _topology(_text), _says)
 case("arch", "yaml syntax error names the line", _topology("system: x\nnodes: [\n  - {id: 0\n"), "bad.yaml:3:3",
      "YAML syntax error in the arch file")
+case("arch", "cache larger than all the memory",
+     _topology("system: x\nnodes:\n  - {id: 0, cpus: '0-1', memory: 5G}\n"
+               "caches:\n  - {level: 3, type: Unified, size: 1024G, instances: node}\n"),
+     "bad.yaml: caches[0] (L3) is 1024GiB, more than all the machine's memory (5GiB)", "lscpu -C")
 case("arch", "yaml key given twice", _topology("system: x\nnodes:\n  - {id: 0, cpus: '0', memory: 1G}\nsystem: y\n"),
      "bad.yaml:4: in the arch file, key 'system' is given twice", "(lines 1 and 4)", "merge them into one")
 case("arch", "yaml anchor bomb", _topology(ANCHOR_BOMB), "bad.yaml:8: in the arch file, aliases (*name)",

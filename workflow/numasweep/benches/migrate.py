@@ -36,7 +36,7 @@ from numasweep.benches import common
 from numasweep.core.errors import NumasweepError, Unavailable
 from numasweep.core.registry import ON_CPU_WAITS, Bench, Checks, Claim, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
-from numasweep.core.units import count_words, size_words
+from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
 from numasweep.planning import checks, grid
 from numasweep.reporting.figures import anchor_value_axis, line_colours, marked, new_figure, save, size_axis, titled
@@ -53,6 +53,8 @@ AXIS = "size_bytes"
 METHOD_WORDS = {"move_pages": "move pages", "mbind": "mbind", "migrate_pages": "migrate pages"}
 # The counters every row has (-1 where the kernel lacks one); `vmstat_deltas` holds the rest.
 COUNTERS = ("pgmigrate_success", "pgmigrate_fail", "numa_pages_migrated")
+# The bytes of a page of each `pages` kind (numa_migrate's --pages: a transparent huge page is 2 MiB).
+PAGE_BYTES = {"4k": 4 << 10, "thp": 2 << 20, "2m": 2 << 20, "1g": 1 << 30}
 # A move's configuration: the rows of one finding share these, and its pair.
 CONFIG = ("system", "host", "label", "memory", "pages", "method", "threads", "batch")
 
@@ -115,9 +117,15 @@ def _jobs(topo: Any, section: dict) -> Iterator[grid.Job]:
 
 
 def check(topo: Any, section: dict) -> list[str]:
-    """The largest buffer fits the memory of both nodes of each pair."""
+    """Each buffer a whole number of the pages it is made of (numa_migrate refuses others), and
+    the largest fits the memory of both nodes of each pair."""
     for where, sw in checks.sweeps(section, NAME):
         sizes = checks.size_list(sw["sizes"])
+        for pages, size in itertools.product(sw["pages"], sizes):
+            if size % PAGE_BYTES[pages]:
+                raise NumasweepError(f"{where}.sizes: {format_size(size)} is not a whole number of the "
+                                     f"{format_size(PAGE_BYTES[pages])} pages of pages: {pages}; give a multiple of "
+                                     f"{format_size(PAGE_BYTES[pages])}, or other pages")
         nodes = sorted({n for pair in _pairs(topo, sw) for n in pair})
         for n in nodes if sizes else ():
             checks.fit(topo, f"{where}.sizes", max(sizes), f"node:{n}", [n])

@@ -28,7 +28,7 @@ from numasweep.core import peak as memory_peak
 from numasweep.core import firmware as firmware_view
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text, load_yaml, pattern_problem
-from numasweep.core.units import format_cpulist, parse_cpulist, parse_size
+from numasweep.core.units import format_cpulist, format_size, parse_cpulist, parse_size
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "arch.schema.yaml"
 CACHE_TYPES = ("Data", "Instruction", "Unified")
@@ -308,6 +308,11 @@ def validate(topo: Topology, where: str) -> None:
         seen: set[int] = set()
         if cache.size_bytes <= 0:
             raise NumasweepError(f"{where}: caches[{k}].size must be positive")
+        memory = sum(n.memory_bytes for n in topo.nodes)
+        if 0 < memory < cache.size_bytes:  # a size in the wrong unit, or the machine's memory mistyped
+            raise NumasweepError(f"{where}: caches[{k}] (L{cache.level}) is {format_size(cache.size_bytes)}, more than "
+                                 f"all the machine's memory ({format_size(memory)}); give one instance's size (lscpu -C "
+                                 "lists them) or correct the nodes' memory")
         for inst in cache.instances:
             for c in inst:
                 if c not in owner:
