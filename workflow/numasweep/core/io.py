@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
@@ -261,33 +262,84 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+@dataclass(frozen=True)
+class Limit:
+    """The most one result file may hold (docs/INTERFACES.md, "Limits"): checked before it is read
+    (its bytes) and as it streams (its rows), so a huge or hostile file is refused in seconds with
+    the memory of one chunk."""
+    what: str
+    rows: int
+    size: int  # bytes
+
+
+# A job's CSV: a kernel's rows of one grid point (a latency job of 256 ranks, 40 sizes and 50
+# repetitions writes 512,000); a benchmark's aggregated table: every job of a campaign (a fleet
+# of a thousand nodes of such jobs is past it: aggregate it per partition).
+JOB_FILE = Limit("a job's CSV", rows=2_000_000, size=256 << 20)
+TABLE_FILE = Limit("an aggregated table", rows=50_000_000, size=8 << 30)
+CHUNK_ROWS = 250_000  # rows read and checked at a time
+
+
 def read_csv(path: str | os.PathLike, required: list[str] | tuple[str, ...] = (),
-             skip: tuple[str, ...] = (), codes: bool = False, keep: tuple[str, ...] = ()) -> pd.DataFrame:
+             skip: tuple[str, ...] = (), codes: bool = False, keep: tuple[str, ...] = (),
+             limit: Limit = JOB_FILE, check: Callable[[pd.DataFrame, int], None] | None = None) -> pd.DataFrame:
     """A result CSV with the columns it must have, or a one-line error naming the file and the fix.
     Columns in `skip` are not read, unless required or in `keep` (a benchmark's checked columns).
-    `codes`: the text columns as categoricals, each distinct text held once (`_text_columns`);
-    pandas' reader puts the categories in text order, so a grouping sorts as the text does."""
+    `codes`: the text columns as categoricals, each distinct text held once (`_text_columns`),
+    their categories in text order, so a grouping sorts as the text does. The file is read
+    CHUNK_ROWS rows at a time, within `limit`: the header's columns are checked first, then
+    `check(chunk, first_row)` on each chunk as it comes (a bad cell refused before the rest is
+    read)."""
     # pandas is imported here, not at the top: the per-job provenance step imports this module
     # and only writes text, and pandas costs seconds to import on a slow or emulated machine.
     import pandas as pd
+    from pandas.api.types import union_categoricals
 
     path = Path(path)
     if not path.exists():
         raise NumasweepError(f"{path}: no such result file; rerun the job that writes it")
     if path.is_dir():
         raise NumasweepError(f"{path}: is a folder, not a result file; give the files in it ({path}/*.csv)")
+    size = path.stat().st_size
+    if size > limit.size:
+        raise NumasweepError(f"{path}: {size_words(size)}, more than {limit.what} may hold ({size_words(limit.size)}, "
+                             "docs/INTERFACES.md); it is no result of this workflow: delete it and rerun its job")
     unread = set(skip) - set(required) - set(keep)
+    chunks, rows = [], 0
     try:
         usecols = (lambda c: c not in unread) if unread else None
         dtype = {c: "category" for c in _text_columns(path, usecols)} if codes else None
-        df = pd.read_csv(path, usecols=usecols, dtype=dtype)
+        with pd.read_csv(path, usecols=usecols, dtype=dtype, chunksize=CHUNK_ROWS) as reader:
+            for chunk in reader:
+                if not chunks:
+                    _check_columns(path, chunk, required)
+                if check:
+                    check(chunk.reset_index(drop=True), rows)
+                rows += len(chunk)
+                if rows > limit.rows:
+                    raise NumasweepError(f"{path}: more than {limit.rows:,} rows, more than {limit.what} may hold "
+                                         "(docs/INTERFACES.md); it is no result of this workflow: delete it and "
+                                         "rerun its job")
+                chunks.append(chunk)
+        if not chunks:   # a header and no rows
+            chunks = [pd.read_csv(path, usecols=usecols, dtype=dtype)]
+            _check_columns(path, chunks[0], required)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise NumasweepError(
             f"{path}: corrupt CSV ({_first_line(exc)}); delete it and rerun its job"
         ) from None
+    if len(chunks) == 1:
+        return chunks[0]
+    text = [c for c in chunks[0].columns if isinstance(chunks[0][c].dtype, pd.CategoricalDtype)]
+    df = pd.concat([chunk.drop(columns=text) for chunk in chunks], ignore_index=True)
+    for c in text:   # each chunk has the categories it met: their union, in text order
+        df[c] = union_categoricals([chunk[c] for chunk in chunks], sort_categories=True)
+    return df[list(chunks[0].columns)]
+
+
+def _check_columns(path: Path, df: pd.DataFrame, required: list[str] | tuple[str, ...]) -> None:
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise NumasweepError(
             f"{path}: missing column(s) {', '.join(missing)}; delete it and rerun its job"
         )
-    return df

@@ -28,7 +28,7 @@ from numasweep.core.registry import Bench
 from numasweep.core.topology import Topology
 from numasweep.results import quality, series
 from numasweep.core.errors import NumasweepError
-from numasweep.core.io import atomic_write, atomic_write_text, read_csv
+from numasweep.core.io import TABLE_FILE, atomic_write, atomic_write_text, read_csv
 from numasweep.running import verdict
 from numasweep.running.provenance import COLUMNS as PROVENANCE_COLUMNS
 
@@ -42,8 +42,9 @@ FIX_TABLE = ("correct that cell or delete the row; for a measured sweep delete {
              "snakemake, which aggregates it again from the job CSVs")
 
 
-def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
-    """Refuse the first cell of a `positive` column that is not a finite number above zero."""
+def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str, first: int = 0) -> None:
+    """Refuse the first cell of a `positive` column that is not a finite number above zero (`df`
+    the file's data rows from row `first`, 0-based, as `read_csv` hands a chunk)."""
     import numpy as np
 
     spec = registry.get(bench)
@@ -54,17 +55,19 @@ def check_values(df: pd.DataFrame, path: Path, bench: str, fix: str) -> None:
         values = pd.to_numeric(raw, errors="coerce")
         bad = values.isna() | ~np.isfinite(values.fillna(0)) | (values <= 0)
         if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            cell = raw.iloc[row]
+            at = int(np.flatnonzero(bad.to_numpy())[0])
+            row = first + at
+            cell = raw.iloc[at]
             what = ("empty" if pd.isna(cell) or str(cell).strip() == "" else
-                    "not a number" if pd.isna(values.iloc[row]) else
-                    "not finite" if not np.isfinite(values.iloc[row]) else
-                    "zero" if values.iloc[row] == 0 else "negative")
+                    "not a number" if pd.isna(values.iloc[at]) else
+                    "not finite" if not np.isfinite(values.iloc[at]) else
+                    "zero" if values.iloc[at] == 0 else "negative")
             shown = "" if pd.isna(cell) else str(cell)
             if pd.isna(cell):
                 # pandas reads "n/a", "NA", "null", ... as missing: say what the file holds
                 shown = _raw_cell(path, row, column)
                 what = "empty" if shown.strip() == "" else "not a number"
+            shown = shown if len(shown) <= 40 else shown[:40] + "..."
             raise NumasweepError(
                 f"{path}: line {row + 2} (data row {row + 1}), column '{column}': '{shown}' is {what}, "
                 f"expected a finite number above zero; {fix.format(path=path)}"
@@ -119,10 +122,10 @@ def _raw_cell(path: Path, row: int, column: str) -> str:
 def read_job(csv: Path, bench: str) -> pd.DataFrame:
     """One job's rows with job_id, grid and provenance columns, or a NumasweepError naming the file."""
     spec = registry.get(bench)
-    df = read_csv(csv, spec.tables.required if spec else ())
+    df = read_csv(csv, spec.tables.required if spec else (),
+                  check=lambda chunk, first: check_values(chunk, csv, bench, FIX_JOB, first))
     if df.empty:
         raise NumasweepError(f"{csv}: no rows; delete it and rerun its job")
-    check_values(df, csv, bench, FIX_JOB)
     for name, value in job_columns(csv, list(df.columns)).items():
         df[name] = value
     return df
@@ -162,6 +165,10 @@ def job_columns(csv: Path, columns: list[str]) -> dict:
     return extra
 
 
+# The job CSVs read in one parse hold at most this many bytes together (a thousand jobs of 64 KiB).
+ONE_PARSE_BYTES = 64 << 20
+
+
 def _read_all(csvs: list[Path], bench: str) -> pd.DataFrame | None:
     """Every job in one parse, when their CSVs share a header and every file and record is sound:
     a large campaign's thousands of small files cost milliseconds each read one by one. None
@@ -171,8 +178,13 @@ def _read_all(csvs: list[Path], bench: str) -> pd.DataFrame | None:
     import numpy as np
 
     header, bodies, rows = None, [], []
+    total = 0
     for csv in csvs:
         try:
+            # small files only, held at once: a large one is read_job's, which streams it
+            total += Path(csv).stat().st_size
+            if total > ONE_PARSE_BYTES:
+                return None
             head, _, body = Path(csv).read_text(encoding="utf-8").partition("\n")
         except (OSError, UnicodeDecodeError):
             return None
@@ -278,7 +290,8 @@ def read_table(path: Path, bench: Bench, skip: tuple[str, ...] = ()) -> pd.DataF
     categoricals, the columns in `skip` left out, its `required` columns present and at least
     one row (else one line naming the file and the fix), each `positive` cell checked
     (`check_values`)."""
-    df = read_csv(path, skip=skip, codes=True, keep=bench.tables.positive)
+    df = read_csv(path, skip=skip, codes=True, keep=bench.tables.positive, limit=TABLE_FILE,
+                  check=lambda chunk, first: check_values(chunk, path, bench.name, FIX_TABLE, first))
     # required columns are checked in the header: a caller may skip one it does not read
     header = df.columns if not set(skip) & set(bench.tables.required) else pd.read_csv(path, nrows=0).columns
     missing = [c for c in bench.tables.required if c not in header]
@@ -291,7 +304,6 @@ def read_table(path: Path, bench: Bench, skip: tuple[str, ...] = ()) -> pd.DataF
         raise NumasweepError(
             f"{path}: a header and no rows, nothing to analyse; delete {path} and rerun snakemake, which "
             "aggregates it again from the job CSVs (or leave the file out to report without it)")
-    check_values(df, path, bench.name, FIX_TABLE)
     check_points(df, path, bench.name, "delete the wrong row, or for a measured sweep delete the table and "
                                        "rerun snakemake, which aggregates it again from the job CSVs")
     return df
