@@ -76,16 +76,23 @@ def test_a_sentence_saying_nothing_parts_over_a_flagged_table_fails(zen2) -> Non
     assert len(said) == 1 and tlb["title"] in said[0], problems
 
 
-def test_a_claim_whose_interval_holds_no_effect_fails(zen2) -> None:
+def test_a_claim_whose_interval_holds_no_effect_fails(zen2, tmp_path: Path) -> None:
     (div,) = [f for f in zen2 if f["id"] == "mode_divergence" and f["numbers"]["claim"]]
     bad = copy.deepcopy(div)
     bad["numbers"]["plateau_ratio_low"], bad["numbers"]["plateau_ratio_high"] = 0.21, 19.12
     problems = audit.audit([bad])
     assert len(problems) == 1 and "holds 1.0, no effect" in problems[0], problems
-    # ... and the report rule refuses to write it, in one line naming the finding
-    with pytest.raises(NumasweepError) as err:
-        report.system_context(ZEN2, {"findings": [bad]}, None, Path("/nonexistent/experimentation.md"))
-    assert "\n" not in str(err.value) and div["title"] in str(err.value) and "audit" in str(err.value)
+    # ... and the report is written with it shown as refused, then fails in one line naming it
+    out = tmp_path / "experimentation.md"
+    with pytest.raises(report.AuditRefused) as err:
+        report.render(ZEN2, {"findings": [bad]}, None, out)
+    assert "\n" not in str(err.value) and div["title"] in str(err.value) and "claims audit refused" in str(err.value)
+    assert "--forcerun analyse" in str(err.value) and str(out) in str(err.value)
+    head = "\n".join(out.read_text().splitlines()[:12])
+    assert "**Refused by the claims audit.**" in head and "holds 1.0, no effect" in head, head
+    text = out.read_text()
+    assert f"Refused by the claims audit: {problems[0]}" in text.replace("\\", ""), text[:3000]
+    assert "0.21" not in text.split("## Summary", 1)[1].split("\n## ", 1)[0]  # not in the summary
 
 
 def test_a_hand_edited_claims_entry_that_is_not_a_mapping_is_one_problem(zen2) -> None:

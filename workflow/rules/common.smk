@@ -326,15 +326,28 @@ def failed_job_lines(snakemake_logs):
 
 # When this run started: the closing block speaks of a report this run wrote, not an older one.
 _STARTED = time.time()
+# Whether this run's targets hold the report (the default target does).
+_REPORT_TARGETED = not command_line_targets() or any(
+    t in ("all", "report", "report_md") or t.endswith("experimentation.md")
+    for t in command_line_targets()
+)
 
 
 def closing_block():
     report_md = Path(f"{REPORT_DIR}/experimentation.md")
-    if report_md.exists() and report_md.stat().st_mtime >= _STARTED - 1:
-        from numasweep.reporting import closing
+    from numasweep.reporting import closing
 
+    if report_md.exists() and report_md.stat().st_mtime >= _STARTED - 1:
         for line in closing.lines(report_md, RESULTS_DIR):
             print(line, file=sys.stderr)
+    # A report that shows findings the claims audit refused fails the run that targets it (the
+    # report is kept: rule report_md writes it and exits 0), as long as it shows them.
+    refusal = (
+        closing.refused(report_md) if report_md.exists() and _REPORT_TARGETED else None
+    )
+    if refusal:
+        print(refusal, file=sys.stderr)
+        sys.exit(1)  # one line: Snakemake would print a WorkflowError with its frames
 
 
 def job_results():

@@ -120,7 +120,7 @@ def _table_problems(f: dict) -> Iterable[str]:
                 break
 
 
-def _verdict_problems(findings: list[dict]) -> Iterable[str]:
+def _verdict_problems(findings: list[dict]) -> Iterable[tuple[dict, str]]:
     seen: dict[tuple, tuple[Any, dict]] = {}
     for f in findings:
         n = f.get("numbers") or {}
@@ -134,12 +134,12 @@ def _verdict_problems(findings: list[dict]) -> Iterable[str]:
                     continue
                 key = (f.get("bench"), f.get("id"), f.get("title"), series, col, r[SIZE_BYTES])
                 if key in seen and seen[key][0] != r[col]:
-                    yield (f"{_name(f)} gives {col} = {r[col]} at {r[SIZE_BYTES]} bytes where "
-                           f"{_name(seen[key][1])} gives {seen[key][0]} for the same quantity")
+                    yield f, (f"{_name(f)} gives {col} = {r[col]} at {r[SIZE_BYTES]} bytes where "
+                              f"{_name(seen[key][1])} gives {seen[key][0]} for the same quantity")
                 seen.setdefault(key, (r[col], f))
 
 
-def _told_twice(findings: list[dict]) -> Iterable[str]:
+def _told_twice(findings: list[dict]) -> Iterable[tuple[dict, str]]:
     """A curve's rises, each told once: the cache steps of one series never overlap."""
     spans: dict[tuple, list[tuple[int, int, dict]]] = {}
     kinds = _claims()
@@ -155,15 +155,20 @@ def _told_twice(findings: list[dict]) -> Iterable[str]:
         told.sort(key=lambda t: t[0])
         for (a0, a1, fa), (b0, b1, fb) in zip(told, told[1:]):
             if b0 < a1:
-                yield f"{_name(fb)} tells a rise that {_name(fa)} already tells (their sizes overlap)"
+                yield fb, f"{_name(fb)} tells a rise that {_name(fa)} already tells (their sizes overlap)"
 
 
 def audit(findings: list[dict]) -> list[str]:
     """Every problem of a report's findings (findings.json's list), one line each."""
-    out: list[str] = []
-    for f in findings:
-        out += list(_claim_problems(f)) + list(_table_problems(f))
-    return out + list(_verdict_problems(findings)) + list(_told_twice(findings))
+    return [problem for _, problem in refusals(findings)]
+
+
+def refusals(findings: list[dict]) -> list[tuple[int, str]]:
+    """Every problem of a report's findings with the position in `findings` of the finding it
+    refuses (of two that contradict each other, the later)."""
+    out = [(i, problem) for i, f in enumerate(findings) for problem in (*_claim_problems(f), *_table_problems(f))]
+    where = {id(f): i for i, f in enumerate(findings)}
+    return out + [(where[id(f)], problem) for f, problem in (*_verdict_problems(findings), *_told_twice(findings))]
 
 
 # ---------------------------------------------------------------- the summary's composed lines
@@ -279,18 +284,12 @@ def summary_problems(lines: list[dict]) -> list[str]:
 
 
 def check_summary(lines: list[dict], where: str = "report") -> None:
-    """Raises the first problem of the summary's lines as one line (`summary_problems`)."""
-    _raise(summary_problems(lines), where)
-
-
-def check(findings: list[dict], where: str = "report") -> None:
-    """Raises the first problem as one line: the report is not written from claims its own data
-    contradict."""
-    _raise(audit(findings), where)
-
-
-def _raise(problems: list[str], where: str) -> None:
+    """Raises the first problem of the summary's lines as one line (`summary_problems`): the
+    report composed a line its findings contradict, a fault of the report's code, not of the data
+    (a finding the audit refuses is shown as refused instead, `reporting.report.refuse`)."""
+    problems = summary_problems(lines)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise NumasweepError(f"{where}: the claims audit failed: {problems[0]}{more}; the report is not written "
-                             "from claims its own data contradict: report this with findings.json")
+                             "from a summary its findings contradict: keep findings.json and the report's log "
+                             "(logs/<system>/report/report_md.log) with the results, a fault of the report")

@@ -11,6 +11,7 @@ from pathlib import Path
 WIDTH = 159          # a console line stays under 160 characters
 HEADLINE_ROWS = 3
 BANNER = "> **Measured while disturbed: not concluded.**"
+REFUSED = "> **Refused by the claims audit.**"
 
 
 def _cells(row: str) -> list[str]:
@@ -45,12 +46,30 @@ def headline(text: str) -> list[str]:
     return (first + [r for r in out if r not in first])[:HEADLINE_ROWS]
 
 
+def _items(text: str, banner: str) -> list[str]:
+    if banner not in text:
+        return []
+    block = text.split(banner, 1)[1].split("\n\n", 1)[0]
+    return [_plain(m) for m in re.findall(r"^> - (.+)$", block, re.M)]
+
+
 def not_concluded(text: str) -> list[str]:
     """The disturbed banner's items: the series the report concluded nothing from."""
-    if BANNER not in text:
-        return []
-    block = text.split(BANNER, 1)[1].split("\n\n", 1)[0]
-    return [_plain(m) for m in re.findall(r"^> - (.+)$", block, re.M)]
+    return _items(text, BANNER)
+
+
+def refused(report: Path) -> str | None:
+    """The line a run ends with, failed, where the report shows findings the claims audit refused
+    (its first banner, `reporting.report.refuse`); None where it shows none."""
+    try:
+        found = _items(report.read_text(errors="replace"), REFUSED)
+    except OSError:
+        return None
+    if not found:
+        return None
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return (f"numasweep: the claims audit refused {found[0]}{more}: {report} shows it as refused in its first "
+            f"lines, with the findings.json and log to keep or analyse again (snakemake --forcerun analyse)")
 
 
 def lines(report: Path, results: str) -> list[str]:

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -803,6 +804,27 @@ def drawn_disturbed(left: list, concluded: bool) -> str | None:
             "on those; the report's first lines say why.")
 
 
+REFUSED = "Refused by the claims audit"
+
+
+class AuditRefused(NumasweepError):
+    """A report written with findings the claims audit refused (each shown as refused there)."""
+
+
+def refuse(findings: list[dict]) -> tuple[list[dict], list[str]]:
+    """The findings, each one the claims audit refuses shown as refused: its sentence replaced by
+    what the audit found, out of the summary, its claims withdrawn; and those problems, a line
+    each. The report is written all the same, its first lines saying so, and `render` then fails."""
+    found: dict[int, list[str]] = {}
+    for i, problem in audit.refusals(findings):
+        found.setdefault(i, []).append(problem)
+    out = [f if i not in found else
+           {**f, "summary": f"{REFUSED}: {'; '.join(found[i])}. Nothing is concluded from this finding.",
+            "numbers": {**(f.get("numbers") or {}), "claim": False, "claims": []}, "refused": True}
+           for i, f in enumerate(findings)]
+    return out, [problem for problems in found.values() for problem in problems]
+
+
 def system_context(results_dir: Path, findings: dict | None, figures_dir: Path | None, out_md: Path,
                    conclude_disturbed: bool = False) -> dict:
     topology = aggregate.load_topology(results_dir)
@@ -810,8 +832,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
     if topology is None and not frames:
         raise NumasweepError(f"{results_dir}: neither topology.json nor any <bench>.csv; give the "
                              "folder the workflow wrote (results/<system>) or an examples/<name> folder")
-    every = (findings or {}).get("findings", [])
-    audit.check(every, f"report of {results_dir}")
+    every, refused = refuse((findings or {}).get("findings", []))
     # the headline rests on no job measured while disturbed; the first lines say which were,
     # a job on one line (its series together)
     clean, left = disturbed.split(frames, conclude_disturbed)
@@ -876,6 +897,7 @@ def system_context(results_dir: Path, findings: dict | None, figures_dir: Path |
         "subjects": [sub for sub in by_subject(found, subject_figures, subject_blocks, bool(notes or run_quality))
                      if sub["shown"]],
         "findings": found,
+        "refused": refused,
         "headline_table": md_table(["measured", "value", "95% interval"], headline, right={1}) if headline else None,
         "headline_units": headline_units(headline),
         "noisy_mark": NOISY_MARK if any(NOISY_MARK in str(row[1]) for row in headline) else None,
@@ -907,7 +929,18 @@ def render(results_dir: str | os.PathLike, findings: dict | None, figures_dir: s
         context["sections"].append(Md(Path(section).read_text()))
     text = environment().get_template("experimentation.md.j2").render(**context)
     atomic_write_text(out_md, tidy(text))
+    _refused(out_md, context["refused"])
     return out_md
+
+
+def _refused(out_md: Path, problems: list[str]) -> None:
+    """After the report is written: AuditRefused where the claims audit refused findings."""
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise AuditRefused(f"{out_md}: written with {count_words(len(problems), 'finding')} the claims audit refused, "
+                           f"shown as refused: {problems[0]}{more}; if findings.json was edited by hand, analyse "
+                           "again (snakemake --forcerun analyse), else keep findings.json and the analysis log with "
+                           "the results: the analysis stated what its own data contradicts")
 
 
 def spec_rows(contexts: list[dict]) -> list[list[object]]:
@@ -959,6 +992,7 @@ def render_cross(results_dirs: list[Path], findings: list[dict | None], figures_
         compared=compared,
     )
     atomic_write_text(out_md, tidy(text))
+    _refused(out_md, [problem for c in contexts for problem in c["refused"]])
     return out_md
 
 
@@ -987,6 +1021,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--conclude-disturbed", action="store_true",
                         help="findings and headline from jobs measured while disturbed too, said in the first lines "
                              "(config conclude_disturbed)")
+    parser.add_argument("--refused-ok", action="store_true",
+                        help="where the claims audit refuses findings, write the report (each shown as refused) and "
+                             "exit 0 all the same (the workflow's end fails the run instead, keeping the report)")
     args = parser.parse_args(argv)
     if len(args.results) > 2:
         raise NumasweepError("report: give --results once (one system) or twice (two systems side by side)")
@@ -994,11 +1031,19 @@ def main(argv: list[str]) -> int:
         raise NumasweepError("report: give one --findings per --results, in the same order, or none")
     results = [Path(r) for r in args.results]
     findings = [load_findings(f, r) for f, r in zip(args.findings or [None] * len(results), results)]
-    if len(results) == 1:
-        path = render(results[0], findings[0], args.figures, args.output, args.section, args.conclude_disturbed)
-    else:
-        path = render_cross(results, findings, Path(args.figures) if args.figures else None, Path(args.output))
+    refused = None
+    try:
+        if len(results) == 1:
+            path = render(results[0], findings[0], args.figures, args.output, args.section, args.conclude_disturbed)
+        else:
+            path = render_cross(results, findings, Path(args.figures) if args.figures else None, Path(args.output))
+    except AuditRefused as exc:
+        path, refused = Path(args.output), exc
     print(path)
     if args.html:
         print(html.write(path, args.html))
+    if refused and not args.refused_ok:
+        raise refused
+    if refused:
+        print(f"numasweep: {refused}", file=sys.stderr)
     return 0
