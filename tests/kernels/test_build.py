@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from numasweep.running import isa, provenance
+from numasweep.core import isa
+from numasweep.running import provenance
 
 from helpers.kernels import CPU_KERNELS, REPO, build_kernel, run, run_ok
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from numasweep.core import system_state
-from numasweep.running import isa
+from numasweep.core import isa
+from numasweep.planning import checks
 
 from helpers.kernels import build_kernel, run, weights_folder
 from helpers.workflow import TEST_CONFIGS, copy_repo, planned_jobs, snakemake, snakemake_env
@@ -410,6 +411,10 @@ def test_kernel_compiled_for_an_instruction_set_this_cpu_lacks_is_refused_before
     assert batch.returncode == 2 and len(batch.stderr.strip().splitlines()) == 1, batch.stderr
     assert batch.stderr.startswith(f"numasweep: error: batch b1: {kernel} was compiled for") and flag in batch.stderr
     assert not started.exists() and not (folder / "p1.log").exists()
+    # The plan's check of a sweep's extra_args asks no kernel this CPU cannot run (a compute node's
+    # build, read on a login node): it would die of SIGILL; the job asks it where it runs.
+    checks._kernel_accepts(kernel, ["--no-such-option"], ("--no-such-option",), "c2c.sweeps[0].extra_args")
+    assert not started.exists()
 
 
 # A table whose on_cpu_pct is 10 for the first `$1` tries, then 100 (a count in the folder).

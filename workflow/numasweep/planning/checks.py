@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 from numasweep.core import registry
 from numasweep.planning import placement
-from numasweep.core import system_state
+from numasweep.core import isa, system_state
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import format_size, parse_size, parse_sizes
 
@@ -221,8 +221,14 @@ def extra_args(config: dict, jobs: list, bin_dir: Path = BIN_DIR) -> None:
 
 
 def _kernel_accepts(binary: Path, args: list[str], extra: tuple[str, ...], where: str) -> None:
-    """The kernel's own parser on the arguments; a kernel not built yet is asked at run time."""
+    """The kernel's own parser on the arguments; a kernel not built yet, or built for a CPU this
+    one is not (a compute node's build, read on a login node or another node: it would die of
+    SIGILL here), is asked at run time, where its job runs."""
     if not binary.exists():
+        return
+    try:
+        isa.check(binary, where)
+    except NumasweepError:
         return
     try:
         proc = subprocess.run([str(binary), "--check-args", *args], capture_output=True, text=True, timeout=20)

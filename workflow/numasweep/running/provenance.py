@@ -28,7 +28,7 @@ from typing import Any
 from numasweep.core import firmware, system_state, topology
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
-from numasweep.running import isa
+from numasweep.core import isa
 
 # Environment variables that change what a benchmark measures or where it ran.
 ENV_PREFIXES = ("OMP_", "GOMP_", "SLURM_", "OMPI_", "PMI_", "NUMASWEEP_")

@@ -70,10 +70,10 @@ from typing import Callable
 from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
 from numasweep.core.io import atomic_write_text
 from numasweep.core.units import count_words
-from numasweep.core import system_state, topology
+from numasweep.core import isa, system_state, topology
 from numasweep.planning.batch import write_manifest
 from numasweep.planning.launch import PARTIAL
-from numasweep.running import hostlock, isa, provenance, verdict
+from numasweep.running import hostlock, provenance, verdict
 
 PR_SET_PDEATHSIG = 1
 # Seconds between SIGTERM and SIGKILL to the job's process group.
