@@ -401,15 +401,18 @@ def test_a_bare_snakemake_compare_compares_with_the_previous_run_of_the_campaign
     (copy / "config" / "config.yaml").write_text(yaml.safe_dump({**tiny, "latency": {"sweeps": []}}))
     env = command_env(copy)
 
-    def bare_compare() -> tuple[str, str]:
+    def bare_compare(first: bool) -> tuple[str, str]:
         proc = subprocess.run(["bash", "-c", "snakemake compare"], cwd=copy, env=env, capture_output=True,
                               text=True, timeout=TIMEOUT_S["run"])
         out = proc.stdout + proc.stderr
-        assert proc.returncode == 0 and "Traceback" not in out, out[-4000:]
+        # `compare` is a gate: the first run passes (nothing to compare with); the second, measured
+        # again on a machine as busy as it is, may fail its regression checks, each said in a line
+        failed = proc.returncode == 1 and not first and re.search(r"numasweep: compare: \d+ of \d+ checks failed", out)
+        assert (proc.returncode == 0 or failed) and "Traceback" not in out, out[-4000:]
         (section,) = (copy / "report").glob("*/comparison.md")
         return out, section.read_text()
 
-    out, section = bare_compare()
+    out, section = bare_compare(first=True)
     first = [line for line in out.splitlines() if "this is its first run" in line]
     assert len(first) == 1 and first[0].startswith("numasweep: report/"), out[-4000:]
     assert "No earlier run of" in section and "### Against" not in section
@@ -417,7 +420,7 @@ def test_a_bare_snakemake_compare_compares_with_the_previous_run_of_the_campaign
     first_run = json.loads(stored.read_text())["run_key"]
     for folder in [p for p in (copy / "results").iterdir() if p.is_dir()] + [copy / "report"]:
         shutil.rmtree(folder)  # measured again from scratch, the store kept
-    out, section = bare_compare()
+    out, section = bare_compare(first=False)
     assert "first run" not in out and "nothing to compare with" not in out, out[-4000:]
     # against the first run (its jobs, measured on a busy machine, may be held out as disturbed)
     assert f"### Against run {first_run[:12]} " in section, section

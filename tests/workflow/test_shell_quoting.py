@@ -70,7 +70,8 @@ def test_hostile_arch_wrapper_store_and_configfile_paths_are_only_paths(repo_cop
 @pytest.mark.workflow
 def test_hostile_cached_results_folder_and_references_are_only_text(repo_copy: Path) -> None:
     """A cached results folder, the store and a reference's name and `where` value named with
-    HOSTILE: analyse and compare really run on them, and the comparison names the reference."""
+    HOSTILE: analyse and compare really run on them, and the comparison names the reference (its
+    check, failed, one console line)."""
     hostile = repo_copy / HOSTILE
     shutil.copytree(repo_copy / "examples" / "lumi-g", hostile / "cached")
     config = _write_config(hostile / "c.yaml", {
@@ -78,9 +79,14 @@ def test_hostile_cached_results_folder_and_references_are_only_text(repo_copy: P
         "references": [{"name": HOSTILE, "bench": "latency", "where": {"mode": HOSTILE},
                         "reference": [100, -0.5, 0.5, "ns"]}],
     })
-    proc = snakemake(repo_copy, "analyse", "compare", *QUIET, "--configfile", str(config))
-    assert not _ran(repo_copy), _ran(repo_copy)
+    proc = snakemake(repo_copy, "analyse", "comparison", *QUIET, "--configfile", str(config))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    proc = snakemake(repo_copy, "compare", *QUIET, "--configfile", str(config))
+    assert not _ran(repo_copy), _ran(repo_copy)
+    # the reference matches no point: the gate fails, its check one console line naming it as text
+    said = [line for line in proc.stderr.splitlines() if line.startswith("numasweep: compare: FAIL reference ")]
+    assert proc.returncode == 1 and len(said) == 1 and "no measured point" in said[0], (proc.stdout + proc.stderr)[-3000:]
+    assert HOSTILE.encode("unicode_escape").decode() in said[0], said
     report = repo_copy / "report" / "example-cached"
     assert (report / "findings.json").exists()
     assert HOSTILE in json.loads((report / "comparison.json").read_text())["references"][0]["name"]

@@ -71,7 +71,12 @@ rule comparison:
 rule compare:
     input:
         f"{REPORT_DIR}/comparison.json",
+    log:
+        out=f"logs/{SYSTEM}/report/compare-gate.out",
+        err=f"logs/{SYSTEM}/report/compare-gate.log",
     conda:
         "../envs/report.yaml"
     shell:
-        "python -m numasweep compare --gate {input:q} || [ $? -eq 3 ]"
+        # its verdict kept in the logs and shown on the console, the failing checks on stderr
+        "rc=0; python -m numasweep compare --gate {input:q} > {log.out:q} 2> {log.err:q} || rc=$?;"
+        " cat {log.out:q}; cat {log.err:q} >&2; [ $rc -eq 0 ] || [ $rc -eq 3 ]"

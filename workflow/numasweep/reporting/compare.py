@@ -398,13 +398,18 @@ def failing(result: dict) -> list[str]:
     return lines
 
 
+def _one_line(text: str) -> str:
+    """`text` on one console line: each control character written as its escape (\n, \t, \x1b)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def verdict(result: dict, where: str) -> int:
     """The comparison's exit code (PASSED, FAILED, NOTHING_COMPARED), said in one line each: its
     failing checks and that verdict on stderr, a pass or nothing compared on stdout."""
     lines = failing(result)
     checks = len(result.get("references", [])) + len(result.get("series", []))
-    for line in lines:
-        print(f"numasweep: compare: FAIL {line}", file=sys.stderr)
+    for line in lines:  # one line each, whatever a name holds (a newline is shown as \n)
+        print(f"numasweep: compare: FAIL {_one_line(line)}", file=sys.stderr)
     if lines:
         print(f"numasweep: compare: {len(lines)} of {checks} checks failed ({where})", file=sys.stderr)
         return FAILED
