@@ -205,7 +205,7 @@ def test_store_list_names_its_columns(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=ENV)
     assert proc.returncode == 0, proc.stderr
     header, *rows = proc.stdout.splitlines()
-    assert header.split() == ["run", "campaign", "system", "started", "jobs", "commit", "verdict", "hosts"]
+    assert header.split() == ["run", "campaign", "system", "started", "jobs", "commit", "verdict", "from", "hosts"]
     assert [row.split()[:3] for row in rows] == [[first.short, "a", "model"], [second.short, "a", "model"]]
     assert header.index("campaign") == rows[0].index("  a  ") + 2
 

@@ -49,15 +49,17 @@ def test_store_list_shows_jobs_commit_and_worst_verdict(tmp_path: Path) -> None:
     proc = list_cli(db)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     header, *rows = proc.stdout.splitlines()
-    assert header.split() == ["run", "campaign", "system", "started", "jobs", "commit", "verdict", "hosts"]
+    assert header.split() == ["run", "campaign", "system", "started", "jobs", "commit", "verdict", "from", "hosts"]
     cells = [row.split("  ") for row in rows]
     cells = [[c.strip() for c in row if c.strip()] for row in cells]
+    where = {name: store._tail_cell(str((tmp_path / name).resolve()), 20) for name in "abc"}
     assert cells == [
-        [quiet.short, "a", "model", "2026-01-01T00:00:00Z", "2", "6de563c", "quiet", "node1"],
-        [mixed.short, "b", "model", "2026-01-01T00:00:00Z", "3", "0123456-dirty (+1)", "disturbed", "node1"],
-        [unknown.short, "c", "model", "2026-01-01T00:00:00Z", "1", "-", "-", "node1"]]
+        [quiet.short, "a", "model", "2026-01-01T00:00:00Z", "2", "6de563c", "quiet", where["a"], "node1"],
+        [mixed.short, "b", "model", "2026-01-01T00:00:00Z", "3", "0123456-dirty (+1)", "disturbed", where["b"], "node1"],
+        [unknown.short, "c", "model", "2026-01-01T00:00:00Z", "1", "-", "-", where["c"], "node1"]]
+    assert all(w.endswith(f"/{name}") for name, w in where.items()), where
     # each column starts where its header does
-    for name in ("jobs", "commit", "verdict", "hosts"):
+    for name in ("jobs", "commit", "verdict", "from", "hosts"):
         at = header.index(name)
         assert all(row[at] != " " and row[at - 1] == " " for row in rows), (name, rows)
     assert set(verdict.VERDICTS) >= {"quiet", "noisy", "disturbed"}
@@ -85,7 +87,7 @@ def test_store_list_of_an_empty_store_is_its_header(tmp_path: Path) -> None:
     store.connect(db).close()
     proc = list_cli(db)
     assert proc.returncode == 0 and proc.stdout.split() == [
-        "run", "campaign", "system", "started", "jobs", "commit", "verdict", "hosts"], proc.stdout
+        "run", "campaign", "system", "started", "jobs", "commit", "verdict", "from", "hosts"], proc.stdout
 
 
 def test_short_commit() -> None:

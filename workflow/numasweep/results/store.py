@@ -296,13 +296,18 @@ def tables(store: str | Path, run_key: str) -> dict[str, pd.DataFrame]:
 # `store list`: its columns, and the widest a cell of each may be (None: as wide as it is), so
 # that a line stays under LIST_LINE characters whatever the names (a campaign or topology name
 # may take 100 characters, a fleet's hosts thousands).
-LIST_COLUMNS = (("run", None), ("campaign", 24), ("system", 24), ("started", 25), ("jobs", 7),
-                ("commit", 18), ("verdict", None), ("hosts", 26))
+LIST_COLUMNS = (("run", None), ("campaign", 16), ("system", 16), ("started", 20), ("jobs", 6),
+                ("commit", 18), ("verdict", None), ("from", 20), ("hosts", 26))
 LIST_LINE = 160
 
 
 def _cell(text: str, width: int | None) -> str:
     return text if width is None or len(text) <= width else text[:width - 3] + "..."
+
+
+def _tail_cell(text: str, width: int) -> str:
+    """A path cut at its start: its end names it (`.../results/vm`)."""
+    return text if len(text) <= width else "..." + text[len(text) - width + 3:]
 
 
 def short_commit(commit: str) -> str:
@@ -369,7 +374,8 @@ def listing(store: str | Path, known: list[Run]) -> list[str]:
         jobs, commit, worst = summary[run.run_key]
         rows.append([run.short, _cell(run.campaign or "-", widths["campaign"]), _cell(run.system, widths["system"]),
                      _cell(run.started or run.recorded, widths["started"]), _cell(str(jobs), widths["jobs"]),
-                     _cell(commit, widths["commit"]), worst, _hosts_cell(run.hosts, widths["hosts"])])
+                     _cell(commit, widths["commit"]), worst, _tail_cell(run.folder or run.source or "-", widths["from"]),
+                     _hosts_cell(run.hosts, widths["hosts"])])
     padded = [max(len(row[i]) for row in rows) for i in range(len(LIST_COLUMNS) - 1)]
     return ["  ".join([*(cell.ljust(w) for cell, w in zip(row, padded)), row[-1]]).rstrip() for row in rows]
 
