@@ -5,6 +5,7 @@ fails the audit and the report rule's render, in one line naming the finding."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.findings import analysis, audit
 from numasweep.reporting import report
@@ -93,6 +95,43 @@ def test_a_claim_whose_interval_holds_no_effect_fails(zen2, tmp_path: Path) -> N
     text = out.read_text()
     assert f"Refused by the claims audit: {problems[0]}" in text.replace("\\", ""), text[:3000]
     assert "0.21" not in text.split("## Summary", 1)[1].split("\n## ", 1)[0]  # not in the summary
+
+
+def test_a_sentence_reworded_to_drop_its_number_is_refused(tmp_path: Path) -> None:
+    """A kind that claims no interval (the saturation of a run with one repetition) still states its
+    rise: its sentence replaced by words without it is refused, in the report's first lines."""
+    ulisse = REPO / "examples" / "ulisse"
+    found = analysis.analyse(ulisse)["findings"]
+    saturation = next(f for f in found if f["id"] == "bandwidth_saturation" and not f["numbers"]["claim"])
+    reworded = {**copy.deepcopy(saturation), "summary": "Nothing to see here."}
+    problems = audit.audit([reworded])
+    assert problems == [f"finding '{saturation['title']}' (bandwidth_saturation): its sentence does not print the "
+                        f"rise it states ({saturation['numbers']['rise']:.2f})"], problems
+    out = tmp_path / "experimentation.md"
+    with pytest.raises(report.AuditRefused):
+        report.render(ulisse, {"findings": [reworded if f is saturation else f for f in found]}, None, out)
+    assert problems[0] in "\n".join(out.read_text().splitlines()[:12]).replace("\\", "")
+
+
+def test_a_kind_that_declares_no_claims_is_refused(zen2) -> None:
+    made_up = {**copy.deepcopy(zen2[0]), "id": "made_up_kind"}
+    (problem,) = audit.audit([made_up])
+    assert "its kind 'made_up_kind' declares no claims" in problem and "Checks.claims" in problem, problem
+    with pytest.raises(NumasweepError, match="declare what it claims"):
+        registry.Claim()
+
+
+def test_every_finding_kind_the_package_writes_declares_its_claims() -> None:
+    """Each `Finding(id=...)` of the package names a kind the audit knows, whether or not the
+    shipped data writes one (a GPU's, a migration's, a loaded latency's)."""
+    written = set()
+    for path in (REPO / "workflow" / "numasweep").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Finding":
+                written |= {k.value.value for k in node.keywords
+                            if k.arg == "id" and isinstance(k.value, ast.Constant)}
+    assert len(written) > 30, written
+    assert written - set(audit._claims()) == set()
 
 
 def test_a_hand_edited_claims_entry_that_is_not_a_mapping_is_one_problem(zen2) -> None:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Claim, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import format_cpulist, parse_cpulist
 from numasweep.findings.analysis import Finding
@@ -237,5 +237,7 @@ BENCH = register(Bench(
         metrics={"round_trip_ns_median": False},
         not_checked="numa_c2c records no within-run spread, timer or first-touch columns beyond each pair's sample range, which its heatmap and tables show",
         spread=Spread("round_trip_ns_max", "round_trip_ns_min", "round_trip_ns_median", common.TIME_SPREAD_PCT),
+        claims={"core_to_core": Claim(nothing="a median round trip per pair class, each class's ratio to the "
+                                              "nearest with its interval in numbers by class")},
     ),
 ))

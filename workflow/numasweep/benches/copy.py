@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep.benches import common
-from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Claim, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.core.units import count_words, format_size, size_words
 from numasweep.findings.analysis import Finding, in_parens, interval_numbers
@@ -304,5 +304,6 @@ BENCH = register(Bench(
         metrics={"best_gb_s": True},
         not_checked="numa_copy records no within-run spread or timer columns to check",
         spread=Spread("best_gb_s", "avg_gb_s", "best_gb_s", common.RATE_SPREAD_PCT),
+        claims={"copy_matrix": Claim("cross_to_local", states=("cross_to_local",))},
     ),
 ))

@@ -25,7 +25,7 @@ import pandas as pd
 
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
-from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Claim, Figure, Launch, Presentation, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
@@ -282,5 +282,6 @@ BENCH = register(Bench(
         metrics={"latency_ns_median": False},
         not_checked="its within-run spread and the chase's time on CPU are read by its finding (a chase that shared its CPU is said there), not yet by the data-quality table",
         spread=common.LATENCY_SPREAD,
+        claims={"loaded_latency": Claim(states=("rise", "peak_load_gb_s"))},
     ),
 ))

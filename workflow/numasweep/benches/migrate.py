@@ -407,7 +407,8 @@ BENCH = register(Bench(
     checks=Checks(
         on_cpu=ON_CPU_WAITS,
         metrics={"gb_s": True},
-        claims={"migrate_asymmetry": Claim("forward_to_back")},
+        claims={"migrate_pair": Claim(states=("gb_s",)),
+                "migrate_asymmetry": Claim("forward_to_back")},
         not_checked=("numa_migrate records no within-run spread or timer columns to check; every move verifies "
                      "its pages instead (pages_moved of pages_total, said in its finding)"),
     ),

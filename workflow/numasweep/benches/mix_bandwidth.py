@@ -19,7 +19,7 @@ import pandas as pd
 from numasweep.benches import common
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import format_size
-from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Launch, Presentation, Spread, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Claim, Figure, Launch, Presentation, Spread, Tables, register
 from numasweep.core.topology import Topology
 from numasweep.findings.analysis import Finding
 from numasweep.planning import checks, grid
@@ -195,5 +195,6 @@ BENCH = register(Bench(
         metrics={"gb_s_median": True},
         not_checked="numa_mix_bandwidth records no timer or first-touch columns; each cell's sample range is in its raw tables",
         spread=Spread("gb_s_max", "gb_s_min", "gb_s_median", common.RATE_SPREAD_PCT),
+        claims={"bandwidth_matrix": Claim(states=("remote_to_local", "local_median_gb_s", "remote_median_gb_s"))},
     ),
 ))

@@ -168,7 +168,9 @@ ON_CPU_MEASURES, ON_CPU_WAITS = "measures", "waits"
 @dataclass(frozen=True)
 class Claim:
     """What one kind of finding claims, read off its numbers by the audit of every report
-    (`findings.audit`) where the finding lists no `claims` of its own."""
+    (`findings.audit`) where the finding lists no `claims` of its own. Every kind of finding
+    declares one (the audit refuses a finding whose kind declares none): an interval it claims,
+    a quantity its sentence states, or why it states no number."""
 
     # the ratio in numbers whose interval (`<name>_low`, `<name>_high`) claims a difference from
     # `null`, when numbers[`when`] is true (None: numbers["claim"])
@@ -180,6 +182,18 @@ class Claim:
     # numbers keys naming one series: its findings of this kind span sizes (`from_size_bytes` to
     # `size_bytes`) that never overlap, each rise told once; () for a kind that spans none
     spans: tuple[str, ...] = ()
+    # numbers keys of the quantities its sentence states, each checked where it is a finite number
+    # (or a mapping holding one as `estimate`): the sentence prints it to two or one decimals, or
+    # a fraction as a percentage. Rewording a sentence so that it drops its number fails the audit.
+    states: tuple[str, ...] = ()
+    # a kind that states no number (a list of what was not measured, a verdict per row of its
+    # table): why, in words
+    nothing: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.interval or self.equivalent or self.states or self.nothing):
+            raise NumasweepError("a finding kind's Claim names no interval, no equivalence, no stated quantity "
+                                 "and no reason it states nothing (nothing='...'); declare what it claims")
 
 
 @dataclass(frozen=True)
@@ -202,7 +216,8 @@ class Checks:
     not_checked: str = ""
     # The spread within a run that a job's quality verdict reads; None: the kernel records none.
     spread: Spread | None = None
-    # finding id -> what that kind of finding claims (`Claim`), for the kinds that claim one
+    # finding id -> what that kind of finding claims (`Claim`), for every kind the benchmark's
+    # analysis writes
     claims: dict[str, Claim] = field(default_factory=dict)
 
 

@@ -279,6 +279,13 @@ def not_concluded(left: list[disturbed.Left]) -> list[Finding]:
         for r in by_job(left)]
 
 
+# what the kinds written here for every benchmark claim, for the audit (`registry.Claim`)
+CLAIMS = {
+    "placement": registry.Claim(states=("min_fraction",)),
+    "not_concluded": registry.Claim(nothing="names the series measured while disturbed, and concludes nothing"),
+}
+
+
 # ---------------------------------------------------------------- entry points
 
 

@@ -5,7 +5,13 @@ over every shipped example, every real curve and the known-truth generator's dat
 A finding states claims: a quantity (a ratio), its estimate and interval, the value that means no
 effect (1 for a ratio) and a verdict (`differs`, `equivalent`). A finding may list them itself
 (`numbers["claims"]`, each a dict with those keys); otherwise they are read off the numbers each
-kind of finding writes, as its benchmark's record says (`Checks.claims`). The rules, each a reviewer's question:
+kind of finding writes, as its benchmark's record says (`Checks.claims`). Every kind declares what
+it claims there (or, for the kinds of several benchmarks, `CLAIMS` in findings.analysis and
+findings.firmware); a finding of a kind that declares nothing is refused. The rules, each a
+reviewer's question:
+
+- **declared**: a finding's kind declares its claims, and each quantity it states (`Claim.states`)
+  is printed in its sentence: a sentence reworded to drop its number is refused.
 
 - **interval**: a claim that two things differ prints an interval that excludes the no-effect
   value; a claim of equivalence an interval inside the floor's margin. An effect claimed with no
@@ -38,6 +44,7 @@ from typing import Any, Iterable
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.units import SIZE_BYTES
+from numasweep.findings import analysis, firmware
 
 # what a sentence says when it finds nothing: such a sentence over a flagged row contradicts it
 NOTHING_FOUND = ("do not part", "does not part", "are alike", "is alike", "no size differs",
@@ -55,8 +62,22 @@ def _name(f: dict) -> str:
 
 
 def _claims() -> dict[str, registry.Claim]:
-    """Finding id -> what it claims, over every benchmark's record."""
-    return {kind: claim for b in registry.all_benches().values() for kind, claim in b.checks.claims.items()}
+    """Finding id -> what it claims, over every benchmark's record and the kinds of several
+    benchmarks (the placement check, the firmware's matrices)."""
+    own = {kind: claim for b in registry.all_benches().values() for kind, claim in b.checks.claims.items()}
+    return {**analysis.CLAIMS, **firmware.CLAIMS, **own}
+
+
+def _number(value: Any) -> Any:
+    """A stated quantity: the number itself, or the `estimate` of a mapping that holds one."""
+    return value.get("estimate") if isinstance(value, dict) else value
+
+
+def _prints(summary: str, value: float) -> bool:
+    """Whether a sentence prints `value` as the report does: two or one decimals, or a fraction as
+    a percentage."""
+    return any(text in summary for text in (f"{value:.2f}", f"{value:.1f}", f"{value * 100:.2f}%",
+                                            f"{value * 100:.1f}%", f"{value * 100:.0f}%"))
 
 
 def claims_of(f: dict) -> list[dict]:
@@ -65,7 +86,9 @@ def claims_of(f: dict) -> list[dict]:
     if isinstance(n.get("claims"), list):
         return n["claims"]
     out = []
-    kind = _claims().get(f.get("id", ""), registry.Claim())
+    kind = _claims().get(f.get("id", ""))
+    if kind is None:
+        return []
     name = kind.interval
     if name and (n.get(kind.when) if kind.when else n.get("claim")) and name in n:
         out.append({"quantity": name, "estimate": n.get(name), "low": n.get(f"{name}_low"),
@@ -76,6 +99,21 @@ def claims_of(f: dict) -> list[dict]:
         out.append({"quantity": name, "estimate": n.get(name), "low": n.get(f"{name}_low"),
                     "high": n.get(f"{name}_high"), "null": 1.0, "verdict": "equivalent", "floor": floor})
     return out
+
+
+def _kind_problems(f: dict) -> Iterable[str]:
+    """A kind that declares nothing cannot be checked; a quantity its kind states is printed."""
+    kind = _claims().get(f.get("id", ""))
+    if kind is None:
+        yield (f"{_name(f)}: its kind '{f.get('id', '?')}' declares no claims, so nothing in its sentence can be "
+               "checked; declare it in its benchmark's Checks.claims (registry.Claim: the interval it claims, "
+               "the quantities it states, or why it states none)")
+        return
+    summary, n = str(f.get("summary", "")), f.get("numbers") or {}
+    for name in kind.states:
+        value = _number(n.get(name))
+        if _finite(value) and not _prints(summary, value):
+            yield f"{_name(f)}: its sentence does not print the {name} it states ({value:.2f})"
 
 
 def _claim_problems(f: dict) -> Iterable[str]:
@@ -146,7 +184,7 @@ def _told_twice(findings: list[dict]) -> Iterable[tuple[dict, str]]:
     for f in findings:
         n = f.get("numbers") or {}
         start, end = n.get(f"from_{SIZE_BYTES}"), n.get(SIZE_BYTES)
-        series = kinds.get(f.get("id", ""), registry.Claim()).spans
+        series = kinds[f["id"]].spans if f.get("id") in kinds else ()
         if not series or not _finite(start, end):
             continue
         key = (f.get("bench"), f.get("id")) + tuple(str(n.get(k, "")) for k in series)
@@ -166,7 +204,8 @@ def audit(findings: list[dict]) -> list[str]:
 def refusals(findings: list[dict]) -> list[tuple[int, str]]:
     """Every problem of a report's findings with the position in `findings` of the finding it
     refuses (of two that contradict each other, the later)."""
-    out = [(i, problem) for i, f in enumerate(findings) for problem in (*_claim_problems(f), *_table_problems(f))]
+    out = [(i, problem) for i, f in enumerate(findings)
+           for problem in (*_kind_problems(f), *_claim_problems(f), *_table_problems(f))]
     where = {id(f): i for i, f in enumerate(findings)}
     return out + [(where[id(f)], problem) for f, problem in (*_verdict_problems(findings), *_told_twice(findings))]
 

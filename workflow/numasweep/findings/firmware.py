@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from numasweep.core.firmware import NOT_PROVIDED
+from numasweep.core.registry import Claim
 from numasweep.core.topology import Topology
 from numasweep.core.units import unit_kind
 from numasweep.findings.analysis import Finding, interval_numbers
@@ -204,6 +205,14 @@ def firmware_findings(samples: pd.DataFrame, topo: Topology | None, quantity: st
             numbers={"quantity": quantity, "claim": False},
         ))
     return found + tier_findings(samples, topo, quantity, bench)
+
+
+# what the kinds written here claim, for the audit of every report (`findings.audit`)
+CLAIMS = {
+    "firmware_comparison": Claim(nothing="a verdict per node pair, each measured ratio with its interval in its table"),
+    "firmware_not_provided": Claim(nothing="says which firmware table the machine does not provide"),
+    "memory_tier": Claim(states=("ratio",)),
+}
 
 
 def _far_memory_sentence(node: int, tier: int | None, cpu: int, ratios: list[tuple[Interval, str]]) -> str:

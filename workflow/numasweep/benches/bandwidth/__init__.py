@@ -75,7 +75,16 @@ BENCH = register(Bench(
         metrics={"best_mb_s": True},
         quality=quality.QUALITY,
         spread=Spread("best_mb_s", "avg_mb_s", "best_mb_s", common.RATE_SPREAD_PCT),
-        claims={"bandwidth_locality": Claim("ratio", when="differs"),
-                "weights_verified": Claim("ratio", when="differs", equivalent="ratio")},
+        claims={
+            "bandwidth_saturation": Claim("rise", states=("rise",)),
+            "bandwidth_locality": Claim("ratio", when="differs", states=("ratio",)),
+            "bandwidth_ordering": Claim("ratio", states=("ratio",)),
+            "bandwidth_weights": Claim("ratio", when="differs", states=("ratio",)),
+            "weights_verified": Claim("ratio", when="differs", equivalent="ratio"),
+            "weighted_pages": Claim(states=("worst_off",)),
+            "recommended_weights": Claim(nothing="the weights it recommends, or why none, from the rates of each "
+                                                 "node alone in its table"),
+            "bandwidth_peak": Claim(states=("best_gb_s",)),
+        },
     ),
 ))

@@ -30,7 +30,7 @@ from numasweep.benches.gpu_xfer.findings import gpu_transfers
 from numasweep.benches.gpu_xfer.plan import GPU_XFER_HIP, check, expand
 from numasweep.benches.gpu_xfer.report import gpu_raw_tables, headline
 from numasweep.benches.gpu_xfer.tables import GPU_SIZE, SERIES, WITHIN
-from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Figure, Launch, Presentation, Tables, register
+from numasweep.core.registry import ON_CPU_MEASURES, Bench, Checks, Claim, Figure, Launch, Presentation, Tables, register
 
 
 BENCH = register(Bench(
@@ -81,5 +81,14 @@ BENCH = register(Bench(
         metrics={"read_bw(gib/s)": True, "write_bw(gib/s)": True},
         not_checked="gpu_xfer records no within-run spread, timer or first-touch columns to check; its "
                     "threads' share of time on their CPUs (on_cpu_pct) goes into each job's quality verdict",
+        claims={
+            "gpu_plateau": Claim(states=("plateau_gib_s", "large_gib_s")),
+            "gpu_pinned": Claim(states=("ratio", "pinned_gib_s", "pageable_gib_s")),
+            "gpu_weights": Claim(states=("ratio", "best_gib_s")),
+            "gpu_aggregate": Claim(states=("aggregate_gib_s", "one_gpu_gib_s")),
+            "gpu_host_node": Claim(states=("own_gib_s",)),
+            "gpu_node_matrix": Claim(nothing="a plateau rate per GPU and host memory node, each with its interval "
+                                             "in its table"),
+        },
     ),
 ))
