@@ -90,6 +90,9 @@ CONFIGS = {
     "unknown top key": ({"colour": 1}, "colour"),
     "retry_disturbed past its bound": ({"retry_disturbed": 1000000000}, "retry_disturbed"),
     "repeat_until past its bounds": ({"repeat_until": {"latency": 1e-12, "max_repeats": 1000000000}}, "repeat_until"),
+    "repetitions past its bound": ({"latency": {"sweeps": [{"domains": [[0]], "repetitions": 1000000000}]}},
+                                   "repetitions"),
+    "a node id past the kernels' 256 nodes": ({"bandwidth": {"sweeps": [{"cpu_nodes": [4096]}]}}, "cpu_nodes"),
     "unknown sweep key": ({"latency": {"sweeps": [{"domains": [[0]], "colour": 1}]}}, "unknown key 'colour'"),
     "launcher not known": ({"launcher": "ssh"}, "launcher"),
     "threads zero": ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [0]}]}}, "threads[0]"),
@@ -195,7 +198,7 @@ PLAN_TIME.update({
     "loaded_latency negative delay": ({"loaded_latency": {"sweeps": [{"delays": [-1]}]}},
                                       "loaded_latency.sweeps[0].delays[0]: -1 is too small",
                                       "'idle' or integer from 0 to 100000000"),
-    "c2c pairs zero": ({"c2c": {"sweeps": [{"pairs": 0}]}}, "c2c.sweeps[0].pairs: 0 is too small", "integer >= 1"),
+    "c2c pairs zero": ({"c2c": {"sweeps": [{"pairs": 0}]}}, "c2c.sweeps[0].pairs: 0 is too small", "integer from 1 to"),
     "c2c one CPU as a list": ({"c2c": {"sweeps": [{"cpus": [0]}]}},
                               "c2c.sweeps[0].cpus: [0] has 1 item, fewer than 2", "array of at least 2 items"),
     "c2c CPU not in the topology": ({"c2c": {"sweeps": [{"cpus": [0, 999]}]}},
@@ -625,6 +628,27 @@ def _report_of(topology: dict | None = None, arch: dict | None = None) -> Callab
             (results / "topology.json").write_text(json.dumps({**cached, **topology}))
         return PY + ["report", "--results", str(results), "-o", str(tmp / "report.md"), "--html", str(tmp / "report.html")]
     return argv
+
+
+def _edited(kind: str, **fields: str) -> Callable[[Path], list[str]]:
+    """A findings.json edited by hand: the first finding of `kind` given `fields` (its sentence, its id)."""
+    def argv(tmp: Path) -> list[str]:
+        results = REPO / "examples" / "ulisse"
+        assert main(["analyse", "--results", str(results), "-o", str(tmp / "findings.json")]) == 0
+        found = json.loads((tmp / "findings.json").read_text())
+        next(f for f in found["findings"] if f["id"] == kind).update(fields)
+        (tmp / "findings.json").write_text(json.dumps(found))
+        return PY + ["report", "--results", str(results), "--findings", str(tmp / "findings.json"),
+                     "-o", str(tmp / "report.md")]
+    return argv
+
+
+case("cached results", "a findings.json sentence reworded to drop the number it states",
+     _edited("bandwidth_saturation", summary="Nothing to see here."), "claims audit refused",
+     "does not print the rise", "report.md")
+case("cached results", "a findings.json finding of a kind no benchmark declares",
+     _edited("bandwidth_peak", id="bandwidth_guess"), "claims audit refused",
+     "its kind 'bandwidth_guess' declares no claims", "Checks.claims")
 
 
 def _report_with_references(reference: dict) -> Callable[[Path], list[str]]:

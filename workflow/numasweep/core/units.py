@@ -7,7 +7,9 @@ Sizes follow the kernels' parser (kernels/common): a plain number is MiB (the se
 
 from __future__ import annotations
 
+import argparse
 import re
+from typing import Callable
 
 from numasweep.core.errors import NumasweepError
 
@@ -213,3 +215,24 @@ def count_words(n: object, word: str) -> str:
     """A count with its noun: "1 thread", "2 threads", "1 GPU"."""
     text = str(int(n)) if isinstance(n, (int, float)) or str(n).isdigit() else str(n)
     return f"{text} {word}" + ("" if text == "1" else "s")
+
+
+# The most CPUs a config, an arch file or an option may name: the kernels' own limit
+# (kernels/common/ns_topo.h, NS_MAX_CPUS: Linux's NR_CPUS under CONFIG_MAXSMP on x86-64); the
+# schemas state it, and the kernels' 256 NUMA nodes, as their maxima.
+MAX_CPUS = 8192
+
+
+def ranged(kind: type, low: float, high: float) -> Callable[[str], float]:
+    """An option's type: a number of `kind` from `low` to `high`, anything else (nan, a negative
+    count or back-off) refused by argparse with the range."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not (low <= value <= high):        # nan fails both
+            raise argparse.ArgumentTypeError(f"{text} is outside {low:g} to {high:g}")
+        return value
+    parse.bounds = (low, high)      # read by the test that every numeric option has its range
+    return parse

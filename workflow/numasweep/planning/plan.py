@@ -22,7 +22,7 @@ from numasweep.planning.grid import Job
 from numasweep.planning.launch import WRAPPER, job_argv
 from numasweep.planning.placement import RankPlacement, plan, rank_scaling, scaling_name
 from numasweep.core.topology import load
-from numasweep.core.units import parse_sizes
+from numasweep.core.units import MAX_CPUS, parse_sizes, ranged
 
 
 
@@ -71,7 +71,8 @@ def main(argv: list[str]) -> int:
     how = ap.add_mutually_exclusive_group(required=True)
     how.add_argument("--sequential", metavar="DOMAINS", help="fill each domain's free cores in order")
     how.add_argument("--interleaved", metavar="DOMAINS", help="one core from each L3 group of a domain in turn")
-    ap.add_argument("--ranks-per-domain", type=int, help="ranks in each domain (the largest with --scaling)")
+    ap.add_argument("--ranks-per-domain", type=ranged(int, 1, MAX_CPUS),
+                    help="ranks in each domain (the largest with --scaling)")
     ap.add_argument("--memory", default="local", help="memory spec: local, node:N, nodes:..., preferred:N, "
                                                       "interleave:..., weighted:N,M@W,V (default local)")
     ap.add_argument("--launcher", choices=("srun", "mpirun"), default="srun")

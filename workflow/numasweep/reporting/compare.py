@@ -46,7 +46,7 @@ from numasweep.results.aggregate import load_results
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
 from numasweep.reporting.markdown import fmt_value, md_table, md_text
-from numasweep.core.units import convert, count_words, metric_unit, parse_size, size_words
+from numasweep.core.units import convert, count_words, metric_unit, parse_size, ranged, size_words
 
 # Identity columns that do not make two runs' points different measurements.
 NOT_COMPARED = ("system", "host")
@@ -448,7 +448,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--current", help="the current run's key (to skip it as `previous`); default: the latest")
     ap.add_argument("--config", type=Path, help="a config file whose `references` and `compare` to use")
     ap.add_argument("--settings", help="the same as JSON ({\"references\": [...], \"compare\": {...}})")
-    ap.add_argument("--tolerance", type=float, help=f"regression threshold, a fraction (default {DEFAULT_TOLERANCE})")
+    ap.add_argument("--tolerance", type=ranged(float, 0, 10), help=f"regression threshold, a fraction, 0 to 10 (default {DEFAULT_TOLERANCE})")
     ap.add_argument("-o", "--output", type=Path, help="the Markdown section to write")
     ap.add_argument("--json", type=Path, help="the table and findings as JSON")
     args = ap.parse_args(argv)

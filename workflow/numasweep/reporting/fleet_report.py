@@ -32,6 +32,7 @@ import pandas as pd
 from numasweep.core import registry
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import UNREAD, atomic_write_text
+from numasweep.core.units import ranged
 from numasweep.planning.fleet import DEFAULT_TOLERANCE, NODE_COLUMN
 from numasweep.reporting import figures
 from numasweep.reporting.markdown import Md, md_table, md_text
@@ -180,7 +181,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("-o", "--output", required=True, type=Path, help="the Markdown section to write")
     ap.add_argument("--json", type=Path, help="the scores as JSON")
     ap.add_argument("--figures", type=Path, help="figure folder (the figure goes to <folder>/fleet/)")
-    ap.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="out-of-line threshold, a fraction")
+    ap.add_argument("--tolerance", type=ranged(float, 1e-6, 10), default=DEFAULT_TOLERANCE,
+                    help="out-of-line threshold, a fraction, above 0 and at most 10")
     args = ap.parse_args(argv)
     if not args.tolerance > 0:
         raise NumasweepError(f"--tolerance {args.tolerance}: give a fraction above 0, e.g. 0.1 for 10%")

@@ -69,7 +69,7 @@ from typing import Callable
 
 from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
 from numasweep.core.io import atomic_write_text
-from numasweep.core.units import count_words
+from numasweep.core.units import count_words, ranged
 from numasweep.core import isa, system_state, topology
 from numasweep.planning.batch import write_manifest
 from numasweep.planning.launch import PARTIAL
@@ -590,25 +590,11 @@ def lock_wait() -> float:
     return hostlock.env_seconds(ENV_LOCK_WAIT, DEFAULT_LOCK_WAIT_S)
 
 
-def ranged(kind: type, low: float, high: float) -> Callable[[str], float]:
-    """An option's type: a number of `kind` from `low` to `high`, anything else (nan, a negative
-    count or back-off) refused by argparse with the range."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
-        if not (low <= value <= high):        # nan fails both
-            raise argparse.ArgumentTypeError(f"{text} is outside {low:g} to {high:g}")
-        return value
-    return parse
-
-
 def lock_wait_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--lock-wait", type=ranged(float, 0, 86400), default=None,
                     help="seconds to wait for another run of the same job (default "
                          f"{DEFAULT_LOCK_WAIT_S:g}, env {ENV_LOCK_WAIT})")
-    ap.add_argument("--host-lock-wait", type=float, default=None,
+    ap.add_argument("--host-lock-wait", type=ranged(float, 0, 86400), default=None,
                     help="seconds to wait for another campaign's measurement on this machine (the host "
                          f"lock; default {hostlock.DEFAULT_WAIT_S:g}, env {hostlock.ENV_WAIT})")
     ap.add_argument("--retry-disturbed", type=ranged(int, 0, 20), default=DEFAULT_RETRY_DISTURBED,
