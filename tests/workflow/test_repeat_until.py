@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -22,10 +23,12 @@ import yaml
 from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake, snakemake_env
 from numasweep.benches import bandwidth
 from numasweep.benches.bandwidth import report as bw_report
+from numasweep.core import registry
 from numasweep.results import aggregate
 from numasweep.statistics import repeat, stats
 
 TOPO = Path(__file__).resolve().parents[2] / "examples" / "lumi-g" / "topology.json"
+FACTS = (registry.runner_facts(bandwidth.BENCH)["metrics"], registry.runner_facts(bandwidth.BENCH)["rows"])
 # Each run takes the first line of VALUES (and removes it) as its triad's best MB/s.
 SCRIPT = ('v=$(head -n1 "$VALUES"); sed -i 1d "$VALUES"; echo "run with $v MB/s"; '
           'printf "kernel,threads,best_mb_s,avg_mb_s,validation\\ncopy,1,9000,8990,ok\\ntriad,1,%s,%s,ok\\n" "$v" "$v" > "${0#--csv=}"')
@@ -38,7 +41,7 @@ SCRIPT_ON_CPU = ('read v share < "$VALUES"; sed -i 1d "$VALUES"; echo "run with 
 
 
 def _runjob(tmp: Path, values: list, *extra: str, repetition: int = 0, batch: bool = False,
-            script: str = SCRIPT) -> subprocess.CompletedProcess:
+            script: str = SCRIPT, env: dict | None = None) -> subprocess.CompletedProcess:
     """run-job (or run-batch with this one point) of job j1 whose runs write `values` in turn."""
     (tmp / "values").write_text("".join(f"{v}\n" for v in values))
     kernel = tmp / "numa_bandwidth"
@@ -55,8 +58,9 @@ def _runjob(tmp: Path, values: list, *extra: str, repetition: int = 0, batch: bo
         argv = [sys.executable, "-m", "numasweep", "run-job", "--job-id", "j1", "--launch", launch, "--grid", grid,
                 "--csv", str(csv), "--provenance", str(csv.with_suffix(".json")), "--log", str(csv.with_suffix(".log")),
                 *common]
-    env = snakemake_env()
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "workflow")
+    if env is None:
+        env = snakemake_env()
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "workflow")
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -127,15 +131,63 @@ def test_without_repeat_until_a_point_runs_once_and_its_table_is_the_kernels(tmp
 @pytest.mark.parametrize("values, width", [([100.0], float("inf")), ([100.0, 100.0], 0.0)])
 def test_one_run_has_no_interval_and_runs_alike_one_of_no_width(values: list[float], width: float) -> None:
     runs = [[{"kernel": "triad", "threads": "1", "best_mb_s": str(v)}] for v in values]
-    assert repeat.widest(runs, bandwidth.BENCH) == (width, "best_mb_s")
+    assert repeat.widest(runs, *FACTS) == (width, "best_mb_s")
 
 
 def test_the_widest_interval_is_the_models_of_the_point_alone() -> None:
     values = [100.0, 104.0, 97.0]
     runs = [[{"kernel": "copy", "best_mb_s": "50"}, {"kernel": "triad", "best_mb_s": str(v)}] for v in values]
-    width, where = repeat.widest(runs, bandwidth.BENCH)
+    width, where = repeat.widest(runs, *FACTS)
     iv = stats.center_interval(values)
     assert where == "best_mb_s, kernel triad" and width == pytest.approx((iv.high - iv.low) / 2 / iv.estimate)
+
+
+def test_the_runners_interval_is_scipys() -> None:
+    """The runner's standard-library interval (Student t's quantile in closed form) against the
+    report's (`stats.center_interval`, scipy's quantile) on draws of 2 to 101 runs, and the
+    quantile itself at every whole dof repeat_until can reach and beyond."""
+    from scipy.stats import t
+
+    assert (repeat.SHAMOS, repeat.MEDIAN_EFFICIENCY, repeat.LEVEL) == (stats.SHAMOS, stats.MEDIAN_EFFICIENCY, stats.LEVEL)
+    for dof in (*range(1, 102), 150, 400):
+        for p in (0.5, 0.8, 0.975, 0.995):
+            assert repeat.t_quantile(p, dof) == pytest.approx(float(t.ppf(p, dof)), rel=1e-10, abs=1e-12), (p, dof)
+    rng = np.random.default_rng(58)
+    for k in (*range(2, 12), 40, 101):
+        values = list(np.exp(rng.normal(9.0, rng.uniform(0.001, 0.3), k)))
+        iv, (estimate, low, high) = stats.center_interval(values), repeat.center_interval(values)
+        assert (estimate, low, high) == pytest.approx((iv.estimate, iv.low, iv.high), rel=1e-9), k
+
+
+BLOCKER = """import sys, importlib.abc
+class _Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("numpy", "pandas", "scipy", "yaml", "jinja2", "matplotlib"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: a compute node's bare python)", name=name)
+sys.meta_path.insert(0, _Block())
+"""
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["run-job", "run-batch"])
+def test_the_runner_needs_nothing_beyond_the_standard_library(tmp_path: Path, batch: bool) -> None:
+    """With numpy, pandas, scipy and yaml blocked (a compute node's python without them), a job
+    with repeat_until runs, decides its verdict and its runs from the workflow's --bench-facts."""
+    (tmp_path / "block").mkdir()
+    (tmp_path / "block" / "sitecustomize.py").write_text(BLOCKER)
+    env = snakemake_env()
+    env["PYTHONPATH"] = f"{tmp_path / 'block'}:{Path(__file__).resolve().parents[2] / 'workflow'}"
+    facts = json.dumps(registry.runner_facts(bandwidth.BENCH))
+    proc = _runjob(tmp_path, [10000, 14000, 8000, 11000], "--repeat-until", "0.03", "--max-repeats", "2",
+                   "--bench-facts", facts, batch=batch, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert [v for _, v in _runs(tmp_path)] == ["10000", "14000", "8000"]
+    record = json.loads((tmp_path / "bandwidth" / "j1.json").read_text())
+    assert record["quality"]["verdict"] in ("quiet", "noisy") and record["repeat_until"]["runs"] == 3, record
+    # without the facts, the runner reads the registry, which imports the benchmarks and numpy
+    (tmp_path / "bandwidth" / "j1.csv").unlink()
+    proc = _runjob(tmp_path, [10000, 14000], "--repeat-until", "0.03", "--max-repeats", "1", env=env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().endswith("as the workflow does, which needs nothing but Python's standard library")
 
 
 def test_a_batchs_point_runs_until_its_interval_answers_too(tmp_path: Path) -> None:

@@ -586,6 +586,7 @@ BENCH_SHELL = (
     " --grid {params.grid:q} --kernel {input.kernel:q} --topology {input.topology:q}"
     " --csv {output.csv:q} --provenance {output.provenance:q} --log {log:q}"
     f" --retry-disturbed {int(CONFIG['retry_disturbed'])}{{params.repeat}}{{params.setup}}"
+    " --bench-facts {params.facts:q}"
 )
 
 
@@ -596,6 +597,7 @@ BATCH_SHELL = (
     "exec python -m numasweep run-batch --batch {wildcards.batch:q} --kernel {input.kernel:q}"
     " --topology {input.topology:q} --manifest {output.manifest:q} --log {log:q}{params.points}"
     f" --retry-disturbed {int(CONFIG['retry_disturbed'])}{{params.repeat}}{{params.setup}}"
+    " --bench-facts {params.facts:q}"
 )
 
 
@@ -610,6 +612,17 @@ def repeat_options(bench):
     return f" --repeat-until {until[bench]:g} --max-repeats {int(until['max_repeats'])}"
 
 
+def bench_facts(bench):
+    """run-job's --bench-facts for `bench`: what its runner needs of the benchmark, so that the job
+    imports no benchmark module and nothing beyond Python's standard library on the compute node.
+    """
+    return json.dumps(
+        registry.runner_facts(registry.get(bench)),
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+
+
 def bench_rule(bench):
     """(outputs, log, params, shell) of a benchmark's rule: one job per point, or per batch."""
     folder = f"{RESULTS_DIR}/{bench}"
@@ -621,6 +634,7 @@ def bench_rule(bench):
                 "points": batch_points,
                 "repeat": repeat_options(bench),
                 "setup": setup_option,
+                "facts": bench_facts(bench),
             },
             BATCH_SHELL,
         )
@@ -632,6 +646,7 @@ def bench_rule(bench):
             "grid": grid_values,
             "repeat": repeat_options(bench),
             "setup": setup_option,
+            "facts": bench_facts(bench),
         },
         BENCH_SHELL,
     )

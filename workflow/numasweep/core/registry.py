@@ -264,8 +264,17 @@ def all_benches() -> dict[str, Bench]:
     global _LOADED
     if not _LOADED:
         _LOADED = True
-        names = [importlib.import_module(f"numasweep.benches.{module}").BENCH.name  # each registers itself
-                 for module in importlib.import_module("numasweep.benches").MODULES]
+        try:
+            names = [importlib.import_module(f"numasweep.benches.{module}").BENCH.name  # each registers itself
+                     for module in importlib.import_module("numasweep.benches").MODULES]
+        except ImportError as exc:
+            _LOADED = False
+            if (exc.name or "").split(".")[0] == "numasweep":
+                raise           # the package's own module is missing: a broken checkout, shown whole
+            raise NumasweepError(
+                f"the benchmarks' modules need {exc.name or exc}, which {sys.executable} lacks: install the "
+                "requirements (bash scripts/numasweep.sh sets them up), or give run-job and run-batch "
+                "--bench-facts as the workflow does, which needs nothing but Python's standard library") from None
         for entry in filter(None, os.environ.get(EXTRA, "").split(os.pathsep)):
             names += _load_extra(entry)
         ordered = {name: _REGISTRY[name] for name in names}
@@ -311,6 +320,29 @@ def get(name: str) -> Bench | None:
 def of_kernel(kernel: str) -> Bench | None:
     """The benchmark whose kernel (or another build of it) is named `kernel`."""
     return next((b for b in all_benches().values() if kernel in b.launch.kernels), None)
+
+
+def runner_facts(bench: Bench) -> dict:
+    """What a job's runner needs of its benchmark, as JSON (run-job --bench-facts): what its CPU
+    share says and its spread (the quality verdict, running.verdict), its measured columns and
+    the columns that name a row (repeat_until, statistics.repeat). Passed on, so that the runner
+    imports no benchmark module (and no numpy) on a compute node."""
+    c = bench.checks
+    spread = None if c.spread is None else {
+        "high": c.spread.high, "low": c.spread.low, "reference": c.spread.reference,
+        "target_pct": c.spread.target_pct, "small": list(c.spread.small) if c.spread.small else None}
+    axis = (bench.tables.axis,) if bench.tables.axis else ()
+    return {"bench": bench.name, "on_cpu": c.on_cpu, "spread": spread, "metrics": dict(c.metrics),
+            "rows": list(dict.fromkeys((*bench.identity, *axis)))}
+
+
+def checks_of_facts(facts: dict) -> Checks:
+    """The Checks a job's runner reads, from `runner_facts`' JSON."""
+    spread = facts.get("spread")
+    return Checks(on_cpu=facts["on_cpu"], metrics=dict(facts.get("metrics", {})),
+                  spread=None if spread is None else Spread(
+                      spread["high"], spread["low"], spread["reference"], float(spread["target_pct"]),
+                      tuple(spread["small"]) if spread.get("small") else None))
 
 
 def names() -> tuple[str, ...]:

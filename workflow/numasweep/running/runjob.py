@@ -70,7 +70,7 @@ from typing import Callable
 from numasweep.core.errors import DISK_FULL_ERRNOS, DiskFullError, NumasweepError, disk_full
 from numasweep.core.io import atomic_write_text
 from numasweep.core.units import count_words, ranged
-from numasweep.core import isa, system_state, topology
+from numasweep.core import isa, registry, system_state, topology
 from numasweep.planning.batch import write_manifest
 from numasweep.planning.launch import PARTIAL
 from numasweep.running import hostlock, provenance, verdict
@@ -168,7 +168,7 @@ class JobLock:
 
 class Runner:
     def __init__(self, args: argparse.Namespace, widest_for: Callable | None = None):
-        """`widest_for(kernel)` gives repeat_until's measure of a job's runs (statistics.repeat):
+        """`widest_for(kernel, facts)` gives repeat_until's measure of a job's runs (statistics.repeat):
         (the widest relative half-width of a value's 95% interval over them, that value)."""
         self.args = args
         self.widest_for = widest_for
@@ -176,7 +176,8 @@ class Runner:
         self.tries_allowed = 1
         self.csv: Path = args.csv
         self.partial = Path(f"{args.csv}{PARTIAL}")
-        self.checks = verdict.checks_of(args.csv)
+        facts = getattr(args, "bench_facts", None)
+        self.checks = registry.checks_of_facts(facts) if facts else verdict.checks_of(args.csv)
         self.proc: subprocess.Popen | None = None
         self.stopped_by: int | None = None
         self.lock: JobLock | None = None
@@ -341,7 +342,7 @@ class Runner:
         if self.widest_for is None:
             raise NumasweepError("--repeat-until needs the intervals of statistics.repeat; run it as "
                                  "`python -m numasweep run-job`")
-        widest = self.widest_for(Path(a.kernel))
+        widest = self.widest_for(Path(a.kernel), getattr(a, "bench_facts", None))
         runs: list[list[dict[str, str]]] = []
         while True:
             rc = self.launch(argv, log)
@@ -590,6 +591,18 @@ def lock_wait() -> float:
     return hostlock.env_seconds(ENV_LOCK_WAIT, DEFAULT_LOCK_WAIT_S)
 
 
+def bench_facts(text: str) -> dict:
+    """--bench-facts' JSON (core.registry.runner_facts), its keys checked."""
+    try:
+        facts = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at character {exc.pos})") from None
+    missing = [k for k in ("on_cpu", "spread", "metrics", "rows") if not isinstance(facts, dict) or k not in facts]
+    if missing:
+        raise argparse.ArgumentTypeError(f"lacks {', '.join(missing)}: give what core.registry.runner_facts writes")
+    return facts
+
+
 def lock_wait_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--lock-wait", type=ranged(float, 0, 86400), default=None,
                     help="seconds to wait for another run of the same job (default "
@@ -608,6 +621,9 @@ def lock_wait_option(ap: argparse.ArgumentParser) -> None:
                          "is wider than this relative half-width (config repeat_until; 0.02: ±2%%)")
     ap.add_argument("--max-repeats", type=ranged(int, 0, 100), default=0,
                     help="runs beyond the first, at most, with --repeat-until (default 0: none)")
+    ap.add_argument("--bench-facts", type=bench_facts, default=None, metavar="JSON",
+                    help="what the runner needs of the job's benchmark (core.registry.runner_facts, which "
+                         "the workflow passes), so that it imports no benchmark; default: read from the registry")
     ap.add_argument("--setup", type=Path, action="append", default=[], metavar="RECORD",
                     help="the record of a step run once before the job (a calibration: results/<system>/"
                          "calibration.json), kept in its provenance where its launch line names its file")
@@ -669,7 +685,8 @@ def run_batch(argv: list[str], widest_for: Callable | None = None) -> int:
                                          log=folder / f"{job_id}.log", lock_wait=args.lock_wait,
                                          host_lock_wait=args.host_lock_wait, retry_disturbed=args.retry_disturbed,
                                          retry_backoff=args.retry_backoff, repeat_until=args.repeat_until,
-                                         max_repeats=args.max_repeats, setup=args.setup))
+                                         max_repeats=args.max_repeats, setup=args.setup,
+                                         bench_facts=args.bench_facts))
         check_launch(points[-1])
     kernel_sha256 = provenance.sha256(args.kernel) if args.kernel.exists() else ""
     digest = topology.load(args.topology).digest()
