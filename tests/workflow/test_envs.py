@@ -3,6 +3,7 @@ workflow/envs/, each rule naming its own, the Python versions those of requireme
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -12,7 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "workflow" / "rules"
 ENVS = REPO / "workflow" / "envs"
 # conda-forge's names of the packages requirements.txt names as pip does.
-PIP_NAMES = {"matplotlib-base": "matplotlib", "pyyaml": "PyYAML", "jinja2": "Jinja2", "markdown": "Markdown"}
+PIP_NAMES = {"matplotlib-base": "matplotlib", "pyyaml": "PyYAML", "jinja2": "Jinja2", "markdown": "Markdown",
+             "markupsafe": "MarkupSafe", "snakemake-minimal": "snakemake"}
 
 
 def conda_directives() -> dict[str, list[str]]:
@@ -59,3 +61,45 @@ def test_report_environment_pins_the_versions_of_requirements_txt() -> None:
     assert set(pinned) == {"pandas", "numpy", "scipy", "matplotlib-base", "jinja2", "markdown", "pyyaml", "jsonschema"}
     for name, version in pinned.items():
         assert required[PIP_NAMES.get(name, name)] == version, name
+
+
+def _required() -> dict[str, str]:
+    return dict(line.split("==") for line in (REPO / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+
+
+def test_the_conda_users_environment_pins_what_requirements_txt_pins() -> None:
+    """environment.yml (conda users) and requirements.txt (pip, CI) name the same packages at the
+    same versions."""
+    pinned = {}
+    for dep in yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]:
+        name, _, version = dep.partition("=")
+        if version and name != "python" and name != "openmpi":
+            pinned[PIP_NAMES.get(name, name)] = version
+    assert pinned == _required()
+
+
+def test_every_package_the_code_imports_is_declared() -> None:
+    """Each third-party module imported under workflow/, bench/ and tests/ is a requirement (or
+    comes with Python or the project)."""
+    import sys
+
+    modules = set()
+    for folder in ("workflow", "bench", "tests"):
+        for path in (REPO / folder).rglob("*.py"):
+            if "fixtures" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    modules |= {a.name.split(".")[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules.add(node.module.split(".")[0])
+    own = {"numasweep", "snakemake_interface_executor_plugins"}   # the package; one of snakemake's own
+    module_of = {"yaml": "PyYAML", "jinja2": "Jinja2", "markdown": "Markdown", "markupsafe": "MarkupSafe",
+                 "_pytest": "pytest"}
+    required = {name.lower() for name in _required()}
+    local = {f.stem for folder in ("tests", "bench") for f in (REPO / folder).rglob("*.py")}
+    local |= {d.name for d in (REPO / "tests").iterdir() if d.is_dir()}
+    third = modules - set(sys.stdlib_module_names) - own - local
+    missing = {m for m in third if module_of.get(m, m).lower() not in required}
+    assert not missing, missing
