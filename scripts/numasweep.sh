@@ -17,7 +17,7 @@ fi
 
 # What the sweep needs (compilers, numactl/libnuma, Open MPI, hwloc; dmidecode for the DIMMs'
 # speed and channels, the theoretical memory bandwidth the report measures against).
-APT_RUN=(build-essential numactl libnuma-dev openmpi-bin libopenmpi-dev hwloc libhwloc-dev
+APT_RUN=(build-essential numactl libnuma-dev openmpi-bin libopenmpi-dev hwloc
          dmidecode python3-venv git)
 # What the tests add: likwid for the kernel benchmark, shellcheck, SLURM and munge for the
 # real clusters, slurmdbd and MariaDB for their accounting, QEMU and cpio/busybox for the NUMA

@@ -20,7 +20,7 @@ rule topology:
 
 # hwloc's own view of the machine measured (`lstopo --of xml`), taken where the benchmarks run:
 # the base the measured matrices are written into as hwloc memory attributes (rule hwloc_export).
-# lstopo is the system's (hwloc; with --sdm conda the environment leaves the system PATH after it).
+# lstopo is the report environment's under --sdm conda (envs/report.yaml has hwloc), else the system's.
 rule hwloc_topology:
     output:
         f"{RESULTS_DIR}/hwloc.xml",
