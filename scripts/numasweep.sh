@@ -40,13 +40,20 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# .venv from the pinned requirements files named (requirements.txt for a sweep, and
+# requirements-dev.txt for the tests); each installed file is kept in .venv, so a file already
+# installed as it is installs nothing again.
 venv() {
-    if [ ! -x .venv/bin/python ] || ! cmp -s requirements.txt .venv/.requirements.txt; then
+    local file stale=()
+    for file in "$@"; do
+        cmp -s "$file" ".venv/.$file" || stale+=("$file")
+    done
+    if [ ! -x .venv/bin/python ] || [ ${#stale[@]} -gt 0 ]; then
         python3 -m venv .venv
         .venv/bin/pip install -q --upgrade pip >/dev/null
-        .venv/bin/pip install -q -r requirements.txt
+        .venv/bin/pip install -q "${@/#/--requirement=}"
         .venv/bin/pip install -q --no-deps -e .
-        cp requirements.txt .venv/.requirements.txt
+        for file in "$@"; do cp "$file" ".venv/.$file"; done
     fi
     export PATH="$ROOT/.venv/bin:$PATH"
 }
@@ -54,13 +61,13 @@ venv() {
 case "${1:-}" in
     sweep)
         apt_install "${APT_RUN[@]}"
-        venv
+        venv requirements.txt
         snakemake --profile profiles/local
         # snakemake itself ends with the report's path, its headline and what it left unconcluded
         ;;
     test)
         apt_install "${APT_RUN[@]}" "${APT_TEST[@]}"
-        venv
+        venv requirements.txt requirements-dev.txt
         bash tests/numa_vm/fetch_kernel.sh
         rc=0
         python -m pytest tests "${@:2}" || rc=$?

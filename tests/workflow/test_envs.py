@@ -66,9 +66,19 @@ def test_report_environment_pins_the_versions_of_requirements_txt() -> None:
         assert required[PIP_NAMES.get(name, name)] == version, name
 
 
-def _required() -> dict[str, str]:
-    return dict(line.split("==") for line in (REPO / "requirements.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
+def _required(*files: str) -> dict[str, str]:
+    return dict(line.split("==") for name in files or ("requirements.txt", "requirements-dev.txt")
+                for line in (REPO / name).read_text().splitlines() if "==" in line and not line.startswith("#"))
+
+
+def test_a_sweep_installs_no_test_tool() -> None:
+    """requirements.txt, which `numasweep.sh sweep` installs, is what the workflow runs on; the
+    tests' tools come with requirements-dev.txt (`numasweep.sh test`)."""
+    sweep, dev = _required("requirements.txt"), _required("requirements-dev.txt")
+    assert not {"pytest", "pytest-timeout", "snakefmt", "ruff"} & set(sweep) and set(dev) == {
+        "pytest", "pytest-timeout", "snakefmt", "ruff"}
+    script = (REPO / "scripts" / "numasweep.sh").read_text()
+    assert "venv requirements.txt\n" in script and "venv requirements.txt requirements-dev.txt\n" in script
 
 
 def test_the_conda_users_environment_pins_what_requirements_txt_pins() -> None:

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import numasweep
 from helpers.workflow import TEST_CONFIGS, copy_repo, snakemake, snakemake_env
 from numasweep.benches import bandwidth
 from numasweep.benches.bandwidth import report as bw_report
@@ -183,6 +184,7 @@ def test_the_runner_needs_nothing_beyond_the_standard_library(tmp_path: Path, ba
     assert [v for _, v in _runs(tmp_path)] == ["10000", "14000", "8000"]
     record = json.loads((tmp_path / "bandwidth" / "j1.json").read_text())
     assert record["quality"]["verdict"] in ("quiet", "noisy") and record["repeat_until"]["runs"] == 3, record
+    assert record["numasweep_version"] == numasweep.__version__
     # without the facts, the runner reads the registry, which imports the benchmarks and numpy
     (tmp_path / "bandwidth" / "j1.csv").unlink()
     proc = _runjob(tmp_path, [10000, 14000], "--repeat-until", "0.03", "--max-repeats", "1", env=env)

@@ -63,7 +63,7 @@ def test_lint_reports_nothing(repo_copy: Path) -> None:
 
 
 def test_ruff_reports_nothing(repo: Path) -> None:
-    """The Python linter (ruff, pinned in requirements.txt; rules in pyproject.toml)."""
+    """The Python linter (ruff, pinned in requirements-dev.txt; rules in pyproject.toml)."""
     proc = subprocess.run([str(Path(sys.executable).parent / "ruff"), "check", "--no-cache", str(repo)],
                           capture_output=True, text=True, cwd=repo)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr

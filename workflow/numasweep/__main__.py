@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from numasweep.core.version import __version__
 from numasweep.core.errors import NumasweepError
 
 COMMANDS = {
@@ -34,7 +35,8 @@ COMMANDS = {
 
 
 def usage() -> str:
-    lines = ["usage: python -m numasweep COMMAND [options]", "", "commands:"]
+    lines = ["usage: python -m numasweep COMMAND [options]  (or numasweep COMMAND, once installed; --version)", "",
+             "commands:"]
     lines += [f"  {name:<14} {help_}" for name, (_, help_) in COMMANDS.items()]
     return "\n".join(lines)
 
@@ -44,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        print(f"numasweep {__version__}")
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"numasweep: error: unknown command '{name}'; one of: {', '.join(COMMANDS)}", file=sys.stderr)

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from numasweep.core.version import __version__
 from numasweep.core import firmware, system_state, topology
 from numasweep.core.errors import NumasweepError
 from numasweep.core.io import atomic_write_text
@@ -149,6 +150,7 @@ def record(
         "kernel": build,
         "kernel_commit": build.get("commit"),
         "repo_commit": repo_commit(Path(__file__).resolve().parent),
+        "numasweep_version": __version__,
         "topology": str(topology_path),
         "topology_digest": topology.load(topology_path).digest(),
         "csv": str(csv_name),
