@@ -23,11 +23,13 @@ APT_RUN=(build-essential numactl libnuma-dev openmpi-bin libopenmpi-dev hwloc
 # real clusters, slurmdbd and MariaDB for their accounting, QEMU and cpio/busybox for the NUMA
 # guest, chromium for the HTML report screenshot, hipcc and the HIP runtime headers to build
 # gpu_xfer for AMD GPUs (a sweep on AMD GPUs uses the site's ROCm instead), strace to check
-# that a kernel writes each message in one piece. (Installing
+# that a kernel writes each message in one piece, Environment Modules for a site's module stack
+# (config envmodules). (Installing
 # mariadb-server starts Debian's own MariaDB service where services start on install; the tests
 # use a private server.)
 APT_TEST=(likwid shellcheck slurm-wlm slurmctld slurmd slurm-client munge slurmdbd mariadb-server
-          qemu-system-x86 qemu-utils cpio busybox-static chromium hipcc libamdhip64-dev strace)
+          qemu-system-x86 qemu-utils cpio busybox-static chromium hipcc libamdhip64-dev strace
+          environment-modules)
 
 apt_install() {
     local missing=()

@@ -93,6 +93,8 @@ CONFIGS = {
     "repetitions past its bound": ({"latency": {"sweeps": [{"domains": [[0]], "repetitions": 1000000000}]}},
                                    "repetitions"),
     "a node id past the kernels' 256 nodes": ({"bandwidth": {"sweeps": [{"cpu_nodes": [4096]}]}}, "cpu_nodes"),
+    "an environment module name with a shell character": ({"envmodules": {"build": ["gcc; rm -rf ~"]}},
+                                                           "envmodules.build[0]"),
     "unknown sweep key": ({"latency": {"sweeps": [{"domains": [[0]], "colour": 1}]}}, "unknown key 'colour'"),
     "launcher not known": ({"launcher": "ssh"}, "launcher"),
     "threads zero": ({"bandwidth": {"sweeps": [{"cpu_nodes": [0], "threads": [0]}]}}, "threads[0]"),

@@ -31,6 +31,8 @@ for _spec in registry.all_benches().values():
             job_group
         conda:
             "../envs/kernels.yaml"
+        envmodules:
+            *CONFIG["envmodules"]["run"],
         threads: 1 if _spec.launch.by == "mpi" else job_threads
         resources:
             **_resources,
@@ -61,6 +63,8 @@ if GROUPS:
             "{group}"
         conda:
             "../envs/kernels.yaml"
+        envmodules:
+            *CONFIG["envmodules"]["run"],
         resources:
             # A group's jobs must agree on every string resource: its points' values.
             mpi="",

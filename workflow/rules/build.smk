@@ -19,6 +19,8 @@ rule build_common:
         BUILD_GROUP
     conda:
         "../envs/kernels.yaml"
+    envmodules:
+        *CONFIG["envmodules"]["build"],
     resources:
         bench_slot=1,
         nodes=1,
@@ -41,6 +43,8 @@ rule build:
         BUILD_GROUP
     conda:
         "../envs/kernels.yaml"
+    envmodules:
+        *CONFIG["envmodules"]["build"],
     resources:
         bench_slot=1,
         nodes=1,

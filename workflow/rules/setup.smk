@@ -21,6 +21,8 @@ for _setup in SETUPS.values():
             f"{RESULTS_DIR}/{_setup.id}.log",
         conda:
             "../envs/kernels.yaml"
+        envmodules:
+            *CONFIG["envmodules"]["run"],
         threads: _setup.job.threads
         resources:
             mpi="",
