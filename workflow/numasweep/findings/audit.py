@@ -68,6 +68,13 @@ def _claims() -> dict[str, registry.Claim]:
     return {**analysis.CLAIMS, **firmware.CLAIMS, **own}
 
 
+def _kind(f: dict) -> registry.Claim | None:
+    """What the finding's kind declares; None for a kind that declares nothing (or an id that is
+    no name, as a hand edit may leave it)."""
+    kind = f.get("id")
+    return _claims().get(kind) if isinstance(kind, str) else None
+
+
 def _number(value: Any) -> Any:
     """A stated quantity: the number itself, or the `estimate` of a mapping that holds one."""
     return value.get("estimate") if isinstance(value, dict) else value
@@ -86,7 +93,7 @@ def claims_of(f: dict) -> list[dict]:
     if isinstance(n.get("claims"), list):
         return n["claims"]
     out = []
-    kind = _claims().get(f.get("id", ""))
+    kind = _kind(f)
     if kind is None:
         return []
     name = kind.interval
@@ -103,9 +110,9 @@ def claims_of(f: dict) -> list[dict]:
 
 def _kind_problems(f: dict) -> Iterable[str]:
     """A kind that declares nothing cannot be checked; a quantity its kind states is printed."""
-    kind = _claims().get(f.get("id", ""))
+    kind = _kind(f)
     if kind is None:
-        yield (f"{_name(f)}: its kind '{f.get('id', '?')}' declares no claims, so nothing in its sentence can be "
+        yield (f"{_name(f)}: its kind {str(f.get('id', '?'))[:40]!r} declares no claims, so nothing in its sentence can be "
                "checked; declare it in its benchmark's Checks.claims (registry.Claim: the interval it claims, "
                "the quantities it states, or why it states none)")
         return
@@ -180,11 +187,11 @@ def _verdict_problems(findings: list[dict]) -> Iterable[tuple[dict, str]]:
 def _told_twice(findings: list[dict]) -> Iterable[tuple[dict, str]]:
     """A curve's rises, each told once: the cache steps of one series never overlap."""
     spans: dict[tuple, list[tuple[int, int, dict]]] = {}
-    kinds = _claims()
     for f in findings:
         n = f.get("numbers") or {}
         start, end = n.get(f"from_{SIZE_BYTES}"), n.get(SIZE_BYTES)
-        series = kinds[f["id"]].spans if f.get("id") in kinds else ()
+        kind = _kind(f)
+        series = kind.spans if kind else ()
         if not series or not _finite(start, end):
             continue
         key = (f.get("bench"), f.get("id")) + tuple(str(n.get(k, "")) for k in series)
