@@ -54,8 +54,7 @@ def test_the_kernel_environment_has_what_the_kernels_need_and_no_python() -> Non
 
 
 def test_report_environment_pins_the_versions_of_requirements_txt() -> None:
-    required = dict(line.split("==") for line in (REPO / "requirements.txt").read_text().splitlines()
-                    if "==" in line and not line.startswith("#"))
+    required = _required("requirements.txt")
     deps = yaml.safe_load((ENVS / "report.yaml").read_text())["dependencies"]
     pinned = dict(dep.split("=", 1) for dep in deps if re.match(r"^[\w.-]+=[^=<>]", dep))
     pinned.pop("python")

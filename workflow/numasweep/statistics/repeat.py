@@ -29,13 +29,9 @@ from typing import Callable
 
 from numasweep.core import registry
 from numasweep.running import runjob
+from numasweep.statistics.constants import LEVEL, MEDIAN_EFFICIENCY, SHAMOS
 
 Runs = list[list[dict[str, str]]]
-LEVEL = 0.95
-# the model's constants (statistics.stats, which imports numpy): sigma from the median pairwise
-# difference of normal draws, and the median's standard error over the mean's
-SHAMOS = 1.0483
-MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 
 
 def _number(text: str | None) -> float:

@@ -47,12 +47,10 @@ import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from numasweep.core.errors import NumasweepError
+from numasweep.statistics.constants import LEVEL, MEDIAN_EFFICIENCY, SHAMOS
 
-LEVEL = 0.95            # confidence level of every interval
 FDR = 0.05              # false-finding rate of the decisions of one analysis
 SEED = 20261123         # bootstraps and pair samples are reproducible: the same table, the same interval
-MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)   # SE(median) / SE(mean) of normal draws
-SHAMOS = 1.0483         # sigma = SHAMOS x median |x_i - x_j| for normal draws
 MAX_CELLS = 2_000_000   # pairwise differences (pairs x sizes) a series' noise lists; beyond, a sample
 LOO_CELLS = 1 << 22     # differences x replicates listed at once for the left-one-out noise
 DRAW_CELLS = 1 << 20    # bootstrap values drawn at once (`Series.draws`): 8 MiB a piece
