@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from matplotlib.patches import Rectangle
 
 from numasweep.core.topology import Topology
 from numasweep.reporting.figures import heatmap, line_colours, marked, new_figure, save, size_axis
@@ -73,6 +72,10 @@ def plot_gpu(gpu: pd.DataFrame, figdir: Path, kind: str) -> list[Path]:
 
 def plot_node_matrix(gpu: pd.DataFrame, topology: Topology | None, figdir: Path) -> list[Path]:
     """One panel per direction: plateau by host node (rows) and GPU (columns), own node boxed."""
+    # matplotlib is loaded where a figure is drawn, as reporting.figures does: the registry
+    # imports every figures module, and each snakemake start reads the registry.
+    from matplotlib.patches import Rectangle
+
     cells = node_cells(gpu)
     if not cells:
         return []
