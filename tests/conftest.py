@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import compileall
 import os
 import subprocess
 from pathlib import Path
@@ -15,6 +16,15 @@ REPO = Path(__file__).resolve().parent.parent
 SLOW_MARKS = ("numa_vm", "slurm", "workflow")
 # The session's SLURM cluster (`slurm_clusters`): tests/slurm and the documented commands share it.
 pytest_plugins = ["helpers.slurmtest"]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The package's bytecode written once, before any test starts Python: with
+    PYTHONDONTWRITEBYTECODE set (as CI machines often have it), every snakemake start, job and
+    command of the session would otherwise compile the whole package again, and a NUMA guest,
+    which reads the repository through a read-only share, does so under emulation. Copies of the
+    repository (helpers.workflow.copy_repo) keep the bytecode with the sources' file times."""
+    compileall.compile_dir(REPO / "workflow", quiet=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# What a fresh clone does not have, or what a run writes.
-NOT_COPIED = {".venv", ".git", ".snakemake", ".pytest_cache", "__pycache__"}
+# What a fresh clone does not have, or what a run writes. The bytecode under __pycache__ is
+# copied: it stays valid beside sources copied with their file times, and spares every Python
+# start in the copy compiling the package (tests/conftest.py writes it once per session).
+NOT_COPIED = {".venv", ".git", ".snakemake", ".pytest_cache"}
 # what a run writes at the repository's top (workflow/report holds the report's templates)
 NOT_COPIED_AT_TOP = {"build", "results", "report", "logs", "tests"}  # tests: the workflow never reads them
 TEST_CONFIGS = REPO / "tests" / "workflow" / "config"
