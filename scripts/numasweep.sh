@@ -58,6 +58,9 @@ venv() {
         for file in "$@"; do cp "$file" ".venv/.$file"; done
     fi
     export PATH="$ROOT/.venv/bin:$PATH"
+    # The package's bytecode, written where it is missing or stale: where PYTHONDONTWRITEBYTECODE
+    # is set, every job's Python would otherwise compile the package again.
+    python -m compileall -q workflow >/dev/null
 }
 
 case "${1:-}" in
