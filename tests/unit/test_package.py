@@ -25,11 +25,12 @@ def test_the_version_is_printed(capsys) -> None:
 
 
 def test_the_version_is_one_everywhere_it_is_written() -> None:
-    """CITATION.cff and the CHANGELOG's newest entry name the package's version."""
+    """CITATION.cff and the CHANGELOG's newest released entry (an `Unreleased` one above it
+    gathers what the next version brings) name the package's version."""
     import yaml
 
     assert yaml.safe_load((REPO / "CITATION.cff").read_text())["version"] == numasweep.__version__
-    newest = next(line for line in (REPO / "CHANGELOG.md").read_text().splitlines() if line.startswith("## "))
+    newest = next(line for line in (REPO / "CHANGELOG.md").read_text().splitlines() if line.startswith("## ") and line != "## Unreleased")
     assert newest.split()[1] == numasweep.__version__, newest
 
 

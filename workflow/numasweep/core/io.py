@@ -160,6 +160,8 @@ def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
         _check_yaml_node(node, path, what)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
+        if not isinstance(loader, yaml.SafeLoader):
+            exc = _pure_yaml_error(text) or exc
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
@@ -172,6 +174,24 @@ def load_yaml(path: str | os.PathLike, what: str = "file") -> object:
     finally:
         if loader is not None:
             loader.dispose()
+
+
+def _pure_yaml_error(text: str) -> Exception | None:
+    """The pure-Python parser's error for a text libyaml refused: its words name the character
+    at fault (libyaml's say "found character that cannot start any token")."""
+    import yaml
+
+    try:
+        loader = yaml.SafeLoader(text)  # its reader refuses a control character here
+    except yaml.YAMLError as exc:
+        return exc
+    try:
+        loader.construct_document(loader.get_single_node())
+    except yaml.YAMLError as exc:
+        return exc
+    finally:
+        loader.dispose()
+    return None
 
 
 def _check_yaml_node(root: object, path: Path, what: str) -> None:
